@@ -1,0 +1,36 @@
+# The two commands of the README: `make demo` and `make test`. Everything they need is set up here:
+# the venv (.venv, git-ignored) and the control-plane binaries (built once into ~/.cache/nodemedic).
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+
+.PHONY: demo test setup build lint unit e2e bench-cluster
+
+demo: build
+	$(BIN)/python hack/demo
+
+test: build lint
+	$(BIN)/python -m pytest
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+build: setup
+	$(BIN)/python hack/cluster build
+
+lint: setup
+	$(BIN)/ruff check .
+
+unit: setup
+	$(BIN)/python -m pytest tests/unit
+
+e2e: build
+	$(BIN)/python -m pytest tests/e2e
+
+bench-cluster: build
+	$(BIN)/python hack/bench/cluster_up.py

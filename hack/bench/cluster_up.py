@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""Benchmark: warm `hack/cluster up --nodes N` (binaries cached) until every node is Ready, then `down`.
+
+Prints one line per run with the step timings (seconds since start) and the summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from kcp import build, controlplane
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--nodes", type=int, default=50)
+    ap.add_argument("--runs", type=int, default=3)
+    args = ap.parse_args()
+    if build.missing():
+        print(f"not built: {build.missing()}; run `make build`", file=sys.stderr)
+        return 2
+    results = []
+    for i in range(args.runs):
+        c = controlplane.Cluster.named(f"bench-up-{i}")
+        t0 = time.monotonic()
+        c.up(args.nodes)
+        took = time.monotonic() - t0
+        t1 = time.monotonic()
+        c.down()
+        down = time.monotonic() - t1
+        results.append(took)
+        print(json.dumps({"run": i, "nodes": args.nodes, "up_seconds": round(took, 2),
+                          "down_seconds": round(down, 2), "steps": c.timings}), flush=True)
+    print(f"cluster up, {args.nodes} nodes Ready, warm cache: median {statistics.median(results):.1f}s "
+          f"min {min(results):.1f}s max {max(results):.1f}s over {args.runs} runs "
+          f"({platform.machine()}, {platform.node()})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

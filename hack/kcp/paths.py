@@ -1,0 +1,53 @@
+"""Where the control plane's binaries and state live. Nothing here is inside the repository."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from kcp import versions
+
+
+def cache_root() -> Path:
+    """Build cache root; override with NODEMEDIC_CACHE (CI and developers share the default)."""
+    env = os.environ.get("NODEMEDIC_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "nodemedic"
+
+
+def kubernetes_dir() -> Path:
+    return cache_root() / "bin" / f"kubernetes-v{versions.KUBERNETES}"
+
+
+def etcd_dir() -> Path:
+    return cache_root() / "bin" / f"etcd-v{versions.ETCD}"
+
+
+def kwok_dir() -> Path:
+    return cache_root() / "bin" / f"kwok-v{versions.KWOK}"
+
+
+def kubectl_dir() -> Path:
+    return cache_root() / "bin" / f"kubectl-v{versions.KUBECTL}"
+
+
+def go_cache() -> Path:
+    return cache_root() / "go-build"
+
+
+def binary(name: str) -> Path:
+    """Absolute path of one control-plane binary by its name."""
+    where = {
+        "kube-apiserver": kubernetes_dir(),
+        "kube-controller-manager": kubernetes_dir(),
+        "kube-scheduler": kubernetes_dir(),
+        "etcd": etcd_dir(),
+        "kwok": kwok_dir(),
+        "kubectl": kubectl_dir() / "bin",
+    }
+    return where[name] / name
+
+
+def state_root() -> Path:
+    """Parent of the per-cluster state directories (certs, etcd data, logs, kubeconfig)."""
+    env = os.environ.get("NODEMEDIC_STATE")
+    return Path(env) if env else cache_root() / "clusters"

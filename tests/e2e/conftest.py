@@ -1,0 +1,109 @@
+"""The real local control plane for end-to-end tests.
+
+One cluster per test session (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok), or
+the one named by NODEMEDIC_TEST_KUBECONFIG. A test that needs it FAILS when it cannot start: never skips.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+
+from tests.waiting import wait_until
+
+HACK = Path(__file__).resolve().parents[2] / "hack"
+sys.path.insert(0, str(HACK))
+
+from kcp import build, controlplane, nodes  # noqa: E402
+
+NODE_COUNT = 4  # three zones, one of them with two nodes
+
+
+@dataclass
+class LocalCluster:
+    kubeconfig: Path
+    api: client.ApiClient
+    owned: controlplane.Cluster | None  # None when reusing a cluster someone else started
+
+    def node(self, name: str, **kwargs: object) -> dict:
+        """A kwok node manifest like the ones `hack/cluster up` creates (for per-test nodes)."""
+        return nodes.node_manifest(name, nodes.ZONES[0], **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[LocalCluster]:
+    reuse = os.environ.get("NODEMEDIC_TEST_KUBECONFIG")
+    if reuse:
+        if not Path(reuse).exists():
+            pytest.fail(f"NODEMEDIC_TEST_KUBECONFIG={reuse} does not exist", pytrace=False)
+        yield LocalCluster(Path(reuse), config.new_client_from_config(config_file=reuse), None)
+        return
+    missing = build.missing()
+    if missing:
+        pytest.fail(
+            f"the local control plane is not built ({', '.join(missing)} missing): run `make build` "
+            "(or `hack/cluster build`); end-to-end tests need it and never skip",
+            pytrace=False,
+        )
+    owned = controlplane.Cluster.named(f"pytest-{os.getpid()}")
+    try:
+        owned.up(NODE_COUNT, timeout=180)
+    except Exception as e:  # noqa: BLE001 - any start-up failure fails the tests with its message
+        pytest.fail(f"the local control plane failed to start: {e}", pytrace=False)
+    api = config.new_client_from_config(config_file=str(owned.kubeconfig))
+    try:
+        yield LocalCluster(owned.kubeconfig, api, owned)
+    finally:
+        api.close()
+        owned.down()  # raises when any process it started, or any naming its state dir, is still running
+        assert not owned.running() and not owned.strays()
+
+
+@pytest.fixture(scope="session")
+def core(cluster: LocalCluster) -> client.CoreV1Api:
+    return client.CoreV1Api(cluster.api)
+
+
+@pytest.fixture(scope="session")
+def apps(cluster: LocalCluster) -> client.AppsV1Api:
+    return client.AppsV1Api(cluster.api)
+
+
+@pytest.fixture(scope="session")
+def policy(cluster: LocalCluster) -> client.PolicyV1Api:
+    return client.PolicyV1Api(cluster.api)
+
+
+@pytest.fixture(scope="session")
+def coordination(cluster: LocalCluster) -> client.CoordinationV1Api:
+    return client.CoordinationV1Api(cluster.api)
+
+
+@pytest.fixture
+def namespace(request: pytest.FixtureRequest, core: client.CoreV1Api) -> Iterator[str]:
+    """A fresh namespace per test, ready for pods (its default ServiceAccount exists)."""
+    base = re.sub(r"[^a-z0-9-]", "-", request.node.name.lower())[:40].strip("-")
+    name = f"{base}-{secrets.token_hex(3)}"
+    core.create_namespace({"metadata": {"name": name, "labels": {"nodemedic.io/e2e": "true"}}})
+
+    def has_default_sa() -> bool:
+        try:
+            core.read_namespaced_service_account("default", name)
+            return True
+        except ApiException as e:
+            if e.status == 404:
+                return False
+            raise
+
+    wait_until(has_default_sa, timeout=30, what=f"ServiceAccount {name}/default")
+    yield name
+    core.delete_namespace(name)

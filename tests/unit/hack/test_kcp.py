@@ -1,0 +1,99 @@
+"""hack/kcp without a cluster: process identity and stop, build idempotence checks, start-up refusal."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.waiting import wait_until
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "hack"))
+
+from kcp import build, controlplane, nodes, paths, procs
+
+
+def test_a_started_process_is_recorded_and_stopped_by_its_own_pid(tmp_path: Path) -> None:
+    rec = procs.start("sleeper", ["sleep", "60"], tmp_path)
+    assert procs.is_ours_and_alive(rec)
+    assert procs.stop(rec, grace=5) == "stopped"
+    assert not procs.is_ours_and_alive(rec)
+    assert (tmp_path / "sleeper.log").exists()
+
+
+def test_a_process_ignoring_sigterm_is_killed(tmp_path: Path) -> None:
+    script = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+              "print('up', flush=True); time.sleep(60)")
+    rec = procs.start("stubborn", [sys.executable, "-c", script], tmp_path)
+    deadline = time.monotonic() + 10
+    while "up" not in (tmp_path / "stubborn.log").read_text() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert procs.stop(rec, grace=0.5) == "killed"
+    assert not procs.is_ours_and_alive(rec)
+
+
+def test_a_reused_pid_is_not_mistaken_for_ours() -> None:
+    other = subprocess.Popen(["sleep", "30"])
+    try:
+        ticks = procs.start_ticks(other.pid)
+        assert ticks is not None
+        impostor = procs.ProcessRecord("x", other.pid, ticks + 1, "sleep", "/dev/null")
+        assert not procs.is_ours_and_alive(impostor)
+        assert procs.stop(impostor) == "not running"
+        assert other.poll() is None, "stop() signalled a process that was not ours"
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_a_component_that_dies_during_start_up_is_reported_with_its_log(tmp_path: Path) -> None:
+    rec = procs.start("broken", [sys.executable, "-c", "import sys; print('unknown flag --x'); sys.exit(3)"], tmp_path)
+    with pytest.raises(RuntimeError, match=r"(?s)broken exited during start-up.*unknown flag --x"):
+        controlplane.Cluster._wait_healthy(rec, "http://127.0.0.1:9/healthz", time.monotonic() + 30, None)
+
+
+def test_up_refuses_with_a_clear_message_when_binaries_are_missing(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NODEMEDIC_CACHE", str(tmp_path / "empty-cache"))
+    assert set(build.missing()) == set(build.COMPONENTS)
+    with pytest.raises(RuntimeError, match="hack/cluster build"):
+        controlplane.Cluster(tmp_path / "state").up(1)
+    assert not (tmp_path / "state").exists()
+
+
+def test_binaries_are_cached_outside_the_repository_keyed_by_version() -> None:
+    repo = Path(__file__).resolve().parents[3]
+    for name in controlplane.COMPONENTS:
+        p = paths.binary(name)
+        assert repo not in p.parents, p
+    assert paths.kubernetes_dir().name.endswith(build.versions.KUBERNETES)
+    assert paths.etcd_dir().name.endswith(build.versions.ETCD)
+
+
+def test_standard_nodes_spread_over_three_zones_with_realistic_capacity() -> None:
+    ms = nodes.standard_nodes(50)
+    zones = [m["metadata"]["labels"]["topology.kubernetes.io/zone"] for m in ms]
+    assert {z: zones.count(z) for z in set(zones)} == {"zone-a": 17, "zone-b": 17, "zone-c": 16}
+    for m in ms:
+        assert m["metadata"]["annotations"][nodes.KWOK_ANNOTATION] == "fake"
+        assert set(m["status"]["allocatable"]) >= {"cpu", "memory", "pods"}
+    assert len({m["metadata"]["name"] for m in ms}) == 50
+
+
+def test_down_fails_loudly_when_a_process_naming_the_cluster_survives(tmp_path: Path) -> None:
+    c = controlplane.Cluster(tmp_path / "state")
+    c.state_dir.mkdir()
+    c.ports = {"apiserver": 1}
+    c._save()
+    stray = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", f"{c.state_dir}/marker"])
+    try:
+        wait_until(lambda: [pid for pid, _ in c.strays()] == [stray.pid], timeout=10, what="the stray to show up")
+        with pytest.raises(RuntimeError, match="still running after down"):
+            c.down()
+    finally:
+        stray.kill()
+        stray.wait()
+    assert c.strays() == []
