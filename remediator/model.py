@@ -1,0 +1,224 @@
+"""The remediator's contract types: slim cluster records, the snapshot strategies see, and the plan they return.
+
+No Kubernetes client types here (and no I/O): `cluster.py` turns API objects into these records, strategies
+read a `Snapshot` and return plan items, and only the evictor / taint writer turn a `Plan` into API calls.
+Quantities are integers: CPU in millicores, memory and storage in bytes, everything else in units.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Effect(StrEnum):
+    NO_SCHEDULE = "NoSchedule"
+    PREFER_NO_SCHEDULE = "PreferNoSchedule"
+    NO_EXECUTE = "NoExecute"
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: Effect = Effect.NO_SCHEDULE
+
+    def identity(self) -> tuple[str, str]:
+        """Taints are unique on a node by (key, effect), as the API server enforces."""
+        return (self.key, str(self.effect))
+
+
+@dataclass(frozen=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"  # Equal | Exists | Lt | Gt
+    value: str = ""
+    effect: str = ""  # "" matches every effect
+
+
+@dataclass(frozen=True)
+class Condition:
+    type: str
+    status: str  # "True" | "False" | "Unknown"
+    last_transition: dt.datetime | None = None
+    reason: str = ""
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class OwnerRef:
+    kind: str
+    name: str
+    uid: str
+    controller: bool = False
+
+
+@dataclass(frozen=True)
+class SelectorRequirement:
+    key: str
+    operator: str  # In | NotIn | Exists | DoesNotExist (labels); also Gt | Lt (node affinity)
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LabelSelector:
+    """metav1.LabelSelector. An empty selector matches everything; `None` where a selector is optional."""
+
+    match_labels: tuple[tuple[str, str], ...] = ()
+    match_expressions: tuple[SelectorRequirement, ...] = ()
+
+
+@dataclass(frozen=True)
+class NodeSelectorTerm:
+    """One term of requiredDuringSchedulingIgnoredDuringExecution; terms are ORed, requirements ANDed."""
+
+    match_expressions: tuple[SelectorRequirement, ...] = ()
+    match_fields: tuple[SelectorRequirement, ...] = ()  # only metadata.name is defined by Kubernetes
+
+
+@dataclass(frozen=True)
+class NodeRecord:
+    name: str
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    conditions: tuple[Condition, ...] = ()
+    allocatable: dict[str, int] = field(default_factory=dict)  # cpu (milli), memory (bytes), pods, ...
+    created: dt.datetime | None = None
+    deleting: bool = False  # deletionTimestamp set
+    resource_version: str = ""
+
+    def condition(self, type_: str) -> Condition | None:
+        for c in self.conditions:
+            if c.type == type_:
+                return c
+        return None
+
+    @property
+    def ready(self) -> bool:
+        c = self.condition("Ready")
+        return c is not None and c.status == "True"
+
+
+@dataclass(frozen=True)
+class PodRecord:
+    namespace: str
+    name: str
+    uid: str
+    node_name: str = ""
+    phase: str = "Pending"
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    owners: tuple[OwnerRef, ...] = ()
+    priority: int | None = None
+    priority_class: str = ""
+    tolerations: tuple[Toleration, ...] = ()
+    node_selector: dict[str, str] = field(default_factory=dict)
+    required_node_affinity: tuple[NodeSelectorTerm, ...] = ()  # empty = no required affinity
+    requests: dict[str, int] = field(default_factory=dict)  # summed over containers (max with init containers)
+    qos: str = "BestEffort"  # BestEffort | Burstable | Guaranteed
+    has_local_storage: bool = False  # any emptyDir or hostPath volume
+    has_pvc: bool = False
+    terminating: bool = False  # deletionTimestamp set
+    start_time: dt.datetime | None = None
+    created: dt.datetime | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def controller(self) -> OwnerRef | None:
+        for o in self.owners:
+            if o.controller:
+                return o
+        return self.owners[0] if self.owners else None
+
+
+@dataclass(frozen=True)
+class PdbRecord:
+    namespace: str
+    name: str
+    selector: LabelSelector | None  # None selects nothing (policy/v1: empty selector selects all)
+    disruptions_allowed: int = 0
+
+
+@dataclass
+class Snapshot:
+    """One consistent view of the cluster for one planning cycle. Strategies must not mutate it."""
+
+    now: dt.datetime
+    nodes: dict[str, NodeRecord]
+    pods_by_node: dict[str, list[PodRecord]]
+    pods_by_owner: dict[str, list[PodRecord]]  # owner UID -> pods (every pod with that owner, any node)
+    pdbs: list[PdbRecord] = field(default_factory=list)
+
+    def pods(self, node: str) -> list[PodRecord]:
+        return self.pods_by_node.get(node, [])
+
+
+# --- the plan -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TaintChange:
+    node: str
+    taint: Taint
+    rules: tuple[str, ...]  # names of the rules that want (add) or released (remove) it
+    cause: str  # e.g. "KernelDeadlock=True for 31s"
+
+
+@dataclass(frozen=True)
+class PlannedEviction:
+    pod: PodRecord
+    strategy: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Protected:
+    pod: PodRecord
+    why: str
+
+
+@dataclass(frozen=True)
+class Held:
+    """A taint the rules want but a safety rail holds back (circuit breaker, pause, opt-out, autoscaler)."""
+
+    node: str
+    taint: Taint
+    rules: tuple[str, ...]
+    why: str
+
+
+@dataclass
+class Plan:
+    taints_add: list[TaintChange] = field(default_factory=list)
+    taints_remove: list[TaintChange] = field(default_factory=list)
+    evictions: list[PlannedEviction] = field(default_factory=list)
+    protected: list[Protected] = field(default_factory=list)
+    held: list[Held] = field(default_factory=list)
+    deferred: list[Protected] = field(default_factory=list)  # evictable, but a limit or cool-down said not now
+    breaker_open: bool = False  # the tainted-node limit stopped at least one new taint this cycle
+    tainted_limit: int = 0  # how many nodes may carry nodemedic taints at once (after count/percent/floor)
+    next_check: dt.datetime | None = None  # earliest time a timer (`for`, recoverAfter) may change the plan
+
+    def to_json(self) -> dict[str, object]:
+        def change(c: TaintChange) -> dict[str, object]:
+            return {"node": c.node, "key": c.taint.key, "value": c.taint.value, "effect": str(c.taint.effect),
+                    "rule": ",".join(c.rules), "cause": c.cause}
+
+        return {
+            "taints": {"add": [change(c) for c in self.taints_add], "remove": [change(c) for c in self.taints_remove]},
+            "evictions": [{"namespace": e.pod.namespace, "name": e.pod.name, "node": e.pod.node_name,
+                           "strategy": e.strategy, "reason": e.reason} for e in self.evictions],
+            "protected": [{"namespace": p.pod.namespace, "name": p.pod.name, "node": p.pod.node_name, "why": p.why}
+                          for p in self.protected],
+            "deferred": [{"namespace": p.pod.namespace, "name": p.pod.name, "node": p.pod.node_name, "why": p.why}
+                         for p in self.deferred],
+            "held": [{"node": h.node, "key": h.taint.key, "effect": str(h.taint.effect), "rule": ",".join(h.rules),
+                      "why": h.why} for h in self.held],
+            "breaker": {"open": self.breaker_open, "taintedLimit": self.tainted_limit},
+        }
