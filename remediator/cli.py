@@ -1,15 +1,188 @@
-"""`nodemedic-remediator` command line."""
+"""`nodemedic-remediator run | validate | plan`."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
+import datetime as dt
+import json
+import os
+import signal
+import socket
+import sys
+import uuid
+from typing import Any
 
-from remediator import __version__
+from prometheus_client import CollectorRegistry
+
+from remediator import __version__, logs
+from remediator import metrics as metrics_mod
+from remediator.alerts import Alerts
+from remediator.cluster import ClusterCache, snapshot_from_list
+from remediator.controller import Controller, PolicySource
+from remediator.kube import ApiError, Kube, load_credentials
+from remediator.leader import LeaderElector, LeaseTimings
+from remediator.model import Plan
+from remediator.notify import Notifier
+from remediator.planner import PlannerMemory, plan_cycle
+from remediator.policyfile import PolicyError, load_policy, validate_main
+from remediator.records import parse_time
+from remediator.server import app, loop_health, serve
+
+LEASE_NAME = "nodemedic-remediator"
+
+
+def _load_or_exit(path: str) -> Any:
+    try:
+        return load_policy(path)
+    except PolicyError as e:
+        for err in e.errors:
+            print(err, file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+# --- run --------------------------------------------------------------------------------------------
+async def _run(args: argparse.Namespace) -> int:
+    log = logs.setup("nodemedic.remediator", args.log_level)
+    policy = _load_or_exit(args.policy)
+    registry = CollectorRegistry()
+    metrics = metrics_mod.create(registry)
+    identity = args.identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+    kube = Kube(load_credentials(args.kubeconfig), registry=registry)
+    cache = ClusterCache(kube, log=log)
+    notifier = Notifier(policy.notifications, cluster=args.cluster_name, registry=registry, log=log)
+    await notifier.start()
+    alerts = Alerts(kube, notifier, identity=identity, log=log)
+    elector = None
+    if not args.dry_run:  # a dry run writes nothing, not even a Lease
+        elector = LeaderElector(
+            kube, namespace=args.lease_namespace, name=LEASE_NAME, identity=identity, log=log,
+            timings=LeaseTimings(args.lease_duration, args.renew_deadline, args.retry_period),
+            on_change=lambda leading: metrics.leader.set(1 if leading else 0),
+        )
+    controller = Controller(kube=kube, cache=cache, source=PolicySource(args.policy, policy), alerts=alerts,
+                            metrics=metrics, log=log, elector=elector, dry_run=args.dry_run,
+                            lease_namespace=args.lease_namespace)
+    runner = None
+    if args.listen:
+        runner = await serve(app(
+            registry=registry, plan=lambda: controller.plan,
+            healthy=lambda: loop_health(lambda: controller.last_cycle,
+                                        lambda: all(i.synced.is_set() for i in cache.informers), 60.0),
+        ), args.listen)
+    log.info("remediator starting", extra={"identity": identity, "dry_run": args.dry_run, "version": __version__,
+                                           "rules": len(policy.rules)})
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    tasks = [asyncio.create_task(cache.run()), asyncio.create_task(controller.run())]
+    if elector is not None:
+        tasks.append(asyncio.create_task(elector.run()))
+    stopper = asyncio.create_task(stop.wait())
+    done, _ = await asyncio.wait([*tasks, stopper], return_when=asyncio.FIRST_COMPLETED)
+    code = 0
+    for t in done:
+        if t is not stopper and t.exception() is not None:
+            log.error("task failed", extra={"error": repr(t.exception())})
+            code = 1
+    for t in tasks:
+        t.cancel()
+    for t in tasks:
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await t
+    if elector is not None:
+        await elector.release()
+    await notifier.close()
+    if runner is not None:
+        await runner.cleanup()
+    await kube.close()
+    log.info("remediator stopped")
+    return code
+
+
+# --- plan -------------------------------------------------------------------------------------------
+async def _live_items(kubeconfig: str) -> dict[str, Any]:
+    kube = Kube(load_credentials(kubeconfig), registry=CollectorRegistry())
+    items: list[dict[str, Any]] = []
+    try:
+        for path, kind in (("/api/v1/nodes", "Node"), ("/api/v1/pods", "Pod"),
+                           ("/apis/policy/v1/poddisruptionbudgets", "PodDisruptionBudget")):
+            for obj in (await kube.get(path)).get("items") or []:
+                obj["kind"] = kind  # list items carry no kind
+                items.append(obj)
+    finally:
+        await kube.close()
+    return {"kind": "List", "items": items}
+
+
+def _print_plan(plan: Plan) -> None:
+    doc = plan.to_json()
+    for section, rows in (("taint", doc["taints"]["add"]), ("untaint", doc["taints"]["remove"]),  # type: ignore[index]
+                          ("evict", doc["evictions"]), ("protected", doc["protected"]), ("deferred", doc["deferred"]),
+                          ("held", doc["held"])):
+        for row in rows:  # type: ignore[union-attr]
+            print(f"{section:<10} " + "  ".join(f"{k}={v}" for k, v in row.items()))
+    print(f"breaker: open={plan.breaker_open} taintedLimit={plan.tainted_limit}")
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    policy = _load_or_exit(args.policy)
+    now = parse_time(args.now) if args.now else dt.datetime.now(dt.UTC)
+    if now is None:
+        print(f"--now: not an RFC3339 time: {args.now}", file=sys.stderr)
+        return 2
+    if args.snapshot:
+        try:
+            with open(args.snapshot) as f:
+                doc = json.load(f)
+        except (OSError, ValueError) as e:
+            print(f"{args.snapshot}: {e}", file=sys.stderr)
+            return 2
+    else:
+        try:
+            doc = asyncio.run(_live_items(args.kubeconfig))
+        except ApiError as e:
+            print(f"cannot read the cluster: {e}", file=sys.stderr)
+            return 1
+    plan = plan_cycle(snapshot_from_list(doc, now), policy, PlannerMemory())
+    if args.json:
+        print(json.dumps(plan.to_json(), indent=1))
+    else:
+        _print_plan(plan)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="nodemedic-remediator", description="nodemedic cluster remediator")
     ap.add_argument("--version", action="version", version=f"nodemedic-remediator {__version__}")
-    ap.parse_args(argv)
-    ap.print_help()
-    return 0
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    run = sub.add_parser("run", help="watch the cluster and remediate")
+    run.add_argument("--policy", required=True)
+    run.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG") or None,
+                     help="default: $KUBECONFIG, else in-cluster credentials")
+    run.add_argument("--dry-run", action="store_true", help="plan and report, write nothing")
+    run.add_argument("--lease-namespace", default="kube-system")
+    run.add_argument("--listen", default=":8080", help="metrics, /healthz and /plan ('' to disable)")
+    run.add_argument("--identity", default="")
+    run.add_argument("--cluster-name", default="")
+    run.add_argument("--lease-duration", type=float, default=15.0)
+    run.add_argument("--renew-deadline", type=float, default=10.0)
+    run.add_argument("--retry-period", type=float, default=2.0)
+    run.add_argument("--log-level", default="INFO")
+    val = sub.add_parser("validate", help="check a policy file: exit 0, or 2 with file:line: field errors")
+    val.add_argument("--policy", required=True)
+    plan = sub.add_parser("plan", help="print what would be done now; writes nothing")
+    plan.add_argument("--policy", required=True)
+    src = plan.add_mutually_exclusive_group(required=True)
+    src.add_argument("--kubeconfig")
+    src.add_argument("--snapshot", help="`kubectl get nodes,pods,pdb -A -o json` output")
+    plan.add_argument("--json", action="store_true")
+    plan.add_argument("--now", help="RFC3339 time to plan at (default: now)")
+    args = ap.parse_args(argv)
+    if args.cmd == "validate":
+        return validate_main(args.policy)
+    if args.cmd == "plan":
+        return cmd_plan(args)
+    return asyncio.run(_run(args))

@@ -6,11 +6,12 @@ the one named by NODEMEDIC_TEST_KUBECONFIG. A test that needs it FAILS when it c
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -79,13 +80,40 @@ def apps(cluster: LocalCluster) -> client.AppsV1Api:
 
 
 @pytest.fixture(scope="session")
-def policy(cluster: LocalCluster) -> client.PolicyV1Api:
+def policy_api(cluster: LocalCluster) -> client.PolicyV1Api:
     return client.PolicyV1Api(cluster.api)
 
 
 @pytest.fixture(scope="session")
 def coordination(cluster: LocalCluster) -> client.CoordinationV1Api:
     return client.CoordinationV1Api(cluster.api)
+
+
+@pytest.fixture
+def node_pool(cluster: LocalCluster, core: client.CoreV1Api) -> Iterator[Callable[..., list[str]]]:
+    """Factory: `node_pool(3)` creates 3 fresh Ready kwok nodes for this test alone (deleted afterwards)."""
+    created: list[str] = []
+
+    def make(count: int, **kwargs: object) -> list[str]:
+        suffix = secrets.token_hex(3)
+        names = [f"pool-{suffix}-{i}" for i in range(count)]
+        for i, n in enumerate(names):
+            manifest = nodes.node_manifest(n, nodes.ZONES[i % len(nodes.ZONES)], **kwargs)  # type: ignore[arg-type]
+            manifest["metadata"]["labels"]["nodemedic.io/e2e-pool"] = suffix
+            core.create_node(manifest)
+            created.append(n)
+
+        def ready() -> bool:
+            return all(any(c.type == "Ready" and c.status == "True" for c in core.read_node(n).status.conditions or [])
+                       for n in names)
+
+        wait_until(ready, timeout=30, what=f"kwok to make {names} Ready")
+        return names
+
+    yield make
+    for n in created:
+        with contextlib.suppress(ApiException):
+            core.delete_node(n)
 
 
 @pytest.fixture

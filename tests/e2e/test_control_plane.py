@@ -73,17 +73,17 @@ def _evict(core: client.CoreV1Api, ns: str, pod: str) -> None:
 
 
 def test_eviction_api_honours_a_pod_disruption_budget_and_the_replicaset_replaces_the_pod(
-    core: client.CoreV1Api, apps: client.AppsV1Api, policy: client.PolicyV1Api, namespace: str
+    core: client.CoreV1Api, apps: client.AppsV1Api, policy_api: client.PolicyV1Api, namespace: str
 ) -> None:
     apps.create_namespaced_deployment(namespace, deployment("db", 2))
     wait_until(lambda: len(running_pods(core, namespace, "db")) == 2, timeout=60, what="2 Running db pods")
-    policy.create_namespaced_pod_disruption_budget(namespace, {
+    policy_api.create_namespaced_pod_disruption_budget(namespace, {
         "metadata": {"name": "db"},
         "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "db"}}},
     })
 
     def pdb_allows(n: int) -> bool:
-        pdb = policy.read_namespaced_pod_disruption_budget("db", namespace)
+        pdb = policy_api.read_namespaced_pod_disruption_budget("db", namespace)
         st = pdb.status
         return bool(st and st.observed_generation == pdb.metadata.generation
                     and st.current_healthy == 2 and st.disruptions_allowed == n)
@@ -96,7 +96,7 @@ def test_eviction_api_honours_a_pod_disruption_budget_and_the_replicaset_replace
     assert "disruption budget" in refused.value.body
     assert core.read_namespaced_pod(victim, namespace).metadata.deletion_timestamp is None
 
-    policy.patch_namespaced_pod_disruption_budget("db", namespace, {"spec": {"minAvailable": 1}})
+    policy_api.patch_namespaced_pod_disruption_budget("db", namespace, {"spec": {"minAvailable": 1}})
     wait_until(lambda: pdb_allows(1), timeout=30, what="the disruption controller to allow 1 disruption")
     _evict(core, namespace, victim)
 

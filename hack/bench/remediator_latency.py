@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Benchmark: condition held for `for` → taint on the node, and taint → first eviction request.
+
+Starts its own local control plane and a real `nodemedic-remediator run`, then, N times: pins a fresh
+one-pod Deployment to a fresh kwok node (preferred affinity, so the evicted pod may go elsewhere), writes
+`KernelDeadlock=True` with a known lastTransitionTime, and observes through watches when the taint appears
+(measured from lastTransitionTime + `for`) and when the pod's eviction is accepted (deletionTimestamp).
+Prints each sample and p50/p95/max of both latencies (targets: p95 ≤ 1 s each).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from kubernetes import client, config, watch
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "hack"))
+
+from kcp import build, controlplane, nodes  # noqa: E402
+
+TAINT = "nodemedic.io/kernel-deadlock"
+FOR_SECONDS = 2
+
+
+def policy() -> str:
+    return f"""apiVersion: nodemedic.io/v1alpha1
+kind: RemediationPolicy
+rules:
+- name: kernel-deadlock
+  condition: {{type: KernelDeadlock, status: "True", for: {FOR_SECONDS}s}}
+  taint: {{key: {TAINT}, value: "true"}}
+  recoverAfter: 1s
+evictor: {{namespaces: {{include: [bench]}}}}
+limits: {{ownerCooldown: 0s}}
+safety: {{maxTaintedNodes: 1000, maxTaintedNodesPercent: 100}}
+"""
+
+
+class Observer:
+    """Watches nodes and pods; records the first time each interesting thing is seen (monotonic wall clock)."""
+
+    def __init__(self, api: client.ApiClient) -> None:
+        self.core = client.CoreV1Api(api)
+        self.taint_seen: dict[str, float] = {}
+        self.evicted_seen: dict[str, float] = {}  # node -> first pod there with deletionTimestamp
+        threading.Thread(target=self._nodes, daemon=True).start()
+        threading.Thread(target=self._pods, daemon=True).start()
+
+    def _nodes(self) -> None:
+        for ev in watch.Watch().stream(self.core.list_node, _request_timeout=3600):
+            n = ev["object"]
+            if any(t.key == TAINT for t in n.spec.taints or []):
+                self.taint_seen.setdefault(n.metadata.name, time.time())
+
+    def _pods(self) -> None:
+        for ev in watch.Watch().stream(self.core.list_namespaced_pod, "bench", _request_timeout=3600):
+            p = ev["object"]
+            if p.metadata.deletion_timestamp is not None and p.spec.node_name:
+                self.evicted_seen.setdefault(p.spec.node_name, time.time())
+
+
+def wait(pred, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.01)
+    raise TimeoutError(what)
+
+
+def pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, round(q * (len(s) - 1))))]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--samples", type=int, default=30)
+    args = ap.parse_args()
+    if build.missing():
+        print(f"not built: {build.missing()}; run `make build`", file=sys.stderr)
+        return 2
+    cluster = controlplane.Cluster.named("bench-remediator")
+    if cluster.load() and cluster.running():
+        cluster.down()
+    cluster.up(3)
+    tmp = Path(tempfile.mkdtemp(prefix="nodemedic-bench-"))
+    proc = None
+    try:
+        api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
+        core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
+        core.create_namespace({"metadata": {"name": "bench"}})
+        wait(lambda: _has_sa(core), 30, "default ServiceAccount")
+        names = [f"bench-{i}" for i in range(args.samples)]
+        for i, n in enumerate(names):
+            core.create_node(nodes.node_manifest(n, nodes.ZONES[i % 3]))
+        (tmp / "policy.yaml").write_text(policy())
+        log = open(tmp / "remediator.log", "wb")  # noqa: SIM115 - lives as long as the process
+        proc = subprocess.Popen([sys.executable, "-m", "remediator", "run", "--policy", str(tmp / "policy.yaml"),
+                                 "--kubeconfig", str(cluster.kubeconfig), "--lease-namespace", "bench",
+                                 "--listen", ""], stdout=log, stderr=subprocess.STDOUT,
+                                env=dict(os.environ, PYTHONPATH=str(ROOT)))
+        obs = Observer(api)
+        to_taint, to_evict = [], []
+        for n in names:
+            dep = _pinned_deployment(n)
+            apps.create_namespaced_deployment("bench", dep)
+            wait(lambda n=n: any(p.spec.node_name == n and p.status.phase == "Running"
+                                 for p in core.list_namespaced_pod("bench", label_selector=f"app={n}").items),
+                 60, f"pod on {n}")
+            transition = dt.datetime.now(dt.UTC).replace(microsecond=0)
+            stamp = transition.strftime("%Y-%m-%dT%H:%M:%SZ")
+            core.patch_node_status(n, {"status": {"conditions": [{
+                "type": "KernelDeadlock", "status": "True", "reason": "Bench", "message": "bench",
+                "lastHeartbeatTime": stamp, "lastTransitionTime": stamp}]}})
+            due = transition.timestamp() + FOR_SECONDS
+            t_taint = wait(lambda n=n: obs.taint_seen.get(n), 30, f"taint on {n}")
+            t_evict = wait(lambda n=n: obs.evicted_seen.get(n), 30, f"eviction on {n}")
+            to_taint.append(t_taint - due)
+            to_evict.append(t_evict - t_taint)
+            print(f"{n}: for-elapsed→taint {to_taint[-1]*1000:7.1f} ms   taint→eviction {to_evict[-1]*1000:7.1f} ms",
+                  flush=True)
+        for label, vals in (("condition held for `for` → taint", to_taint), ("taint → first eviction", to_evict)):
+            print(f"{label}: p50 {statistics.median(vals)*1000:.0f} ms, p95 {pct(vals, 0.95)*1000:.0f} ms, "
+                  f"max {max(vals)*1000:.0f} ms over {len(vals)} samples")
+        print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(15)
+        cluster.down()
+    return 0
+
+
+def _has_sa(core: client.CoreV1Api) -> bool:
+    try:
+        core.read_namespaced_service_account("default", "bench")
+        return True
+    except client.ApiException:
+        return False
+
+
+def _pinned_deployment(node: str) -> dict:
+    pref = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "preference": {
+        "matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}}]}}
+    labels = {"app": node}
+    return {"metadata": {"name": node}, "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {
+        "metadata": {"labels": labels}, "spec": {"affinity": pref, "containers": [
+            {"name": "c", "image": "registry.invalid/x:1", "resources": {"requests": {"cpu": "100m"}}}]}}}}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

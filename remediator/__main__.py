@@ -1,0 +1,5 @@
+import sys
+
+from remediator.cli import main
+
+sys.exit(main())

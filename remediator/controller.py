@@ -1,0 +1,259 @@
+"""The remediator's loop: watch caches → plan → (if leading and not dry-run) taint writer and evictor.
+
+A cycle runs when the caches change, when a timer in the plan comes due (a condition's `for`, a taint's
+`recoverAfter`), or every `resync` seconds. Planning is pure and cheap; writing happens only here, only
+while this replica holds the Lease, and never in dry-run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import hashlib
+import logging
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from remediator import taints as owned_taints
+from remediator.alerts import Alerts
+from remediator.cluster import ClusterCache
+from remediator.evictor import EvictionResult, Outcome, evict
+from remediator.kube import ApiError, Kube
+from remediator.leader import LeaderElector
+from remediator.metrics import Metrics
+from remediator.model import Plan, PlannedEviction, TaintChange
+from remediator.notify import AlertKind
+from remediator.planner import PlannerMemory, plan_cycle
+from remediator.policy import OWNED_TAINTS_ANNOTATION, Policy
+from remediator.policyfile import PolicyError, load_policy
+from remediator.taintwriter import write_node_taints
+
+RECENT_EVICTION_MEMORY = 600.0  # seconds a pod we evicted is never planned again (the cache may lag)
+
+
+class PolicySource:
+    """The policy file, re-read when its content changes; a bad new file keeps the last good policy."""
+
+    def __init__(self, path: str, policy: Policy) -> None:
+        self.path = Path(path)
+        self.policy = policy
+        self.digest = self._digest()
+
+    def _digest(self) -> str:
+        try:
+            return hashlib.sha256(self.path.read_bytes()).hexdigest()
+        except OSError:
+            return ""
+
+    def poll(self) -> tuple[bool, list[str]]:
+        """(changed to a new good policy, errors of a bad new file)."""
+        digest = self._digest()
+        if not digest or digest == self.digest:
+            return False, []
+        self.digest = digest
+        try:
+            self.policy = load_policy(self.path)
+        except PolicyError as e:
+            return False, e.errors
+        return True, []
+
+
+class Controller:
+    def __init__(self, *, kube: Kube, cache: ClusterCache, source: PolicySource, alerts: Alerts, metrics: Metrics,
+                 log: logging.Logger, elector: LeaderElector | None, dry_run: bool, lease_namespace: str,
+                 resync: float = 10.0) -> None:
+        self.kube, self.cache, self.source, self.alerts, self.metrics = kube, cache, source, alerts, metrics
+        self.log, self.elector, self.dry_run = log, elector, dry_run
+        self.lease_namespace = lease_namespace
+        self.resync = resync
+        self.memory = PlannerMemory()
+        self.plan = Plan()
+        self.in_flight: dict[str, asyncio.Task[EvictionResult]] = {}  # pod uid -> eviction task
+        self.recently_evicted: dict[str, float] = {}  # pod uid -> monotonic time
+        self.held_seen: set[tuple[str, str, str]] = set()
+        self.dry_run_seen: set[str] = set()
+        self.breaker_was_open = False
+        self.last_cycle = time.monotonic()
+        self.cycles = 0
+        self.background: set[asyncio.Task[None]] = set()  # fire-and-forget announcements, kept referenced
+
+    def may_act(self) -> bool:
+        return not self.dry_run and (self.elector is None or self.elector.is_leader())
+
+    # --- loop ----------------------------------------------------------------------------------
+    async def run(self) -> None:
+        await self.cache.wait_synced()
+        self.log.info("caches synced", extra={"nodes": len(self.cache.nodes), "pods": len(self.cache.pods)})
+        while True:
+            await self._wait_for_work()
+            try:
+                await self.cycle()
+            except Exception:  # a bug or odd data must not stop remediation: log it, keep the loop alive
+                self.log.exception("planning cycle failed")
+                await asyncio.sleep(1.0)
+
+    async def _wait_for_work(self) -> None:
+        timeout = self.resync
+        if self.plan.next_check is not None:
+            due = (self.plan.next_check - dt.datetime.now(dt.UTC)).total_seconds()
+            timeout = max(0.0, min(timeout, due + 0.01))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.cache.changed.wait(), timeout)
+        await asyncio.sleep(0.02)  # coalesce a burst of watch events into one cycle
+        self.cache.changed.clear()
+
+    async def cycle(self) -> Plan:
+        self._reload_policy()
+        now = dt.datetime.now(dt.UTC)
+        snapshot = self.cache.snapshot(now)
+        t0 = time.perf_counter()
+        plan = plan_cycle(snapshot, self.source.policy, self.memory)
+        self.metrics.cycle_seconds.observe(time.perf_counter() - t0)
+        self._forget_old_evictions()
+        plan.evictions = [e for e in plan.evictions
+                          if e.pod.uid not in self.in_flight and e.pod.uid not in self.recently_evicted]
+        self.plan = plan
+        self.last_cycle = time.monotonic()
+        self.cycles += 1
+        self.metrics.tainted_limit.set(plan.tainted_limit)
+        self.metrics.breaker_open.set(1 if plan.breaker_open else 0)
+        if self.dry_run:
+            self._report_dry_run(plan)
+        elif self.may_act():
+            await self._apply(plan, now)
+        return plan
+
+    # --- acting --------------------------------------------------------------------------------
+    async def _apply(self, plan: Plan, now: dt.datetime) -> None:
+        failed_nodes = await self._apply_taints(plan, now)
+        await self._announce_held(plan)
+        for e in plan.evictions:
+            if e.pod.node_name in failed_nodes:
+                continue  # its taint did not land; evicting now would only invite the pod back
+            self._start_eviction(e, now)
+        tainted = sum(1 for n in self.cache.nodes.values() if OWNED_TAINTS_ANNOTATION in n.annotations
+                      and owned_taints.parse_owned(n.annotations[OWNED_TAINTS_ANNOTATION])[0])
+        self.metrics.tainted_nodes.set(tainted)
+
+    async def _apply_taints(self, plan: Plan, now: dt.datetime) -> set[str]:
+        by_node: dict[str, tuple[list[TaintChange], list[TaintChange]]] = defaultdict(lambda: ([], []))
+        for c in plan.taints_add:
+            by_node[c.node][0].append(c)
+        for c in plan.taints_remove:
+            by_node[c.node][1].append(c)
+        failed: set[str] = set()
+        for node, (adds, removes) in sorted(by_node.items()):
+            if not self.may_act():
+                return set(by_node)
+            record = self.cache.nodes.get(node)
+            current = owned_taints.parse_owned((record.annotations if record else {}).get(OWNED_TAINTS_ANNOTATION))[0]
+            try:
+                await write_node_taints(self.kube, node, base=self.cache.raw_nodes.get(node), adds=adds,
+                                        removes=removes, owned=current, now=now)
+            except ApiError as e:
+                failed.add(node)
+                self.log.error("taint write failed", extra={"node": node, "error": str(e)})
+                continue
+            for c in adds:
+                self.metrics.taint_changes.labels("add", c.taint.key).inc()
+                await self.alerts.node(node, kind=AlertKind.TAINTED, type_="Warning", reason="NodemedicTainted",
+                                       message=f"tainted {c.taint.key}={c.taint.value}:{c.taint.effect}: {c.cause}",
+                                       details={"rule": ",".join(c.rules), "taint": c.taint.key})
+            for c in removes:
+                self.metrics.taint_changes.labels("remove", c.taint.key).inc()
+                await self.alerts.node(node, kind=AlertKind.UNTAINTED, type_="Normal", reason="NodemedicUntainted",
+                                       message=f"removed {c.taint.key}:{c.taint.effect}: {c.cause}",
+                                       details={"rule": ",".join(c.rules), "taint": c.taint.key})
+        return failed
+
+    async def _announce_held(self, plan: Plan) -> None:
+        current = {(h.node, h.taint.key, h.why.split(":")[0]) for h in plan.held}
+        for h in plan.held:
+            key = (h.node, h.taint.key, h.why.split(":")[0])
+            if key in self.held_seen:
+                continue
+            self.metrics.held.labels(h.why.split(":")[0]).inc()
+            breaker = h.why.startswith("circuit breaker")
+            await self.alerts.node(h.node, kind=AlertKind.BREAKER_OPEN if breaker else AlertKind.HELD,
+                                   type_="Warning",
+                                   reason="NodemedicCircuitBreakerOpen" if breaker else "NodemedicHeld",
+                                   message=f"not tainting {h.taint.key}: {h.why}",
+                                   details={"rule": ",".join(h.rules)})
+        self.held_seen = current
+        if plan.breaker_open and not self.breaker_was_open:
+            self.metrics.breaker_trips.inc()
+        self.breaker_was_open = plan.breaker_open
+
+    def _start_eviction(self, e: PlannedEviction, now: dt.datetime) -> None:
+        owner = e.pod.controller
+        if owner is not None:
+            self.memory.owner_last_eviction[owner.uid] = now  # the cool-down starts when we decide
+        task = asyncio.create_task(self._evict(e))
+        self.in_flight[e.pod.uid] = task
+
+    async def _evict(self, e: PlannedEviction) -> EvictionResult:
+        policy = self.source.policy
+        try:
+            result = await evict(self.kube, e, policy.eviction, may_act=self.may_act, log=self.log)
+        finally:
+            self.in_flight.pop(e.pod.uid, None)
+        self.metrics.evictions.labels(e.strategy, str(result.outcome)).inc()
+        if result.outcome in (Outcome.EVICTED, Outcome.GONE):
+            self.recently_evicted[e.pod.uid] = time.monotonic()
+        if result.outcome == Outcome.EVICTED:
+            await self.alerts.pod(e.pod, kind=AlertKind.EVICTED, type_="Normal", reason="NodemedicEvicted",
+                                  message=f"evicted from {e.pod.node_name} by {e.strategy}: {e.reason}",
+                                  details={"strategy": e.strategy, "attempts": str(result.attempts)})
+        elif result.outcome == Outcome.REFUSED:
+            await self.alerts.pod(e.pod, kind=AlertKind.EVICTION_REFUSED, type_="Warning",
+                                  reason="NodemedicEvictionRefused",
+                                  message=f"eviction still refused after {result.attempts} attempts "
+                                          f"({result.seconds:.0f}s): {result.detail}",
+                                  details={"strategy": e.strategy})
+        elif result.outcome == Outcome.FAILED:
+            await self.alerts.pod(e.pod, kind=AlertKind.EVICTION_FAILED, type_="Warning",
+                                  reason="NodemedicEvictionFailed", message=f"eviction failed: {result.detail}",
+                                  details={"strategy": e.strategy})
+        self.cache.changed.set()  # re-plan: the next pod of this owner may now be due
+        return result
+
+    def _forget_old_evictions(self) -> None:
+        horizon = time.monotonic() - RECENT_EVICTION_MEMORY
+        for uid in [u for u, t in self.recently_evicted.items() if t < horizon]:
+            del self.recently_evicted[uid]
+
+    # --- dry run and policy --------------------------------------------------------------------
+    def _report_dry_run(self, plan: Plan) -> None:
+        doc = plan.to_json()
+        actions: list[tuple[str, dict[str, object]]] = []
+        taints_doc = doc["taints"]
+        assert isinstance(taints_doc, dict)
+        actions += [("taint", a) for a in taints_doc["add"]] + [("untaint", a) for a in taints_doc["remove"]]
+        actions += [("evict", a) for a in doc["evictions"]]  # type: ignore[union-attr]
+        for kind, action in actions:
+            key = f"{kind}:{sorted(action.items())}"
+            if key not in self.dry_run_seen:
+                self.dry_run_seen.add(key)
+                self.metrics.dry_run_planned.labels(kind).inc()
+                self.log.info("dry-run: would " + kind, extra={"dry_run": True, "action": action})
+
+    def _reload_policy(self) -> None:
+        changed, errors = self.source.poll()
+        if changed:
+            self.metrics.policy_reloads.labels("ok").inc()
+            self.log.info("policy reloaded", extra={"policy": str(self.source.path)})
+        elif errors:
+            self.metrics.policy_reloads.labels("error").inc()
+            self.log.error("policy rejected, keeping the last good one",
+                           extra={"policy": str(self.source.path), "errors": errors})
+            if self.dry_run:
+                return  # a dry run writes nothing, not even this Event
+            message = f"policy {self.source.path} rejected, keeping the last good one: " + "; ".join(errors[:5])
+            task = asyncio.get_running_loop().create_task(self.alerts.object(
+                namespace=self.lease_namespace, type_="Warning", reason="NodemedicPolicyRejected", message=message,
+                involved={"kind": "Lease", "apiVersion": "coordination.k8s.io/v1", "name": "nodemedic-remediator",
+                          "namespace": self.lease_namespace}))
+            self.background.add(task)
+            task.add_done_callback(self.background.discard)

@@ -1,0 +1,122 @@
+"""Leader election on a coordination.k8s.io/v1 Lease, in the manner of client-go's leaderelection.
+
+Expiry is judged on this process's monotonic clock from the moment it last *saw the record change*, not
+by comparing the holder's renewTime with our wall clock, so clock skew between replicas cannot make two
+leaders. Standbys keep their caches warm and act only while `is_leader()` holds; the leader stops acting
+as soon as it could not renew within `renew_deadline` (before anyone else may take over).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from remediator.kube import ApiError, Kube
+
+
+@dataclass(frozen=True)
+class LeaseTimings:
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+
+def _rfc3339_micro(t: dt.datetime) -> str:
+    return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class LeaderElector:
+    def __init__(self, kube: Kube, *, namespace: str, name: str, identity: str, log: logging.Logger,
+                 timings: LeaseTimings = LeaseTimings(),
+                 on_change: Callable[[bool], None] | None = None) -> None:
+        self.kube, self.namespace, self.name, self.identity, self.log = kube, namespace, name, identity, log
+        self.t = timings
+        self.on_change = on_change
+        self._observed: tuple[str, str] | None = None  # (holder, renewTime) last seen
+        self._observed_at = 0.0
+        self._renewed_at = 0.0  # monotonic time of our last successful acquire/renew
+        self._leading = False
+        self.transitions = 0
+
+    @property
+    def path(self) -> str:
+        return f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases/{self.name}"
+
+    def is_leader(self) -> bool:
+        """True only while our last renewal is younger than renew_deadline: a fence for every write."""
+        return self._leading and time.monotonic() - self._renewed_at < self.t.renew_deadline
+
+    def _set_leading(self, leading: bool) -> None:
+        if leading != self._leading:
+            self._leading = leading
+            self.log.info("leadership changed", extra={"leading": leading, "identity": self.identity,
+                                                        "lease": f"{self.namespace}/{self.name}"})
+            if self.on_change:
+                self.on_change(leading)
+
+    async def _try_acquire_or_renew(self) -> bool:
+        now = dt.datetime.now(dt.UTC)
+        spec = {"holderIdentity": self.identity, "leaseDurationSeconds": int(self.t.lease_duration),
+                "renewTime": _rfc3339_micro(now)}
+        try:
+            lease = await self.kube.get(self.path)
+        except ApiError as e:
+            if e.status != 404:
+                raise
+            body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                    "metadata": {"name": self.name, "namespace": self.namespace},
+                    "spec": {**spec, "acquireTime": spec["renewTime"], "leaseTransitions": 0}}
+            await self.kube.request("POST", self.path.rsplit("/", 1)[0], body=body)
+            return True
+        old = lease.get("spec") or {}
+        holder = old.get("holderIdentity") or ""
+        record = (holder, str(old.get("renewTime") or ""))
+        if record != self._observed:
+            self._observed, self._observed_at = record, time.monotonic()
+        duration = float(old.get("leaseDurationSeconds") or self.t.lease_duration)
+        if holder and holder != self.identity and time.monotonic() < self._observed_at + duration:
+            return False  # someone else holds a lease that has not expired in our eyes
+        new_spec = dict(old)
+        new_spec.update(spec)
+        if holder != self.identity:
+            new_spec["acquireTime"] = spec["renewTime"]
+            new_spec["leaseTransitions"] = int(old.get("leaseTransitions") or 0) + 1
+        lease["spec"] = new_spec
+        # PUT with the resourceVersion we read: two standbys racing for an expired lease cannot both win.
+        await self.kube.request("PUT", self.path, body=lease)
+        if holder != self.identity:
+            self.transitions += 1
+        return True
+
+    async def run(self) -> None:
+        while True:
+            try:
+                acquired = await self._try_acquire_or_renew()
+            except ApiError as e:
+                acquired = False
+                if e.status != 409:  # a conflict is just a lost race
+                    self.log.warning("lease request failed", extra={"error": str(e)})
+            if acquired:
+                self._renewed_at = time.monotonic()
+                self._set_leading(True)
+            elif not self.is_leader():
+                self._set_leading(False)
+            await asyncio.sleep(self.t.retry_period)
+
+    async def release(self) -> None:
+        """On clean shutdown: hand the lease over at once instead of making standbys wait it out."""
+        if not self._leading:
+            return
+        self._set_leading(False)
+        try:
+            lease = await self.kube.get(self.path)
+            if (lease.get("spec") or {}).get("holderIdentity") == self.identity:
+                lease["spec"]["holderIdentity"] = ""
+                lease["spec"]["leaseDurationSeconds"] = 1
+                await self.kube.request("PUT", self.path, body=lease)
+        except ApiError as e:
+            self.log.warning("lease release failed", extra={"error": str(e)})

@@ -1,0 +1,47 @@
+"""The remediator's Prometheus metrics, registered into a registry passed from main (never the global one)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+
+@dataclass(frozen=True)
+class Metrics:
+    taint_changes: Counter
+    evictions: Counter
+    held: Counter
+    breaker_open: Gauge
+    breaker_trips: Counter
+    tainted_nodes: Gauge
+    tainted_limit: Gauge
+    leader: Gauge
+    cycle_seconds: Histogram
+    policy_reloads: Counter
+    dry_run_planned: Counter
+
+
+def create(registry: CollectorRegistry) -> Metrics:
+    r = registry
+    return Metrics(
+        taint_changes=Counter("nodemedic_taint_changes_total", "Taints added or removed by nodemedic",
+                              ["action", "key"], registry=r),
+        evictions=Counter("nodemedic_evictions_total", "Eviction outcomes",
+                          ["strategy", "outcome"], registry=r),
+        held=Counter("nodemedic_taints_held_total", "Taints the rules wanted but a safety rail held back",
+                     ["why"], registry=r),
+        breaker_open=Gauge("nodemedic_circuit_breaker_open", "1 while the tainted-node limit blocks new taints",
+                           registry=r),
+        breaker_trips=Counter("nodemedic_circuit_breaker_trips_total", "Times the circuit breaker opened",
+                              registry=r),
+        tainted_nodes=Gauge("nodemedic_tainted_nodes", "Nodes carrying at least one nodemedic taint", registry=r),
+        tainted_limit=Gauge("nodemedic_tainted_nodes_limit", "Maximum nodes nodemedic may taint at once",
+                            registry=r),
+        leader=Gauge("nodemedic_leader", "1 while this replica leads", registry=r),
+        cycle_seconds=Histogram("nodemedic_plan_cycle_seconds", "Time to plan one cycle", registry=r,
+                                buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)),
+        policy_reloads=Counter("nodemedic_policy_reloads_total", "Policy file reloads", ["result"], registry=r),
+        dry_run_planned=Counter("nodemedic_dry_run_actions_total", "Actions a dry run would have taken",
+                                ["action"], registry=r),
+    )

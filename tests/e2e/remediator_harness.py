@@ -1,0 +1,181 @@
+"""Helpers for remediator end-to-end tests: run `nodemedic-remediator` as a real process, write node
+conditions the way an agent would, build pools of per-test kwok nodes and workloads on them."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kubernetes import client
+
+from tests.waiting import wait_until
+
+REMEDIATOR = [sys.executable, "-m", "remediator"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class RemediatorProcess:
+    proc: subprocess.Popen[bytes]
+    port: int
+    log_path: Path
+    identity: str
+    exited: bool = field(default=False)
+
+    def metrics(self) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as r:
+            return r.read().decode()
+
+    def metric(self, name: str, **labels: str) -> float:
+        """Sum of a metric's samples whose labels include `labels` (0 when absent)."""
+        total = 0.0
+        for line in self.metrics().splitlines():
+            if line.startswith("#") or not line.startswith(name):
+                continue
+            head, _, value = line.rpartition(" ")
+            sample, _, label_text = head.partition("{")
+            if sample != name:
+                continue
+            if all(f'{k}="{v}"' in label_text for k, v in labels.items()):
+                total += float(value)
+        return total
+
+    def plan(self) -> dict:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/plan", timeout=5) as r:
+            return json.loads(r.read())
+
+    def healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=2) as r:
+                return r.status == 200
+        except OSError:
+            return False
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def log_events(self) -> list[dict]:
+        out = []
+        for line in self.log().splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue
+        return out
+
+    def kill(self) -> None:
+        """SIGKILL: the remediator gets no chance to clean up (no lease release)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        return self.proc.returncode
+
+
+def start_remediator(tmp: Path, kubeconfig: Path, policy: str, *, name: str, lease_namespace: str,
+                     extra: list[str] | None = None, policy_path: Path | None = None) -> RemediatorProcess:
+    policy_file = policy_path or tmp / f"{name}-policy.yaml"
+    if policy_path is None:
+        policy_file.write_text(policy)
+    port = free_port()
+    log_path = tmp / f"{name}.log"
+    argv = [*REMEDIATOR, "run", "--policy", str(policy_file), "--kubeconfig", str(kubeconfig),
+            "--lease-namespace", lease_namespace, "--listen", f"127.0.0.1:{port}", "--identity", name,
+            "--lease-duration", "6", "--renew-deadline", "4", "--retry-period", "1", *(extra or [])]
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)
+    rp = RemediatorProcess(proc, port, log_path, name)
+
+    def up() -> bool:
+        if proc.poll() is not None:
+            raise AssertionError(f"remediator {name} exited with {proc.returncode}:\n{rp.log()[-3000:]}")
+        return rp.healthy()
+
+    wait_until(up, timeout=30, what=f"remediator {name} /healthz")
+    return rp
+
+
+def set_condition(core: client.CoreV1Api, node: str, type_: str, status: str, *, reason: str = "Test",
+                  message: str = "written by the e2e test") -> None:
+    """Write one NodeCondition with a strategic-merge patch of nodes/status, as an agent would."""
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    current = next((c for c in core.read_node_status(node).status.conditions or [] if c.type == type_), None)
+    transition = now if current is None or current.status != status else current.last_transition_time.strftime(
+        "%Y-%m-%dT%H:%M:%SZ")
+    core.patch_node_status(node, {"status": {"conditions": [{
+        "type": type_, "status": status, "reason": reason, "message": message,
+        "lastHeartbeatTime": now, "lastTransitionTime": transition,
+    }]}})
+
+
+def taint_keys(core: client.CoreV1Api, node: str) -> set[str]:
+    return {t.key for t in core.read_node(node).spec.taints or []}
+
+
+def nodemedic_events(core: client.CoreV1Api, namespace: str, reason: str) -> list[client.CoreV1Event]:
+    return [e for e in core.list_namespaced_event(namespace, field_selector=f"reason={reason}").items
+            if e.reporting_component == "nodemedic-remediator"]
+
+
+def pool_affinity(nodes: list[str]) -> dict:
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": nodes}]}]}}}
+
+
+def deployment(name: str, replicas: int, nodes: list[str], *, volumes: list | None = None,
+               priority_class: str = "", tolerations: list | None = None, cpu: str = "100m") -> dict:
+    labels = {"app": name}
+    spec: dict = {"containers": [{"name": "app", "image": "registry.invalid/app:1",
+                                  "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}}],
+                  "affinity": pool_affinity(nodes)}
+    if volumes:
+        spec["volumes"] = volumes
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    if tolerations:
+        spec["tolerations"] = tolerations
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "labels": labels},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels}, "spec": spec}}}
+
+
+def pods_of(core: client.CoreV1Api, ns: str, app: str) -> list[client.V1Pod]:
+    return [p for p in core.list_namespaced_pod(ns, label_selector=f"app={app}").items
+            if p.metadata.deletion_timestamp is None]
+
+
+def running_on(core: client.CoreV1Api, ns: str, app: str) -> dict[str, str]:
+    """pod name -> node for Running pods of `app`."""
+    return {p.metadata.name: p.spec.node_name for p in pods_of(core, ns, app) if p.status.phase == "Running"}
+
+
+def wait_running(core: client.CoreV1Api, ns: str, app: str, count: int, timeout: float = 60) -> dict[str, str]:
+    return wait_until(lambda: (r := running_on(core, ns, app)) and len(r) == count and r,
+                      timeout=timeout, what=f"{count} Running pods of {app}")
+
+
+def monotonic() -> float:
+    return time.monotonic()
