@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test setup build lint unit e2e bench-cluster
+.PHONY: demo test setup build lint unit e2e bench-cluster bench-remediator
 
 demo: build
 	$(BIN)/python hack/demo
@@ -34,3 +34,6 @@ e2e: build
 
 bench-cluster: build
 	$(BIN)/python hack/bench/cluster_up.py
+
+bench-remediator: build
+	$(BIN)/python hack/bench/remediator_latency.py --samples 30
