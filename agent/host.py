@@ -1,0 +1,19 @@
+"""Every host path the agent reads goes through one root (`--host-root`): `/` on a node, the host mount in
+a pod (e.g. `/host`), a fixture directory in tests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class HostRoot:
+    root: Path = Path("/")
+
+    def path(self, host_path: str) -> Path:
+        """`/proc/pressure/cpu` -> <root>/proc/pressure/cpu."""
+        return self.root / host_path.lstrip("/")
+
+    def read_text(self, host_path: str) -> str:
+        return self.path(host_path).read_text()
