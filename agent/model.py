@@ -8,7 +8,7 @@ reporter and the API client live elsewhere; a check never imports them.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
@@ -63,10 +63,3 @@ class Check(Protocol):
 
     async def observe(self, now: dt.datetime) -> Observation: ...
 
-
-@dataclass(frozen=True)
-class Fault:
-    """A convenience for checks: a condition report plus optional events, built by small helpers."""
-
-    condition: ConditionReport
-    events: tuple[EventReport, ...] = field(default_factory=tuple)
