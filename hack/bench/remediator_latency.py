@@ -11,6 +11,7 @@ Prints each sample and p50/p95/max of both latencies (targets: p95 ≤ 1 s each)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import os
 import platform
@@ -58,16 +59,18 @@ class Observer:
         threading.Thread(target=self._pods, daemon=True).start()
 
     def _nodes(self) -> None:
-        for ev in watch.Watch().stream(self.core.list_node, _request_timeout=3600):
-            n = ev["object"]
-            if any(t.key == TAINT for t in n.spec.taints or []):
-                self.taint_seen.setdefault(n.metadata.name, time.time())
+        with contextlib.suppress(Exception):  # the watch ends when the benchmark tears the cluster down
+            for ev in watch.Watch().stream(self.core.list_node, _request_timeout=3600):
+                n = ev["object"]
+                if any(t.key == TAINT for t in n.spec.taints or []):
+                    self.taint_seen.setdefault(n.metadata.name, time.time())
 
     def _pods(self) -> None:
-        for ev in watch.Watch().stream(self.core.list_namespaced_pod, "bench", _request_timeout=3600):
-            p = ev["object"]
-            if p.metadata.deletion_timestamp is not None and p.spec.node_name:
-                self.evicted_seen.setdefault(p.spec.node_name, time.time())
+        with contextlib.suppress(Exception):
+            for ev in watch.Watch().stream(self.core.list_namespaced_pod, "bench", _request_timeout=3600):
+                p = ev["object"]
+                if p.metadata.deletion_timestamp is not None and p.spec.node_name:
+                    self.evicted_seen.setdefault(p.spec.node_name, time.time())
 
 
 def wait(pred, timeout: float, what: str):
