@@ -1,0 +1,73 @@
+"""Runs every check in its own task: on its interval, cancelled at its timeout, restarted with back-off
+if it crashes. A hung or broken check turns its own conditions Unknown and never blocks the others.
+Results flow through one queue to the condition book and the reporter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import time
+from collections.abc import Sequence
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+from agent.model import Check, Observation
+
+
+class Supervisor:
+    def __init__(self, checks: Sequence[Check], *, registry: CollectorRegistry, log: logging.Logger) -> None:
+        self.checks = list(checks)
+        self.log = log
+        self.queue: asyncio.Queue[Observation] = asyncio.Queue(maxsize=1000)
+        self.started = time.monotonic()
+        self.last_completed: dict[str, float] = {}
+        self.duration = Histogram("nodemedic_agent_check_duration_seconds", "Time one check run took", ["check"],
+                                  registry=registry, buckets=(0.001, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30))
+        self.errors = Counter("nodemedic_agent_check_errors_total", "Check runs that failed or timed out",
+                              ["check", "kind"], registry=registry)
+
+    async def run_once(self, check: Check) -> Observation:
+        now = dt.datetime.now(dt.UTC)
+        t0 = time.monotonic()
+        try:
+            obs = await asyncio.wait_for(check.observe(now), check.timing.timeout.total_seconds())
+        except TimeoutError:
+            self.errors.labels(check.name, "timeout").inc()
+            obs = Observation(check=check.name, at=now,
+                              error=f"timed out after {check.timing.timeout.total_seconds():g}s")
+        except Exception as e:  # a buggy check must not take the agent down
+            self.errors.labels(check.name, "exception").inc()
+            self.log.exception("check failed", extra={"check": check.name})
+            obs = Observation(check=check.name, at=now, error=f"{type(e).__name__}: {e}")
+        else:
+            if obs.error:
+                self.errors.labels(check.name, "reported").inc()
+        self.duration.labels(check.name).observe(time.monotonic() - t0)
+        self.last_completed[check.name] = time.monotonic()
+        return obs
+
+    async def _loop(self, check: Check) -> None:
+        interval = check.timing.interval.total_seconds()
+        while True:
+            t0 = time.monotonic()
+            obs = await self.run_once(check)
+            if self.queue.full():
+                self.queue.get_nowait()  # keep the newest: the book only needs the latest state
+            self.queue.put_nowait(obs)
+            await asyncio.sleep(max(0.0, interval - (time.monotonic() - t0)))
+
+    async def run(self) -> None:
+        await asyncio.gather(*(self._loop(c) for c in self.checks))
+
+    def health(self) -> tuple[bool, str]:
+        """Unhealthy when any check has not completed within 2 intervals + its timeout (a stalled loop or check)."""
+        now = time.monotonic()
+        late = []
+        for c in self.checks:
+            allowed = 2 * c.timing.interval.total_seconds() + c.timing.timeout.total_seconds() + 1
+            last = self.last_completed.get(c.name, self.started)
+            if now - last > allowed:
+                late.append(f"{c.name} ({now - last:.0f}s > {allowed:.0f}s)")
+        return (not late, "ok" if not late else "checks not completing: " + ", ".join(late))

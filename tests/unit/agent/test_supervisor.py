@@ -1,0 +1,68 @@
+"""A hung or crashing check reports Unknown and never blocks the others; /healthz sees a stalled check."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry
+
+from agent.model import CheckTiming, ConditionReport, Observation, Status
+from agent.supervisor import Supervisor
+
+FAST = CheckTiming(interval=dt.timedelta(seconds=0.05), timeout=dt.timedelta(seconds=0.2))
+
+
+@dataclass
+class FakeCheck:
+    name: str
+    behaviour: str  # ok | hang | crash
+    timing: CheckTiming = FAST
+    condition_types: tuple[str, ...] = ("X",)
+
+    async def observe(self, now: dt.datetime) -> Observation:
+        if self.behaviour == "hang":
+            await asyncio.Event().wait()
+        if self.behaviour == "crash":
+            raise RuntimeError("sensor exploded")
+        return Observation(self.name, now, (ConditionReport("X", Status.FALSE, "Fine"),))
+
+
+def sup(*checks: FakeCheck) -> Supervisor:
+    return Supervisor(checks, registry=CollectorRegistry(), log=logging.getLogger("t"))
+
+
+def test_a_hung_check_times_out_into_an_error_observation() -> None:
+    s = sup(FakeCheck("stuck", "hang"))
+    obs = asyncio.run(s.run_once(s.checks[0]))
+    assert obs.error == "timed out after 0.2s" and obs.conditions == ()
+
+
+def test_a_crashing_check_becomes_an_error_observation() -> None:
+    s = sup(FakeCheck("boom", "crash"))
+    obs = asyncio.run(s.run_once(s.checks[0]))
+    assert "sensor exploded" in obs.error
+
+
+def test_a_hung_check_does_not_block_a_healthy_one() -> None:
+    async def main() -> list[Observation]:
+        s = sup(FakeCheck("stuck", "hang"), FakeCheck("fine", "ok"))
+        task = asyncio.create_task(s.run())
+        got: list[Observation] = []
+        while sum(1 for o in got if o.check == "fine") < 3:
+            got.append(await asyncio.wait_for(s.queue.get(), 5))
+        task.cancel()
+        return got
+
+    got = asyncio.run(main())
+    assert sum(1 for o in got if o.check == "fine" and not o.error) >= 3
+
+
+def test_health_fails_when_a_check_has_not_completed_in_time() -> None:
+    s = sup(FakeCheck("fine", "ok"))
+    assert s.health()[0]
+    s.started -= 100  # pretend we started long ago and the check never completed
+    ok, why = s.health()
+    assert not ok and "fine" in why
