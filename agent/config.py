@@ -1,0 +1,264 @@
+"""The agent's configuration file (YAML), validated with file, line and field in every message.
+
+```yaml
+apiVersion: nodemedic.io/v1alpha1
+kind: AgentConfig
+heartbeat: 5m                  # status re-sent at least this often
+checks:                        # every built-in check is on by default; give one to change it
+  cpu: {interval: 30s, timeout: 10s, window: 5m}
+  ntp: {enabled: false}
+systemLogMonitors: [...]       # node-problem-detector system-log-monitor JSON files (default: shipped ones)
+customPluginMonitors: [...]    # node-problem-detector custom-plugin-monitor JSON files
+```
+A check's keys are its `Config` dataclass fields in camelCase (`someAvg10` for `some_avg10`); `interval` and
+`timeout` set its `timing`. Values are converted from the field's type: durations ("30s", "5m", "500ms" or
+seconds), numbers, booleans, strings, lists.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import re
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from agent.model import CheckTiming
+
+
+class ConfigError(Exception):
+    def __init__(self, errors: list[str]) -> None:
+        super().__init__("\n".join(errors))
+        self.errors = errors
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """How one built-in check is configured and built (the registry in agent/checks/__init__.py)."""
+
+    config_type: type
+    validate: Callable[[Any], list[str]]
+    build: Callable[..., Any]  # (config, host) -> Check
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    heartbeat: dt.timedelta = dt.timedelta(minutes=5)
+    checks: dict[str, Any] = field(default_factory=dict)  # name -> that check's Config (enabled ones only)
+    system_log_monitors: tuple[Path, ...] | None = None  # None = the shipped defaults
+    custom_plugin_monitors: tuple[Path, ...] = ()
+
+
+_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?(?:(\d+)ms)?$")
+
+
+def parse_duration(value: object) -> dt.timedelta:
+    if isinstance(value, bool):
+        raise ValueError(f"not a duration: {value!r}")
+    if isinstance(value, int | float):
+        if value < 0:
+            raise ValueError("must not be negative")
+        return dt.timedelta(seconds=value)
+    m = _DURATION.match(str(value).strip())
+    if not m or not any(m.groups()):
+        raise ValueError(f"not a duration: {value!r} (use 500ms, 30s, 5m, 1h or seconds)")
+    h, mi, s, ms = (float(g or 0) for g in m.groups())
+    return dt.timedelta(hours=h, minutes=mi, seconds=s, milliseconds=ms)
+
+
+def _snake(key: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", key).lower()
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(w.capitalize() for w in rest)
+
+
+class _Lines(yaml.SafeLoader):
+    """A loader that remembers each mapping key's line, for error messages."""
+
+
+def _construct_mapping(loader: _Lines, node: yaml.MappingNode) -> dict[Any, Any]:
+    out: dict[Any, Any] = {}
+    lines: dict[Any, int] = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if key in out:
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+        out[key] = loader.construct_object(value_node, deep=True)
+        lines[key] = key_node.start_mark.line + 1
+    out["__lines__"] = lines
+    return out
+
+
+_Lines.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _convert(value: Any, hint: Any, where: str) -> Any:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        if value is None:
+            return None
+        return _convert(value, args[0], where)
+    if hint is dt.timedelta:
+        return parse_duration(value)
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ValueError(f"must be true or false, not {value!r}")
+        return value
+    if hint in (int, float):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"must be a number, not {value!r}")
+        if hint is int and not float(value).is_integer():
+            raise ValueError(f"must be a whole number, not {value!r}")
+        return hint(value)
+    if hint is str:
+        if not isinstance(value, str):
+            raise ValueError(f"must be a string, not {value!r}")
+        return value
+    if hint is Path:
+        return Path(str(value))
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        if not isinstance(value, dict):
+            raise ValueError(f"must be a mapping, not {value!r}")
+        nested: list[str] = []
+        built = build_dataclass(hint, value, where.split(": ", 1)[-1], errors=nested, source=where.split(":", 1)[0],
+                                line=0)
+        if nested:
+            raise ValueError("; ".join(m.split(": ", 2)[-1] for m in nested))
+        return built
+    if origin in (tuple, list):
+        if not isinstance(value, list):
+            raise ValueError(f"must be a list, not {value!r}")
+        (item,) = typing.get_args(hint)[:1]
+        return tuple(_convert(v, item, f"{where}[{i}]") for i, v in enumerate(value))
+    return value
+
+
+def build_dataclass(cls: type, raw: Mapping[str, Any], where: str, *, errors: list[str], source: str,
+                    line: int) -> Any:
+    """`cls(**raw)` with camelCase keys, type conversion and one error per bad field (`FILE:LINE: path: msg`)."""
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    lines = raw.get("__lines__", {}) if isinstance(raw, dict) else {}
+    kwargs: dict[str, Any] = {}
+    timing: dict[str, dt.timedelta] = {}
+    for key, value in raw.items():
+        if key == "__lines__":
+            continue
+        at = f"{source}:{lines.get(key, line)}: {where}.{key}"
+        if key in ("interval", "timeout") and "timing" in names:
+            try:
+                timing[key] = parse_duration(value)
+            except ValueError as e:
+                errors.append(f"{at}: {e}")
+            continue
+        name = _snake(str(key))
+        if name not in names or name == "timing":
+            valid = sorted({_camel(n) for n in names if n != "timing"} | ({"interval", "timeout"} & (
+                {"interval", "timeout"} if "timing" in names else set())))
+            errors.append(f"{at}: unknown field; valid: {', '.join(valid)}")
+            continue
+        try:
+            kwargs[name] = _convert(value, hints[name], at)
+        except (ValueError, TypeError) as e:
+            errors.append(f"{at}: {e}")
+    if timing:
+        # The check's own default timing (a default_factory is common), with just the given keys replaced.
+        default = getattr(cls(), "timing", CheckTiming())
+        kwargs["timing"] = dataclasses.replace(default, **timing)
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as e:
+        errors.append(f"{source}:{line}: {where}: {e}")
+        return None
+
+
+def parse_config(text: str, *, source: str, registry: Mapping[str, CheckSpec]) -> AgentConfig:
+    try:
+        doc = yaml.load(text, Loader=_Lines)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+        line = f"{mark.line + 1}" if mark else "1"
+        raise ConfigError([f"{source}:{line}: <document>: {getattr(e, 'problem', e)}"]) from None
+    if doc is None:
+        doc = {"__lines__": {}}
+    if not isinstance(doc, dict):
+        raise ConfigError([f"{source}:1: <document>: must be a mapping"])
+    errors: list[str] = []
+    lines = doc.get("__lines__", {})
+    known = {"apiVersion", "kind", "heartbeat", "checks", "systemLogMonitors", "customPluginMonitors", "__lines__"}
+    for key in doc:
+        if key not in known:
+            errors.append(f"{source}:{lines.get(key, 1)}: {key}: unknown field; valid: "
+                          f"{', '.join(sorted(known - {'__lines__'}))}")
+    if doc.get("apiVersion", "nodemedic.io/v1alpha1") != "nodemedic.io/v1alpha1":
+        errors.append(f"{source}:{lines.get('apiVersion', 1)}: apiVersion: must be nodemedic.io/v1alpha1")
+    if doc.get("kind", "AgentConfig") != "AgentConfig":
+        errors.append(f"{source}:{lines.get('kind', 1)}: kind: must be AgentConfig")
+    heartbeat = AgentConfig.heartbeat
+    if "heartbeat" in doc:
+        try:
+            heartbeat = parse_duration(doc["heartbeat"])
+        except ValueError as e:
+            errors.append(f"{source}:{lines['heartbeat']}: heartbeat: {e}")
+    raw_checks = doc.get("checks") or {}
+    if not isinstance(raw_checks, dict):
+        errors.append(f"{source}:{lines.get('checks', 1)}: checks: must be a mapping of check name to settings")
+        raw_checks = {}
+    check_lines = raw_checks.get("__lines__", {})
+    checks: dict[str, Any] = {}
+    for name in raw_checks:
+        if name != "__lines__" and name not in registry:
+            errors.append(f"{source}:{check_lines.get(name, 1)}: checks.{name}: unknown check; valid: "
+                          f"{', '.join(sorted(registry))}")
+    for name, spec in registry.items():
+        raw = raw_checks.get(name) or {}
+        line = check_lines.get(name, 1)
+        if not isinstance(raw, dict):
+            errors.append(f"{source}:{line}: checks.{name}: must be a mapping")
+            continue
+        raw = dict(raw)
+        enabled = raw.pop("enabled", True)
+        if not isinstance(enabled, bool):
+            errors.append(f"{source}:{line}: checks.{name}.enabled: must be true or false")
+            continue
+        cfg = build_dataclass(spec.config_type, raw, f"checks.{name}", errors=errors, source=source, line=line)
+        if cfg is None:
+            continue
+        errors += [f"{source}:{line}: checks.{name}.{msg}" for msg in spec.validate(cfg)]
+        if enabled:
+            checks[name] = cfg
+    monitors: dict[str, tuple[Path, ...] | None] = {}
+    base = Path(source).parent
+    for key in ("systemLogMonitors", "customPluginMonitors"):
+        value = doc.get(key)
+        if value is None:
+            monitors[key] = None
+        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+            monitors[key] = tuple((base / v) if not Path(v).is_absolute() else Path(v) for v in value)
+        else:
+            errors.append(f"{source}:{lines.get(key, 1)}: {key}: must be a list of file paths")
+    if errors:
+        raise ConfigError(errors)
+    return AgentConfig(heartbeat=heartbeat, checks=checks, system_log_monitors=monitors["systemLogMonitors"],
+                       custom_plugin_monitors=monitors["customPluginMonitors"] or ())
+
+
+def load_config(path: str | Path | None, *, registry: Mapping[str, CheckSpec]) -> AgentConfig:
+    """The file at `path`, or the embedded defaults (every check on) when `path` is None."""
+    if path is None:
+        return parse_config("", source="<defaults>", registry=registry)
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        raise ConfigError([f"{path}: cannot read the agent config: {e.strerror}"]) from None
+    return parse_config(text, source=str(path), registry=registry)
