@@ -1,0 +1,240 @@
+"""NTPProblem: the node's clock is wrong, or nothing keeps it right.
+
+Two sources, both injectable for tests:
+- the kernel's own sync state, from `adjtimex(2)` with no modes set (a read; needs no privilege and no host
+  path, since a container shares the host's kernel clock). `STA_UNSYNC` in the status, or the clock state
+  `TIME_ERROR`, means no time daemon is disciplining the clock.
+- the offset measured against configured NTP servers with ntplib, tried in order until one answers. Each query
+  is a blocking socket call, so it runs in a thread; a cancelled check leaves at most one query to finish within
+  its `query_timeout`. The default server list is empty, meaning "kernel sync state only": most nodes sit behind
+  egress rules that block public NTP, and a check that always says NTPServerUnreachable teaches people to
+  ignore it. Configure the servers the node's own time daemon uses.
+
+True when any problem is found; the reason names the gravest one: ClockOffsetTooLarge (the clock is measurably
+wrong), then ClockUnsynchronized (it may drift), then NTPServerUnreachable (it could not be verified).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import datetime as dt
+import functools
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import ntplib
+
+from agent.host import HostRoot
+from agent.model import CheckTiming, ConditionReport, Observation, Status
+
+NAME = "ntp"
+CONDITION = "NTPProblem"
+
+STA_UNSYNC = 0x0040  # <linux/timex.h>: clock unsynchronised
+TIME_ERROR = 5  # adjtimex return value: clock not synchronised
+CLOCK_STATES = ("TIME_OK", "TIME_INS", "TIME_DEL", "TIME_OOP", "TIME_WAIT", "TIME_ERROR")
+
+
+@dataclass(frozen=True)
+class Config:
+    # Once a minute: ntpd never polls a server more often than every 64 s, and public pools ask for the same.
+    timing: CheckTiming = field(default_factory=lambda: CheckTiming(interval=dt.timedelta(seconds=60)))
+    servers: tuple[str, ...] = ()  # "host", "host:port" or "[v6]:port"; empty = kernel sync state only
+    max_offset: dt.timedelta = dt.timedelta(milliseconds=500)
+    query_timeout: dt.timedelta = dt.timedelta(seconds=2)  # per server
+    kernel_sync: bool = True  # False on nodes whose clock is kept by other means (e.g. PTP without NTP flags)
+
+
+def validate(config: Config) -> list[str]:
+    errors = _timing_errors(config.timing)
+    for i, server in enumerate(config.servers):
+        try:
+            split_server(server)
+        except ValueError as e:
+            errors.append(f"servers[{i}]: {e}")
+        if server in config.servers[:i]:
+            errors.append(f"servers[{i}]: {server} is listed twice")
+    if config.max_offset <= dt.timedelta(0):
+        errors.append("max_offset: must be positive")
+    if config.query_timeout <= dt.timedelta(0):
+        errors.append("query_timeout: must be positive")
+    elif config.query_timeout * len(config.servers) > config.timing.timeout:
+        # Servers are tried in turn; if all time out the check must still finish before the supervisor cancels it.
+        errors.append(f"query_timeout: {len(config.servers)} servers x {config.query_timeout.total_seconds():g}s "
+                      f"exceed timing.timeout ({config.timing.timeout.total_seconds():g}s)")
+    if not config.kernel_sync and not config.servers:
+        errors.append("servers: must name at least one server when kernel_sync is false")
+    return errors
+
+
+@dataclass(frozen=True)
+class KernelClock:
+    state: int  # adjtimex's return value: one of CLOCK_STATES
+    status: int  # STA_* flags
+
+    @property
+    def synchronized(self) -> bool:
+        return not self.status & STA_UNSYNC and self.state != TIME_ERROR
+
+
+class _Timeval(ctypes.Structure):
+    _fields_ = (("tv_sec", ctypes.c_long), ("tv_usec", ctypes.c_long))
+
+
+class _Timex(ctypes.Structure):
+    """`struct timex` of <sys/timex.h> (glibc and musl agree on Linux), trailing padding included."""
+
+    _fields_ = (
+        ("modes", ctypes.c_uint), ("offset", ctypes.c_long), ("freq", ctypes.c_long),
+        ("maxerror", ctypes.c_long), ("esterror", ctypes.c_long), ("status", ctypes.c_int),
+        ("constant", ctypes.c_long), ("precision", ctypes.c_long), ("tolerance", ctypes.c_long),
+        ("time", _Timeval), ("tick", ctypes.c_long), ("ppsfreq", ctypes.c_long), ("jitter", ctypes.c_long),
+        ("shift", ctypes.c_int), ("stabil", ctypes.c_long), ("jitcnt", ctypes.c_long), ("calcnt", ctypes.c_long),
+        ("errcnt", ctypes.c_long), ("stbcnt", ctypes.c_long), ("tai", ctypes.c_int), ("_padding", ctypes.c_int * 11),
+    )
+
+
+def read_kernel_clock() -> KernelClock:
+    """adjtimex(2) on a zeroed struct (modes = 0: read only). Raises OSError when the call fails."""
+    libc = ctypes.CDLL(None, use_errno=True)  # the C library already loaded into this process
+    timex = _Timex()
+    state = libc.adjtimex(ctypes.byref(timex))
+    if state == -1:
+        err = ctypes.get_errno()
+        raise OSError(err, f"adjtimex: {os.strerror(err)}")
+    return KernelClock(state=state, status=timex.status)
+
+
+def query_ntp(server: str, timeout: float) -> float:
+    """The clock offset in seconds against one server (positive: the node is behind). Raises on any failure."""
+    host, port = split_server(server)
+    # An explicit port: ntplib's default "ntp" needs /etc/services, which slim images lack.
+    stats = ntplib.NTPClient().request(host, version=3, port=port, timeout=timeout)
+    if stats.leap == 3:  # RFC 5905: the server itself is unsynchronised; its time proves nothing
+        raise ntplib.NTPException(f"{server} is not synchronised (leap indicator 3)")
+    if stats.stratum == 0:  # a kiss-of-death packet (rate limited or denied), not a time answer
+        raise ntplib.NTPException(f"{server} refused the query (kiss-of-death)")
+    return float(stats.offset)
+
+
+def split_server(server: str) -> tuple[str, int]:
+    """"host" / "host:port" / "[2001:db8::1]:123" / bare IPv6 -> (host, port). Raises ValueError."""
+    host, port = server, "123"
+    if server.startswith("["):
+        host, sep, rest = server[1:].partition("]")
+        if not sep or (rest and not rest.startswith(":")):
+            raise ValueError(f"{server!r} is not host, host:port or [ipv6]:port")
+        port = rest[1:] or port
+    elif server.count(":") == 1:
+        host, port = server.split(":")
+    if not host or any(c.isspace() for c in host):
+        raise ValueError(f"{server!r} has no valid host")
+    if not port.isdecimal() or not 0 < int(port) < 65536:
+        raise ValueError(f"{server!r} has an invalid port")
+    return host, int(port)
+
+
+class NTPProblem:
+    def __init__(self, config: Config, host: HostRoot, *,
+                 adjtimex: Callable[[], KernelClock] = read_kernel_clock,
+                 query: Callable[[str, float], float] = query_ntp) -> None:
+        self.name = NAME
+        self.timing = config.timing
+        self.condition_types: tuple[str, ...] = (CONDITION,)
+        self._config = config
+        self._host = host  # unused today: both sources are kernel-wide or network; kept for the common shape
+        self._adjtimex = adjtimex
+        self._query = query
+        self._last: tuple[object, ConditionReport] | None = None  # (finding, report) for _keep_message
+
+    async def observe(self, now: dt.datetime) -> Observation:
+        problems: list[tuple[str, str]] = []  # (reason, message), gravest first once sorted
+        unknown: list[str] = []
+        notes: list[str] = []
+        if self._config.servers:
+            self._judge_offset(await self._measure(), problems, notes)
+        if self._config.kernel_sync:
+            self._judge_kernel(problems, unknown, notes)
+        if problems:
+            problems.sort(key=lambda p: _GRAVITY.index(p[0]))
+            message = "; ".join([m for _, m in problems] + unknown + notes)
+            report = ConditionReport(CONDITION, Status.TRUE, problems[0][0], message)
+            key: object = (report.status, tuple(reason for reason, _ in problems))
+        elif unknown:
+            report = ConditionReport(CONDITION, Status.UNKNOWN, "BadSensorData", "; ".join(unknown + notes))
+            key = (report.status, tuple(unknown))
+        else:
+            report = ConditionReport(CONDITION, Status.FALSE, "ClockSynchronized", "; ".join(notes))
+            key = report.status
+        return Observation(self.name, now, (self._keep_message(report, key),))
+
+    def _keep_message(self, report: ConditionReport, key: object) -> ConditionReport:
+        """The offset changes every query; re-sending it would PATCH the Node every interval (the reporter writes
+        on any change). Keep the report made when the finding (`key`) last changed; its figures are the deciding
+        ones. (psi.StickyReport does this for the pressure checks; a PSI import here would mislead.)"""
+        if self._last is not None and key == self._last[0]:
+            return self._last[1]
+        self._last = (key, report)
+        return report
+
+    async def _measure(self) -> tuple[str, float] | list[str]:
+        """(server, offset) from the first server that answers, else one failure line per server."""
+        loop = asyncio.get_running_loop()
+        timeout = self._config.query_timeout.total_seconds()
+        failures: list[str] = []
+        for server in self._config.servers:
+            try:
+                offset = await loop.run_in_executor(None, functools.partial(self._query, server, timeout))
+            except (OSError, ntplib.NTPException, ValueError) as e:
+                failures.append(f"{server}: {str(e) or type(e).__name__}")
+                continue
+            if not math.isfinite(offset):
+                failures.append(f"{server}: answered with an unusable offset {offset}")
+                continue
+            return server, offset
+        return failures
+
+    def _judge_offset(self, result: tuple[str, float] | list[str], problems: list[tuple[str, str]],
+                      notes: list[str]) -> None:
+        if isinstance(result, list):
+            problems.append(("NTPServerUnreachable", f"no NTP server answered ({'; '.join(result)})"))
+            return
+        server, offset = result
+        limit = self._config.max_offset.total_seconds()
+        text = f"offset {offset * 1000:+.1f} ms against {server} (limit {limit * 1000:g} ms)"
+        if abs(offset) > limit:
+            problems.append(("ClockOffsetTooLarge", text))
+        else:
+            notes.append(text)
+
+    def _judge_kernel(self, problems: list[tuple[str, str]], unknown: list[str], notes: list[str]) -> None:
+        try:
+            clock = self._adjtimex()
+        except OSError as e:
+            unknown.append(f"kernel clock state unreadable: {e}")
+            return
+        if not 0 <= clock.state < len(CLOCK_STATES) or clock.status < 0:
+            unknown.append(f"kernel clock state unreadable: adjtimex returned state {clock.state}, "
+                           f"status {clock.status:#x}")
+            return
+        unsync = "set" if clock.status & STA_UNSYNC else "clear"
+        text = f"kernel clock state {CLOCK_STATES[clock.state]}, STA_UNSYNC {unsync}"
+        if clock.synchronized:
+            notes.append(text)
+        else:
+            problems.append(("ClockUnsynchronized", f"kernel clock is not synchronised ({text})"))
+
+
+_GRAVITY = ("ClockOffsetTooLarge", "ClockUnsynchronized", "NTPServerUnreachable")
+
+
+def _timing_errors(timing: CheckTiming) -> list[str]:
+    errors = []
+    if timing.interval <= dt.timedelta(0):
+        errors.append("timing.interval: must be positive")
+    if not dt.timedelta(0) < timing.timeout <= timing.interval:
+        errors.append("timing.timeout: must be positive and not longer than timing.interval")
+    return errors

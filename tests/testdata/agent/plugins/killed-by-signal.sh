@@ -1,0 +1,3 @@
+#!/bin/bash
+# Dies from a signal instead of exiting.
+kill -SEGV $$
