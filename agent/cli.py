@@ -1,15 +1,238 @@
-"""`nodemedic-agent` command line."""
+"""`nodemedic-agent run | check | validate`."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import signal
+import sys
+from pathlib import Path
+from typing import Any
 
-from agent import __version__
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, generate_latest
+
+from agent import __version__, logs, npd_logmonitor_config, npd_plugin_config
+from agent.checks import BUILTIN
+from agent.checks.custom_plugin import CustomPluginMonitor
+from agent.checks.logmonitor import LogMonitor
+from agent.conditions import ConditionBook
+from agent.config import AgentConfig, ConfigError, load_config
+from agent.host import HostRoot
+from agent.kube import Kube
+from agent.model import Check, Observation, Status
+from agent.reporter import Reporter, StateFile
+from agent.supervisor import Supervisor
+
+DEFAULTS = Path(__file__).with_name("defaults")
+# readonly-monitor.json is shipped for node-problem-detector users; by default the filesystem check owns
+# ReadonlyFilesystem (it sees the current mount state, a log line only says a remount happened once).
+DEFAULT_LOG_MONITORS = (DEFAULTS / "kernel-monitor.json",)
+
+
+def build_checks(cfg: AgentConfig, host: HostRoot) -> list[Check]:
+    """Every configured check; raises ConfigError naming the file and field of any bad NPD config."""
+    checks: list[Check] = [BUILTIN[name].build(c, host) for name, c in cfg.checks.items()]
+    errors: list[str] = []
+    for path in cfg.system_log_monitors if cfg.system_log_monitors is not None else DEFAULT_LOG_MONITORS:
+        try:
+            monitor_config = npd_logmonitor_config.load(path)
+            checks.append(LogMonitor(monitor_config, host=host))
+        except (npd_logmonitor_config.ConfigError, ValueError) as e:
+            errors += getattr(e, "errors", [str(e)])
+    for path in cfg.custom_plugin_monitors:
+        try:
+            checks.append(CustomPluginMonitor(npd_plugin_config.load(path)))
+        except (npd_plugin_config.ConfigError, ValueError) as e:
+            errors += getattr(e, "errors", [str(e)])
+    owner: dict[str, str] = {}
+    for c in checks:
+        for t in c.condition_types:
+            if t in owner:
+                errors.append(f"condition type {t} is reported by both {owner[t]!r} and {c.name!r}; "
+                              "disable one (e.g. checks.filesystem.enabled: false to use readonly-monitor.json)")
+            owner.setdefault(t, c.name)
+    names = [c.name for c in checks]
+    errors += [f"two checks are named {n!r}; give the NPD configs distinct `source` values"
+               for n in sorted({n for n in names if names.count(n) > 1})]
+    if errors:
+        raise ConfigError(errors)
+    return checks
+
+
+def _load(args: argparse.Namespace) -> tuple[AgentConfig, list[Check], HostRoot]:
+    host = HostRoot(Path(args.host_root))
+    cfg = load_config(args.config, registry=BUILTIN)
+    return cfg, build_checks(cfg, host), host
+
+
+def _print_errors(e: ConfigError) -> int:
+    for err in e.errors:
+        print(err, file=sys.stderr)
+    return 2
+
+
+# --- validate ---------------------------------------------------------------------------------------
+def cmd_validate(args: argparse.Namespace) -> int:
+    try:
+        _, checks, _ = _load(args)
+    except ConfigError as e:
+        return _print_errors(e)
+    print(f"OK: {args.config}: {len(checks)} checks: {', '.join(c.name for c in checks)}")
+    return 0
+
+
+# --- check ------------------------------------------------------------------------------------------
+async def _check_once(checks: list[Check]) -> list[Observation]:
+    sup = Supervisor(checks, registry=CollectorRegistry(), log=logging.getLogger("nodemedic.agent"))
+    return list(await asyncio.gather(*(sup.run_once(c) for c in checks)))
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    try:
+        _, checks, _ = _load(args)
+    except ConfigError as e:
+        return _print_errors(e)
+    observations = asyncio.run(_check_once(checks))
+    rows = []
+    for obs in observations:
+        if obs.error:
+            rows += [{"check": obs.check, "type": t, "status": "Unknown", "reason": "CheckFailed",
+                      "message": obs.error} for t in _types_of(checks, obs.check)]
+        rows += [{"check": obs.check, "type": c.type, "status": str(c.status), "reason": c.reason,
+                  "message": c.message} for c in obs.conditions]
+    events = [{"check": o.check, "reason": e.reason, "severity": str(e.severity), "message": e.message}
+              for o in observations for e in o.events]
+    problem = any(r["status"] == str(Status.TRUE) for r in rows)
+    if args.json:
+        print(json.dumps({"conditions": rows, "events": events, "healthy": not problem}, indent=1))
+    else:
+        print(f"{'CHECK':<20} {'CONDITION':<34} {'STATUS':<8} {'REASON':<30} MESSAGE")
+        for r in rows:
+            print(f"{r['check']:<20} {r['type']:<34} {r['status']:<8} {r['reason']:<30} {r['message'][:100]}")
+        for e in events:
+            print(f"event  {e['check']:<13} {e['severity']:<8} {e['reason']:<30} {e['message'][:100]}")
+    return 1 if problem else 0
+
+
+def _types_of(checks: list[Check], name: str) -> tuple[str, ...]:
+    return next((c.condition_types for c in checks if c.name == name), ())
+
+
+# --- run --------------------------------------------------------------------------------------------
+class _Metrics:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.status = Gauge("nodemedic_agent_condition_status", "1 for the current status of each condition type",
+                            ["type", "status"], registry=registry)
+        self.problems = Counter("nodemedic_agent_problems_total", "Problems seen, by condition type or event reason",
+                                ["type", "reason"], registry=registry)
+
+    def record(self, book: ConditionBook, obs: Observation) -> None:
+        for c in book.conditions():
+            for s in Status:
+                self.status.labels(c.type, str(s)).set(1 if c.status == s else 0)
+        for rep in obs.conditions:
+            if rep.status == Status.TRUE:
+                self.problems.labels(rep.type, rep.reason).inc()
+        for ev in obs.events:
+            self.problems.labels("", ev.reason).inc()
+
+
+async def _serve(listen: str, registry: CollectorRegistry, health: Any) -> web.AppRunner:
+    async def metrics(_: web.Request) -> web.Response:
+        return web.Response(body=generate_latest(registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def healthz(_: web.Request) -> web.Response:
+        ok, why = health()
+        return web.Response(status=200 if ok else 503, text=why + "\n")
+
+    app = web.Application()
+    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/healthz", healthz)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    host, _, port = listen.rpartition(":")
+    await web.TCPSite(runner, host or "0.0.0.0", int(port)).start()
+    return runner
+
+
+async def _run(args: argparse.Namespace, log: logging.Logger) -> int:
+    try:
+        cfg, checks, host = _load(args)
+    except ConfigError as e:
+        return _print_errors(e)
+    registry = CollectorRegistry()
+    book = ConditionBook({c.name: c.condition_types for c in checks})
+    kube = Kube(args.kubeconfig, registry=registry)
+    state_dir = Path(args.state_dir) if args.state_dir else host.path("/var/lib/nodemedic")
+    reporter = Reporter(kube, args.node_name, book, state=StateFile(state_dir / f"agent-{args.node_name}.json"),
+                        registry=registry, log=log, heartbeat=cfg.heartbeat.total_seconds())
+    supervisor = Supervisor(checks, registry=registry, log=log)
+    metrics = _Metrics(registry)
+    runner = await _serve(args.listen, registry, supervisor.health) if args.listen else None
+    log.info("agent starting", extra={"node": args.node_name, "checks": [c.name for c in checks],
+                                      "version": __version__, "host_root": str(host.root)})
+    pending: set[asyncio.Task[None]] = set()
+
+    async def consume() -> None:
+        while True:
+            obs = await supervisor.queue.get()
+            if book.apply(obs):
+                reporter.notify_changed()
+            metrics.record(book, obs)
+            for ev in obs.events:
+                task = asyncio.create_task(reporter.event(ev, source=obs.check))
+                pending.add(task)
+                task.add_done_callback(pending.discard)
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    tasks = [asyncio.create_task(t) for t in (supervisor.run(), consume(), reporter.run())]
+    stopper = asyncio.create_task(stop.wait())
+    done, _ = await asyncio.wait([*tasks, stopper], return_when=asyncio.FIRST_COMPLETED)
+    code = 0
+    for t in done:
+        if t is not stopper and t.exception() is not None:
+            log.error("task failed", extra={"error": repr(t.exception())})
+            code = 1
+    for t in [*tasks, *pending]:
+        t.cancel()
+    for t in tasks:
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await t
+    if runner is not None:
+        await runner.cleanup()
+    await kube.close()
+    log.info("agent stopped")
+    return code
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="nodemedic-agent", description="nodemedic per-node problem detector")
     ap.add_argument("--version", action="version", version=f"nodemedic-agent {__version__}")
-    ap.parse_args(argv)
-    ap.print_help()
-    return 0
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    run = sub.add_parser("run", help="watch this node and report conditions and events")
+    run.add_argument("--node-name", required=True)
+    run.add_argument("--kubeconfig", help="default: in-cluster credentials")
+    run.add_argument("--state-dir", help="where written condition types are remembered "
+                                        "(default: <host-root>/var/lib/nodemedic)")
+    run.add_argument("--listen", default=":8081", help="/metrics and /healthz ('' to disable)")
+    run.add_argument("--log-level", default="INFO")
+    check = sub.add_parser("check", help="run every check once on this host and print the result")
+    check.add_argument("--json", action="store_true")
+    val = sub.add_parser("validate", help="check a config file (and the NPD files it names)")
+    for p in (run, check, val):
+        p.add_argument("--config", required=p is val, help="agent config YAML (default: embedded defaults)")
+        p.add_argument("--host-root", default="/", help="where the host's /proc, /sys, /dev, /var/log are")
+    args = ap.parse_args(argv)
+    if args.cmd == "validate":
+        return cmd_validate(args)
+    if args.cmd == "check":
+        logging.basicConfig(level=logging.WARNING)
+        return cmd_check(args)
+    return asyncio.run(_run(args, logs.setup("nodemedic.agent", args.log_level)))

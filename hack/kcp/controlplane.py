@@ -287,6 +287,19 @@ class Cluster:
             "--node-ip=127.0.0.1", "--node-lease-duration-seconds=40", "--cidr=10.0.0.0/16",
         ]
 
+    def stop_component(self, name: str) -> None:
+        """Stop one component (e.g. kube-apiserver, to test clients riding out an outage)."""
+        rec = next(p for p in self.processes if p.name == name)
+        procs.stop(rec)
+
+    def start_component(self, name: str, timeout: float = 60.0) -> None:
+        """Start a stopped component again with the same flags and ports, and wait until it is healthy."""
+        argv = {"kube-apiserver": self._apiserver_args}[name]()
+        self.processes = [p for p in self.processes if p.name != name]
+        rec = self._start(name, argv)
+        ca = ssl.create_default_context(cafile=str(self.pki_dir / "ca.crt"))
+        self._wait_healthy(rec, f"{self.server}/readyz", time.monotonic() + timeout, ca)
+
     # --- down --------------------------------------------------------------------------------------
     def stop_processes(self) -> list[str]:
         """Stop every recorded process, newest first; returns one line per process."""

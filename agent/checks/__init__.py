@@ -1,0 +1,21 @@
+"""The built-in checks, registered in one explicit place: name -> (Config, validate, constructor).
+
+Log monitors (node-problem-detector system-log-monitor JSON) and custom plugin monitors (NPD
+custom-plugin-monitor JSON) are built from their own files, not from this table.
+"""
+
+from __future__ import annotations
+
+from agent.checks import blockdev, cpu, disk, filesystem, kubelet, memory, ntp, runtime
+from agent.config import CheckSpec
+
+BUILTIN: dict[str, CheckSpec] = {
+    "cpu": CheckSpec(cpu.Config, cpu.validate, cpu.CPUPressure),
+    "memory": CheckSpec(memory.Config, memory.validate, memory.MemoryExhaustion),
+    "disk": CheckSpec(disk.Config, disk.validate, disk.DiskExhaustion),
+    "ntp": CheckSpec(ntp.Config, ntp.validate, ntp.NTPProblem),
+    "filesystem": CheckSpec(filesystem.Config, filesystem.validate, filesystem.FilesystemCheck),
+    "blockdev": CheckSpec(blockdev.Config, blockdev.validate, blockdev.BlockDeviceCheck),
+    "runtime": CheckSpec(runtime.Config, runtime.validate, runtime.ContainerRuntimeCheck),
+    "kubelet": CheckSpec(kubelet.Config, kubelet.validate, kubelet.KubeletCheck),
+}

@@ -1,0 +1,101 @@
+"""Kubelet health: `KubeletUnhealthy` and `FrequentKubeletRestart`.
+
+`KubeletUnhealthy`: `GET healthz_url` (the kubelet's own healthz on 127.0.0.1:10248, as node-problem-detector's
+health-checker) within `request_timeout`; anything but HTTP 200 is a failed probe. Debounce: True only after
+`failure_threshold` failed probes in a row, so one slow answer during a kubelet garbage collection or a restart
+does not mark the node; until then the last settled status is repeated (Unknown if none has settled yet, since
+one failure says nothing yet), with the failure in the message. One successful probe makes it False at once.
+
+`FrequentKubeletRestart` comes from `restarts.RestartMonitor` (the `proc` or `systemd` source, see there).
+
+aiohttp is allowed here because HTTP is the check itself; a session lives for one probe, so there is nothing to
+close between observations.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+import aiohttp
+
+from agent.checks.restarts import CommandRunner, RestartConfig, RestartMonitor, human, run_command, validate_restarts
+from agent.host import HostRoot
+from agent.model import CheckTiming, ConditionReport, Observation, Status
+
+UNHEALTHY = "KubeletUnhealthy"
+FREQUENT_RESTART = "FrequentKubeletRestart"
+# probed every 10 s like the health-checker; the timeout leaves room for a full request_timeout
+TIMING = CheckTiming(interval=dt.timedelta(seconds=10), timeout=dt.timedelta(seconds=15))
+RESTARTS = RestartConfig(process_names=("kubelet",), units=("kubelet",))
+
+
+@dataclass(frozen=True)
+class Config:
+    timing: CheckTiming = field(default_factory=lambda: TIMING)
+    healthz_url: str = "http://127.0.0.1:10248/healthz"
+    request_timeout: dt.timedelta = dt.timedelta(seconds=10)
+    failure_threshold: int = 3
+    restarts: RestartConfig = field(default_factory=lambda: RESTARTS)
+
+
+def validate(config: Config) -> list[str]:
+    errors: list[str] = []
+    url = urlsplit(config.healthz_url)
+    if url.scheme not in ("http", "https") or not url.hostname:
+        errors.append("healthz_url: must be an http:// or https:// URL with a host")
+    if config.request_timeout <= dt.timedelta(0):
+        errors.append("request_timeout: must be positive")
+    elif config.request_timeout >= config.timing.timeout:
+        errors.append(f"request_timeout: must be shorter than timing.timeout ({human(config.timing.timeout)})")
+    if config.failure_threshold < 1:
+        errors.append("failure_threshold: must be at least 1")
+    return errors + validate_restarts(config.restarts)
+
+
+class KubeletCheck:
+    name = "kubelet"
+    condition_types = (UNHEALTHY, FREQUENT_RESTART)
+
+    def __init__(self, config: Config, host: HostRoot, *, run: CommandRunner = run_command,
+                 clock_ticks: int | None = None) -> None:
+        self.timing = config.timing
+        self._config = config
+        self._failures = 0  # failed probes in a row
+        self._settled: Status = Status.UNKNOWN  # the last status the debounce decided
+        self._restarts = RestartMonitor(config.restarts, host, defaults=RESTARTS, condition_type=FREQUENT_RESTART,
+                                        subject="kubelet", run=run, clock_ticks=clock_ticks)
+
+    async def observe(self, now: dt.datetime) -> Observation:
+        return Observation(self.name, now, conditions=(await self._health(), await self._restarts.observe(now)))
+
+    async def _health(self) -> ConditionReport:
+        url, threshold = self._config.healthz_url, self._config.failure_threshold
+        failure = await self._probe()
+        if failure is None:
+            self._failures, self._settled = 0, Status.FALSE
+            return ConditionReport(UNHEALTHY, Status.FALSE, "KubeletIsHealthy", f"{url} answers 200")
+        self._failures += 1
+        message = f"GET {url}: {failure} ({self._failures} failure(s) in a row, threshold {threshold})"
+        if self._failures >= threshold:
+            self._settled = Status.TRUE
+            return ConditionReport(UNHEALTHY, Status.TRUE, "KubeletUnhealthy", message)
+        reason = {Status.TRUE: "KubeletUnhealthy", Status.FALSE: "KubeletIsHealthy"}.get(self._settled,
+                                                                                         "KubeletHealthUnknown")
+        return ConditionReport(UNHEALTHY, self._settled, reason, message)
+
+    async def _probe(self) -> str | None:
+        """None when healthy, else what went wrong (stable wording: it becomes the condition message)."""
+        timeout = self._config.request_timeout
+        try:
+            async with (aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout.total_seconds())) as s,
+                        s.get(self._config.healthz_url, allow_redirects=False) as response):
+                if response.status == 200:
+                    return None
+                body = (await response.text(errors="replace")).strip()[:80]
+                return f"HTTP {response.status}" + (f" {body!r}" if body else "")
+        except TimeoutError:
+            return f"no answer within {human(timeout)}"
+        except aiohttp.ClientError as exc:
+            return f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,234 @@
+"""The system log monitor: NPD's kmsg/filelog rules over the kernel log, with conditions that recover.
+
+Matching follows node-problem-detector: every new line goes into a ring buffer of `bufferSize` lines; each rule
+must match the buffer (lines joined with "\\n") up to the end of the newest line, so a pattern may span lines
+but fires once, on the line that completes it. A pattern that cannot match a newline is tried on the newest
+line alone, which gives the same matches for less work (and lets `^` mean the start of that line). The message
+is the log lines the match covers, plus "; <patternGeneratedMessageSuffix>" when set.
+
+History, as in NPD: on the first read, lines logged before max(now - `lookback`, boot + `delay`) are dropped
+(kmsg times are the record's microseconds since boot plus `btime` from /proc/stat; filelog times come from
+`pluginConfig`). With no lookback, or no way to date a line, the history is skipped entirely. Lines logged
+within `delay` after boot are never matched.
+
+Beyond NPD, a permanent condition recovers: after `recover_after` with no new match it goes back to False with
+reason "<Reason>Recovered". And a restart does not reset a True condition: see `LogMonitor.observe`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import deque
+from dataclasses import dataclass
+
+from agent.host import HostRoot
+from agent.logreader import FileLogReader, KmsgReader
+from agent.model import CheckTiming, ConditionReport, EventReport, Observation, Status
+from agent.npd_logmonitor_config import LogMonitorConfig, Plugin, RuleType, parse_log_timestamp
+
+DEFAULT_RECOVER_AFTER = dt.timedelta(minutes=10)
+# Kernel line -> condition on the API server within about a second needs a short poll; a poll of an empty
+# non-blocking /dev/kmsg costs one syscall.
+DEFAULT_TIMING = CheckTiming(interval=dt.timedelta(milliseconds=200), timeout=dt.timedelta(seconds=5))
+UNREADABLE_REASON = "LogUnreadable"
+
+
+@dataclass(frozen=True)
+class _Held:
+    """What this monitor currently says about one condition type."""
+
+    status: Status
+    reason: str
+    message: str
+    last_match: dt.datetime | None = None  # when a rule last set it True
+
+
+@dataclass(frozen=True)
+class _Line:
+    text: str
+    at: dt.datetime | None  # when it was logged, if the source tells
+
+
+class LogMonitor:
+    """One NPD system-log-monitor config as a `Check`.
+
+    `recover_after` is the quiet period after which a permanent condition goes back to False (None: never,
+    as in NPD). `tz` is the zone of filelog timestamps without one (default: the agent's local zone).
+    """
+
+    def __init__(self, config: LogMonitorConfig, *, host: HostRoot,
+                 recover_after: dt.timedelta | None = DEFAULT_RECOVER_AFTER, timing: CheckTiming = DEFAULT_TIMING,
+                 tz: dt.tzinfo | None = None) -> None:
+        if config.plugin not in (Plugin.KMSG, Plugin.FILELOG):
+            raise ValueError(f"{config.path}: plugin {config.plugin.value!r} is not supported by this build")
+        self.config = config
+        self.name = config.source or config.path.stem
+        self.timing = timing
+        self.condition_types = tuple(condition.type for condition in config.conditions)
+        self._host = host
+        self._recover_after = recover_after
+        self._tz = tz
+        log_path = host.path(config.log_path)
+        self._reader: KmsgReader | FileLogReader = (
+            KmsgReader(log_path) if config.plugin is Plugin.KMSG else FileLogReader(log_path))
+        self._buffer: deque[str] = deque(maxlen=config.buffer_size)
+        self._held: dict[str, _Held] = {}
+        self._started_at: dt.datetime | None = None
+        self._boot: dt.datetime | None = None
+        self._history_from: dt.datetime | None = None  # lines before this are history to drop (lookback)
+        self._in_history = False  # True until the backlog present at start has been read
+        self._live_from: dt.datetime | None = None  # lines before boot + delay are never matched
+
+    def initial_conditions(self) -> tuple[ConditionReport, ...]:
+        """The config's defaults (`conditions[]`): what to write for a type the Node does not carry yet."""
+        return tuple(ConditionReport(type=c.type, status=Status.FALSE, reason=c.reason, message=c.message)
+                     for c in self.config.conditions)
+
+    async def observe(self, now: dt.datetime) -> Observation:
+        """Read the lines logged since the last call, match them, and report.
+
+        Events: one per temporary-rule match. Conditions, per type in `conditions[]`:
+        - after a permanent-rule match: True with the rule's reason and the matched lines;
+        - True with no new match for `recover_after`: False, reason "<Reason>Recovered";
+        - no match since this monitor started: **no report at all** until `recover_after` has passed since the
+          start, then the config's default (False). A restart therefore never flips a condition that is True on
+          the Node back to False before the quiet period; the state machine keeps what the Node carries (and
+          gives a type it has never seen the default from `initial_conditions`). With `recover_after=None`
+          such a type is reported only once a rule matches.
+        If the log cannot be read, every condition is Unknown and `error` says why; nothing raises.
+        """
+        if self._started_at is None:
+            self._start(now)
+        try:
+            lines = self._read(now)
+        except OSError as exc:
+            return self._failed(now, exc)
+        events: list[EventReport] = []
+        for line in lines:
+            events.extend(self._push(line, now))
+        return Observation(check=self.name, at=now, conditions=self._conditions(now), events=tuple(events))
+
+    def _start(self, now: dt.datetime) -> None:
+        self._started_at = now
+        self._boot = _boot_time(self._host)
+        config = self.config
+        if self._boot is not None and config.delay > dt.timedelta(0):
+            self._live_from = self._boot + config.delay
+        dated = self._boot is not None if config.plugin is Plugin.KMSG else config.plugin_config.timestamp is not None
+        if config.lookback <= dt.timedelta(0) or not dated:
+            # Nothing to replay, or no way to tell how old a line is: skip the history rather than guess.
+            self._reader.seek_end()
+            return
+        self._history_from = now - config.lookback
+        if self._live_from is not None:
+            self._history_from = max(self._history_from, self._live_from)
+        self._in_history = True
+
+    def _read(self, now: dt.datetime) -> list[_Line]:
+        if isinstance(self._reader, KmsgReader):
+            boot = self._boot
+            lines = [_Line(r.message, boot + dt.timedelta(microseconds=r.usec) if boot else None)
+                     for r in self._reader.read()]
+        else:
+            translated = (self._translate(text, now) for text in self._reader.read())
+            lines = [line for line in translated if line is not None]
+        if self._in_history:
+            history_from = self._history_from
+            lines = [line for line in lines if line.at is None or history_from is None or line.at >= history_from]
+            self._in_history = self._reader.behind  # the backlog is read once a call ends before its bound
+        if self._live_from is not None:
+            lines = [line for line in lines if line.at is None or line.at >= self._live_from]
+        return lines
+
+    def _translate(self, text: str, now: dt.datetime) -> _Line | None:
+        """NPD filelog: the last group of `timestamp` and of `message`; a line that does not fit is skipped."""
+        plugin = self.config.plugin_config
+        at = None
+        if plugin.timestamp is not None:
+            found = plugin.timestamp.search(text)
+            if found is None:
+                return None
+            try:
+                at = parse_log_timestamp(found.group(plugin.timestamp.groups) or "", plugin.strptime_format,
+                                         now=now, tz=self._tz)
+            except ValueError:
+                return None
+        if plugin.message is not None:
+            found = plugin.message.search(text)
+            if found is None:
+                return None
+            text = found.group(plugin.message.groups) or ""
+        return _Line(text, at)
+
+    def _push(self, line: _Line, now: dt.datetime) -> list[EventReport]:
+        if any(skip in line.text for skip in self.config.skip_list):
+            return []
+        self._buffer.append(line.text)
+        joined: str | None = None
+        events: list[EventReport] = []
+        for rule in self.config.rules:
+            if rule.spans_lines:
+                joined = "\n".join(self._buffer) if joined is None else joined
+                found = rule.regex.search(joined)
+                if found is None:
+                    continue
+                count = joined.count("\n", found.start()) + 1
+                message = "\n".join(list(self._buffer)[-count:])
+            elif rule.regex.search(line.text) is not None:
+                message = line.text
+            else:
+                continue
+            if rule.pattern_generated_message_suffix:
+                message = f"{message}; {rule.pattern_generated_message_suffix}"
+            if rule.type is RuleType.TEMPORARY:
+                events.append(EventReport(reason=rule.reason, message=message))
+            else:
+                # The quiet period counts from when the line was logged (a replayed line is already old).
+                at = min(line.at, now) if line.at is not None else now
+                self._held[rule.condition] = _Held(Status.TRUE, rule.reason, message, last_match=at)
+        return events
+
+    def _conditions(self, now: dt.datetime) -> tuple[ConditionReport, ...]:
+        assert self._started_at is not None
+        quiet = self._recover_after
+        reports: list[ConditionReport] = []
+        for default in self.config.conditions:
+            held = self._held.get(default.type)
+            if held is None:
+                if quiet is None or now - self._started_at < quiet:
+                    continue  # no evidence yet: leave whatever the Node carries
+                held = _Held(Status.FALSE, default.reason, default.message)
+            elif (held.status is Status.TRUE and quiet is not None and held.last_match is not None
+                  and now - held.last_match >= quiet):
+                held = _Held(Status.FALSE, f"{held.reason}Recovered",
+                             f"no new log line matched {held.reason} for {_duration(quiet)}; last: {held.message}")
+            self._held[default.type] = held
+            reports.append(ConditionReport(type=default.type, status=held.status, reason=held.reason,
+                                           message=held.message))
+        return tuple(reports)
+
+    def _failed(self, now: dt.datetime, exc: OSError) -> Observation:
+        error = f"{self._reader.path}: {exc.strerror or exc}"
+        return Observation(check=self.name, at=now, error=error, conditions=tuple(
+            ConditionReport(type=t, status=Status.UNKNOWN, reason=UNREADABLE_REASON, message=error)
+            for t in self.condition_types))
+
+
+def _boot_time(host: HostRoot) -> dt.datetime | None:
+    """The host's boot time from `btime` in /proc/stat; None when it cannot be read."""
+    try:
+        for line in host.read_text("/proc/stat").splitlines():
+            if line.startswith("btime "):
+                return dt.datetime.fromtimestamp(int(line.split()[1]), dt.UTC)
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _duration(value: dt.timedelta) -> str:
+    """10m, 1h30m, 45s: short enough for a condition message."""
+    seconds = int(value.total_seconds())
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [f"{hours}h" if hours else "", f"{minutes}m" if minutes else "", f"{secs}s" if secs else ""]
+    return "".join(parts) or "0s"

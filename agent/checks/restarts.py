@@ -1,0 +1,212 @@
+"""How often a host service restarted: shared by the kubelet and container-runtime checks.
+
+Two sources, chosen per check with `RestartConfig.source`:
+
+- `proc` (default): find the service's process by scanning `<root>/proc/*/comm` and read its start time from
+  `<root>/proc/<pid>/stat` (field 22, clock ticks after `btime` in `<root>/proc/stat`). A new start time is one
+  restart, dated exactly when it happened. Works through the host root (a pod needs only the host's /proc
+  mounted), and sees every kind of restart (crash, `systemctl restart`, OOM kill). It only sees restarts while
+  the agent runs, and two restarts within one check interval count as one.
+- `systemd`: `systemctl show -p LoadState,NRestarts <units>` through an injectable command runner. `NRestarts`
+  never misses a restart between samples, but it counts only restarts systemd made itself (`Restart=`), not
+  `systemctl restart`, and from a container it needs the host's systemd bus. Increases are dated at the sample.
+
+Either way the first reading is a baseline: restarts from before the agent started are not counted, because
+their times are not known. The condition is True when at least `max_restarts` restarts fall within `window`
+(node-problem-detector's FrequentKubeletRestart: 5 in 20 minutes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime as dt
+import os
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from agent.host import HostRoot
+from agent.model import ConditionReport, Status
+
+SOURCES = ("proc", "systemd")
+
+CommandRunner = Callable[[Sequence[str]], Awaitable[str]]  # argv -> stdout; raises OSError or CommandError
+
+
+class CommandError(Exception):
+    """A command ran but failed (non-zero exit)."""
+
+
+@dataclass(frozen=True)
+class RestartConfig:
+    source: str = "proc"  # one of SOURCES
+    # empty = the check's own defaults, so a config file may set `restarts: {maxRestarts: 3}` alone
+    process_names: tuple[str, ...] = ()  # `comm` names for `proc`, e.g. ("kubelet",)
+    units: tuple[str, ...] = ()  # systemd units for `systemd`, e.g. ("kubelet",)
+    max_restarts: int = 5  # this many restarts within `window` -> True
+    window: dt.timedelta = dt.timedelta(minutes=20)
+
+
+def validate_restarts(config: RestartConfig, prefix: str = "restarts") -> list[str]:
+    errors: list[str] = []
+    if config.source not in SOURCES:
+        errors.append(f"{prefix}.source: must be one of {', '.join(SOURCES)}")
+    for field, values in (("process_names", config.process_names), ("units", config.units)):
+        for i, value in enumerate(values):
+            if not value or "/" in value or value.strip() != value:
+                errors.append(f"{prefix}.{field}[{i}]: must be a plain name, got {value!r}")
+    if config.max_restarts < 1:
+        errors.append(f"{prefix}.max_restarts: must be at least 1")
+    if config.window <= dt.timedelta(0):
+        errors.append(f"{prefix}.window: must be positive")
+    return errors
+
+
+async def run_command(argv: Sequence[str]) -> str:
+    """Run `argv` without a shell; the supervisor's timeout cancels us, so kill the child on cancellation."""
+    proc = await asyncio.create_subprocess_exec(
+        *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    try:
+        out, err = await proc.communicate()
+    except asyncio.CancelledError:
+        if proc.returncode is None:
+            proc.kill()
+        raise
+    if proc.returncode != 0:
+        detail = err.decode(errors="replace").strip()[:200]
+        raise CommandError(f"{argv[0]} exited with {proc.returncode}: {detail}")
+    return out.decode(errors="replace")
+
+
+def human(delta: dt.timedelta) -> str:
+    """20 minutes -> "20m"; keeps messages short and stable."""
+    seconds = int(delta.total_seconds())
+    if seconds and seconds % 3600 == 0:
+        return f"{seconds // 3600}h"
+    if seconds and seconds % 60 == 0:
+        return f"{seconds // 60}m"
+    return f"{delta.total_seconds():g}s"
+
+
+class SensorError(Exception):
+    """The host data could not be read or made no sense; the condition becomes Unknown with this message."""
+
+
+@dataclass(frozen=True)
+class _Process:
+    pid: int
+    ppid: int
+    started: dt.datetime
+
+
+class RestartMonitor:
+    """Counts restarts of one service across observations and reports `condition_type`."""
+
+    def __init__(self, config: RestartConfig, host: HostRoot, *, defaults: RestartConfig, condition_type: str,
+                 subject: str, run: CommandRunner = run_command, clock_ticks: int | None = None) -> None:
+        self._config = dataclasses.replace(config, process_names=config.process_names or defaults.process_names,
+                                           units=config.units or defaults.units)
+        self._host = host
+        self._type = condition_type
+        self._subject = subject  # "kubelet", "container runtime": used in messages
+        self._run = run
+        self._ticks = clock_ticks or os.sysconf("SC_CLK_TCK")  # the host's kernel is ours, so its USER_HZ too
+        self._restarts: deque[dt.datetime] = deque()
+        self._last_start: dt.datetime | None = None  # proc: start time of the process seen last
+        self._last_pid: int | None = None  # proc: avoids a full /proc scan while the process lives
+        self._last_count: int | None = None  # systemd: NRestarts seen last
+
+    async def observe(self, now: dt.datetime) -> ConditionReport:
+        try:
+            if self._config.source == "systemd":
+                note = await self._sample_systemd(now)
+            else:
+                note = self._sample_proc()
+        except (OSError, CommandError, SensorError, ValueError) as exc:
+            return ConditionReport(self._type, Status.UNKNOWN, "RestartsUnknown",
+                                   f"cannot count {self._subject} restarts: {exc}")
+        while self._restarts and self._restarts[0] < now - self._config.window:
+            self._restarts.popleft()
+        count = len(self._restarts)
+        cfg = self._config
+        message = f"{self._subject} restarted {count} time(s) in the last {human(cfg.window)}"
+        message += f" (limit {cfg.max_restarts}){note}"
+        if count >= cfg.max_restarts:
+            return ConditionReport(self._type, Status.TRUE, self._type, message)
+        return ConditionReport(self._type, Status.FALSE, f"No{self._type}", message)
+
+    async def _sample_systemd(self, now: dt.datetime) -> str:
+        argv = ["systemctl", "show", "--property=LoadState,NRestarts", "--", *self._config.units]
+        total, loaded = 0, 0
+        for block in (await self._run(argv)).strip().split("\n\n"):
+            props = {key: value for key, _, value in (line.partition("=") for line in block.splitlines())}
+            if props.get("LoadState") == "loaded":
+                loaded += 1
+                restarts = props.get("NRestarts", "")
+                if not restarts.isdigit():  # systemd older than 235 has no NRestarts
+                    raise SensorError(f"systemctl gave no NRestarts number (got {restarts!r})")
+                total += int(restarts)
+        if not loaded:
+            raise SensorError(f"none of the units {', '.join(self._config.units)} is loaded")
+        if self._last_count is not None and total > self._last_count:
+            self._restarts.extend([now] * (total - self._last_count))
+        # a smaller count means the counter was reset (unit reloaded): take it as the new baseline
+        self._last_count = total
+        return ""
+
+    def _sample_proc(self) -> str:
+        found = self._find_process()
+        if found is None:
+            if self._last_start is None:
+                names = ", ".join(self._config.process_names)
+                raise SensorError(f"no process named {names} under {self._host.path('/proc')}")
+            return f"; {self._subject} is not running now"
+        if self._last_start is not None and found.started > self._last_start:
+            self._restarts.append(found.started)
+        # an older start time means another process of that name was picked: a new baseline, not a restart
+        self._last_start, self._last_pid = found.started, found.pid
+        return ""
+
+    def _find_process(self) -> _Process | None:
+        btime = self._boot_time()
+        names = set(self._config.process_names)
+        if self._last_pid is not None:
+            cached = self._read_process(self._last_pid, names, btime)
+            if cached is not None and cached.started == self._last_start:
+                return cached
+        found = []
+        for entry in self._host.path("/proc").iterdir():  # OSError here -> Unknown
+            if entry.name.isdigit():
+                proc = self._read_process(int(entry.name), names, btime)
+                if proc is not None:
+                    found.append(proc)
+        if not found:
+            return None
+        # a service started by systemd has ppid 1; nested runtimes (kind, docker-in-docker) do not
+        top = [p for p in found if p.ppid == 1] or found
+        return min(top, key=lambda p: p.started)
+
+    def _read_process(self, pid: int, names: set[str], btime: float) -> _Process | None:
+        try:
+            if self._host.read_text(f"/proc/{pid}/comm").strip() not in names:
+                return None
+            stat = self._host.read_text(f"/proc/{pid}/stat")
+        except OSError:  # processes come and go while we scan
+            return None
+        # the command name in parentheses may contain spaces and parentheses: split after the last ")"
+        fields = stat[stat.rfind(")") + 1:].split()
+        try:
+            ppid, ticks = int(fields[1]), int(fields[19])
+            started = dt.datetime.fromtimestamp(btime + ticks / self._ticks, dt.UTC)
+        except (IndexError, ValueError, OverflowError) as exc:
+            raise SensorError(f"/proc/{pid}/stat is malformed") from exc
+        return _Process(pid, ppid, started)
+
+    def _boot_time(self) -> float:
+        for line in self._host.read_text("/proc/stat").splitlines():
+            key, _, value = line.partition(" ")
+            if key == "btime" and value.strip().isdigit():
+                return float(value)
+        raise SensorError("/proc/stat has no btime line")

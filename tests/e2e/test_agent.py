@@ -1,0 +1,155 @@
+"""The agent playing a kwok node, with a fixture host root, against the real control plane."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+
+from tests.e2e.conftest import LocalCluster
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILTINS = ("cpu", "memory", "disk", "ntp", "filesystem", "blockdev", "runtime", "kubelet")
+
+
+def host_root(base: Path) -> Path:
+    """A fake host: /dev/kmsg as a regular file, and a /proc/stat with the boot time."""
+    root = base / "host"
+    (root / "dev").mkdir(parents=True)
+    (root / "proc").mkdir()
+    (root / "dev" / "kmsg").write_text("")
+    (root / "proc" / "stat").write_text(f"cpu  1 2 3 4\nbtime {int(time.time()) - 3600}\n")
+    return root
+
+
+def write_config(path: Path, monitors: list[str]) -> Path:
+    checks = "\n".join(f"  {name}: {{enabled: false}}" for name in BUILTINS)
+    files = ", ".join(str(ROOT / "agent" / "defaults" / m) for m in monitors)
+    path.write_text(f"apiVersion: nodemedic.io/v1alpha1\nkind: AgentConfig\nheartbeat: 1m\n"
+                    f"checks:\n{checks}\nsystemLogMonitors: [{files}]\n")
+    return path
+
+
+def kmsg(root: Path, message: str, seq: list[int]) -> None:
+    """Append one record in /dev/kmsg format, timestamped now (microseconds since the fake boot)."""
+    seq[0] += 1
+    usec = int((time.time() - (int(time.time()) - 3600)) * 1e6)
+    with open(root / "dev" / "kmsg", "a") as f:
+        f.write(f"3,{seq[0]},{usec},-;{message}\n")
+
+
+@dataclass
+class Agent:
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+
+@pytest.fixture
+def agents() -> Iterator[list[Agent]]:
+    started: list[Agent] = []
+    yield started
+    for a in started:
+        a.stop()
+
+
+def start_agent(cluster: LocalCluster, node: str, root: Path, config: Path, log: Path) -> Agent:
+    out = open(log, "ab")  # noqa: SIM115 - the process owns it
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agent", "run", "--node-name", node, "--kubeconfig", str(cluster.kubeconfig),
+         "--config", str(config), "--host-root", str(root), "--listen", ""],
+        stdout=out, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    return Agent(proc, log)
+
+
+def condition(core: client.CoreV1Api, node: str, type_: str) -> client.V1NodeCondition | None:
+    return next((c for c in core.read_node_status(node).status.conditions or [] if c.type == type_), None)
+
+
+HUNG = "INFO: task jbd2/sda1-8:412 blocked for more than 120 seconds."
+
+
+def test_a_hung_task_line_sets_kernel_deadlock_and_survives_restarts_and_config_changes(
+    cluster: LocalCluster, core: client.CoreV1Api, node_pool: Callable[..., list[str]], tmp_path: Path,
+    agents: list[Agent],
+) -> None:
+    (node,) = node_pool(1)
+    root = host_root(tmp_path)
+    config = write_config(tmp_path / "agent.yaml", ["kernel-monitor.json", "readonly-monitor.json"])
+    ready_before = condition(core, node, "Ready")
+    seq = [0]
+    agents.append(a := start_agent(cluster, node, root, config, tmp_path / "agent.log"))
+    wait_until(lambda: condition(core, node, "KernelDeadlock") is not None
+               or (a.proc.poll() is not None and pytest.fail(a.log.read_text()[-3000:])),
+               timeout=30, what="the agent's first status write")
+    kmsg(root, HUNG, seq)
+    c = wait_until(lambda: (c := condition(core, node, "KernelDeadlock")) and c.status == "True" and c,
+                   timeout=30, what="KernelDeadlock=True on the Node")
+    assert "blocked for more than 120 seconds" in c.message
+    ready = condition(core, node, "Ready")
+    assert (ready.status, ready.reason, ready.last_transition_time) == (
+        ready_before.status, ready_before.reason, ready_before.last_transition_time), "kwok's Ready was touched"
+
+    a.stop(signal.SIGKILL)
+    agents.append(a := start_agent(cluster, node, root, config, tmp_path / "agent2.log"))
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:  # a restart must never flip it back to False
+        assert condition(core, node, "KernelDeadlock").status == "True"
+        time.sleep(0.2)
+    assert condition(core, node, "KernelDeadlock").last_transition_time == c.last_transition_time
+
+    a.stop()
+    write_config(config, ["readonly-monitor.json"])
+    agents.append(start_agent(cluster, node, root, config, tmp_path / "agent3.log"))
+    wait_until(lambda: condition(core, node, "KernelDeadlock") is None, timeout=30,
+               what="KernelDeadlock deleted once no configured check owns it")
+    assert condition(core, node, "ReadonlyFilesystem") is not None
+    assert condition(core, node, "Ready").status == "True"
+
+
+def test_after_the_api_server_comes_back_the_agent_reports_the_latest_state(
+    cluster: LocalCluster, core: client.CoreV1Api, node_pool: Callable[..., list[str]], tmp_path: Path,
+    agents: list[Agent],
+) -> None:
+    if cluster.owned is None:
+        pytest.fail("this test stops and starts kube-apiserver: run it on the session's own control plane "
+                    "(unset NODEMEDIC_TEST_KUBECONFIG)")
+    (node,) = node_pool(1)
+    root = host_root(tmp_path)
+    config = write_config(tmp_path / "agent.yaml", ["kernel-monitor.json", "readonly-monitor.json"])
+    seq = [0]
+    agents.append(a := start_agent(cluster, node, root, config, tmp_path / "agent.log"))
+    wait_until(lambda: condition(core, node, "ReadonlyFilesystem") is not None, timeout=30, what="first write")
+    cluster.owned.stop_component("kube-apiserver")
+    try:
+        kmsg(root, "EXT4-fs (sda1): Remounting filesystem read-only", seq)
+        kmsg(root, HUNG, seq)
+        wait_until(lambda: "status write failed" in a.log.read_text(), timeout=30,
+                   what="the agent trying, and failing, to write while the API server is away")
+        assert a.proc.poll() is None, "the agent died while the API server was away"
+    finally:
+        cluster.owned.start_component("kube-apiserver")
+    for type_ in ("ReadonlyFilesystem", "KernelDeadlock"):
+        wait_until(lambda t=type_: (c := condition(core, node, t)) and c.status == "True", timeout=60,
+                   what=f"{type_}=True written after the API server came back")
+    assert a.proc.poll() is None
+

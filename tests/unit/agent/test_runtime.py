@@ -1,0 +1,348 @@
+"""Container runtime health against a real unix-socket server in the test, and restart counting from systemd."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import shutil
+import socket
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from agent.checks.restarts import CommandError, RestartConfig, run_command
+from agent.checks.runtime import (
+    DATA,
+    END_HEADERS,
+    END_STREAM,
+    FREQUENT_RESTART,
+    GOAWAY,
+    HEADERS,
+    PADDED,
+    PING,
+    PREFACE,
+    RST_STREAM,
+    SETTINGS,
+    UNHEALTHY,
+    VERSION_PATH,
+    Config,
+    ContainerRuntimeCheck,
+    _frame,
+    _hpack_int,
+    parse_version,
+    resolve_in_root,
+    validate,
+)
+from agent.host import HostRoot
+from agent.model import ConditionReport, Observation, Status
+
+NOW = dt.datetime(2024, 5, 1, 12, 0, 0, tzinfo=dt.UTC)
+MINUTE = dt.timedelta(minutes=1)
+CONTAINERD = "/run/containerd/containerd.sock"
+FAST = dt.timedelta(milliseconds=300)  # probe timeout for the hanging server: the test waits this long, no more
+
+
+def proto_string(field: int, value: str) -> bytes:
+    raw = value.encode()
+    return bytes((field << 3 | 2, len(raw))) + raw
+
+
+VERSION_RESPONSE = (proto_string(1, "0.1.0") + proto_string(2, "containerd") + proto_string(3, "v1.7.13")
+                    + proto_string(4, "v1"))
+GRPC_MESSAGE = b"\x00" + len(VERSION_RESPONSE).to_bytes(4, "big") + VERSION_RESPONSE
+STATUS_200 = b"\x88"  # HPACK static table index 8: ":status: 200"
+
+
+def decode_literals(block: bytes) -> dict[str, str]:
+    """Decode the client's header block: literal fields without indexing, raw strings shorter than 127 bytes."""
+    headers, pos = {}, 0
+    while pos < len(block):
+        assert block[pos] == 0x00, "expected a literal header field without indexing, new name"
+        pos += 1
+        strings = []
+        for _ in range(2):
+            length = block[pos]
+            assert length < 0x7F, "no Huffman coding and short strings"
+            strings.append(block[pos + 1:pos + 1 + length].decode())
+            pos += 1 + length
+        headers[strings[0]] = strings[1]
+    return headers
+
+
+class FakeRuntime:
+    """A CRI socket that answers like a gRPC server, or misbehaves the way `mode` says."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.request_headers: dict[str, str] = {}
+        self.client_acked_settings = False
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            if self.mode == "close":
+                return
+            if self.mode == "http1":
+                writer.write(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+                return
+            assert await reader.readexactly(len(PREFACE)) == PREFACE
+            if self.mode == "hang":
+                await reader.read()  # until the client gives up and closes
+                return
+            writer.write(_frame(SETTINGS, 0, 0, b"\x00\x03\x00\x00\x00\x64"))  # MAX_CONCURRENT_STREAMS=100
+            while True:  # read the client's frames up to the end of its request
+                header = await reader.readexactly(9)
+                payload = await reader.readexactly(int.from_bytes(header[:3], "big"))
+                if header[3] == HEADERS:
+                    self.request_headers = decode_literals(payload)
+                if header[3] == SETTINGS and header[4] & 1:
+                    self.client_acked_settings = True
+                if header[3] == DATA and header[4] & END_STREAM:
+                    break
+            writer.write(self.answer())
+            with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+                while True:  # until the client closes; its SETTINGS ACK may come after its request
+                    header = await reader.readexactly(9)
+                    await reader.readexactly(int.from_bytes(header[:3], "big"))
+                    self.client_acked_settings |= header[3] == SETTINGS and bool(header[4] & 1)
+        finally:
+            writer.close()
+
+    def answer(self) -> bytes:
+        if self.mode == "ok":
+            return (_frame(HEADERS, END_HEADERS, 1, STATUS_200) + _frame(PING, 0, 0, bytes(8))
+                    + _frame(DATA, 0, 1, GRPC_MESSAGE) + _frame(HEADERS, END_HEADERS | END_STREAM, 1, b"\x00"))
+        if self.mode == "split-padded":  # the message in two DATA frames, the first one padded
+            first, rest = GRPC_MESSAGE[:7], GRPC_MESSAGE[7:]
+            return (_frame(HEADERS, END_HEADERS, 1, STATUS_200)
+                    + _frame(DATA, PADDED, 1, bytes((3,)) + first + bytes(3)) + _frame(DATA, END_STREAM, 1, rest))
+        if self.mode == "trailers-only":
+            return _frame(HEADERS, END_HEADERS | END_STREAM, 1, STATUS_200)
+        if self.mode == "reset":
+            return _frame(RST_STREAM, 0, 1, (2).to_bytes(4, "big"))
+        assert self.mode == "goaway"
+        return _frame(GOAWAY, 0, 0, (1).to_bytes(4, "big") + (11).to_bytes(4, "big"))
+
+
+@pytest.fixture
+def root() -> Iterator[Path]:
+    # not tmp_path: a unix socket path must fit in 108 bytes, and pytest's temporary paths can be long
+    path = Path(tempfile.mkdtemp(prefix="nm-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path)
+
+
+def health(root: Path, mode: str | None, config: Config | None = None, host_socket: str = CONTAINERD,
+           ) -> tuple[ConditionReport, FakeRuntime]:
+    """One observation of a runtime that behaves as `mode` says (None: no server at all)."""
+    fake = FakeRuntime(mode or "")
+
+    async def main() -> Observation:
+        check = ContainerRuntimeCheck(config or Config(probe_timeout=FAST), HostRoot(root))
+        if mode is None:
+            return await check.observe(NOW)
+        path = root / host_socket.lstrip("/")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        server = await asyncio.start_unix_server(fake.handle, path=str(path))
+        async with server:
+            return await check.observe(NOW)
+
+    observation = asyncio.run(main())
+    assert [c.type for c in observation.conditions] == list(ContainerRuntimeCheck.condition_types)
+    return next(c for c in observation.conditions if c.type == UNHEALTHY), fake
+
+
+def test_a_runtime_that_answers_the_cri_version_call_is_healthy(root: Path) -> None:
+    report, fake = health(root, "ok")
+    assert (report.status, report.reason) == (Status.FALSE, "ContainerRuntimeIsHealthy")
+    assert report.message == f"containerd v1.7.13 answers CRI Version on {CONTAINERD}"
+    assert fake.request_headers == {":method": "POST", ":scheme": "http", ":path": VERSION_PATH,
+                                    ":authority": "localhost", "content-type": "application/grpc", "te": "trailers"}
+    assert fake.client_acked_settings
+
+
+def test_a_version_answer_split_over_padded_data_frames_is_reassembled(root: Path) -> None:
+    report, _ = health(root, "split-padded")
+    assert report.message.startswith("containerd v1.7.13 answers")
+
+
+@pytest.mark.parametrize(("mode", "fragment"), [
+    ("hang", "did not answer a CRI Version call within 0.3s"),
+    ("close", "closed the connection without answering"),
+    ("http1", "answered with something that is not HTTP/2"),
+    ("trailers-only", "refused the Version call"),
+    ("reset", "reset the Version call (error code 2)"),
+    ("goaway", "sent GOAWAY (error code 11)"),
+], ids=["hangs", "closes", "speaks-http1", "grpc-error", "resets-stream", "goes-away"])
+def test_a_runtime_that_does_not_answer_properly_is_unhealthy(root: Path, mode: str, fragment: str) -> None:
+    report, _ = health(root, mode)
+    assert (report.status, report.reason) == (Status.TRUE, "ContainerRuntimeUnhealthy")
+    assert report.message.startswith(f"{CONTAINERD}: " if mode != "hang" else CONTAINERD)
+    assert fragment in report.message
+
+
+def test_a_missing_socket_is_unhealthy_and_a_socket_nobody_listens_on_too(root: Path) -> None:
+    report, _ = health(root, None)
+    assert (report.status, report.reason) == (Status.TRUE, "ContainerRuntimeSocketMissing")
+
+    stale = root / CONTAINERD.lstrip("/")
+    stale.parent.mkdir(parents=True)
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(stale))  # a socket file left behind by a dead runtime
+    report, _ = health(root, None)
+    assert report.status is Status.TRUE
+    assert "cannot connect: Connection refused" in report.message
+
+
+def test_a_socket_the_agent_may_not_open_is_unknown_not_unhealthy(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    async def denied(path: str) -> None:
+        raise PermissionError(13, "Permission denied", path)
+
+    monkeypatch.setattr(asyncio, "open_unix_connection", denied)  # root ignores socket modes, so fake the refusal
+    report, _ = health(root, "ok")
+    assert (report.status, report.reason) == (Status.UNKNOWN, "ContainerRuntimeHealthUnknown")
+    assert report.message == f"the agent may not connect to {CONTAINERD}: Permission denied"
+
+
+def test_a_host_root_too_long_for_a_socket_address_is_unknown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    deep = tmp_path / ("x" * 100)
+    (deep / "run/containerd").mkdir(parents=True)
+    monkeypatch.chdir(deep / "run/containerd")  # bind by a relative name: the absolute path is too long
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind("containerd.sock")
+    report = asyncio.run(ContainerRuntimeCheck(Config(), HostRoot(deep)).observe(NOW)).conditions[0]
+    assert (report.status, report.reason) == (Status.UNKNOWN, "ContainerRuntimeHealthUnknown")
+    assert report.message.endswith("is too long for a unix socket address (107 bytes)")
+
+
+def test_the_runtime_recovers_when_it_answers_again(root: Path) -> None:
+    assert health(root, "hang")[0].status is Status.TRUE
+    (root / CONTAINERD.lstrip("/")).unlink()
+    assert health(root, "ok")[0].status is Status.FALSE
+
+
+def test_crio_is_found_through_an_absolute_var_run_link_that_stays_under_the_host_root(root: Path) -> None:
+    (root / "var").mkdir()
+    (root / "var/run").symlink_to("/run")  # as on Ubuntu; followed naively it would leave the host root
+    report, _ = health(root, "ok", host_socket="/run/crio/crio.sock")
+    assert report.status is Status.FALSE
+    assert report.message.endswith("on /var/run/crio/crio.sock")
+    assert resolve_in_root(HostRoot(root), "/var/run/../run/crio/crio.sock") == root / "run/crio/crio.sock"
+
+
+@pytest.mark.parametrize(("value", "prefix_bits", "encoded"), [
+    (10, 5, bytes([10])),
+    (1337, 5, bytes([31, 154, 10])),
+    (42, 8, bytes([42])),
+    (127, 7, bytes([127, 0])),
+], ids=["fits-prefix", "rfc7541-c.1.2", "full-byte", "exactly-the-limit"])
+def test_hpack_integers_follow_rfc_7541(value: int, prefix_bits: int, encoded: bytes) -> None:
+    assert _hpack_int(value, prefix_bits) == encoded
+
+
+@pytest.mark.parametrize(("message", "fields"), [
+    (VERSION_RESPONSE, {1: "0.1.0", 2: "containerd", 3: "v1.7.13", 4: "v1"}),
+    (b"\x08\x96\x01" + proto_string(2, "crio"), {2: "crio"}),
+    (proto_string(2, "containerd")[:-3], {2: "contain"}),
+    (b"\x0d\x00\x00", {}),
+], ids=["full", "skips-varints", "truncated", "unknown-wire-type"])
+def test_version_answers_are_parsed_best_effort(message: bytes, fields: dict[int, str]) -> None:
+    assert parse_version(message) == fields
+
+
+class FakeSystemctl:
+    """`systemctl show` output per call; an exception instance is raised instead."""
+
+    def __init__(self) -> None:
+        self.output: str | Exception = ""
+        self.calls: list[list[str]] = []
+
+    def set(self, containerd: int, crio: str = "not-found") -> None:
+        self.output = f"LoadState=loaded\nNRestarts={containerd}\n\nLoadState={crio}\nNRestarts=0\n"
+
+    async def __call__(self, argv: Sequence[str]) -> str:
+        self.calls.append(list(argv))
+        if isinstance(self.output, Exception):
+            raise self.output
+        return self.output
+
+
+def restart_check(root: Path, systemctl: FakeSystemctl) -> ContainerRuntimeCheck:
+    config = Config(restarts=RestartConfig(source="systemd"))  # no units: the check's own, containerd and crio
+    return ContainerRuntimeCheck(config, HostRoot(root), run=systemctl)
+
+
+def restarts(check: ContainerRuntimeCheck, now: dt.datetime) -> ConditionReport:
+    observation = asyncio.run(check.observe(now))
+    return next(c for c in observation.conditions if c.type == FREQUENT_RESTART)
+
+
+def test_nrestarts_rising_five_times_within_twenty_minutes_is_frequent_and_ages_out(root: Path) -> None:
+    systemctl = FakeSystemctl()
+    check = restart_check(root, systemctl)
+    systemctl.set(7)
+    assert restarts(check, NOW).status is Status.FALSE  # restarts before the agent started are a baseline
+    assert systemctl.calls[0] == ["systemctl", "show", "--property=LoadState,NRestarts", "--", "containerd", "crio"]
+    systemctl.set(9)
+    assert restarts(check, NOW + MINUTE).status is Status.FALSE
+    systemctl.set(12)
+    report = restarts(check, NOW + 2 * MINUTE)
+    assert (report.status, report.reason) == (Status.TRUE, "FrequentContainerRuntimeRestart")
+    assert report.message == "container runtime restarted 5 time(s) in the last 20m (limit 5)"
+    assert restarts(check, NOW + 21 * MINUTE).status is Status.TRUE  # the last three are still inside
+    report = restarts(check, NOW + 23 * MINUTE)
+    assert (report.status, report.reason) == (Status.FALSE, "NoFrequentContainerRuntimeRestart")
+
+
+def test_a_counter_reset_is_a_new_baseline(root: Path) -> None:
+    systemctl = FakeSystemctl()
+    check = restart_check(root, systemctl)
+    for minute, count in enumerate((4, 0, 2)):
+        systemctl.set(count)
+        report = restarts(check, NOW + minute * MINUTE)
+    assert report.message.startswith("container runtime restarted 2 time(s)")
+
+
+@pytest.mark.parametrize(("output", "fragment"), [
+    ("LoadState=not-found\nNRestarts=0\n\nLoadState=not-found\nNRestarts=0\n", "none of the units containerd, crio"),
+    ("LoadState=loaded\nNRestarts=[not set]\n", "no NRestarts number"),
+    ("LoadState=loaded\n", "no NRestarts number"),
+    (FileNotFoundError(2, "No such file or directory", "systemctl"), "No such file or directory"),
+    (CommandError("systemctl exited with 1: Failed to connect to bus"), "Failed to connect to bus"),
+], ids=["no-unit-loaded", "garbage-count", "old-systemd", "no-systemctl", "no-bus"])
+def test_unusable_systemd_answers_make_the_restart_condition_unknown(
+        root: Path, output: str | Exception, fragment: str) -> None:
+    systemctl = FakeSystemctl()
+    systemctl.output = output
+    report = restarts(restart_check(root, systemctl), NOW)
+    assert (report.status, report.reason) == (Status.UNKNOWN, "RestartsUnknown")
+    assert fragment in report.message
+
+
+def test_the_default_command_runner_returns_stdout_and_raises_on_failure() -> None:
+    assert asyncio.run(run_command([sys.executable, "-c", "print('NRestarts=3')"])) == "NRestarts=3\n"
+    with pytest.raises(CommandError, match="exited with 3: boom"):
+        asyncio.run(run_command([sys.executable, "-c", "import sys; sys.stderr.write('boom'); sys.exit(3)"]))
+    with pytest.raises(FileNotFoundError):
+        asyncio.run(run_command(["/nonexistent/systemctl"]))
+
+
+@pytest.mark.parametrize(("config", "errors"), [
+    (Config(), []),
+    (Config(sockets=()), ["sockets: must not be empty"]),
+    (Config(sockets=("run/containerd.sock",)), ["sockets[0]: must be an absolute path"]),
+    (Config(probe_timeout=dt.timedelta(0)), ["probe_timeout: must be positive"]),
+    (Config(probe_timeout=dt.timedelta(seconds=10)), ["probe_timeout: must be shorter than timing.timeout (10s)"]),
+    (Config(restarts=RestartConfig(source="journal", process_names=("containerd",))),
+     ["restarts.source: must be one of proc, systemd"]),
+    (Config(restarts=RestartConfig(process_names=("/usr/bin/containerd",))),
+     ["restarts.process_names[0]: must be a plain name, got '/usr/bin/containerd'"]),
+    (Config(restarts=RestartConfig(process_names=("crio",), max_restarts=0, window=dt.timedelta(0))),
+     ["restarts.max_restarts: must be at least 1", "restarts.window: must be positive"]),
+], ids=["defaults", "no-sockets", "relative-socket", "zero-probe-timeout", "probe-timeout-too-long",
+        "unknown-source", "path-as-process-name", "bad-threshold-and-window"])
+def test_validate_reports_each_bad_field(config: Config, errors: list[str]) -> None:
+    assert validate(config) == errors
