@@ -169,7 +169,8 @@ async def _run(args: argparse.Namespace, log: logging.Logger) -> int:
     kube = Kube(args.kubeconfig, registry=registry)
     state_dir = Path(args.state_dir) if args.state_dir else host.path("/var/lib/nodemedic")
     reporter = Reporter(kube, args.node_name, book, state=StateFile(state_dir / f"agent-{args.node_name}.json"),
-                        registry=registry, log=log, heartbeat=cfg.heartbeat.total_seconds())
+                        registry=registry, log=log, heartbeat=cfg.heartbeat.total_seconds(),
+                        defaults=[d for c in checks if isinstance(c, LogMonitor) for d in c.initial_conditions()])
     supervisor = Supervisor(checks, registry=registry, log=log)
     metrics = _Metrics(registry)
     runner = await _serve(args.listen, registry, supervisor.health) if args.listen else None
@@ -178,6 +179,9 @@ async def _run(args: argparse.Namespace, log: logging.Logger) -> int:
     pending: set[asyncio.Task[None]] = set()
 
     async def consume() -> None:
+        # Fold nothing in before the Node's current conditions are known, or a restart would stamp a fresh
+        # lastTransitionTime on a condition that has been True all along.
+        await reporter.seeded.wait()
         while True:
             obs = await supervisor.queue.get()
             if book.apply(obs):

@@ -15,7 +15,7 @@ import datetime as dt
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
-from agent.model import Observation, Status
+from agent.model import ConditionReport, Observation, Status
 
 KUBELET_OWNED = frozenset({"Ready", "MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable"})
 
@@ -57,8 +57,16 @@ class ConditionBook:
         self.current: dict[str, NodeCondition] = {}
         self.version = 0  # bumped on every change that must be written
 
-    def seed(self, node_conditions: Iterable[Mapping[str, object]]) -> None:
-        """Adopt what the Node already says about our types (a restart must not reset them)."""
+    def seed(self, node_conditions: Iterable[Mapping[str, object]],
+             defaults: Iterable[ConditionReport] = (), now: dt.datetime | None = None) -> None:
+        """Adopt what the Node already says about our types (a restart must not reset them); `defaults`
+        (e.g. a log monitor's declared initial conditions) fill in only the types the Node does not carry."""
+        self._adopt(node_conditions)
+        for d in defaults:
+            if d.type in self.owned and d.type not in self.current:
+                self._set(d.type, d.status, d.reason, d.message, now or dt.datetime.now(dt.UTC))
+
+    def _adopt(self, node_conditions: Iterable[Mapping[str, object]]) -> None:
         for raw in node_conditions:
             type_ = str(raw.get("type", ""))
             if type_ not in self.owned or type_ in self.current:

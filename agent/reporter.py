@@ -19,7 +19,7 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +27,7 @@ from prometheus_client import CollectorRegistry, Counter
 
 from agent.conditions import ConditionBook
 from agent.kube import ApiError, Kube
-from agent.model import EventReport
+from agent.model import ConditionReport, EventReport
 
 COMPONENT = "nodemedic-agent"
 
@@ -80,10 +80,13 @@ class StateFile:
 class Reporter:
     def __init__(self, kube: Kube, node: str, book: ConditionBook, *, state: StateFile, registry: CollectorRegistry,
                  log: logging.Logger, heartbeat: float = 300.0, debounce: float = 0.05,
-                 aggregate_window: float = 600.0, event_burst: int = 25, events_per_second: float = 0.5) -> None:
+                 aggregate_window: float = 600.0, event_burst: int = 25, events_per_second: float = 0.5,
+                 defaults: Sequence[ConditionReport] = ()) -> None:
         self.kube, self.node, self.book, self.state, self.log = kube, node, book, state, log
+        self.defaults = tuple(defaults)
         self.heartbeat, self.debounce, self.aggregate_window = heartbeat, debounce, aggregate_window
         self.changed = asyncio.Event()
+        self.seeded = asyncio.Event()  # observations wait for this: the Node's state comes first
         self.bucket = TokenBucket(event_burst, events_per_second)
         self.sent: dict[tuple[str, str], _Sent] = {}
         self.written = state.load()
@@ -97,7 +100,8 @@ class Reporter:
     async def seed(self) -> None:
         """Read the Node once so a restart keeps the conditions already there."""
         node = await self.kube.request("GET", f"/api/v1/nodes/{self.node}")
-        self.book.seed((node.get("status") or {}).get("conditions") or [])
+        self.book.seed((node.get("status") or {}).get("conditions") or [], self.defaults)
+        self.seeded.set()
 
     def status_patch(self, now: dt.datetime) -> dict[str, object]:
         conditions: list[dict[str, str]] = [c.to_api(now) for c in self.book.conditions()]

@@ -73,3 +73,13 @@ def test_garbage_on_the_node_is_seeded_as_unknown_instead_of_crashing() -> None:
     b.seed([{"type": "KernelDeadlock", "status": "maybe", "lastTransitionTime": 7}])
     assert b.conditions()[0].status == Status.UNKNOWN
     assert b.conditions()[0].to_api(at(0))["lastHeartbeatTime"] == "2026-11-22T12:00:00Z"
+
+
+def test_declared_defaults_fill_only_types_the_node_does_not_carry() -> None:
+    b = book()
+    b.seed([{"type": "KernelDeadlock", "status": "True", "reason": "TaskHung",
+             "lastTransitionTime": "2026-11-22T11:00:00Z"}],
+           [ConditionReport("KernelDeadlock", Status.FALSE, "KernelHasNoDeadlock"),
+            ConditionReport("CPUPressure", Status.FALSE, "NoPressure")], now=T0)
+    by_type = {c.type: c.status for c in b.conditions()}
+    assert by_type == {"KernelDeadlock": Status.TRUE, "CPUPressure": Status.FALSE}
