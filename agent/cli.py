@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
+import datetime as dt
 import json
 import logging
 import signal
@@ -40,7 +42,7 @@ def build_checks(cfg: AgentConfig, host: HostRoot) -> list[Check]:
     for path in cfg.system_log_monitors if cfg.system_log_monitors is not None else DEFAULT_LOG_MONITORS:
         try:
             monitor_config = npd_logmonitor_config.load(path)
-            checks.append(LogMonitor(monitor_config, host=host))
+            checks.append(LogMonitor(monitor_config, host=host, recover_after=cfg.log_monitor_recover_after))
         except (npd_logmonitor_config.ConfigError, ValueError) as e:
             errors += getattr(e, "errors", [str(e)])
     for path in cfg.custom_plugin_monitors:
@@ -91,9 +93,21 @@ async def _check_once(checks: list[Check]) -> list[Observation]:
     return list(await asyncio.gather(*(sup.run_once(c) for c in checks)))
 
 
+def _one_shot(cfg: AgentConfig) -> AgentConfig:
+    """`check` runs every check once: a check that waits for a sustained window (cpu, memory) judges the current
+    reading instead of saying nothing."""
+    def now(c: Any) -> Any:
+        if dataclasses.is_dataclass(c) and "window" in {f.name for f in dataclasses.fields(c)}:
+            return dataclasses.replace(c, window=dt.timedelta(0))
+        return c
+    return dataclasses.replace(cfg, checks={name: now(c) for name, c in cfg.checks.items()})
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     try:
-        _, checks, _ = _load(args)
+        host = HostRoot(Path(args.host_root))
+        cfg = _one_shot(load_config(args.config, registry=BUILTIN))
+        checks = build_checks(cfg, host)
     except ConfigError as e:
         return _print_errors(e)
     observations = asyncio.run(_check_once(checks))
@@ -104,6 +118,12 @@ def cmd_check(args: argparse.Namespace) -> int:
                       "message": obs.error} for t in _types_of(checks, obs.check)]
         rows += [{"check": obs.check, "type": c.type, "status": str(c.status), "reason": c.reason,
                   "message": c.message} for c in obs.conditions]
+        # A log monitor reports a type only once a rule matched; otherwise its config's default holds.
+        check = next(c for c in checks if c.name == obs.check)
+        if isinstance(check, LogMonitor) and not obs.error:
+            reported = {c.type for c in obs.conditions}
+            rows += [{"check": obs.check, "type": d.type, "status": str(d.status), "reason": d.reason,
+                      "message": d.message} for d in check.initial_conditions() if d.type not in reported]
     events = [{"check": o.check, "reason": e.reason, "severity": str(e.severity), "message": e.message}
               for o in observations for e in o.events]
     problem = any(r["status"] == str(Status.TRUE) for r in rows)
@@ -112,9 +132,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     else:
         print(f"{'CHECK':<20} {'CONDITION':<34} {'STATUS':<8} {'REASON':<30} MESSAGE")
         for r in rows:
-            print(f"{r['check']:<20} {r['type']:<34} {r['status']:<8} {r['reason']:<30} {r['message'][:100]}")
+            print(f"{r['check']:<20} {r['type']:<34} {r['status']:<8} {r['reason']:<30} {r['message'][:200]}")
         for e in events:
-            print(f"event  {e['check']:<13} {e['severity']:<8} {e['reason']:<30} {e['message'][:100]}")
+            print(f"event  {e['check']:<13} {e['severity']:<8} {e['reason']:<30} {e['message'][:200]}")
     return 1 if problem else 0
 
 

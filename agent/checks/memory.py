@@ -102,13 +102,14 @@ class MemoryExhaustion:
         state = self._sustained.update(over, now)
         if state is None:
             return None  # undecided: say nothing, so the Node keeps what it carried (see psi.Sustained)
-        window = format_duration(self._config.window)
+        # window 0 (`nodemedic-agent check`): the current reading alone decides
+        window = f"for {format_duration(self._config.window)}" if self._config.window else "now"
         if state:
             report = ConditionReport(CONDITION, Status.TRUE, "MemoryExhausted",
-                                     f"over threshold for {window}: {detail}")
+                                     f"over threshold {window}: {detail}")
         else:
             report = ConditionReport(CONDITION, Status.FALSE, "SufficientMemory",
-                                     f"below threshold for {window}: {detail}")
+                                     f"below threshold {window}: {detail}")
         return self._sticky(report, report.status)
 
     def _judge(self, pressure: Pressure | None, meminfo: MemInfo) -> tuple[bool, str]:

@@ -295,8 +295,12 @@ class Cluster:
     def start_component(self, name: str, timeout: float = 60.0) -> None:
         """Start a stopped component again with the same flags and ports, and wait until it is healthy."""
         argv = {"kube-apiserver": self._apiserver_args}[name]()
-        self.processes = [p for p in self.processes if p.name != name]
-        rec = self._start(name, argv)
+        index = next(i for i, p in enumerate(self.processes) if p.name == name)
+        rec = procs.start(name, argv, self.log_dir)
+        # Same place in the list: `down` stops newest first, and the API server must outlive its clients
+        # (stopped before them it waits for their open watches and gets killed after the grace period).
+        self.processes[index] = rec
+        self._save()
         ca = ssl.create_default_context(cafile=str(self.pki_dir / "ca.crt"))
         self._wait_healthy(rec, f"{self.server}/readyz", time.monotonic() + timeout, ca)
 

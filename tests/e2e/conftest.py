@@ -69,6 +69,30 @@ def cluster() -> Iterator[LocalCluster]:
         assert not owned.running() and not owned.strays()
 
 
+@pytest.fixture
+def private_cluster() -> Iterator[LocalCluster]:
+    """A control plane of its own (one kwok node, `kwok-node-0`) for a test that disrupts it, e.g. stops the API
+    server: after an outage kube-controller-manager's informers sit in their retry back-off for up to ~30 s, which
+    would stall the tests that follow on a shared cluster."""
+    missing = build.missing()
+    if missing:
+        pytest.fail(f"the local control plane is not built ({', '.join(missing)} missing): run `make build`",
+                    pytrace=False)
+    owned = controlplane.Cluster.named(f"pytest-{os.getpid()}-private-{secrets.token_hex(2)}")
+    try:
+        owned.up(1, timeout=180)
+    except Exception as e:  # noqa: BLE001
+        owned.down()
+        pytest.fail(f"the private control plane failed to start: {e}", pytrace=False)
+    api = config.new_client_from_config(config_file=str(owned.kubeconfig))
+    try:
+        yield LocalCluster(owned.kubeconfig, api, owned)
+    finally:
+        api.close()
+        owned.down()
+        assert not owned.running() and not owned.strays()
+
+
 @pytest.fixture(scope="session")
 def core(cluster: LocalCluster) -> client.CoreV1Api:
     return client.CoreV1Api(cluster.api)

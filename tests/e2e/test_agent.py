@@ -127,13 +127,12 @@ def test_a_hung_task_line_sets_kernel_deadlock_and_survives_restarts_and_config_
 
 
 def test_after_the_api_server_comes_back_the_agent_reports_the_latest_state(
-    cluster: LocalCluster, core: client.CoreV1Api, node_pool: Callable[..., list[str]], tmp_path: Path,
-    agents: list[Agent],
+    private_cluster: LocalCluster, tmp_path: Path, agents: list[Agent],
 ) -> None:
-    if cluster.owned is None:
-        pytest.fail("this test stops and starts kube-apiserver: run it on the session's own control plane "
-                    "(unset NODEMEDIC_TEST_KUBECONFIG)")
-    (node,) = node_pool(1)
+    cluster = private_cluster  # this test stops kube-apiserver: never on the shared session cluster
+    assert cluster.owned is not None
+    core = client.CoreV1Api(cluster.api)
+    node = "kwok-node-0"
     root = host_root(tmp_path)
     config = write_config(tmp_path / "agent.yaml", ["kernel-monitor.json", "readonly-monitor.json"])
     seq = [0]
