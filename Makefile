@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test setup build lint unit e2e bench-cluster bench-remediator
+.PHONY: demo test setup build lint unit e2e bench-cluster bench-remediator bench-agent
 
 demo: build
 	$(BIN)/python hack/demo
@@ -37,3 +37,6 @@ bench-cluster: build
 
 bench-remediator: build
 	$(BIN)/python hack/bench/remediator_latency.py --samples 30
+
+bench-agent: build
+	$(BIN)/python hack/bench/agent.py --samples 50

@@ -23,6 +23,7 @@ from agent.checks.custom_plugin import CustomPluginMonitor
 from agent.checks.logmonitor import LogMonitor
 from agent.conditions import ConditionBook
 from agent.config import AgentConfig, ConfigError, load_config
+from agent.credentials import CredentialsError
 from agent.host import HostRoot
 from agent.kube import Kube
 from agent.model import Check, Observation, Status
@@ -186,7 +187,12 @@ async def _run(args: argparse.Namespace, log: logging.Logger) -> int:
         return _print_errors(e)
     registry = CollectorRegistry()
     book = ConditionBook({c.name: c.condition_types for c in checks})
-    kube = Kube(args.kubeconfig, registry=registry)
+    try:
+        kube = Kube(args.kubeconfig, registry=registry)
+    except CredentialsError as e:
+        log.error("no credentials for the API server", extra={"error": str(e)})
+        print(f"nodemedic-agent: {e}", file=sys.stderr)
+        return 2
     state_dir = Path(args.state_dir) if args.state_dir else host.path("/var/lib/nodemedic")
     reporter = Reporter(kube, args.node_name, book, state=StateFile(state_dir / f"agent-{args.node_name}.json"),
                         registry=registry, log=log, heartbeat=cfg.heartbeat.total_seconds(),

@@ -4,6 +4,8 @@
 apiVersion: nodemedic.io/v1alpha1
 kind: AgentConfig
 heartbeat: 5m                  # status re-sent at least this often
+logMonitorRecoverAfter: 10m    # a log-based condition goes back to False after this long without a new match
+                               # ("never": node-problem-detector's behaviour)
 checks:                        # every built-in check is on by default; give one to change it
   cpu: {interval: 30s, timeout: 10s, window: 5m}
   ntp: {enabled: false}
@@ -53,6 +55,8 @@ class AgentConfig:
     checks: dict[str, Any] = field(default_factory=dict)  # name -> that check's Config (enabled ones only)
     system_log_monitors: tuple[Path, ...] | None = None  # None = the shipped defaults
     custom_plugin_monitors: tuple[Path, ...] = ()
+    # Quiet period after which a log-based (permanent) condition goes back to False; None = never (NPD).
+    log_monitor_recover_after: dt.timedelta | None = dt.timedelta(minutes=10)
 
 
 _DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?(?:(\d+)ms)?$")
@@ -195,7 +199,8 @@ def parse_config(text: str, *, source: str, registry: Mapping[str, CheckSpec]) -
         raise ConfigError([f"{source}:1: <document>: must be a mapping"])
     errors: list[str] = []
     lines = doc.get("__lines__", {})
-    known = {"apiVersion", "kind", "heartbeat", "checks", "systemLogMonitors", "customPluginMonitors", "__lines__"}
+    known = {"apiVersion", "kind", "heartbeat", "checks", "systemLogMonitors", "customPluginMonitors",
+             "logMonitorRecoverAfter", "__lines__"}
     for key in doc:
         if key not in known:
             errors.append(f"{source}:{lines.get(key, 1)}: {key}: unknown field; valid: "
@@ -210,6 +215,13 @@ def parse_config(text: str, *, source: str, registry: Mapping[str, CheckSpec]) -
             heartbeat = parse_duration(doc["heartbeat"])
         except ValueError as e:
             errors.append(f"{source}:{lines['heartbeat']}: heartbeat: {e}")
+    recover: dt.timedelta | None = AgentConfig.log_monitor_recover_after
+    if "logMonitorRecoverAfter" in doc:
+        value = doc["logMonitorRecoverAfter"]
+        try:
+            recover = None if value in (None, "never") else parse_duration(value)
+        except ValueError as e:
+            errors.append(f"{source}:{lines['logMonitorRecoverAfter']}: logMonitorRecoverAfter: {e}")
     raw_checks = doc.get("checks") or {}
     if not isinstance(raw_checks, dict):
         errors.append(f"{source}:{lines.get('checks', 1)}: checks: must be a mapping of check name to settings")
@@ -250,7 +262,8 @@ def parse_config(text: str, *, source: str, registry: Mapping[str, CheckSpec]) -
     if errors:
         raise ConfigError(errors)
     return AgentConfig(heartbeat=heartbeat, checks=checks, system_log_monitors=monitors["systemLogMonitors"],
-                       custom_plugin_monitors=monitors["customPluginMonitors"] or ())
+                       custom_plugin_monitors=monitors["customPluginMonitors"] or (),
+                       log_monitor_recover_after=recover)
 
 
 def load_config(path: str | Path | None, *, registry: Mapping[str, CheckSpec]) -> AgentConfig:

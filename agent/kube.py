@@ -1,18 +1,18 @@
 """The few REST calls the agent makes (aiohttp): read its Node, patch nodes/status, create/patch Events.
 
-Credentials come from a kubeconfig or the pod's service account via the `kubernetes` package's loaders;
-the requests are plain aiohttp so the agent stays small. Every call is counted by verb and code.
+Credentials come from a kubeconfig or the pod's service account (`agent.credentials`); the requests are plain
+aiohttp so the agent stays small. Every call is counted by verb and code.
 """
 
 from __future__ import annotations
 
 import json
-import ssl
 from typing import Any
 
 import aiohttp
-from kubernetes import client, config
 from prometheus_client import CollectorRegistry, Counter
+
+from agent import credentials
 
 
 class ApiError(Exception):
@@ -23,20 +23,8 @@ class ApiError(Exception):
 
 class Kube:
     def __init__(self, kubeconfig: str | None, *, registry: CollectorRegistry, timeout: float = 10.0) -> None:
-        cfg = client.Configuration()
-        if kubeconfig:
-            config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
-        else:
-            config.load_incluster_config(client_configuration=cfg)
-        self._cfg = cfg
-        self.server = cfg.host.rstrip("/")
-        if cfg.verify_ssl:
-            ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert)
-            if cfg.cert_file:
-                ctx.load_cert_chain(cfg.cert_file, cfg.key_file)
-            self._ssl: ssl.SSLContext | bool = ctx
-        else:
-            self._ssl = False
+        self._creds = credentials.from_kubeconfig(kubeconfig) if kubeconfig else credentials.in_cluster()
+        self.server = self._creds.server
         self._timeout = timeout
         self._session: aiohttp.ClientSession | None = None
         self.requests = Counter("nodemedic_agent_api_requests_total", "API requests by verb and HTTP code",
@@ -44,10 +32,9 @@ class Kube:
 
     def _headers(self, content_type: str | None) -> dict[str, str]:
         h = {"Accept": "application/json", "User-Agent": "nodemedic-agent"}
-        # The in-cluster loader re-reads the (rotating, bound) token through this hook.
-        token = self._cfg.get_api_key_with_prefix("authorization")
+        token = self._creds.token()  # re-read from its file: in-cluster tokens rotate
         if token:
-            h["Authorization"] = token if token.lower().startswith("bearer ") else f"Bearer {token}"
+            h["Authorization"] = f"Bearer {token}"
         if content_type:
             h["Content-Type"] = content_type
         return h
@@ -55,7 +42,7 @@ class Kube:
     async def request(self, method: str, path: str, body: Any = None, *,
                       content_type: str = "application/json") -> Any:
         if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=self._ssl, limit=4))
+            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=self._creds.ssl_context, limit=4))
         data = None if body is None else json.dumps(body)
         try:
             async with self._session.request(method, self.server + path, data=data,

@@ -40,6 +40,9 @@ def test_no_file_means_every_check_on_with_its_defaults() -> None:
     cfg = parse_config("", source="agent.yaml", registry=REGISTRY)
     assert set(cfg.checks) == {"cpu", "ntp"} and cfg.checks["cpu"] == FakeConfig()
     assert cfg.heartbeat == dt.timedelta(minutes=5) and cfg.system_log_monitors is None
+    assert cfg.log_monitor_recover_after == dt.timedelta(minutes=10)
+    assert parse_config("logMonitorRecoverAfter: never\n", source="a.yaml",
+                        registry=REGISTRY).log_monitor_recover_after is None
 
 
 def test_fields_are_converted_and_a_check_can_be_disabled() -> None:
