@@ -17,3 +17,11 @@ class HostRoot:
 
     def read_text(self, host_path: str) -> str:
         return self.path(host_path).read_text()
+
+    def read_sensor(self, host_path: str) -> str:
+        """`read_text` for a kernel interface a check parses: any failure is a `ValueError` naming the path,
+        which the check turns into an Unknown reading instead of a crash."""
+        try:
+            return self.read_text(host_path)
+        except (OSError, UnicodeDecodeError) as e:
+            raise ValueError(f"{host_path}: {getattr(e, 'strerror', None) or e}") from e

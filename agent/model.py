@@ -53,6 +53,19 @@ class CheckTiming:
     interval: dt.timedelta = dt.timedelta(seconds=30)
     timeout: dt.timedelta = dt.timedelta(seconds=10)
 
+    def errors(self, *, timeout_within_interval: bool = True) -> list[str]:
+        """What is wrong with this timing, one message per field (empty if fine). The supervisor runs a check's
+        observations one after another, so a timeout over the interval only delays the next one: a sampling
+        check forbids it (a reading that late is stale), a probe with a long request timeout may allow it."""
+        errors = []
+        if self.interval <= dt.timedelta(0):
+            errors.append("timing.interval: must be positive")
+        if timeout_within_interval and not dt.timedelta(0) < self.timeout <= self.interval:
+            errors.append("timing.timeout: must be positive and not longer than timing.interval")
+        elif self.timeout <= dt.timedelta(0):
+            errors.append("timing.timeout: must be positive")
+        return errors
+
 
 class Check(Protocol):
     """What the supervisor runs: `observe()` every `timing.interval`, cancelled after `timing.timeout`."""

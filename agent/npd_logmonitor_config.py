@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from agent.npd_vocabulary import DefaultCondition, RuleType, parse_go_duration
+
 DEFAULTS_DIR = Path(__file__).parent / "defaults"
 DEFAULT_MONITORS = (DEFAULTS_DIR / "kernel-monitor.json", DEFAULTS_DIR / "readonly-monitor.json")
 KUBELET_CONDITIONS = frozenset({"Ready", "MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable"})
@@ -47,10 +49,6 @@ class Plugin(StrEnum):
     JOURNALD = "journald"
 
 
-class RuleType(StrEnum):
-    TEMPORARY = "temporary"  # an event per match
-    PERMANENT = "permanent"  # sets a condition True
-
 
 @dataclass(frozen=True)
 class PluginConfig:
@@ -61,12 +59,6 @@ class PluginConfig:
     timestamp_format: str = ""  # the Go layout as written, e.g. "Jan _2 15:04:05"
     strptime_format: str = ""  # the same layout for datetime.strptime
 
-
-@dataclass(frozen=True)
-class DefaultCondition:
-    type: str
-    reason: str
-    message: str = ""
 
 
 @dataclass(frozen=True)
@@ -103,30 +95,6 @@ class ConfigError(Exception):
     def __init__(self, errors: list[str]) -> None:
         super().__init__("\n".join(errors))
         self.errors = errors
-
-
-# --- durations (Go time.ParseDuration) ----------------------------------------------------------------------
-
-_GO_DURATION_PART = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
-_GO_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def parse_go_duration(text: str) -> dt.timedelta:
-    """"5m", "1h30m", "10s", "1.5h", "300ms", "0" as Go's time.ParseDuration reads them; ValueError otherwise."""
-    body = text.removeprefix("-").removeprefix("+")
-    sign = -1 if text.startswith("-") else 1
-    if body == "0":
-        return dt.timedelta(0)
-    seconds, pos = 0.0, 0
-    while pos < len(body):
-        part = _GO_DURATION_PART.match(body, pos)
-        if part is None or part.group(1) in ("", "."):
-            raise ValueError(f"invalid duration {text!r}: use a Go duration such as 30s, 5m, 1h30m or 0")
-        seconds += float(part.group(1)) * _GO_DURATION_UNITS[part.group(2)]
-        pos = part.end()
-    if pos == 0:
-        raise ValueError(f"invalid duration {text!r}: use a Go duration such as 30s, 5m, 1h30m or 0")
-    return dt.timedelta(seconds=sign * seconds)
 
 
 # --- Go time layouts -> strptime ---------------------------------------------------------------------------

@@ -16,12 +16,12 @@ import datetime as dt
 import difflib
 import json
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
+
+from agent.npd_vocabulary import DefaultCondition, RuleType, parse_go_duration
 
 PLUGIN = "custom"
 DEFAULT_INVOKE_INTERVAL = dt.timedelta(seconds=30)
@@ -35,25 +35,6 @@ _PLUGIN_CONFIG_KEYS = ("invoke_interval", "timeout", "max_output_length", "concu
                        "enable_message_change_based_condition_update", "skip_initial_status")
 _CONDITION_KEYS = ("type", "reason", "message")
 _RULE_KEYS = ("type", "condition", "reason", "path", "args", "timeout", "invoke_interval")
-
-# Go's time.ParseDuration grammar: an optional sign, then one or more number+unit parts; a bare "0" is allowed.
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_DURATION_HINT = 'use a Go duration such as "30s", "5m", "1m30s" or "500ms"'
-
-
-class RuleType(StrEnum):
-    TEMPORARY = "temporary"  # a problem that happened: reported as an event
-    PERMANENT = "permanent"  # a state of the node: sets its condition
-
-
-@dataclass(frozen=True)
-class DefaultCondition:
-    """A condition the monitor owns, with the reason and message it carries while no rule reports a problem."""
-
-    type: str
-    reason: str
-    message: str = ""
 
 
 @dataclass(frozen=True)
@@ -97,22 +78,6 @@ class ConfigError(Exception):
         super().__init__("\n".join(errors))
         self.errors = list(errors)
 
-
-def parse_duration(text: str) -> dt.timedelta:
-    """A Go duration string ("1m30s", "-5s", "0") as a timedelta; ValueError when it is not one."""
-    body = text[1:] if text[:1] in "+-" else text
-    if body == "0":
-        return dt.timedelta(0)
-    pos, seconds = 0, 0.0
-    while pos < len(body):
-        m = _DURATION_PART.match(body, pos)
-        if m is None:
-            raise ValueError(f"not a duration: {text!r}; {_DURATION_HINT}")
-        seconds += float(m.group(1)) * _DURATION_UNITS[m.group(2)]
-        pos = m.end()
-    if not body:
-        raise ValueError(f"not a duration: {text!r}; {_DURATION_HINT}")
-    return dt.timedelta(seconds=-seconds if text.startswith("-") else seconds)
 
 
 class _Object(dict[str, Any]):
@@ -189,7 +154,7 @@ class _Reader:
             self.error(_join(where, key), f'must be a duration string such as "30s", got {_json_type(value)}')
             return default
         try:
-            parsed = parse_duration(value)
+            parsed = parse_go_duration(value)
         except ValueError as e:
             self.error(_join(where, key), str(e))
             return default

@@ -46,7 +46,7 @@ _HEALTHY_STATES = ("running", "live")
 
 
 def validate(config: Config) -> list[str]:
-    errors: list[str] = []
+    errors = config.timing.errors()
     for i, prefix in enumerate(config.ignore_prefixes):
         if not prefix or "/" in prefix:
             errors.append(f"ignore_prefixes[{i}]: must be a non-empty device name prefix")

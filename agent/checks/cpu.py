@@ -42,7 +42,7 @@ class Config:
 
 
 def validate(config: Config) -> list[str]:
-    errors = _timing_errors(config.timing)
+    errors = config.timing.errors()
     if config.window < dt.timedelta(0):
         errors.append("window: must not be negative")
     if not 0 < config.thresholds.some_avg60 <= 100:
@@ -100,7 +100,7 @@ class CPUPressure:
 
 def read_load1(host: HostRoot) -> float:
     """The 1-minute load average of `/proc/loadavg` ("0.52 0.58 0.59 1/467 12345")."""
-    text = _read(host, "/proc/loadavg")
+    text = host.read_sensor("/proc/loadavg")
     fields = text.split()
     if not fields:
         raise ValueError("/proc/loadavg: empty")
@@ -118,7 +118,7 @@ def online_cpus(host: HostRoot) -> int:
     try:
         text = host.read_text("/sys/devices/system/cpu/online")
     except FileNotFoundError:
-        return _cpuinfo_processors(_read(host, "/proc/cpuinfo"))
+        return _cpuinfo_processors(host.read_sensor("/proc/cpuinfo"))
     except (OSError, UnicodeDecodeError) as e:
         raise ValueError(f"/sys/devices/system/cpu/online: {e}") from e
     try:
@@ -148,17 +148,3 @@ def _cpuinfo_processors(text: str) -> int:
     return count
 
 
-def _read(host: HostRoot, host_path: str) -> str:
-    try:
-        return host.read_text(host_path)
-    except (OSError, UnicodeDecodeError) as e:
-        raise ValueError(f"{host_path}: {getattr(e, 'strerror', None) or e}") from e
-
-
-def _timing_errors(timing: CheckTiming) -> list[str]:
-    errors = []
-    if timing.interval <= dt.timedelta(0):
-        errors.append("timing.interval: must be positive")
-    if not dt.timedelta(0) < timing.timeout <= timing.interval:
-        errors.append("timing.timeout: must be positive and not longer than timing.interval")
-    return errors

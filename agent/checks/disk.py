@@ -49,7 +49,7 @@ class Config:
 
 
 def validate(config: Config) -> list[str]:
-    errors = _timing_errors(config.timing)
+    errors = config.timing.errors()
     if not config.mounts:
         errors.append("mounts: must name at least one mount point")
     seen: set[str] = set()
@@ -175,11 +175,3 @@ def _describe(usage: Usage) -> str:
     inodes = "no inode limit" if usage.inodes_percent is None else f"{usage.inodes_percent:.1f}% inodes"
     return f"{usage.mount}: {usage.bytes_percent:.1f}% of {usage.size_bytes / 2**30:.1f} GiB, {inodes}"
 
-
-def _timing_errors(timing: CheckTiming) -> list[str]:
-    errors = []
-    if timing.interval <= dt.timedelta(0):
-        errors.append("timing.interval: must be positive")
-    if not dt.timedelta(0) < timing.timeout <= timing.interval:
-        errors.append("timing.timeout: must be positive and not longer than timing.interval")
-    return errors

@@ -43,7 +43,7 @@ class Config:
 
 
 def validate(config: Config) -> list[str]:
-    errors: list[str] = []
+    errors = config.timing.errors()
     for name, values in (("mounts", config.mounts), ("mounts_files", config.mounts_files)):
         for i, value in enumerate(values):
             if not value.startswith("/") or posixpath.normpath(value) != value:

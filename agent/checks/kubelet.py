@@ -41,7 +41,7 @@ class Config:
 
 
 def validate(config: Config) -> list[str]:
-    errors: list[str] = []
+    errors = config.timing.errors(timeout_within_interval=False)
     url = urlsplit(config.healthz_url)
     if url.scheme not in ("http", "https") or not url.hostname:
         errors.append("healthz_url: must be an http:// or https:// URL with a host")

@@ -47,7 +47,7 @@ class Config:
 
 
 def validate(config: Config) -> list[str]:
-    errors = _timing_errors(config.timing)
+    errors = config.timing.errors()
     if config.window < dt.timedelta(0):
         errors.append("window: must not be negative")
     t = config.thresholds
@@ -137,7 +137,7 @@ class MemoryExhaustion:
 
 
 def read_meminfo(host: HostRoot) -> MemInfo:
-    text = _read(host, "/proc/meminfo")
+    text = host.read_sensor("/proc/meminfo")
     values: dict[str, int] = {}
     for line in text.splitlines():
         key, sep, rest = line.partition(":")
@@ -165,7 +165,7 @@ def read_meminfo(host: HostRoot) -> MemInfo:
 
 def read_oom_kills(host: HostRoot) -> int:
     """The `oom_kill` counter of `/proc/vmstat`: processes the OOM killer has killed since boot."""
-    for line in _read(host, "/proc/vmstat").splitlines():
+    for line in host.read_sensor("/proc/vmstat").splitlines():
         key, _, value = line.partition(" ")
         if key != "oom_kill":
             continue
@@ -179,17 +179,3 @@ def read_oom_kills(host: HostRoot) -> int:
     raise ValueError("/proc/vmstat: no oom_kill counter (kernel older than 4.13?)")
 
 
-def _read(host: HostRoot, host_path: str) -> str:
-    try:
-        return host.read_text(host_path)
-    except (OSError, UnicodeDecodeError) as e:
-        raise ValueError(f"{host_path}: {getattr(e, 'strerror', None) or e}") from e
-
-
-def _timing_errors(timing: CheckTiming) -> list[str]:
-    errors = []
-    if timing.interval <= dt.timedelta(0):
-        errors.append("timing.interval: must be positive")
-    if not dt.timedelta(0) < timing.timeout <= timing.interval:
-        errors.append("timing.timeout: must be positive and not longer than timing.interval")
-    return errors

@@ -49,7 +49,7 @@ class Config:
 
 
 def validate(config: Config) -> list[str]:
-    errors = _timing_errors(config.timing)
+    errors = config.timing.errors()
     for i, server in enumerate(config.servers):
         try:
             split_server(server)
@@ -230,11 +230,3 @@ class NTPProblem:
 
 _GRAVITY = ("ClockOffsetTooLarge", "ClockUnsynchronized", "NTPServerUnreachable")
 
-
-def _timing_errors(timing: CheckTiming) -> list[str]:
-    errors = []
-    if timing.interval <= dt.timedelta(0):
-        errors.append("timing.interval: must be positive")
-    if not dt.timedelta(0) < timing.timeout <= timing.interval:
-        errors.append("timing.timeout: must be positive and not longer than timing.interval")
-    return errors

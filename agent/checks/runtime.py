@@ -50,7 +50,7 @@ class Config:
 
 
 def validate(config: Config) -> list[str]:
-    errors: list[str] = []
+    errors = config.timing.errors()
     if not config.sockets:
         errors.append("sockets: must not be empty")
     for i, path in enumerate(config.sockets):

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from agent.checks import BUILTIN
 from agent.config import CheckSpec, ConfigError, parse_config, parse_duration
 from agent.model import CheckTiming
 
@@ -88,3 +89,13 @@ def test_mistakes_name_the_file_line_and_field(text: str, expected: str) -> None
                          ids=str)
 def test_durations(value: object, seconds: float) -> None:
     assert parse_duration(value).total_seconds() == seconds
+
+
+@pytest.mark.parametrize("check", sorted(BUILTIN))
+def test_every_shipped_check_rejects_a_timing_the_supervisor_cannot_run(check: str) -> None:
+    text = f"checks:\n  {check}:\n    interval: 0s\n    timeout: 0s\n"
+    with pytest.raises(ConfigError) as err:
+        parse_config(text, source="agent.yaml", registry=BUILTIN)
+    assert f"agent.yaml:2: checks.{check}.timing.interval: must be positive" in err.value.errors
+    timeout = "must be positive" if check == "kubelet" else "must be positive and not longer than timing.interval"
+    assert f"agent.yaml:2: checks.{check}.timing.timeout: {timeout}" in err.value.errors

@@ -17,7 +17,6 @@ from agent.npd_plugin_config import (
     PluginRule,
     RuleType,
     load,
-    parse_duration,
 )
 
 TEMPORARY = {"type": "temporary", "reason": "NTPIsDown", "path": "check.sh"}
@@ -99,24 +98,6 @@ def test_an_absolute_plugin_path_is_kept(tmp_path):
     file = write_config(tmp_path, monitor(rules=[{**TEMPORARY, "path": str(plugin)}]))
 
     assert load(file).rules[0].path == plugin
-
-
-@pytest.mark.parametrize(
-    ("text", "seconds"),
-    [("0", 0), ("300ms", 0.3), ("1.5h", 5400), ("2h45m", 9900), ("1m30s", 90), ("-5s", -5), ("10us", 1e-5),
-     ("10µs", 1e-5), (".5s", 0.5), ("1h0m0.5s", 3600.5)],
-    ids=["zero", "ms", "fractional-hours", "hours-minutes", "minutes-seconds", "negative", "us", "micro-sign",
-         "leading-dot", "three-parts"],
-)
-def test_durations_are_read_like_go(text, seconds):
-    assert parse_duration(text).total_seconds() == pytest.approx(seconds)
-
-
-@pytest.mark.parametrize("text", ["", "5", "5 s", "1d", "s", "-", "1m 30s"],
-                         ids=["empty", "no-unit", "space", "days", "unit-only", "sign-only", "inner-space"])
-def test_a_malformed_duration_is_refused(text):
-    with pytest.raises(ValueError, match="not a duration"):
-        parse_duration(text)
 
 
 BAD_CONFIGS = [
