@@ -108,7 +108,8 @@ async def _live_items(kubeconfig: str) -> dict[str, Any]:
     items: list[dict[str, Any]] = []
     try:
         for path, kind in (("/api/v1/nodes", "Node"), ("/api/v1/pods", "Pod"),
-                           ("/apis/policy/v1/poddisruptionbudgets", "PodDisruptionBudget")):
+                           ("/apis/policy/v1/poddisruptionbudgets", "PodDisruptionBudget"),
+                           ("/apis/scheduling.k8s.io/v1/priorityclasses", "PriorityClass")):
             for obj in (await kube.get(path)).get("items") or []:
                 obj["kind"] = kind  # list items carry no kind
                 items.append(obj)
@@ -177,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     plan.add_argument("--policy", required=True)
     src = plan.add_mutually_exclusive_group(required=True)
     src.add_argument("--kubeconfig")
-    src.add_argument("--snapshot", help="`kubectl get nodes,pods,pdb -A -o json` output")
+    src.add_argument("--snapshot", help="`kubectl get nodes,pods,pdb,priorityclasses -A -o json` output "
+                     "(priorityclasses only matter for evictor.priorityThreshold.name)")
     plan.add_argument("--json", action="store_true")
     plan.add_argument("--now", help="RFC3339 time to plan at (default: now)")
     args = ap.parse_args(argv)

@@ -79,6 +79,7 @@ class ClusterCache:
         self.pods_by_node: dict[str, dict[str, PodRecord]] = {}
         self.pods_by_owner: dict[str, dict[str, PodRecord]] = {}
         self.pdbs: dict[str, PdbRecord] = {}
+        self.priority_classes: dict[str, int] = {}  # for evictor.priorityThreshold.name
         self.raw_nodes: dict[str, dict[str, Any]] = {}  # annotations/taints the taint writer patches from
         self.changed = asyncio.Event()
         self.informers = [
@@ -86,6 +87,8 @@ class ClusterCache:
             Informer(kube, "/api/v1/pods", reset=self._reset_pods, apply=self._apply_pod, log=log),
             Informer(kube, "/apis/policy/v1/poddisruptionbudgets", reset=self._reset_pdbs, apply=self._apply_pdb,
                      log=log),
+            Informer(kube, "/apis/scheduling.k8s.io/v1/priorityclasses", reset=self._reset_priority_classes,
+                     apply=self._apply_priority_class, log=log),
         ]
 
     async def run(self) -> None:
@@ -162,6 +165,21 @@ class ClusterCache:
             self.pdbs[key] = rec
         self.changed.set()
 
+    # --- PriorityClasses -------------------------------------------------------------------------
+    def _reset_priority_classes(self, items: list[dict[str, Any]]) -> None:
+        self.priority_classes.clear()
+        for obj in items:
+            self._apply_priority_class("ADDED", obj)
+
+    def _apply_priority_class(self, kind: str, obj: dict[str, Any]) -> None:
+        name = _dict_get_name(obj)
+        rec = records.priority_class(obj)
+        if kind == "DELETED" or rec is None:
+            self.priority_classes.pop(name, None)
+        else:
+            self.priority_classes[rec[0]] = rec[1]
+        self.changed.set()
+
     def snapshot(self, now: dt.datetime) -> Snapshot:
         return Snapshot(
             now=now,
@@ -169,15 +187,22 @@ class ClusterCache:
             pods_by_node={n: list(p.values()) for n, p in self.pods_by_node.items()},
             pods_by_owner={o: list(p.values()) for o, p in self.pods_by_owner.items()},
             pdbs=list(self.pdbs.values()),
+            priority_classes=dict(self.priority_classes),
         )
 
 
+def _dict_get_name(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata")
+    return str(meta.get("name", "")) if isinstance(meta, dict) else ""
+
+
 def snapshot_from_list(doc: dict[str, Any], now: dt.datetime) -> Snapshot:
-    """A Snapshot from `kubectl get nodes,pods,pdb -A -o json` output (a `kind: List`)."""
+    """A Snapshot from `kubectl get nodes,pods,pdb,priorityclasses -A -o json` output (a `kind: List`)."""
     nodes: dict[str, NodeRecord] = {}
     by_node: dict[str, list[PodRecord]] = {}
     by_owner: dict[str, list[PodRecord]] = {}
     pdbs: list[PdbRecord] = []
+    priority_classes: dict[str, int] = {}
     for obj in doc.get("items") or []:
         kind = obj.get("kind")
         if kind == "Node":
@@ -191,4 +216,7 @@ def snapshot_from_list(doc: dict[str, Any], now: dt.datetime) -> Snapshot:
                 by_owner.setdefault(o.uid, []).append(p)
         elif kind == "PodDisruptionBudget":
             pdbs.append(records.pdb(obj))
-    return Snapshot(now=now, nodes=nodes, pods_by_node=by_node, pods_by_owner=by_owner, pdbs=pdbs)
+        elif kind == "PriorityClass" and (rec := records.priority_class(obj)) is not None:
+            priority_classes[rec[0]] = rec[1]
+    return Snapshot(now=now, nodes=nodes, pods_by_node=by_node, pods_by_owner=by_owner, pdbs=pdbs,
+                    priority_classes=priority_classes)

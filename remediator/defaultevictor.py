@@ -48,13 +48,20 @@ def _namespace_reasons(namespace: str, namespaces: Namespaces) -> list[str]:
     return []
 
 
-def _priority_reason(pod: PodRecord, args: EvictorArgs) -> str | None:
+def _priority_reason(pod: PodRecord, snapshot: Snapshot, args: EvictorArgs) -> str | None:
     if args.evict_system_critical_pods or pod.priority is None:
         return None
     if pod.priority >= SYSTEM_CRITICAL_PRIORITY:
         return f"system-critical priority {pod.priority}"
-    if args.priority_threshold is not None and pod.priority >= args.priority_threshold:
-        return f"priority {pod.priority} >= threshold {args.priority_threshold}"
+    threshold = args.priority_threshold
+    if args.priority_threshold_name:
+        threshold = snapshot.priority_classes.get(args.priority_threshold_name)
+        if threshold is None:
+            # descheduler refuses to start without the class; a running controller must not guess a value
+            # either, so every pod with a priority stays put until the class exists.
+            return f"priorityThreshold.name {args.priority_threshold_name}: no such PriorityClass"
+    if threshold is not None and pod.priority >= threshold:
+        return f"priority {pod.priority} >= threshold {threshold}"
     return None
 
 
@@ -96,7 +103,7 @@ def _filter_reasons(pod: PodRecord, snapshot: Snapshot, args: EvictorArgs) -> li
         "mirror pod" if MIRROR_ANNOTATION in annotations else None,
         f"static pod (source {source})" if source is not None and source != "api" else None,
         "terminating" if pod.terminating else None,
-        _priority_reason(pod, args),
+        _priority_reason(pod, snapshot, args),
         _bare_pod_reason(pod, args),
         "local storage (emptyDir/hostPath)" if pod.has_local_storage and not args.evict_local_storage_pods else None,
         ("DaemonSet pod" if not args.evict_daemonset_pods and any(o.kind == "DaemonSet" for o in pod.owners)

@@ -154,6 +154,7 @@ class Snapshot:
     pods_by_node: dict[str, list[PodRecord]]
     pods_by_owner: dict[str, list[PodRecord]]  # owner UID -> pods (every pod with that owner, any node)
     pdbs: list[PdbRecord] = field(default_factory=list)
+    priority_classes: dict[str, int] = field(default_factory=dict)  # PriorityClass name -> value
 
     def pods(self, node: str) -> list[PodRecord]:
         return self.pods_by_node.get(node, [])

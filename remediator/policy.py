@@ -45,7 +45,7 @@ class EvictorArgs:
     evict_failed_bare_pods: bool = False
     ignore_pvc_pods: bool = False
     priority_threshold: int | None = None  # value; None = system-critical (2e9) as in descheduler
-    priority_threshold_name: str = ""  # a PriorityClass name (resolved by the controller at load time)
+    priority_threshold_name: str = ""  # a PriorityClass name, resolved each cycle from the watched PriorityClasses
     label_selector: LabelSelector | None = None
     namespaces: Namespaces = Namespaces()
     min_replicas: int = 0

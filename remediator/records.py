@@ -174,6 +174,14 @@ def pod(obj: dict[str, Any]) -> PodRecord:
     )
 
 
+def priority_class(obj: dict[str, Any]) -> tuple[str, int] | None:
+    """(name, value) of a PriorityClass; None when the object has no usable value."""
+    name, value = _dict(obj.get("metadata")).get("name"), obj.get("value")
+    if not isinstance(name, str) or not name or not isinstance(value, int) or isinstance(value, bool):
+        return None
+    return name, value
+
+
 def pdb(obj: dict[str, Any]) -> PdbRecord:
     meta, spec, status = _dict(obj.get("metadata")), _dict(obj.get("spec")), _dict(obj.get("status"))
     allowed = status.get("disruptionsAllowed", 0)

@@ -86,8 +86,20 @@ def test_a_kubectl_list_becomes_a_snapshot() -> None:
         {"kind": "Pod", **pod("a", "n1", "1")},
         {"kind": "PodDisruptionBudget", "metadata": {"name": "p", "namespace": "ns"},
          "spec": {"selector": {"matchLabels": {"app": "x"}}}, "status": {"disruptionsAllowed": 1}},
+        {"kind": "PriorityClass", "metadata": {"name": "high"}, "value": 100000},
+        {"kind": "PriorityClass", "metadata": {"name": "broken"}, "value": "high"},
     ]}
     snap = snapshot_from_list(doc, dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
     assert list(snap.nodes) == ["n1"] and snap.nodes["n1"].allocatable == {"cpu": 2000}
     assert [p.name for p in snap.pods("n1")] == ["a"]
     assert snap.pdbs[0].disruptions_allowed == 1
+    assert snap.priority_classes == {"high": 100000}, "a class without an integer value is left out"
+
+
+def test_priority_classes_follow_their_watch() -> None:
+    cache = ClusterCache(FakeKube([], []), log=logging.getLogger("t"))  # type: ignore[arg-type]
+    cache._reset_priority_classes([{"metadata": {"name": "high"}, "value": 1000},
+                                   {"metadata": {"name": "low"}, "value": 10}])
+    cache._apply_priority_class("MODIFIED", {"metadata": {"name": "high"}, "value": 2000})
+    cache._apply_priority_class("DELETED", {"metadata": {"name": "low"}, "value": 10})
+    assert cache.snapshot(dt.datetime(2026, 1, 1, tzinfo=dt.UTC)).priority_classes == {"high": 2000}

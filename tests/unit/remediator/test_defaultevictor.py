@@ -33,6 +33,18 @@ def siblings(n: int) -> dict[str, list[PodRecord]]:
     return {RS.uid: [pod(name=f"web-{i}", uid=f"p-{i}") for i in range(n)]}
 
 
+@pytest.mark.parametrize(("priority", "classes", "expected"), [
+    (1000, {"high": 1000}, "priority 1000 >= threshold 1000"),
+    (999, {"high": 1000}, None),
+    (0, {}, "priorityThreshold.name high: no such PriorityClass"),
+    (None, {}, None),
+], ids=["at-named-threshold", "below-named-threshold", "missing-class-fails-closed", "no-priority-no-class"])
+def test_a_named_priority_threshold_is_resolved_from_the_cluster(priority: int | None, classes: dict[str, int],
+                                                                 expected: str | None) -> None:
+    snap = dataclasses.replace(snapshot(), priority_classes=classes)
+    assert protection(pod(priority=priority), snap, EvictorArgs(priority_threshold_name="high")) == expected
+
+
 def test_a_plain_replicaset_pod_is_evictable() -> None:
     assert protection(pod(), snapshot(), EvictorArgs()) is None
 
