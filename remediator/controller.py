@@ -256,10 +256,18 @@ class Controller:
                 self.log.info("dry-run: would " + kind, extra={"dry_run": True, "action": action})
 
     def _reload_policy(self) -> None:
+        before = self.source.policy
         changed, errors = self.source.poll()
         if changed:
             self.metrics.policy_reloads.labels("ok").inc()
             self.log.info("policy reloaded", extra={"policy": str(self.source.path)})
+            notifier = self.alerts.notifier
+            if notifier is not None and self.source.policy.notifications != before.notifications:
+                try:
+                    notifier.reconfigure(self.source.policy.notifications)
+                except ValueError as e:  # validated with the file, so only a bug gets here: keep the old sinks
+                    self.log.error("notification sinks not reconfigured, keeping the old ones",
+                                   extra={"policy": str(self.source.path), "error": str(e)})
         elif errors:
             self.metrics.policy_reloads.labels("error").inc()
             self.log.error("policy rejected, keeping the last good one",

@@ -15,6 +15,7 @@ closed before it went out.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import logging
 import random
@@ -142,18 +143,23 @@ class Notifier:
         self._cluster, self.log = cluster, log
         self._session_factory, self._sleep, self._jitter = session_factory, sleep, jitter
         self._session: aiohttp.ClientSession | None = None
-        self._closed = False
+        self._started = self._closed = False
+        self._retiring: set[asyncio.Task[None]] = set()
         self._outcomes = Counter("nodemedic_notifications_total", "Notifications by sink and final result",
                                  ["sink", "result"], registry=registry)
         self._attempts = Counter("nodemedic_notification_attempts_total", "HTTP requests made to notification sinks",
                                  ["sink"], registry=registry)
         self._depth = Gauge("nodemedic_notification_queue_depth", "Notifications waiting in a sink's queue",
                             ["sink"], registry=registry)
-        for sink in self._sinks:  # every series exists from the start, so rate() and absent() behave
-            for result in Result:
-                self._outcomes.labels(sink.name, result)
-            self._attempts.labels(sink.name)
-            self._depth.labels(sink.name).set(0)
+        for sink in self._sinks:
+            self._declare_series(sink)
+
+    def _declare_series(self, sink: _Sink) -> None:
+        # every series exists from the start, so rate() and absent() behave
+        for result in Result:
+            self._outcomes.labels(sink.name, result)
+        self._attempts.labels(sink.name)
+        self._depth.labels(sink.name).set(sink.queue.qsize())
 
     @property
     def sink_names(self) -> tuple[str, ...]:
@@ -177,20 +183,71 @@ class Notifier:
 
     async def start(self) -> None:
         """Start one worker per sink; alerts notified before this are waiting in the queues and go out now."""
-        if self._closed or self._session is not None:
+        if self._closed or self._started:
             raise RuntimeError("Notifier.start() called twice or after close()")
-        if not self._sinks:
-            return
-        self._session = self._session_factory()
+        self._started = True
         for sink in self._sinks:
-            sink.worker = asyncio.create_task(self._run(sink), name=f"notify-{sink.name}")
+            self._start_worker(sink)
+
+    def _start_worker(self, sink: _Sink) -> None:
+        if self._session is None:
+            self._session = self._session_factory()
+        sink.worker = asyncio.create_task(self._run(sink), name=f"notify-{sink.name}")
+
+    def reconfigure(self, config: Notifications, *, drain_timeout: float = 5.0) -> None:
+        """Apply a reloaded policy's sinks without losing alerts. A sink whose settings did not change keeps its
+        queue and worker; a changed or removed one delivers what it already queued under its old settings (for up
+        to `drain_timeout` seconds, in the background) and then stops. Raises ValueError on a bad config, leaving
+        the current sinks as they are."""
+        fresh = _build_sinks(config)
+        if self._closed:
+            return
+        unchanged = {s.name: s for s in self._sinks}  # what is left in it at the end is retired
+        sinks: list[_Sink] = []
+        added: list[str] = []
+        for sink in fresh:
+            current = unchanged.get(sink.name)
+            if current is not None and current.config == sink.config and current.queue.maxsize == sink.queue.maxsize:
+                sinks.append(unchanged.pop(sink.name))
+                continue
+            sinks.append(sink)
+            added.append(sink.name)
+            self._declare_series(sink)
+        retired = list(unchanged.values())
+        self._sinks = sinks
+        for sink in sinks:
+            if self._started and sink.worker is None:
+                self._start_worker(sink)
+        for sink in retired:
+            task = asyncio.get_running_loop().create_task(self._retire(sink, drain_timeout))
+            self._retiring.add(task)
+            task.add_done_callback(self._retiring.discard)
+        if added or retired:
+            self.log.info("notification sinks reconfigured", extra={
+                "sinks": [s.name for s in sinks], "started": added, "retired": [s.name for s in retired]})
+
+    async def _retire(self, sink: _Sink, drain_timeout: float) -> None:
+        if sink.worker is not None:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(drain_timeout):
+                    await sink.queue.join()
+        await self._stop_sink(sink)
+
+    async def _stop_sink(self, sink: _Sink) -> None:
+        """Cancel the sink's worker; whatever it had not sent is counted as dropped."""
+        if sink.worker is not None:
+            sink.worker.cancel()
+            await asyncio.gather(sink.worker, return_exceptions=True)
+        while not sink.queue.empty():
+            self._count(sink, Result.DROPPED)
+            sink.queue.get_nowait()
+        self._depth.labels(sink.name).set(0)
 
     async def close(self, *, drain_timeout: float = 5.0) -> None:
         """Let queued alerts go out for up to `drain_timeout` seconds, then cancel what is left (counted dropped)."""
         if self._closed:
             return
         self._closed = True
-        workers = [s.worker for s in self._sinks if s.worker is not None]
         try:
             async with asyncio.timeout(drain_timeout):
                 for sink in self._sinks:
@@ -199,14 +256,9 @@ class Notifier:
         except TimeoutError:
             self.log.warning("notifications not drained before close", extra={
                 "drain_timeout": drain_timeout, "queued": {s.name: s.queue.qsize() for s in self._sinks}})
-        for worker in workers:
-            worker.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
         for sink in self._sinks:
-            while not sink.queue.empty():
-                self._count(sink, Result.DROPPED)
-                sink.queue.get_nowait()
-            self._depth.labels(sink.name).set(0)
+            await self._stop_sink(sink)
+        await asyncio.gather(*self._retiring, return_exceptions=True)
         if self._session is not None:
             await self._session.close()
 

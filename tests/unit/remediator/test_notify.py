@@ -437,3 +437,73 @@ def test_a_rejection_is_logged_once_with_the_status_and_the_receivers_answer(
     assert (record.sink, record.status, record.error, record.node, record.pod) == (  # type: ignore[attr-defined]
         "webhook", 400, "answer 400", "n1", "app/web-1")
     assert not [r for r in caplog.records if r.getMessage() == "notification sent"]
+
+
+# --- reconfigure (policy reload) ------------------------------------------------------------------------------
+
+
+def test_reconfigure_keeps_an_unchanged_sink_starts_a_new_one_and_retires_a_removed_one_after_its_queue() -> None:
+    async def body() -> None:
+        kept, removed, added = (await Receiver().start(), await Receiver(script=[HANG]).start(),
+                                await Receiver().start())
+        h = harness(sink(kept.url, name="kept"), sink(removed.url, name="removed", timeout=dt.timedelta(seconds=30)))
+        await h.notifier.start()
+        h.notifier.notify(alert(summary="before"))
+        h.notifier.notify(alert(summary="queued behind the held one"))
+        await eventually(lambda: len(removed.requests) == 1 and len(kept.requests) == 2, what="first deliveries")
+
+        h.notifier.reconfigure(Notifications(queue_size=100, sinks=(sink(kept.url, name="kept"),
+                                                                     sink(added.url, name="added"))))
+        assert h.notifier.sink_names == ("kept", "added")
+        h.notifier.notify(alert(summary="after"))
+        await eventually(lambda: len(added.requests) == 1 and len(kept.requests) == 3, what="deliveries after reload")
+        assert [b["summary"] for b in kept.bodies] == ["before", "queued behind the held one", "after"]
+        assert [b["summary"] for b in added.bodies] == ["after"]
+
+        removed.release.set()  # the retired sink finishes what it had queued under its old settings, then stops
+        await eventually(lambda: h.count("removed", Result.SENT) == 2, what="retired sink drained")
+        await eventually(lambda: h.depth("removed") == 0, what="retired sink stopped")
+        assert [b["summary"] for b in removed.bodies] == ["before", "queued behind the held one"]
+        await h.notifier.close()
+        for r in (kept, removed, added):
+            await r.stop()
+
+    run(body)
+
+
+def test_reconfigure_with_changed_settings_uses_them_for_new_alerts_and_a_retired_sink_is_bounded() -> None:
+    async def body() -> None:
+        old, new = await Receiver(script=[HANG]).start(), await Receiver().start()
+        h = harness(sink(old.url, name="hook", timeout=dt.timedelta(seconds=30)))
+        await h.notifier.start()
+        h.notifier.notify(alert(summary="held"))
+        h.notifier.notify(alert(summary="stuck behind"))
+        await eventually(lambda: len(old.requests) == 1, what="first alert in flight")
+
+        h.notifier.reconfigure(Notifications(queue_size=100, sinks=(sink(new.url, name="hook"),)), drain_timeout=0.2)
+        h.notifier.notify(alert(summary="to the new url"))
+        await eventually(lambda: len(new.requests) == 1, what="alert at the new url")
+        assert [b["summary"] for b in new.bodies] == ["to the new url"]
+        # the old one never answers: after the drain timeout its two alerts are dropped, not lost silently
+        await eventually(lambda: h.count("hook", Result.DROPPED) == 2, what="retired sink given up")
+        await h.notifier.close()
+        await old.stop()
+        await new.stop()
+
+    run(body)
+
+
+def test_a_bad_reconfiguration_leaves_the_running_sinks_alone() -> None:
+    async def body() -> None:
+        receiver = await Receiver().start()
+        h = harness(sink(receiver.url, name="hook"))
+        await h.notifier.start()
+        with pytest.raises(ValueError, match="queueSize 0"):
+            h.notifier.reconfigure(Notifications(queue_size=0, sinks=()))
+        h.notifier.notify(alert(summary="still delivered"))
+        await eventually(lambda: len(receiver.requests) == 1, what="delivery after a refused reload")
+        assert h.notifier.sink_names == ("hook",)
+        await h.notifier.close()
+        await receiver.stop()
+
+    run(body)
