@@ -66,6 +66,11 @@ def build_checks(cfg: AgentConfig, host: HostRoot) -> list[Check]:
     return checks
 
 
+def config_warnings(checks: list[Check]) -> list[str]:
+    """Keys NPD would ignore silently in the loaded system-log-monitor files ("FILE: field: unknown field")."""
+    return [w for c in checks if isinstance(c, LogMonitor) for w in c.config.warnings]
+
+
 def _load(args: argparse.Namespace) -> tuple[AgentConfig, list[Check], HostRoot]:
     host = HostRoot(Path(args.host_root))
     cfg = load_config(args.config, registry=BUILTIN)
@@ -84,6 +89,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         _, checks, _ = _load(args)
     except ConfigError as e:
         return _print_errors(e)
+    for warning in config_warnings(checks):
+        print(f"warning: {warning}", file=sys.stderr)
     print(f"OK: {args.config}: {len(checks)} checks: {', '.join(c.name for c in checks)}")
     return 0
 
@@ -185,6 +192,8 @@ async def _run(args: argparse.Namespace, log: logging.Logger) -> int:
         cfg, checks, host = _load(args)
     except ConfigError as e:
         return _print_errors(e)
+    for warning in config_warnings(checks):
+        log.warning("ignored a field in a log monitor config", extra={"warning": warning})
     registry = CollectorRegistry()
     book = ConditionBook({c.name: c.condition_types for c in checks})
     try:

@@ -98,3 +98,17 @@ def test_a_bad_config_exits_2_naming_file_line_and_field(tmp_path: Path, capsys:
 def test_validate_lists_the_checks_of_a_good_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["validate", "--config", str(config(tmp_path))]) == 0
     assert "2 checks: cpu, kernel-monitor" in capsys.readouterr().out
+
+
+def test_validate_warns_about_keys_npd_would_ignore(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    monitor = json.loads(KERNEL_MONITOR.read_text())
+    monitor["bufferSise"] = 20  # a typo NPD would ignore without a word
+    typo = tmp_path / "typo-monitor.json"
+    typo.write_text(json.dumps(monitor))
+    cfg = tmp_path / "agent.yaml"
+    disabled = "\n".join(f"  {c}: {{enabled: false}}" for c in (*OTHERS, "cpu"))
+    cfg.write_text(f"checks:\n{disabled}\nsystemLogMonitors: [{typo}]\n")
+    assert cli.main(["validate", "--config", str(cfg)]) == 0
+    out = capsys.readouterr()
+    assert f"warning: {typo}: bufferSise: unknown field, ignored" in out.err
+    assert "1 checks: kernel-monitor" in out.out
