@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import ctypes
 import dataclasses
 import datetime as dt
 import json
@@ -14,7 +15,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, generate_latest
 
 from agent import __version__, logs, npd_logmonitor_config, npd_plugin_config
@@ -28,6 +28,7 @@ from agent.host import HostRoot
 from agent.kube import Kube
 from agent.model import Check, Observation, Status
 from agent.reporter import Reporter, StateFile
+from agent.status_server import Answer, StatusServer
 from agent.supervisor import Supervisor
 
 DEFAULTS = Path(__file__).with_name("defaults")
@@ -155,36 +156,51 @@ class _Metrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self.status = Gauge("nodemedic_agent_condition_status", "1 for the current status of each condition type",
                             ["type", "status"], registry=registry)
-        self.problems = Counter("nodemedic_agent_problems_total", "Problems seen, by condition type or event reason",
+        self.problems = Counter("nodemedic_agent_problems_total",
+                                "Problems seen: a condition turning True (by type and reason) or an event (by reason)",
                                 ["type", "reason"], registry=registry)
 
-    def record(self, book: ConditionBook, obs: Observation) -> None:
+    def show(self, book: ConditionBook) -> None:
+        """Condition status gauges from the book: called when it changes, not on every observation (the kmsg
+        monitor observes five times a second, and a node may carry dozens of condition types)."""
         for c in book.conditions():
             for s in Status:
                 self.status.labels(c.type, str(s)).set(1 if c.status == s else 0)
+
+    def count(self, obs: Observation, was_true: set[str]) -> None:
+        """One per problem, not per observation: a condition counts when it turns True, an event each time."""
         for rep in obs.conditions:
-            if rep.status == Status.TRUE:
+            if rep.status == Status.TRUE and rep.type not in was_true:
                 self.problems.labels(rep.type, rep.reason).inc()
         for ev in obs.events:
             self.problems.labels("", ev.reason).inc()
 
 
-async def _serve(listen: str, registry: CollectorRegistry, health: Any) -> web.AppRunner:
-    async def metrics(_: web.Request) -> web.Response:
-        return web.Response(body=generate_latest(registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
+async def _return_free_heap(*, first: float = 10.0, every: float = 60.0) -> None:
+    """Hand heap pages that are free but still resident back to the kernel. glibc keeps them after startup
+    (imports, config parsing, the first API round-trips): about 1 MiB of an agent that runs on every node.
+    Nothing to do off glibc."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return
+    await asyncio.sleep(first)
+    while True:
+        trim(0)
+        await asyncio.sleep(every)
 
-    async def healthz(_: web.Request) -> web.Response:
+
+async def _serve(listen: str, registry: CollectorRegistry, health: Any) -> StatusServer:
+    def metrics() -> Answer:
+        return Answer(200, CONTENT_TYPE_LATEST, generate_latest(registry))
+
+    def healthz() -> Answer:
         ok, why = health()
-        return web.Response(status=200 if ok else 503, text=why + "\n")
+        return Answer(200 if ok else 503, "text/plain; charset=utf-8", f"{why}\n".encode())
 
-    app = web.Application()
-    app.router.add_get("/metrics", metrics)
-    app.router.add_get("/healthz", healthz)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    host, _, port = listen.rpartition(":")
-    await web.TCPSite(runner, host or "0.0.0.0", int(port)).start()
-    return runner
+    server = StatusServer({"/metrics": metrics, "/healthz": healthz})
+    await server.start(listen)
+    return server
 
 
 async def _run(args: argparse.Namespace, log: logging.Logger) -> int:
@@ -208,7 +224,13 @@ async def _run(args: argparse.Namespace, log: logging.Logger) -> int:
                         defaults=[d for c in checks if isinstance(c, LogMonitor) for d in c.initial_conditions()])
     supervisor = Supervisor(checks, registry=registry, log=log)
     metrics = _Metrics(registry)
-    runner = await _serve(args.listen, registry, supervisor.health) if args.listen else None
+    try:
+        server = await _serve(args.listen, registry, supervisor.health) if args.listen else None
+    except (ValueError, OSError) as e:
+        log.error("cannot serve /metrics and /healthz", extra={"listen": args.listen, "error": str(e)})
+        print(f"nodemedic-agent: --listen {args.listen}: {e}", file=sys.stderr)
+        await kube.close()
+        return 2
     log.info("agent starting", extra={"node": args.node_name, "checks": [c.name for c in checks],
                                       "version": __version__, "host_root": str(host.root)})
     pending: set[asyncio.Task[None]] = set()
@@ -217,11 +239,14 @@ async def _run(args: argparse.Namespace, log: logging.Logger) -> int:
         # Fold nothing in before the Node's current conditions are known, or a restart would stamp a fresh
         # lastTransitionTime on a condition that has been True all along.
         await reporter.seeded.wait()
+        metrics.show(book)
         while True:
             obs = await supervisor.queue.get()
+            was_true = {t for t, c in book.current.items() if c.status == Status.TRUE}
             if book.apply(obs):
                 reporter.notify_changed()
-            metrics.record(book, obs)
+                metrics.show(book)
+            metrics.count(obs, was_true)
             for ev in obs.events:
                 task = asyncio.create_task(reporter.event(ev, source=obs.check))
                 pending.add(task)
@@ -231,7 +256,7 @@ async def _run(args: argparse.Namespace, log: logging.Logger) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    tasks = [asyncio.create_task(t) for t in (supervisor.run(), consume(), reporter.run())]
+    tasks = [asyncio.create_task(t) for t in (supervisor.run(), consume(), reporter.run(), _return_free_heap())]
     stopper = asyncio.create_task(stop.wait())
     done, _ = await asyncio.wait([*tasks, stopper], return_when=asyncio.FIRST_COMPLETED)
     code = 0
@@ -244,8 +269,8 @@ async def _run(args: argparse.Namespace, log: logging.Logger) -> int:
     for t in tasks:
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await t
-    if runner is not None:
-        await runner.cleanup()
+    if server is not None:
+        await server.close()
     await kube.close()
     log.info("agent stopped")
     return code

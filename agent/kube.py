@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import aiohttp
 from prometheus_client import CollectorRegistry, Counter
 
 from agent import credentials
+from agent.aiohttp_lean import aiohttp
 
 
 class ApiError(Exception):

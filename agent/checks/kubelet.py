@@ -15,11 +15,11 @@ close between observations.
 from __future__ import annotations
 
 import datetime as dt
+import ssl
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-import aiohttp
-
+from agent.aiohttp_lean import aiohttp
 from agent.checks.restarts import CommandRunner, RestartConfig, RestartMonitor, human, run_command, validate_restarts
 from agent.host import HostRoot
 from agent.model import CheckTiming, ConditionReport, Observation, Status
@@ -64,6 +64,7 @@ class KubeletCheck:
         self._config = config
         self._failures = 0  # failed probes in a row
         self._settled: Status = Status.UNKNOWN  # the last status the debounce decided
+        self._context: ssl.SSLContext | None = None  # for an https healthz_url, built on first use
         self._restarts = RestartMonitor(config.restarts, host, defaults=RESTARTS, condition_type=FREQUENT_RESTART,
                                         subject="kubelet", run=run, clock_ticks=clock_ticks)
 
@@ -85,12 +86,20 @@ class KubeletCheck:
                                                                                          "KubeletHealthUnknown")
         return ConditionReport(UNHEALTHY, self._settled, reason, message)
 
+    def _tls(self) -> ssl.SSLContext | bool:
+        """The system CA store for an https probe (see agent.aiohttp_lean: aiohttp's own default has none)."""
+        if urlsplit(self._config.healthz_url).scheme != "https":
+            return True  # plain http: no TLS at all
+        if self._context is None:
+            self._context = ssl.create_default_context()
+        return self._context
+
     async def _probe(self) -> str | None:
         """None when healthy, else what went wrong (stable wording: it becomes the condition message)."""
         timeout = self._config.request_timeout
         try:
             async with (aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout.total_seconds())) as s,
-                        s.get(self._config.healthz_url, allow_redirects=False) as response):
+                        s.get(self._config.healthz_url, allow_redirects=False, ssl=self._tls()) as response):
                 if response.status == 200:
                     return None
                 body = (await response.text(errors="replace")).strip()[:80]

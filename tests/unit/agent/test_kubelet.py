@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import os
 import shutil
+import ssl
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -217,3 +221,28 @@ def test_unusable_proc_data_makes_the_restart_condition_unknown(proc_root: Path,
         "restarts-without-names-uses-the-checks-names"])
 def test_validate_reports_each_bad_field(config: Config, errors: list[str]) -> None:
     assert validate(config) == errors
+
+
+def test_an_https_probe_verifies_against_the_system_ca_store_and_plain_http_uses_no_tls() -> None:
+    https = KubeletCheck(Config(healthz_url="https://127.0.0.1:10250/healthz"), HostRoot(Path("/x")))
+    context = https._tls()
+    assert isinstance(context, ssl.SSLContext) and context.verify_mode == ssl.CERT_REQUIRED
+    assert context.check_hostname
+    assert context.cert_store_stats() == ssl.create_default_context().cert_store_stats()
+    assert https._tls() is context, "built once"
+    assert KubeletCheck(Config(), HostRoot(Path("/x")))._tls() is True
+
+
+def test_the_lean_aiohttp_import_skips_aiohttps_ca_stores_and_leaves_the_environment_as_it_was() -> None:
+    probe = ("import os, ssl; before = dict(os.environ)\n"
+             "from agent.aiohttp_lean import aiohttp\n"
+             "import aiohttp.connector as c\n"
+             "assert dict(os.environ) == before, 'environment changed'\n"
+             "print(c._SSL_CONTEXT_VERIFIED.cert_store_stats()['x509_ca'], "
+             "ssl.create_default_context().cert_store_stats()['x509_ca'])\n")
+    for env in ({}, {"SSL_CERT_FILE": "/etc/ssl/certs/ca-certificates.crt"}):
+        clean = {k: v for k, v in os.environ.items() if k not in ("SSL_CERT_FILE", "SSL_CERT_DIR")}
+        out = subprocess.run([sys.executable, "-c", probe], env=clean | env, capture_output=True, text=True,
+                             timeout=60, check=True).stdout.split()
+        assert out[0] == "0", "aiohttp's default context loaded CAs"
+        assert int(out[1]) > 0, "a context built afterwards must still see the system CAs"

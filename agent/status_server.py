@@ -1,0 +1,101 @@
+"""The agent's own HTTP endpoint: `GET /metrics` and `GET /healthz`, nothing else.
+
+A few lines of asyncio instead of aiohttp.web: the agent runs on every node with a 40 MiB budget, and the web
+framework alone costs about 2 MiB of RSS for two fixed routes. Each request head is read with a size and a time
+limit, the answer carries Content-Length and the connection is closed (Prometheus and probes open a connection per
+scrape anyway), so a slow or hostile client costs one small task for at most `read_timeout` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from http import HTTPStatus
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    content_type: str
+    body: bytes
+
+
+Route = Callable[[], Answer]
+MAX_HEAD = 8192  # request line + headers; a scrape sends a few hundred bytes
+
+
+def split_listen(listen: str) -> tuple[str, int]:
+    """"0.0.0.0:9101", ":9101" (every IPv4 address) or "[::1]:9101" -> (host, port); ValueError otherwise."""
+    host, sep, port = listen.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"--listen {listen!r}: must be HOST:PORT, :PORT or [IPV6]:PORT")
+    return host.removeprefix("[").removesuffix("]") or "0.0.0.0", int(port)
+
+
+class StatusServer:
+    def __init__(self, routes: Mapping[str, Route], *, read_timeout: float = 5.0) -> None:
+        self.routes, self.read_timeout = dict(routes), read_timeout
+        self._server: asyncio.Server | None = None
+        self._clients: set[asyncio.Task[None]] = set()
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None and self._server.sockets, "start() first"
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def start(self, listen: str) -> None:
+        host, port = split_listen(listen)
+        self._server = await asyncio.start_server(self._accept, host, port, limit=MAX_HEAD)
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            for task in list(self._clients):
+                task.cancel()
+            await asyncio.gather(*self._clients, return_exceptions=True)
+            await self._server.wait_closed()
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._clients.add(task)
+        try:
+            answer, head_only = await self._answer(reader)
+            if answer is not None:
+                reason = HTTPStatus(answer.status).phrase
+                writer.write(f"HTTP/1.1 {answer.status} {reason}\r\nContent-Type: {answer.content_type}\r\n"
+                             f"Content-Length: {len(answer.body)}\r\nConnection: close\r\n\r\n".encode("latin-1"))
+                if not head_only:
+                    writer.write(answer.body)
+                await asyncio.wait_for(writer.drain(), self.read_timeout)
+        except (OSError, TimeoutError):
+            pass  # the client went away or stopped reading: nothing to tell it
+        finally:
+            self._clients.discard(task)
+            writer.close()
+            with contextlib.suppress(OSError, TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(writer.wait_closed(), 1.0)
+
+    async def _answer(self, reader: asyncio.StreamReader) -> tuple[Answer | None, bool]:
+        try:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self.read_timeout)
+        except (asyncio.LimitOverrunError, ValueError):
+            return _plain(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE), False
+        except (asyncio.IncompleteReadError, TimeoutError):
+            return None, False  # closed or silent before a whole head arrived
+        parts = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ")
+        if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+            return _plain(HTTPStatus.BAD_REQUEST), False
+        method, target = parts[0], parts[1].split("?", 1)[0]
+        route = self.routes.get(target)
+        if route is None:
+            return _plain(HTTPStatus.NOT_FOUND), method == "HEAD"
+        if method not in ("GET", "HEAD"):
+            return _plain(HTTPStatus.METHOD_NOT_ALLOWED), False
+        return route(), method == "HEAD"
+
+
+def _plain(status: HTTPStatus) -> Answer:
+    return Answer(status.value, "text/plain; charset=utf-8", f"{status.value} {status.phrase}\n".encode())
