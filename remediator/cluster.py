@@ -8,6 +8,7 @@ state the remediator makes no LIST requests. `changed` is set on every change so
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import logging
 import random
@@ -73,7 +74,9 @@ class Informer:
 
 
 class ClusterCache:
-    def __init__(self, kube: Kube, *, log: logging.Logger) -> None:
+    def __init__(self, kube: Kube, *, log: logging.Logger,
+                 clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)) -> None:
+        self.clock = clock
         self.nodes: dict[str, NodeRecord] = {}
         self.pods: dict[str, PodRecord] = {}  # "ns/name" -> record
         self.pods_by_node: dict[str, dict[str, PodRecord]] = {}
@@ -99,13 +102,15 @@ class ClusterCache:
 
     # --- nodes ---------------------------------------------------------------------------------
     def _reset_nodes(self, items: list[dict[str, Any]]) -> None:
+        previous = dict(self.nodes)  # a relist keeps what the watch saw of conditions that did not change
         self.nodes.clear()
         self.raw_nodes.clear()
         for obj in items:
-            self._apply_node("ADDED", obj)
+            self._apply_node("ADDED", obj, previous)
 
-    def _apply_node(self, kind: str, obj: dict[str, Any]) -> None:
+    def _apply_node(self, kind: str, obj: dict[str, Any], previous: dict[str, NodeRecord] | None = None) -> None:
         rec = records.node(obj)
+        rec = _stamp_observed(rec, (self.nodes if previous is None else previous).get(rec.name), self.clock())
         if kind == "DELETED":
             self.nodes.pop(rec.name, None)
             self.raw_nodes.pop(rec.name, None)
@@ -189,6 +194,19 @@ class ClusterCache:
             pdbs=list(self.pdbs.values()),
             priority_classes=dict(self.priority_classes),
         )
+
+
+def _stamp_observed(rec: NodeRecord, previous: NodeRecord | None, now: dt.datetime) -> NodeRecord:
+    """Carry each condition's `observed_at` while its status and lastTransitionTime stay; stamp `now` on a new one.
+    A condition first seen in a (re)list gets the list's time: we cannot tell how long before that it changed."""
+    before = {c.type: c for c in previous.conditions} if previous is not None else {}
+    conditions = []
+    for c in rec.conditions:
+        old = before.get(c.type)
+        seen = old.observed_at if old is not None and (old.status, old.last_transition) == (
+            c.status, c.last_transition) else now
+        conditions.append(dataclasses.replace(c, observed_at=seen))
+    return dataclasses.replace(rec, conditions=tuple(conditions))
 
 
 def _dict_get_name(obj: dict[str, Any]) -> str:

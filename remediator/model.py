@@ -37,6 +37,9 @@ class Toleration:
     effect: str = ""  # "" matches every effect
 
 
+TIMESTAMP_RESOLUTION = dt.timedelta(seconds=1)  # lastTransitionTime is serialized in whole seconds
+
+
 @dataclass(frozen=True)
 class Condition:
     type: str
@@ -44,6 +47,21 @@ class Condition:
     last_transition: dt.datetime | None = None
     reason: str = ""
     message: str = ""
+    observed_at: dt.datetime | None = None  # when our watch first saw this status with this lastTransitionTime
+
+    def held_since(self) -> dt.datetime | None:
+        """The latest moment the condition can have reached its status: the time a `for` or `recoverAfter`
+        is counted from. lastTransitionTime is truncated to the second, so the transition happened somewhere in
+        [lastTransitionTime, +1 s); it also happened before our watch saw it. Taking the earlier of those two
+        upper bounds never starts the clock early and, while we watch, adds only the watch latency."""
+        if self.last_transition is None:
+            return None
+        latest = self.last_transition
+        if latest.microsecond == 0:
+            latest += TIMESTAMP_RESOLUTION
+        if self.observed_at is None or self.observed_at < self.last_transition:
+            return latest  # not watched, or our clock disagrees with the writer's: trust only the stamp
+        return min(latest, self.observed_at)
 
 
 @dataclass(frozen=True)

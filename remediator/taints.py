@@ -117,7 +117,7 @@ class _Want:
     taint: Taint
     rules: list[str]
     causes: list[str]
-    oldest: dt.datetime | None  # earliest last_transition among its active conditions
+    oldest: dt.datetime | None  # earliest held_since among its active conditions
 
 
 def _earlier(a: dt.datetime | None, b: dt.datetime | None) -> dt.datetime | None:
@@ -150,19 +150,20 @@ def plan_taints(snapshot: Snapshot, policy: Policy, clear_since: dict[tuple[str,
                 continue
             matching[name].add(r.name)
             clear_since.pop((name, r.name), None)
-            if c.last_transition is None:
+            held_since = c.held_since()
+            if held_since is None:
                 if r.for_ > dt.timedelta(0):
                     continue  # cannot prove the condition has lasted `for`
                 cause = f"{c.type}={c.status} (no transition time)"
-            elif now - c.last_transition < r.for_:
-                due(c.last_transition + r.for_)
+            elif now - held_since < r.for_:
+                due(held_since + r.for_)
                 continue
             else:
-                cause = f"{c.type}={c.status} for {duration(now - c.last_transition)}"
-            w = wants.setdefault(r.taint.identity(), _Want(r.taint, [], [], c.last_transition))
+                cause = f"{c.type}={c.status} for {duration(now - held_since)}"
+            w = wants.setdefault(r.taint.identity(), _Want(r.taint, [], [], held_since))
             w.rules.append(r.name)
             w.causes.append(cause)
-            w.oldest = _earlier(w.oldest, c.last_transition)
+            w.oldest = _earlier(w.oldest, held_since)
 
         kept: list[OwnedTaint] = []
         for ident, o in sorted(owned.items()):
@@ -210,7 +211,7 @@ def _release(node: NodeRecord, owned: OwnedTaint, rules: list[TaintRule], *, mat
             waiting = True  # still (or again) at the rule's status: keep the taint, never flap
             continue
         c = node.condition(r.condition_type)
-        since = c.last_transition if c is not None else None
+        since = c.held_since() if c is not None else None
         if since is None:
             since = clear_since.setdefault((node.name, r.name), now)
             consulted.add((node.name, r.name))

@@ -103,3 +103,28 @@ def test_priority_classes_follow_their_watch() -> None:
     cache._apply_priority_class("MODIFIED", {"metadata": {"name": "high"}, "value": 2000})
     cache._apply_priority_class("DELETED", {"metadata": {"name": "low"}, "value": 10})
     assert cache.snapshot(dt.datetime(2026, 1, 1, tzinfo=dt.UTC)).priority_classes == {"high": 2000}
+
+
+def node_with(condition_status: str, transition: str, rv: str) -> dict[str, Any]:
+    return {"metadata": {"name": "n1", "resourceVersion": rv},
+            "status": {"conditions": [{"type": "KernelDeadlock", "status": condition_status,
+                                       "lastTransitionTime": transition, "lastHeartbeatTime": f"hb-{rv}"}]}}
+
+
+def test_a_condition_keeps_the_time_our_watch_first_saw_its_transition() -> None:
+    clock = [dt.datetime(2026, 1, 1, 12, 0, 0, 400000, tzinfo=dt.UTC)]
+    cache = ClusterCache(FakeKube([], []), log=logging.getLogger("t"), clock=lambda: clock[0])  # type: ignore[arg-type]
+
+    def seen() -> dt.datetime | None:
+        return cache.nodes["n1"].condition("KernelDeadlock").observed_at  # type: ignore[union-attr]
+
+    cache._apply_node("ADDED", node_with("True", "2026-01-01T12:00:00Z", "1"))
+    first = clock[0]
+    assert seen() == first
+    clock[0] += dt.timedelta(seconds=30)
+    cache._apply_node("MODIFIED", node_with("True", "2026-01-01T12:00:00Z", "2"))  # a heartbeat, same transition
+    assert seen() == first
+    cache._reset_nodes([node_with("True", "2026-01-01T12:00:00Z", "3")])  # a relist after 410 Gone
+    assert seen() == first, "a relist keeps what the watch already knew"
+    cache._apply_node("MODIFIED", node_with("False", "2026-01-01T12:00:30Z", "4"))  # a real transition
+    assert seen() == clock[0]

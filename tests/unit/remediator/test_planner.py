@@ -33,7 +33,8 @@ def node(name: str, *, sick: bool = False, cpu: int = 4000, pods: int = 110, own
          labels: dict[str, str] | None = None) -> NodeRecord:
     conditions = [Condition("Ready", "True", NOW - dt.timedelta(hours=1))]
     if sick:
-        conditions.append(Condition("KernelDeadlock", "True", NOW - dt.timedelta(seconds=60)))
+        conditions.append(Condition("KernelDeadlock", "True", NOW - dt.timedelta(seconds=60),
+                                    observed_at=NOW - dt.timedelta(seconds=60)))
     annotations = {}
     if owned:
         annotations[OWNED_TAINTS_ANNOTATION] = render_owned([OwnedTaint(DEADLOCK, ("deadlock",), "t", NOW)])
@@ -195,7 +196,8 @@ def test_the_plan_carries_the_timers_and_breaker_state() -> None:
     plan = plan_cycle(s, policy(max_tainted_nodes=1), PlannerMemory())
     assert plan.breaker_open and plan.tainted_limit == 1
     assert [h.node for h in plan.held] == ["sick2"]
-    assert plan.next_check == NOW + dt.timedelta(seconds=20)
+    # for 30s from a whole-second lastTransitionTime no watch saw happen: counted from one second later
+    assert plan.next_check == NOW + dt.timedelta(seconds=21)
 
 
 def test_the_plan_json_has_the_documented_keys() -> None:

@@ -28,7 +28,9 @@ def rule(name: str = "deadlock", type_: str = "KernelDeadlock", taint: Taint = D
 
 
 def cond(type_: str = "KernelDeadlock", status: str = "True", since: float | None = 60) -> Condition:
-    return Condition(type_, status, None if since is None else ago(since))
+    """A condition whose transition our watch saw as it happened (so `for` counts from lastTransitionTime)."""
+    at = None if since is None else ago(since)
+    return Condition(type_, status, at, observed_at=at)
 
 
 def owned(*taints: Taint, rules: tuple[str, ...] = ("deadlock",)) -> str:
@@ -105,6 +107,24 @@ def test_a_rule_taints_only_once_its_condition_has_lasted_for(since: float | Non
     plan = plan_taints(snap(node("n1", cond(since=since))), policy(rule(for_=for_)), {})
     assert added(plan) == adds
     assert plan.next_check == next_check
+
+
+@pytest.mark.parametrize(("transition", "observed", "tainted_from"), [
+    (ago(10), None, ago(9)),  # whole seconds, transition not watched: somewhere in [ltt, ltt+1s)
+    (ago(10), ago(9.7), ago(9.7)),  # our watch saw it 0.3 s after the truncated stamp: that bounds it
+    (ago(10), ago(8), ago(9)),  # seen late (e.g. after a restart): the +1 s bound is the tighter one
+    (ago(10) + dt.timedelta(microseconds=250000), None, ago(10) + dt.timedelta(microseconds=250000)),  # precise
+    (ago(10), ago(30), ago(9)),  # "seen" before it happened (clock skew): never earlier than the stamp
+], ids=["whole-second-unwatched", "watched", "watched-late", "sub-second-stamp", "observed-before-stamp"])
+def test_for_never_starts_before_the_transition_can_have_happened(
+        transition: dt.datetime, observed: dt.datetime | None, tainted_from: dt.datetime) -> None:
+    c = Condition("KernelDeadlock", "True", transition, observed_at=observed)
+    assert c.held_since() == tainted_from
+    for_ = NOW - tainted_from  # exactly long enough
+    plan = plan_taints(snap(node("n1", c)), policy(rule(for_=for_.total_seconds())), {})
+    assert added(plan) == [("n1", DEADLOCK.key)]
+    early = plan_taints(snap(node("n1", c)), policy(rule(for_=for_.total_seconds() + 0.1)), {})
+    assert added(early) == [] and early.next_check == tainted_from + for_ + dt.timedelta(seconds=0.1)
 
 
 def test_the_cause_names_the_condition_and_how_long_it_held() -> None:
