@@ -62,7 +62,7 @@ def go_env() -> dict[str, str]:
 
 
 class _TreeRssSampler:
-    """Samples the summed RSS of a process and its descendants (psutil if present, else /proc)."""
+    """Samples the summed RSS of a process and its descendants from /proc (hack/cluster is stdlib-only)."""
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
