@@ -1,4 +1,4 @@
-"""list+watch caches of nodes, pods and PDBs as slim records, with pods-by-node and pods-by-owner indexes.
+"""list+watch caches of nodes, pods, PDBs and PriorityClasses as slim records, indexed by node and by owner.
 
 Each resource is listed once, then watched from the list's resourceVersion (bookmarks keep it fresh); a
 410 Gone relists, any other error re-watches from the last resourceVersion after a back-off. In steady
