@@ -168,7 +168,16 @@ def plan_taints(snapshot: Snapshot, policy: Policy, clear_since: dict[tuple[str,
         kept: list[OwnedTaint] = []
         for ident, o in sorted(owned.items()):
             if ident in wants:
-                kept.append(o)
+                w = wants[ident]
+                if o.taint.value == w.taint.value:
+                    kept.append(o)
+                    continue
+                # The policy now gives our taint another value: swap it in the same patch. Not a new taint on a
+                # new node, so no admission (the breaker must never strip a taint it is only renaming).
+                plan.removes.append(TaintChange(name, o.taint, o.rules, f"value changed to {w.taint.value!r}"))
+                change = TaintChange(name, w.taint, tuple(w.rules), "; ".join(w.causes))
+                plan.adds.append(change)
+                kept.append(OwnedTaint(w.taint, change.rules, change.cause, now))
                 continue
             release = _release(node, o, rules_by_taint.get(ident, []), matching=matching[name],
                                clear_since=clear_since, consulted=consulted, now=now, due=due)

@@ -170,6 +170,21 @@ def test_an_owned_taint_someone_removed_is_added_again_while_the_rule_is_active(
     assert added(plan) == [("n1", DEADLOCK.key)]
 
 
+def test_a_new_value_for_an_owned_taint_swaps_it_in_one_plan_even_with_the_breaker_full() -> None:
+    renamed = Taint(DEADLOCK.key, "hung-tasks", DEADLOCK.effect)
+    rules = policy(rule(taint=renamed), max_tainted_nodes=1)
+    tainted = node("n1", cond(), taints=(DEADLOCK,), annotation=owned(DEADLOCK))
+    plan = plan_taints(snap(tainted, node("n2", cond())), rules, {})
+    assert [(c.node, c.taint) for c in plan.removes] == [("n1", DEADLOCK)]
+    assert plan.removes[0].cause == "value changed to 'hung-tasks'"
+    assert [(c.node, c.taint) for c in plan.adds] == [("n1", renamed)]
+    assert [o.taint for o in plan.owned_after["n1"]] == [renamed]
+    assert plan.evict_taints["n1"] == [renamed]
+    assert [h.node for h in plan.held] == ["n2"], "the swap keeps its slot; n2 still waits"
+    same = plan_taints(snap(node("n1", cond(), taints=(DEADLOCK,), annotation=owned(DEADLOCK))), policy(rule()), {})
+    assert same.adds == [] and same.removes == []
+
+
 # --- removal ---------------------------------------------------------------------------------------
 
 

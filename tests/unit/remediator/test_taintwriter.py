@@ -51,3 +51,13 @@ def test_ownership_is_recorded_with_rules_cause_and_time() -> None:
 def test_an_owned_entry_whose_taint_a_human_removed_is_forgotten() -> None:
     owned = [OwnedTaint(OURS, ("r",), "c", NOW)]
     assert owned_after(owned, [], [], [], NOW) == []
+
+
+def test_a_value_swap_replaces_our_taint_in_place_and_keeps_it_ours() -> None:
+    renamed = Taint(OURS.key, "hung-tasks", OURS.effect)
+    current = [{"key": "other", "effect": "NoSchedule"}, {"key": OURS.key, "value": "true", "effect": "NoSchedule"}]
+    owned = [OwnedTaint(OURS, ("r",), "c", NOW)]
+    assert new_taint_list(current, [renamed], [OURS], NOW) == [
+        {"key": "other", "effect": "NoSchedule"}, {"key": OURS.key, "value": "hung-tasks", "effect": "NoSchedule"}]
+    (o,) = owned_after(owned, current, [change(renamed)], [change(OURS)], NOW)
+    assert o.taint == renamed
