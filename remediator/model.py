@@ -88,6 +88,16 @@ class LabelSelector:
 
 
 @dataclass(frozen=True)
+class PodAffinityTerm:
+    """One required (anti-)affinity term of a pod, namespaces already resolved against the pod's own."""
+
+    selector: LabelSelector | None  # None matches no pod (as in Kubernetes)
+    namespaces: tuple[str, ...]  # the pods' namespaces it looks at
+    any_namespace: bool  # a namespaceSelector was given: we keep no namespace labels, so it counts as all
+    topology_key: str
+
+
+@dataclass(frozen=True)
 class NodeSelectorTerm:
     """One term of requiredDuringSchedulingIgnoredDuringExecution; terms are ORed, requirements ANDed."""
 
@@ -135,6 +145,7 @@ class PodRecord:
     tolerations: tuple[Toleration, ...] = ()
     node_selector: dict[str, str] = field(default_factory=dict)
     required_node_affinity: tuple[NodeSelectorTerm, ...] = ()  # empty = no required affinity
+    required_anti_affinity: tuple[PodAffinityTerm, ...] = ()  # podAntiAffinity required...IgnoredDuringExecution
     requests: dict[str, int] = field(default_factory=dict)  # summed over containers (max with init containers)
     qos: str = "BestEffort"  # BestEffort | Burstable | Guaranteed
     has_local_storage: bool = False  # any emptyDir or hostPath volume

@@ -17,6 +17,7 @@ from remediator.model import (
     NodeSelectorTerm,
     OwnerRef,
     PdbRecord,
+    PodAffinityTerm,
     PodRecord,
     SelectorRequirement,
     Taint,
@@ -131,6 +132,25 @@ def _pod_requests(spec: dict[str, Any]) -> dict[str, int]:
     return total
 
 
+def _anti_affinity(spec: dict[str, Any], namespace: str) -> tuple[PodAffinityTerm, ...]:
+    anti = _dict(_dict(spec.get("affinity")).get("podAntiAffinity"))
+    raw = anti.get("requiredDuringSchedulingIgnoredDuringExecution")
+    terms = []
+    for t in map(_dict, _list(raw)):
+        key = t.get("topologyKey")
+        if not isinstance(key, str) or not key:
+            continue  # the API server requires one; a term without it could not be evaluated
+        listed = tuple(str(n) for n in _list(t.get("namespaces")) if isinstance(n, str))
+        has_selector = isinstance(t.get("namespaceSelector"), dict)
+        terms.append(PodAffinityTerm(
+            selector=label_selector(t.get("labelSelector")),
+            namespaces=listed or (() if has_selector else (namespace,)),
+            any_namespace=has_selector,
+            topology_key=key,
+        ))
+    return tuple(terms)
+
+
 def pod(obj: dict[str, Any]) -> PodRecord:
     meta, spec, status = _dict(obj.get("metadata")), _dict(obj.get("spec")), _dict(obj.get("status"))
     volumes = list(map(_dict, _list(spec.get("volumes"))))
@@ -164,6 +184,7 @@ def pod(obj: dict[str, Any]) -> PodRecord:
         ),
         node_selector=_str_map(spec.get("nodeSelector")),
         required_node_affinity=terms,
+        required_anti_affinity=_anti_affinity(spec, str(meta.get("namespace", ""))),
         requests=_pod_requests(spec),
         qos=str(status.get("qosClass") or _qos(list(map(_dict, _list(spec.get("containers")))))),
         has_local_storage=any("emptyDir" in v or "hostPath" in v for v in volumes),

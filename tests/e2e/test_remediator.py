@@ -193,6 +193,37 @@ class Receiver:
         self.server.server_close()
 
 
+def test_a_pod_whose_anti_affinity_leaves_it_nowhere_to_go_stays_while_others_move(
+    cluster: LocalCluster, core: client.CoreV1Api, apps: client.AppsV1Api, namespace: str,
+    node_pool: Callable[..., list[str]], tmp_path: Path, processes: list,
+) -> None:
+    pool = node_pool(3)
+    a = pool[0]
+    spread = deployment("spread", 3, pool)
+    spread["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"] = {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "spread"}}, "topologyKey": "kubernetes.io/hostname"}]}
+    apps.create_namespaced_deployment(namespace, spread)
+    placed = wait_running(core, namespace, "spread", 3)
+    assert sorted(placed.values()) == sorted(pool), "kube-scheduler spreads them one per node"
+    place_on_first(core, pool, lambda: (apps.create_namespaced_deployment(namespace, deployment("plain", 1, pool)),
+                                        wait_running(core, namespace, "plain", 1)))
+    stuck = next(name for name, node in placed.items() if node == a)
+
+    r = start_remediator(tmp_path, cluster.kubeconfig, policy(namespace), name="r", lease_namespace=namespace)
+    processes.append(r)
+    set_condition(core, a, "KernelDeadlock", "True")
+    wait_until(lambda: TAINT in taint_keys(core, a), timeout=30, what="the taint")
+    wait_until(lambda: (p := running_on(core, namespace, "plain")) and a not in p.values(), timeout=60,
+               what="the plain pod evicted and running elsewhere")
+    why = wait_until(lambda: next((p["why"] for p in r.plan()["protected"] if p["name"] == stuck), None),
+                     timeout=30, what=f"{stuck} reported as protected")
+    assert "pod anti-affinity" in why, why
+    assert running_on(core, namespace, "spread") == placed, "no spread pod was evicted"
+    evicted = {e.involved_object.name for e in nodemedic_events(core, namespace, "NodemedicEvicted")}
+    assert stuck not in evicted and len(evicted) == 1, evicted
+
+
 def test_the_circuit_breaker_taints_at_most_the_limit_and_processes_the_rest_as_nodes_recover(
     cluster: LocalCluster, core: client.CoreV1Api, namespace: str, node_pool: Callable[..., list[str]],
     tmp_path: Path, processes: list,

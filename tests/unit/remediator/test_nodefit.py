@@ -9,8 +9,10 @@ import pytest
 from remediator.model import (
     Condition,
     Effect,
+    LabelSelector,
     NodeRecord,
     NodeSelectorTerm,
+    PodAffinityTerm,
     PodRecord,
     SelectorRequirement,
     Snapshot,
@@ -18,6 +20,7 @@ from remediator.model import (
     Toleration,
 )
 from remediator.nodefit import FitResult, find_destination, pod_request_summary
+from remediator.podaffinity import AntiAffinityIndex
 
 NOW = dt.datetime(2025, 1, 1, tzinfo=dt.UTC)
 GI = 2**30
@@ -186,3 +189,63 @@ def test_a_request_summary_sums_non_terminal_pods_and_counts_them() -> None:
             pod("e", cpu=1, memory=1, phase="Pending")]
     assert pod_request_summary(pods) == {"pods": 3, "cpu": 351, "memory": 16, "nvidia.com/gpu": 1}
     assert pod_request_summary([]) == {"pods": 0}
+
+
+# --- required inter-pod anti-affinity ---------------------------------------------------------------------------
+
+HOSTNAME, ZONE = "kubernetes.io/hostname", "topology.kubernetes.io/zone"
+WEB = LabelSelector(match_labels=(("app", "web"),))
+
+
+def zoned(name: str, zone: str | None = "z1", **fields: object) -> NodeRecord:
+    labels = {HOSTNAME: name, **({ZONE: zone} if zone else {})}
+    return node(name, labels=labels, **fields)
+
+
+def away_from_web(key: str = HOSTNAME, namespaces: tuple[str, ...] = ("app",), any_namespace: bool = False,
+                  selector: LabelSelector | None = WEB) -> tuple[PodAffinityTerm, ...]:
+    return (PodAffinityTerm(selector=selector, namespaces=namespaces, any_namespace=any_namespace, topology_key=key),)
+
+
+def web(name: str, on: str, **fields: object) -> PodRecord:
+    return pod(name, on=on, labels={"app": "web"}, **fields)
+
+
+@pytest.mark.parametrize(("nodes", "others", "mover", "expected"), [
+    ((zoned("n2"), zoned("n3")), (web("w2", "n2"),), web("w1", "n1", required_anti_affinity=away_from_web()), "n3"),
+    ((zoned("n2", "z2"), zoned("n3", "z2")), (web("w3", "n3"),),
+     web("w1", "n1", required_anti_affinity=away_from_web(ZONE)), "0/3 nodes fit: 2 pod anti-affinity, 1 current node"),
+    ((zoned("n2", None),), (web("w2", "n2"),), web("w1", "n1", required_anti_affinity=away_from_web(ZONE)), "n2"),
+    ((zoned("n2"), zoned("n3")), (pod("guard", on="n2", required_anti_affinity=away_from_web()),), web("w1", "n1"),
+     "n3"),
+    ((zoned("n2"),), (pod("guard", on="n2", required_anti_affinity=away_from_web()),), web("w1", "n1"),
+     "0/2 nodes fit: 1 current node, 1 existing pods' anti-affinity"),
+    ((zoned("n2"),), (web("w2", "n2"),), web("w1", "n1", required_anti_affinity=away_from_web(namespaces=("other",))),
+     "n2"),
+    ((zoned("n2"),), (web("w2", "n2"),), web("w1", "n1", required_anti_affinity=away_from_web(
+        namespaces=(), any_namespace=True)), "0/2 nodes fit: 1 current node, 1 pod anti-affinity"),
+    ((zoned("n2"),), (web("w2", "n2"),), web("w1", "n1", required_anti_affinity=away_from_web(selector=None)), "n2"),
+    ((zoned("n2"),), (web("w2", "n2", phase="Succeeded"),), web("w1", "n1", required_anti_affinity=away_from_web()),
+     "n2"),
+], ids=["hostname", "zone", "node-outside-every-zone", "existing-pods-term-elsewhere", "existing-pods-term",
+        "other-namespace", "namespace-selector-counts-as-all", "null-selector-matches-nothing", "terminal-pod-gone"])
+def test_required_anti_affinity_is_checked_both_ways(nodes: tuple[NodeRecord, ...], others: tuple[PodRecord, ...],
+                                                     mover: PodRecord, expected: str) -> None:
+    home = zoned("n1")
+    result = find_destination(mover, cluster(home, *nodes, pods=(mover, *others)), exclude=set())
+    assert (result.node or result.reason) == expected
+
+
+def test_a_pod_planned_onto_a_node_counts_for_the_next_search() -> None:
+    snap = cluster(zoned("n1"), zoned("n2"), zoned("n3"))
+    a = web("a", "n1", required_anti_affinity=away_from_web())
+    b = web("b", "n1", required_anti_affinity=away_from_web())
+    index = AntiAffinityIndex(snap)
+    first = find_destination(a, snap, exclude=set(), anti_affinity=index)
+    assert first.node == "n2"  # n2 and n3 tie on free cpu: by name
+    index.add(a, "n2")
+    assert find_destination(b, snap, exclude=set(), anti_affinity=index).node == "n3"
+    index.add(b, "n3")
+    c = web("c", "n1", required_anti_affinity=away_from_web())
+    assert find_destination(c, snap, exclude=set(), anti_affinity=index).reason == (
+        "0/3 nodes fit: 2 pod anti-affinity, 1 current node")

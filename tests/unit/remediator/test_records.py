@@ -78,6 +78,26 @@ def test_local_storage_pvc_tolerations_and_required_affinity_are_recorded() -> N
     assert p.required_node_affinity[0].match_expressions[0].values == ("a",)
 
 
+def test_required_pod_anti_affinity_terms_are_recorded_with_their_namespaces_resolved() -> None:
+    web = {"matchLabels": {"app": "web"}}
+    p = records.pod(pod_json(affinity={"podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": web, "topologyKey": "kubernetes.io/hostname"},
+            {"labelSelector": web, "topologyKey": "topology.kubernetes.io/zone", "namespaces": ["a", "b"]},
+            {"labelSelector": web, "topologyKey": "kubernetes.io/hostname", "namespaceSelector": {}},
+            {"labelSelector": web},  # no topologyKey: the API server refuses it; nothing to evaluate
+        ],
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 1, "podAffinityTerm": {"labelSelector": web, "topologyKey": "kubernetes.io/hostname"}}],
+    }}))
+    own = p.namespace
+    assert [(t.topology_key, t.namespaces, t.any_namespace) for t in p.required_anti_affinity] == [
+        ("kubernetes.io/hostname", (own,), False), ("topology.kubernetes.io/zone", ("a", "b"), False),
+        ("kubernetes.io/hostname", (), True)]
+    assert p.required_anti_affinity[0].selector is not None
+    assert p.required_anti_affinity[0].selector.match_labels == (("app", "web"),)
+
+
 def test_node_taints_conditions_and_allocatable_are_recorded_and_unknown_effects_dropped() -> None:
     n = records.node({
         "metadata": {"name": "n1", "annotations": {"a": "b"}},
@@ -96,8 +116,10 @@ def test_node_taints_conditions_and_allocatable_are_recorded_and_unknown_effects
 @pytest.mark.parametrize(
     "obj",
     [{}, {"metadata": None, "spec": "x", "status": 3}, {"metadata": {"labels": ["not", "a", "map"]}},
-     {"spec": {"containers": "nope", "tolerations": [None, 1]}}],
-    ids=["empty", "wrong-types", "labels-list", "garbage-lists"],
+     {"spec": {"containers": "nope", "tolerations": [None, 1]}},
+     {"spec": {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+         None, 7, {"topologyKey": 5}, {"topologyKey": "k", "labelSelector": "x", "namespaces": "ns"}]}}}}],
+    ids=["empty", "wrong-types", "labels-list", "garbage-lists", "garbage-anti-affinity"],
 )
 def test_garbage_objects_yield_records_instead_of_exceptions(obj: dict) -> None:
     records.pod(obj)
