@@ -146,6 +146,7 @@ class PodRecord:
     node_selector: dict[str, str] = field(default_factory=dict)
     required_node_affinity: tuple[NodeSelectorTerm, ...] = ()  # empty = no required affinity
     required_anti_affinity: tuple[PodAffinityTerm, ...] = ()  # podAntiAffinity required...IgnoredDuringExecution
+    required_affinity: tuple[PodAffinityTerm, ...] = ()  # podAffinity required...IgnoredDuringExecution
     requests: dict[str, int] = field(default_factory=dict)  # summed over containers (max with init containers)
     qos: str = "BestEffort"  # BestEffort | Burstable | Guaranteed
     has_local_storage: bool = False  # any emptyDir or hostPath volume

@@ -1,10 +1,10 @@
 """nodeFit: is there another node this pod could be scheduled to, and which one would we count on.
 
 nodemedic never evicts a pod that has nowhere to go. The checks are descheduler's `NodeFit` (Ready, schedulable,
-NoSchedule/NoExecute taints tolerated, nodeSelector and required affinity, requests fit into what is left of
-allocatable, a free pod slot, required inter-pod anti-affinity both ways), plus what the planner knows and the
-cluster does not yet: taints it is about to add (`planned_taints`), room already promised to pods it plans to
-move (`reserved`) and where those pods will be (`anti_affinity`). Required pod *affinity* is not modelled.
+NoSchedule/NoExecute taints tolerated, nodeSelector and required node affinity, requests fit into what is left of
+allocatable, a free pod slot, required inter-pod affinity, and anti-affinity both ways), plus what the planner
+knows and the cluster does not yet: taints it is about to add (`planned_taints`), room already promised to pods
+it plans to move (`reserved`) and where those pods will be (`pod_affinity`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from remediator.defaultevictor import TERMINAL_PHASES
 from remediator.model import Effect, NodeRecord, PodRecord, Snapshot, Taint
-from remediator.podaffinity import AntiAffinityIndex
+from remediator.podaffinity import PodAffinityIndex
 from remediator.selectors import pod_fits_node_selection
 from remediator.tolerations import tolerated
 
@@ -88,7 +88,7 @@ def find_destination(pod: PodRecord, snapshot: Snapshot, *, exclude: Collection[
                      planned_taints: Mapping[str, Sequence[Taint]] | None = None,
                      reserved: Mapping[str, Mapping[str, int]] | None = None,
                      requested: Mapping[str, Mapping[str, int]] | None = None,
-                     anti_affinity: AntiAffinityIndex | None = None) -> FitResult:
+                     pod_affinity: PodAffinityIndex | None = None) -> FitResult:
     """The node `pod` would fit on, other than its own and those in `exclude`, or why there is none.
 
     `exclude`: node names that must not receive the pod (pass a set: it is probed once per node).
@@ -96,7 +96,7 @@ def find_destination(pod: PodRecord, snapshot: Snapshot, *, exclude: Collection[
     `reserved`: node -> resources (and "pods") already promised to pods planned to move there.
     `requested`: node -> `pod_request_summary(snapshot.pods(node))`, precomputed once per cycle by a caller that
     places many pods; a node missing from it (or no mapping at all) is summed from the snapshot on demand.
-    `anti_affinity`: the cycle's index of pods and planned arrivals (built from the snapshot when not given).
+    `pod_affinity`: the cycle's index of pods and planned arrivals (built from the snapshot when not given).
     Among fitting nodes the one with the most free CPU after placement wins, ties broken by name, so the
     same snapshot always gives the same answer.
     """
@@ -116,9 +116,9 @@ def find_destination(pod: PodRecord, snapshot: Snapshot, *, exclude: Collection[
             used = precomputed if precomputed is not None else pod_request_summary(snapshot.pods(name))
             why = _room_reason(node, wanted, used, held)
         if why is None:
-            if anti_affinity is None:
-                anti_affinity = AntiAffinityIndex(snapshot)
-            why = anti_affinity.conflict(pod, node)
+            if pod_affinity is None:
+                pod_affinity = PodAffinityIndex(snapshot)
+            why = pod_affinity.conflict(pod, node)
         if why is not None:
             rejections[why] += 1
             continue

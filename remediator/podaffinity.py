@@ -1,9 +1,13 @@
-"""Required inter-pod anti-affinity for nodeFit: would a pod on this node share a topology domain (the node, its
-zone, ...) with a pod that it, or that other pod, refuses to share one with? The scheduler checks both directions,
-so this does too; pods the plan already sends somewhere this cycle count as if they were there.
+"""Required inter-pod affinity and anti-affinity for nodeFit, as kube-scheduler's InterPodAffinity filter reads them.
 
-A pod evicted towards a node where anti-affinity forbids it would sit Pending: nodeFit exists to prevent that.
-A `namespaceSelector` counts as every namespace (the records carry no namespace labels): stricter, never looser.
+Anti-affinity: would a pod on this node share a topology domain (the node, its zone, ...) with a pod that it, or
+that other pod, refuses to share one with? Both directions are checked. Affinity: does the node's domain hold a
+pod each of the pod's terms asks for (or, as the scheduler allows, is the pod the first of its group)? Pods the
+plan already sends somewhere this cycle count as if they were there.
+
+A pod evicted towards a node where these forbid it would sit Pending: nodeFit exists to prevent that.
+A `namespaceSelector` counts as every namespace for anti-affinity (stricter) and as none beyond the listed ones
+for affinity (stricter too): the records carry no namespace labels.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ def _matches(term: PodAffinityTerm, other: PodRecord) -> bool:
     return matches_labels(term.selector, other.labels)
 
 
-class AntiAffinityIndex:
+class PodAffinityIndex:
     """Built once per planning cycle; `add` records a planned arrival."""
 
     def __init__(self, snapshot: Snapshot) -> None:
@@ -73,4 +77,21 @@ class AntiAffinityIndex:
         for holder, term, value in self._holders:
             if holder.uid != pod.uid and node.labels.get(term.topology_key) == value and _matches(term, pod):
                 return "existing pods' anti-affinity"
+        for term in pod.required_affinity:
+            if not self._affinity_met(pod, term, node.labels.get(term.topology_key)):
+                return "pod affinity"
         return None
+
+    def _affinity_met(self, pod: PodRecord, term: PodAffinityTerm, value: str | None) -> bool:
+        affine = _affine(term)
+        if value is not None and any(o.uid != pod.uid and _matches(affine, o) for o in self._domain(term.topology_key,
+                                                                                                    value)):
+            return True
+        # The first pod of a group may go anywhere its term would match itself, if no pod matches it yet.
+        return _matches(affine, pod) and not any(o.uid != pod.uid and _matches(affine, o) for o, _ in self._pods)
+
+
+def _affine(term: PodAffinityTerm) -> PodAffinityTerm:
+    """For affinity a namespaceSelector counts as no extra namespace: demanding more, never less."""
+    return term if not term.any_namespace else PodAffinityTerm(term.selector, term.namespaces, False,
+                                                               term.topology_key)

@@ -132,9 +132,9 @@ def _pod_requests(spec: dict[str, Any]) -> dict[str, int]:
     return total
 
 
-def _anti_affinity(spec: dict[str, Any], namespace: str) -> tuple[PodAffinityTerm, ...]:
-    anti = _dict(_dict(spec.get("affinity")).get("podAntiAffinity"))
-    raw = anti.get("requiredDuringSchedulingIgnoredDuringExecution")
+def _pod_affinity_terms(spec: dict[str, Any], kind: str, namespace: str) -> tuple[PodAffinityTerm, ...]:
+    """The required terms of `podAffinity` or `podAntiAffinity`."""
+    raw = _dict(_dict(spec.get("affinity")).get(kind)).get("requiredDuringSchedulingIgnoredDuringExecution")
     terms = []
     for t in map(_dict, _list(raw)):
         key = t.get("topologyKey")
@@ -184,7 +184,8 @@ def pod(obj: dict[str, Any]) -> PodRecord:
         ),
         node_selector=_str_map(spec.get("nodeSelector")),
         required_node_affinity=terms,
-        required_anti_affinity=_anti_affinity(spec, str(meta.get("namespace", ""))),
+        required_anti_affinity=_pod_affinity_terms(spec, "podAntiAffinity", str(meta.get("namespace", ""))),
+        required_affinity=_pod_affinity_terms(spec, "podAffinity", str(meta.get("namespace", ""))),
         requests=_pod_requests(spec),
         qos=str(status.get("qosClass") or _qos(list(map(_dict, _list(spec.get("containers")))))),
         has_local_storage=any("emptyDir" in v or "hostPath" in v for v in volumes),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 
 import pytest
@@ -20,7 +21,7 @@ from remediator.model import (
     Toleration,
 )
 from remediator.nodefit import FitResult, find_destination, pod_request_summary
-from remediator.podaffinity import AntiAffinityIndex
+from remediator.podaffinity import PodAffinityIndex
 
 NOW = dt.datetime(2025, 1, 1, tzinfo=dt.UTC)
 GI = 2**30
@@ -240,12 +241,39 @@ def test_a_pod_planned_onto_a_node_counts_for_the_next_search() -> None:
     snap = cluster(zoned("n1"), zoned("n2"), zoned("n3"))
     a = web("a", "n1", required_anti_affinity=away_from_web())
     b = web("b", "n1", required_anti_affinity=away_from_web())
-    index = AntiAffinityIndex(snap)
-    first = find_destination(a, snap, exclude=set(), anti_affinity=index)
+    index = PodAffinityIndex(snap)
+    first = find_destination(a, snap, exclude=set(), pod_affinity=index)
     assert first.node == "n2"  # n2 and n3 tie on free cpu: by name
     index.add(a, "n2")
-    assert find_destination(b, snap, exclude=set(), anti_affinity=index).node == "n3"
+    assert find_destination(b, snap, exclude=set(), pod_affinity=index).node == "n3"
     index.add(b, "n3")
     c = web("c", "n1", required_anti_affinity=away_from_web())
-    assert find_destination(c, snap, exclude=set(), anti_affinity=index).reason == (
+    assert find_destination(c, snap, exclude=set(), pod_affinity=index).reason == (
         "0/3 nodes fit: 2 pod anti-affinity, 1 current node")
+
+
+def near_web(key: str = HOSTNAME, **changes: object) -> tuple[PodAffinityTerm, ...]:
+    (term,) = away_from_web(key)
+    return (dataclasses.replace(term, **changes),)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("nodes", "others", "mover", "expected"), [
+    ((zoned("n2"), zoned("n3")), (web("w3", "n3"),), pod("cache", required_affinity=near_web()), "n3"),
+    ((zoned("n2", "z2"), zoned("n3", "z2")), (web("w3", "n3"),), pod("cache", required_affinity=near_web(ZONE)),
+     "n2"),
+    ((zoned("n2"),), (web("w1", "n1"),), pod("cache", required_affinity=near_web()),
+     "0/2 nodes fit: 1 current node, 1 pod affinity"),
+    ((zoned("n2", None),), (web("w2", "n2"),), pod("cache", required_affinity=near_web(ZONE)),
+     "0/2 nodes fit: 1 current node, 1 pod affinity"),
+    ((zoned("n2"),), (), web("first", "n1", required_affinity=near_web()), "n2"),
+    ((zoned("n2"),), (web("w1", "n1"),), web("second", "n1", required_affinity=near_web()),
+     "0/2 nodes fit: 1 current node, 1 pod affinity"),
+    ((zoned("n2"),), (web("w2", "n2"),), pod("cache", required_affinity=near_web(namespaces=(), any_namespace=True)),
+     "0/2 nodes fit: 1 current node, 1 pod affinity"),
+], ids=["same-host", "same-zone", "only-partner-is-on-the-sick-node", "node-outside-every-zone",
+        "first-of-its-group", "not-first-when-a-partner-exists", "namespace-selector-demands-more"])
+def test_required_pod_affinity_needs_a_partner_in_the_domain(nodes: tuple[NodeRecord, ...],
+                                                             others: tuple[PodRecord, ...], mover: PodRecord,
+                                                             expected: str) -> None:
+    result = find_destination(mover, cluster(zoned("n1"), *nodes, pods=(mover, *others)), exclude=set())
+    assert (result.node or result.reason) == expected

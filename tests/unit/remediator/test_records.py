@@ -96,6 +96,11 @@ def test_required_pod_anti_affinity_terms_are_recorded_with_their_namespaces_res
         ("kubernetes.io/hostname", (), True)]
     assert p.required_anti_affinity[0].selector is not None
     assert p.required_anti_affinity[0].selector.match_labels == (("app", "web"),)
+    assert p.required_affinity == ()
+    near = records.pod(pod_json(affinity={"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": web, "topologyKey": "topology.kubernetes.io/zone"}]}}))
+    assert [(t.topology_key, t.namespaces) for t in near.required_affinity] == [("topology.kubernetes.io/zone", (own,))]
+    assert near.required_anti_affinity == ()
 
 
 def test_node_taints_conditions_and_allocatable_are_recorded_and_unknown_effects_dropped() -> None:
