@@ -98,6 +98,18 @@ class PodAffinityTerm:
 
 
 @dataclass(frozen=True)
+class SpreadConstraint:
+    """A `whenUnsatisfiable: DoNotSchedule` topology spread constraint (ScheduleAnyway ones never block)."""
+
+    max_skew: int
+    topology_key: str
+    selector: LabelSelector | None  # matchLabelKeys already folded in; None matches no pod
+    min_domains: int = 1
+    honor_node_affinity: bool = True  # nodeAffinityPolicy (default Honor)
+    honor_node_taints: bool = False  # nodeTaintsPolicy (default Ignore)
+
+
+@dataclass(frozen=True)
 class NodeSelectorTerm:
     """One term of requiredDuringSchedulingIgnoredDuringExecution; terms are ORed, requirements ANDed."""
 
@@ -147,6 +159,7 @@ class PodRecord:
     required_node_affinity: tuple[NodeSelectorTerm, ...] = ()  # empty = no required affinity
     required_anti_affinity: tuple[PodAffinityTerm, ...] = ()  # podAntiAffinity required...IgnoredDuringExecution
     required_affinity: tuple[PodAffinityTerm, ...] = ()  # podAffinity required...IgnoredDuringExecution
+    hard_spread: tuple[SpreadConstraint, ...] = ()  # topologySpreadConstraints with DoNotSchedule
     requests: dict[str, int] = field(default_factory=dict)  # summed over containers (max with init containers)
     qos: str = "BestEffort"  # BestEffort | Burstable | Guaranteed
     has_local_storage: bool = False  # any emptyDir or hostPath volume

@@ -2,9 +2,9 @@
 
 nodemedic never evicts a pod that has nowhere to go. The checks are descheduler's `NodeFit` (Ready, schedulable,
 NoSchedule/NoExecute taints tolerated, nodeSelector and required node affinity, requests fit into what is left of
-allocatable, a free pod slot, required inter-pod affinity, and anti-affinity both ways), plus what the planner
-knows and the cluster does not yet: taints it is about to add (`planned_taints`), room already promised to pods
-it plans to move (`reserved`) and where those pods will be (`pod_affinity`).
+allocatable, a free pod slot, required inter-pod affinity, anti-affinity both ways, and hard topology spread),
+plus what the planner knows and the cluster does not yet: taints it is about to add (`planned_taints`), room
+already promised to pods it plans to move (`reserved`) and where those pods will be (`pod_affinity`, `spread`).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from remediator.model import Effect, NodeRecord, PodRecord, Snapshot, Taint
 from remediator.podaffinity import PodAffinityIndex
 from remediator.selectors import pod_fits_node_selection
 from remediator.tolerations import tolerated
+from remediator.topologyspread import SpreadIndex
 
 BLOCKING_EFFECTS = frozenset({Effect.NO_SCHEDULE, Effect.NO_EXECUTE})
 PODS = "pods"
@@ -88,7 +89,7 @@ def find_destination(pod: PodRecord, snapshot: Snapshot, *, exclude: Collection[
                      planned_taints: Mapping[str, Sequence[Taint]] | None = None,
                      reserved: Mapping[str, Mapping[str, int]] | None = None,
                      requested: Mapping[str, Mapping[str, int]] | None = None,
-                     pod_affinity: PodAffinityIndex | None = None) -> FitResult:
+                     pod_affinity: PodAffinityIndex | None = None, spread: SpreadIndex | None = None) -> FitResult:
     """The node `pod` would fit on, other than its own and those in `exclude`, or why there is none.
 
     `exclude`: node names that must not receive the pod (pass a set: it is probed once per node).
@@ -96,7 +97,7 @@ def find_destination(pod: PodRecord, snapshot: Snapshot, *, exclude: Collection[
     `reserved`: node -> resources (and "pods") already promised to pods planned to move there.
     `requested`: node -> `pod_request_summary(snapshot.pods(node))`, precomputed once per cycle by a caller that
     places many pods; a node missing from it (or no mapping at all) is summed from the snapshot on demand.
-    `pod_affinity`: the cycle's index of pods and planned arrivals (built from the snapshot when not given).
+    `pod_affinity`, `spread`: the cycle's indexes of pods and planned moves (built from the snapshot when not given).
     Among fitting nodes the one with the most free CPU after placement wins, ties broken by name, so the
     same snapshot always gives the same answer.
     """
@@ -119,6 +120,10 @@ def find_destination(pod: PodRecord, snapshot: Snapshot, *, exclude: Collection[
             if pod_affinity is None:
                 pod_affinity = PodAffinityIndex(snapshot)
             why = pod_affinity.conflict(pod, node)
+        if why is None and pod.hard_spread:
+            if spread is None:
+                spread = SpreadIndex(snapshot)
+            why = spread.violation(pod, node)
         if why is not None:
             rejections[why] += 1
             continue

@@ -20,6 +20,7 @@ from remediator.podaffinity import PodAffinityIndex
 from remediator.policy import Policy
 from remediator.strategies import KINDS, lookup
 from remediator.taints import plan_taints, safety_hold
+from remediator.topologyspread import SpreadIndex
 
 
 @dataclass
@@ -92,28 +93,33 @@ class _NodeFit:
     reserved: dict[str, dict[str, int]] = field(default_factory=dict)
     requested: dict[str, dict[str, int]] | None = None  # summed once, on the first search
     pod_affinity: PodAffinityIndex | None = None  # built on the first search
+    spread: SpreadIndex | None = None  # likewise
     # Reservations only grow within a cycle, so a pod shape that fitted nowhere fits nowhere later either.
     no_fit: dict[tuple[object, ...], str] = field(default_factory=dict)
 
     def place(self, pod: PodRecord) -> str | None:
         """Reserve room for `pod` on a destination; or why there is none."""
-        # Pod (anti-)affinity makes the pod's namespace and labels part of its shape. An arrival could satisfy an
-        # affinity term that failed earlier; the cached refusal then only errs towards not evicting.
+        # Pod (anti-)affinity and spread make the pod's namespace and labels part of its shape. A later move could
+        # satisfy an affinity term or a skew that failed earlier; the cached refusal then errs towards not evicting.
         shape = (pod.node_name, pod.tolerations, tuple(sorted(pod.node_selector.items())),
                  pod.required_node_affinity, tuple(sorted(pod.requests.items())), pod.namespace,
-                 tuple(sorted(pod.labels.items())), pod.required_anti_affinity, pod.required_affinity)
+                 tuple(sorted(pod.labels.items())), pod.required_anti_affinity, pod.required_affinity,
+                 pod.hard_spread)
         if shape in self.no_fit:
             return self.no_fit[shape]
         if self.requested is None:
             self.requested = {name: pod_request_summary(self.snapshot.pods(name)) for name in self.snapshot.nodes}
         if self.pod_affinity is None:
-            self.pod_affinity = PodAffinityIndex(self.snapshot)
+            self.pod_affinity, self.spread = PodAffinityIndex(self.snapshot), SpreadIndex(self.snapshot)
         result = find_destination(pod, self.snapshot, exclude=self.exclude, planned_taints=self.planned_taints,
-                                  reserved=self.reserved, requested=self.requested, pod_affinity=self.pod_affinity)
+                                  reserved=self.reserved, requested=self.requested, pod_affinity=self.pod_affinity,
+                                  spread=self.spread)
         if result.node is None:
             self.no_fit[shape] = result.reason
             return result.reason
         self.pod_affinity.add(pod, result.node)
+        if self.spread is not None:
+            self.spread.add(pod, result.node)
         room = self.reserved.setdefault(result.node, {})
         room[PODS] = room.get(PODS, 0) + 1
         for resource, quantity in pod.requests.items():

@@ -20,6 +20,7 @@ from remediator.model import (
     PodAffinityTerm,
     PodRecord,
     SelectorRequirement,
+    SpreadConstraint,
     Taint,
     Toleration,
 )
@@ -151,6 +152,29 @@ def _pod_affinity_terms(spec: dict[str, Any], kind: str, namespace: str) -> tupl
     return tuple(terms)
 
 
+def _hard_spread(spec: dict[str, Any], labels: dict[str, str]) -> tuple[SpreadConstraint, ...]:
+    out = []
+    for c in map(_dict, _list(spec.get("topologySpreadConstraints"))):
+        skew, key = c.get("maxSkew"), c.get("topologyKey")
+        if c.get("whenUnsatisfiable") != "DoNotSchedule" or not isinstance(key, str) or not key:
+            continue
+        if not isinstance(skew, int) or isinstance(skew, bool) or skew < 1:
+            continue  # the API server refuses these
+        selector = label_selector(c.get("labelSelector"))
+        keys = [k for k in _list(c.get("matchLabelKeys")) if isinstance(k, str) and k in labels]
+        if selector is not None and keys:  # matchLabelKeys: "key In (the pod's value)" ANDed to the selector
+            selector = LabelSelector(selector.match_labels, selector.match_expressions + tuple(
+                SelectorRequirement(k, "In", (labels[k],)) for k in keys))
+        domains = c.get("minDomains")
+        out.append(SpreadConstraint(
+            max_skew=skew, topology_key=key, selector=selector,
+            min_domains=domains if isinstance(domains, int) and not isinstance(domains, bool) and domains > 0 else 1,
+            honor_node_affinity=c.get("nodeAffinityPolicy", "Honor") != "Ignore",
+            honor_node_taints=c.get("nodeTaintsPolicy", "Ignore") == "Honor",
+        ))
+    return tuple(out)
+
+
 def pod(obj: dict[str, Any]) -> PodRecord:
     meta, spec, status = _dict(obj.get("metadata")), _dict(obj.get("spec")), _dict(obj.get("status"))
     volumes = list(map(_dict, _list(spec.get("volumes"))))
@@ -186,6 +210,7 @@ def pod(obj: dict[str, Any]) -> PodRecord:
         required_node_affinity=terms,
         required_anti_affinity=_pod_affinity_terms(spec, "podAntiAffinity", str(meta.get("namespace", ""))),
         required_affinity=_pod_affinity_terms(spec, "podAffinity", str(meta.get("namespace", ""))),
+        hard_spread=_hard_spread(spec, _str_map(meta.get("labels"))),
         requests=_pod_requests(spec),
         qos=str(status.get("qosClass") or _qos(list(map(_dict, _list(spec.get("containers")))))),
         has_local_storage=any("emptyDir" in v or "hostPath" in v for v in volumes),

@@ -193,16 +193,26 @@ class Receiver:
         self.server.server_close()
 
 
-def test_a_pod_whose_anti_affinity_leaves_it_nowhere_to_go_stays_while_others_move(
+ONE_PER_NODE = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+    {"labelSelector": {"matchLabels": {"app": "spread"}}, "topologyKey": "kubernetes.io/hostname"}]}}}
+ONE_PER_ZONE = {"topologySpreadConstraints": [
+    {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
+     "labelSelector": {"matchLabels": {"app": "spread"}}}]}
+
+
+@pytest.mark.parametrize(("constraint", "why"), [(ONE_PER_NODE, "pod anti-affinity"),
+                                                 (ONE_PER_ZONE, "topology spread")],
+                         ids=["required-anti-affinity", "hard-topology-spread"])
+def test_a_pod_whose_constraints_leave_it_nowhere_to_go_stays_while_others_move(
     cluster: LocalCluster, core: client.CoreV1Api, apps: client.AppsV1Api, namespace: str,
-    node_pool: Callable[..., list[str]], tmp_path: Path, processes: list,
+    node_pool: Callable[..., list[str]], tmp_path: Path, processes: list, constraint: dict, why: str,
 ) -> None:
-    pool = node_pool(3)
+    pool = node_pool(3)  # one node in each of the three zones
     a = pool[0]
     spread = deployment("spread", 3, pool)
-    spread["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"] = {
-        "requiredDuringSchedulingIgnoredDuringExecution": [
-            {"labelSelector": {"matchLabels": {"app": "spread"}}, "topologyKey": "kubernetes.io/hostname"}]}
+    template = spread["spec"]["template"]["spec"]
+    for key, value in constraint.items():  # affinity merges with the pool's node affinity; the rest is new
+        template[key] = {**template[key], **value} if key in template else value
     apps.create_namespaced_deployment(namespace, spread)
     placed = wait_running(core, namespace, "spread", 3)
     assert sorted(placed.values()) == sorted(pool), "kube-scheduler spreads them one per node"
@@ -216,9 +226,9 @@ def test_a_pod_whose_anti_affinity_leaves_it_nowhere_to_go_stays_while_others_mo
     wait_until(lambda: TAINT in taint_keys(core, a), timeout=30, what="the taint")
     wait_until(lambda: (p := running_on(core, namespace, "plain")) and a not in p.values(), timeout=60,
                what="the plain pod evicted and running elsewhere")
-    why = wait_until(lambda: next((p["why"] for p in r.plan()["protected"] if p["name"] == stuck), None),
-                     timeout=30, what=f"{stuck} reported as protected")
-    assert "pod anti-affinity" in why, why
+    reason = wait_until(lambda: next((p["why"] for p in r.plan()["protected"] if p["name"] == stuck), None),
+                        timeout=30, what=f"{stuck} reported as protected")
+    assert "0/" in reason and why in reason, reason
     assert running_on(core, namespace, "spread") == placed, "no spread pod was evicted"
     evicted = {e.involved_object.name for e in nodemedic_events(core, namespace, "NodemedicEvicted")}
     assert stuck not in evicted and len(evicted) == 1, evicted

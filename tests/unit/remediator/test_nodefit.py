@@ -17,11 +17,13 @@ from remediator.model import (
     PodRecord,
     SelectorRequirement,
     Snapshot,
+    SpreadConstraint,
     Taint,
     Toleration,
 )
 from remediator.nodefit import FitResult, find_destination, pod_request_summary
 from remediator.podaffinity import PodAffinityIndex
+from remediator.topologyspread import SpreadIndex
 
 NOW = dt.datetime(2025, 1, 1, tzinfo=dt.UTC)
 GI = 2**30
@@ -277,3 +279,46 @@ def test_required_pod_affinity_needs_a_partner_in_the_domain(nodes: tuple[NodeRe
                                                              expected: str) -> None:
     result = find_destination(mover, cluster(zoned("n1"), *nodes, pods=(mover, *others)), exclude=set())
     assert (result.node or result.reason) == expected
+
+
+# --- hard topology spread (DoNotSchedule) ------------------------------------------------------------------------
+
+def spread_web(max_skew: int = 1, min_domains: int = 1) -> tuple[SpreadConstraint, ...]:
+    return (SpreadConstraint(max_skew=max_skew, topology_key=ZONE, selector=WEB, min_domains=min_domains),)
+
+
+@pytest.mark.parametrize(("nodes", "others", "mover", "expected"), [
+    ((zoned("n2", "z2"), zoned("n3", "z3")), (web("w2", "n2"),), web("m", "n1", hard_spread=spread_web()), "n3"),
+    ((zoned("n2", "z2"), zoned("n3", "z3"), zoned("n4", "z1")), (web("w2", "n2"), web("w3", "n3")),
+     web("m", "n1", hard_spread=spread_web()), "n4"),
+    ((zoned("n2", "z2"), zoned("n3", "z3")), (web("w2", "n2"), web("w2b", "n2"), web("w3", "n3")),
+     web("m", "n1", hard_spread=spread_web()), "0/3 nodes fit: 2 topology spread, 1 current node"),
+    ((zoned("n2", "z2"), zoned("n3", "z3")), (web("w2", "n2"), web("w2b", "n2"), web("w3", "n3")),
+     web("m", "n1", hard_spread=spread_web(max_skew=2)), "n3"),
+    ((zoned("n2", None),), (), web("m", "n1", hard_spread=spread_web()),
+     "0/2 nodes fit: 1 current node, 1 topology spread (node lacks the topology key)"),
+    ((zoned("n2", "z2"),), (web("w1", "n1"), web("w2", "n2")), web("m", "n1", hard_spread=spread_web()), "n2"),
+    ((zoned("n2", "z2"),), (web("w1", "n1"), web("w2", "n2")), web("m", "n1", hard_spread=spread_web(min_domains=3)),
+     "0/2 nodes fit: 1 current node, 1 topology spread"),
+    ((zoned("n2", "z2"), zoned("n3", "z3")),
+     (dataclasses.replace(web("w2", "n2"), namespace="other"), dataclasses.replace(web("w2b", "n2"), namespace="other"),
+     web("w3", "n3")),
+     web("m", "n1", hard_spread=spread_web()), "n2"),
+    ((zoned("n2", "z2"), zoned("n3", "z3")), (web("w2", "n2", terminating=True), web("w3", "n3")),
+     web("m", "n1", hard_spread=spread_web()), "n2"),
+], ids=["to-the-emptier-zone", "only-its-own-zone-keeps-the-skew", "nowhere", "max-skew-2", "node-without-the-key",
+        "balanced-two-zones", "min-domains-counts-missing-zones-as-empty", "other-namespace-not-counted",
+        "terminating-pods-not-counted"])
+def test_hard_topology_spread_keeps_the_skew(nodes: tuple[NodeRecord, ...], others: tuple[PodRecord, ...],
+                                             mover: PodRecord, expected: str) -> None:
+    result = find_destination(mover, cluster(zoned("n1", "z1"), *nodes, pods=(mover, *others)), exclude=set())
+    assert (result.node or result.reason) == expected
+
+
+def test_a_planned_move_counts_at_its_destination_for_the_next_search() -> None:
+    a, b = web("a", "n1", hard_spread=spread_web()), web("b", "n1", hard_spread=spread_web())
+    snap = cluster(zoned("n1", "z1"), zoned("n2", "z2"), zoned("n3", "z3"), pods=(a, b))
+    spread = SpreadIndex(snap)
+    assert find_destination(a, snap, exclude=set(), spread=spread).node == "n2"  # tie on free cpu: by name
+    spread.add(a, "n2")
+    assert find_destination(b, snap, exclude=set(), spread=spread).node == "n3"

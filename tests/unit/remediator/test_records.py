@@ -103,6 +103,25 @@ def test_required_pod_anti_affinity_terms_are_recorded_with_their_namespaces_res
     assert near.required_anti_affinity == ()
 
 
+def test_only_do_not_schedule_spread_constraints_are_recorded_with_match_label_keys_folded_in() -> None:
+    p = records.pod(pod_json(topologySpreadConstraints=[
+        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+         "labelSelector": {"matchLabels": {"app": "x"}}, "matchLabelKeys": ["app", "missing"], "minDomains": 3,
+         "nodeAffinityPolicy": "Ignore", "nodeTaintsPolicy": "Honor"},
+        {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway",
+         "labelSelector": {"matchLabels": {"app": "x"}}},
+        {"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"},
+        {"maxSkew": 2, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"},
+    ]))
+    first, second = p.hard_spread
+    assert (first.max_skew, first.topology_key, first.min_domains) == (1, "zone", 3)
+    assert not first.honor_node_affinity and first.honor_node_taints
+    assert first.selector is not None and [(r.key, r.operator, r.values) for r in first.selector.match_expressions] \
+        == [("app", "In", ("x",))], "only keys the pod has are folded in"
+    assert (second.max_skew, second.selector, second.honor_node_affinity, second.honor_node_taints) == (
+        2, None, True, False)
+
+
 def test_node_taints_conditions_and_allocatable_are_recorded_and_unknown_effects_dropped() -> None:
     n = records.node({
         "metadata": {"name": "n1", "annotations": {"a": "b"}},

@@ -1,0 +1,76 @@
+"""Hard topology spread for nodeFit: kube-scheduler's PodTopologySpread filter for `whenUnsatisfiable:
+DoNotSchedule` constraints. A pod may go to a node only if, for each such constraint,
+
+    matching pods in the node's domain (+1 if the pod matches itself) - the fewest in any domain <= maxSkew
+
+where domains are the values of `topologyKey` on the eligible nodes (nodes carrying every key the pod's
+constraints use; with `nodeAffinityPolicy: Honor`, the default, only nodes the pod's node selection accepts;
+with `nodeTaintsPolicy: Honor` only nodes whose taints it tolerates), matching pods are the non-terminating pods
+of the pod's namespace the selector matches, and with fewer domains than `minDomains` the fewest counts as 0.
+
+The moving pod is not counted (it is being evicted), and pods planned to move this cycle count at their
+destination, not where they are: that lowers their old domain, which can only make the check stricter.
+"""
+
+from __future__ import annotations
+
+from remediator.defaultevictor import TERMINAL_PHASES
+from remediator.model import Effect, NodeRecord, PodRecord, Snapshot, SpreadConstraint
+from remediator.selectors import matches_labels, pod_fits_node_selection
+from remediator.tolerations import tolerated
+
+_BLOCKING = frozenset({Effect.NO_SCHEDULE, Effect.NO_EXECUTE})
+
+
+def _eligible(pod: PodRecord, node: NodeRecord, keys: set[str], c: SpreadConstraint) -> bool:
+    if not keys <= node.labels.keys():
+        return False
+    if c.honor_node_affinity and not pod_fits_node_selection(pod, node):
+        return False
+    return not c.honor_node_taints or all(t.effect not in _BLOCKING or tolerated(pod.tolerations, t)
+                                          for t in node.taints)
+
+
+class SpreadIndex:
+    """Built once per planning cycle; `add` records a planned move."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self._nodes = snapshot.nodes
+        self._pods = [p for pods in snapshot.pods_by_node.values() for p in pods
+                      if p.phase not in TERMINAL_PHASES and not p.terminating]
+        self._moved: dict[str, str] = {}  # pod uid -> destination
+        self._counts: dict[tuple[str, int], dict[str, int]] = {}  # (mover uid, constraint index) -> domain counts
+
+    def add(self, pod: PodRecord, node: str) -> None:
+        self._moved[pod.uid] = node
+        self._counts.clear()
+
+    def _domain_counts(self, pod: PodRecord, i: int, c: SpreadConstraint) -> dict[str, int]:
+        memo = self._counts.get((pod.uid, i))
+        if memo is not None:
+            return memo
+        keys = {k.topology_key for k in pod.hard_spread}
+        domain_of = {name: n.labels[c.topology_key] for name, n in self._nodes.items() if _eligible(pod, n, keys, c)}
+        counts = dict.fromkeys(domain_of.values(), 0)
+        if c.selector is not None:
+            for p in self._pods:
+                if p.uid == pod.uid or p.namespace != pod.namespace or not matches_labels(c.selector, p.labels):
+                    continue
+                value = domain_of.get(self._moved.get(p.uid, p.node_name))
+                if value is not None:
+                    counts[value] += 1
+        self._counts[(pod.uid, i)] = counts
+        return counts
+
+    def violation(self, pod: PodRecord, node: NodeRecord) -> str | None:
+        """Why `pod` may not go to `node` under its hard spread constraints, or None."""
+        for i, c in enumerate(pod.hard_spread):
+            value = node.labels.get(c.topology_key)
+            if value is None:
+                return "topology spread (node lacks the topology key)"
+            counts = self._domain_counts(pod, i, c)
+            fewest = min(counts.values(), default=0) if len(counts) >= c.min_domains else 0
+            itself = 1 if c.selector is not None and matches_labels(c.selector, pod.labels) else 0
+            if counts.get(value, 0) + itself - fewest > c.max_skew:
+                return "topology spread"
+        return None
