@@ -242,7 +242,8 @@ async def _run(args: argparse.Namespace, log: logging.Logger) -> int:
         metrics.show(book)
         while True:
             obs = await supervisor.queue.get()
-            was_true = {t for t, c in book.current.items() if c.status == Status.TRUE}
+            was_true = {r.type for r in obs.conditions if r.status == Status.TRUE
+                        and (c := book.current.get(r.type)) is not None and c.status == Status.TRUE}
             if book.apply(obs):
                 reporter.notify_changed()
                 metrics.show(book)

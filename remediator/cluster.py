@@ -177,10 +177,9 @@ class ClusterCache:
             self._apply_priority_class("ADDED", obj)
 
     def _apply_priority_class(self, kind: str, obj: dict[str, Any]) -> None:
-        name = _dict_get_name(obj)
         rec = records.priority_class(obj)
         if kind == "DELETED" or rec is None:
-            self.priority_classes.pop(name, None)
+            self.priority_classes.pop(str((obj.get("metadata") or {}).get("name", "")), None)
         else:
             self.priority_classes[rec[0]] = rec[1]
         self.changed.set()
@@ -207,11 +206,6 @@ def _stamp_observed(rec: NodeRecord, previous: NodeRecord | None, now: dt.dateti
             c.status, c.last_transition) else now
         conditions.append(dataclasses.replace(c, observed_at=seen))
     return dataclasses.replace(rec, conditions=tuple(conditions))
-
-
-def _dict_get_name(obj: dict[str, Any]) -> str:
-    meta = obj.get("metadata")
-    return str(meta.get("name", "")) if isinstance(meta, dict) else ""
 
 
 def snapshot_from_list(doc: dict[str, Any], now: dt.datetime) -> Snapshot:

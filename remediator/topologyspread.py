@@ -17,9 +17,9 @@ from __future__ import annotations
 from remediator.defaultevictor import TERMINAL_PHASES
 from remediator.model import Effect, NodeRecord, PodRecord, Snapshot, SpreadConstraint
 from remediator.selectors import matches_labels, pod_fits_node_selection
-from remediator.tolerations import tolerated
+from remediator.tolerations import untolerated
 
-_BLOCKING = frozenset({Effect.NO_SCHEDULE, Effect.NO_EXECUTE})
+_BLOCKING = (Effect.NO_SCHEDULE, Effect.NO_EXECUTE)
 
 
 def _eligible(pod: PodRecord, node: NodeRecord, keys: set[str], c: SpreadConstraint) -> bool:
@@ -27,17 +27,15 @@ def _eligible(pod: PodRecord, node: NodeRecord, keys: set[str], c: SpreadConstra
         return False
     if c.honor_node_affinity and not pod_fits_node_selection(pod, node):
         return False
-    return not c.honor_node_taints or all(t.effect not in _BLOCKING or tolerated(pod.tolerations, t)
-                                          for t in node.taints)
+    return not c.honor_node_taints or not untolerated(pod.tolerations, node.taints, _BLOCKING)
 
 
 class SpreadIndex:
     """Built once per planning cycle; `add` records a planned move."""
 
     def __init__(self, snapshot: Snapshot) -> None:
-        self._nodes = snapshot.nodes
-        self._pods = [p for pods in snapshot.pods_by_node.values() for p in pods
-                      if p.phase not in TERMINAL_PHASES and not p.terminating]
+        self._snapshot, self._nodes = snapshot, snapshot.nodes
+        self._pods: list[PodRecord] | None = None  # collected when a pod with constraints is first checked
         self._moved: dict[str, str] = {}  # pod uid -> destination
         self._counts: dict[tuple[str, int], dict[str, int]] = {}  # (mover uid, constraint index) -> domain counts
 
@@ -52,6 +50,9 @@ class SpreadIndex:
         keys = {k.topology_key for k in pod.hard_spread}
         domain_of = {name: n.labels[c.topology_key] for name, n in self._nodes.items() if _eligible(pod, n, keys, c)}
         counts = dict.fromkeys(domain_of.values(), 0)
+        if self._pods is None:
+            self._pods = [p for pods in self._snapshot.pods_by_node.values() for p in pods
+                          if p.phase not in TERMINAL_PHASES and not p.terminating]
         if c.selector is not None:
             for p in self._pods:
                 if p.uid == pod.uid or p.namespace != pod.namespace or not matches_labels(c.selector, p.labels):

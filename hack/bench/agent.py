@@ -22,7 +22,6 @@ import json
 import os
 import platform
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -38,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "hack"))
 
 from kcp import build, controlplane, nodes  # noqa: E402
+from kcp.measure import percentile, wait  # noqa: E402
 
 NODE = "agent-bench"
 TICK = os.sysconf("SC_CLK_TCK")
@@ -120,25 +120,6 @@ def tree_usage(pid: int) -> tuple[int, int]:
     return rss, ticks
 
 
-def wait(pred, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.01)
-    raise TimeoutError(what)
-
-
-def pct(values: list[float], q: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, max(0, round(q * (len(s) - 1))))]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def main() -> int:
@@ -166,7 +147,7 @@ def main() -> int:
         (tmp / "agent.yaml").write_text(
             "apiVersion: nodemedic.io/v1alpha1\nkind: AgentConfig\n"
             f"systemLogMonitors: [{kernel}, {tmp / 'bench-monitor.json'}]\n")
-        port = free_port()
+        port = controlplane.free_port()
         log = open(tmp / "agent.log", "wb")  # noqa: SIM115 - lives as long as the process
         proc = subprocess.Popen(
             [sys.executable, "-m", "agent", "run", "--node-name", NODE, "--kubeconfig", str(cluster.kubeconfig),
@@ -208,7 +189,7 @@ def main() -> int:
             print(f"injection {i:2d}: kernel line → Bench{i:02d}=True seen by a watch in "
                   f"{latencies[-1] * 1000:6.1f} ms", flush=True)
         print(f"kernel line → condition through the API: p50 {statistics.median(latencies) * 1000:.0f} ms, "
-              f"p95 {pct(latencies, 0.95) * 1000:.0f} ms, max {max(latencies) * 1000:.0f} ms over "
+              f"p95 {percentile(latencies, 0.95) * 1000:.0f} ms, max {max(latencies) * 1000:.0f} ms over "
               f"{len(latencies)} injections (target p95 ≤ 1 s)")
         rss, _ = tree_usage(proc.pid)
         print(f"RSS after the injections: {rss / 2**20:.1f} MiB")

@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "hack"))
 
 from kcp import build, controlplane, nodes  # noqa: E402
+from kcp.measure import percentile, wait  # noqa: E402
 
 TAINT = "nodemedic.io/kernel-deadlock"
 FOR_SECONDS = 2
@@ -73,20 +74,6 @@ class Observer:
                 if p.metadata.deletion_timestamp is not None and p.spec.node_name:
                     self.evicted_seen.setdefault(p.spec.node_name, time.time())
 
-
-def wait(pred, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.01)
-    raise TimeoutError(what)
-
-
-def pct(values: list[float], q: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, max(0, round(q * (len(s) - 1))))]
 
 
 def main() -> int:
@@ -140,7 +127,7 @@ def main() -> int:
             print(f"{n}: for-elapsed→taint {to_taint[-1]*1000:7.1f} ms   taint→eviction {to_evict[-1]*1000:7.1f} ms",
                   flush=True)
         for label, vals in (("condition held for `for` → taint", to_taint), ("taint → first eviction", to_evict)):
-            print(f"{label}: p50 {statistics.median(vals)*1000:.0f} ms, p95 {pct(vals, 0.95)*1000:.0f} ms, "
+            print(f"{label}: p50 {statistics.median(vals)*1000:.0f} ms, p95 {percentile(vals, 0.95)*1000:.0f} ms, "
                   f"max {max(vals)*1000:.0f} ms over {len(vals)} samples")
         print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
     finally:

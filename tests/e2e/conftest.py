@@ -40,14 +40,10 @@ class LocalCluster:
         return nodes.node_manifest(name, nodes.ZONES[0], **kwargs)  # type: ignore[arg-type]
 
 
-@pytest.fixture(scope="session")
-def cluster() -> Iterator[LocalCluster]:
-    reuse = os.environ.get("NODEMEDIC_TEST_KUBECONFIG")
-    if reuse:
-        if not Path(reuse).exists():
-            pytest.fail(f"NODEMEDIC_TEST_KUBECONFIG={reuse} does not exist", pytrace=False)
-        yield LocalCluster(Path(reuse), config.new_client_from_config(config_file=reuse), None)
-        return
+@contextlib.contextmanager
+def _started(name: str, node_count: int) -> Iterator[LocalCluster]:
+    """A control plane of our own: fails (never skips) when it is not built or cannot start; afterwards stops it
+    and fails if any process it started is still running."""
     missing = build.missing()
     if missing:
         pytest.fail(
@@ -55,10 +51,11 @@ def cluster() -> Iterator[LocalCluster]:
             "(or `hack/cluster build`); end-to-end tests need it and never skip",
             pytrace=False,
         )
-    owned = controlplane.Cluster.named(f"pytest-{os.getpid()}")
+    owned = controlplane.Cluster.named(name)
     try:
-        owned.up(NODE_COUNT, timeout=180)
+        owned.up(node_count, timeout=180)
     except Exception as e:  # noqa: BLE001 - any start-up failure fails the tests with its message
+        owned.down()
         pytest.fail(f"the local control plane failed to start: {e}", pytrace=False)
     api = config.new_client_from_config(config_file=str(owned.kubeconfig))
     try:
@@ -69,28 +66,25 @@ def cluster() -> Iterator[LocalCluster]:
         assert not owned.running() and not owned.strays()
 
 
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[LocalCluster]:
+    reuse = os.environ.get("NODEMEDIC_TEST_KUBECONFIG")
+    if reuse:
+        if not Path(reuse).exists():
+            pytest.fail(f"NODEMEDIC_TEST_KUBECONFIG={reuse} does not exist", pytrace=False)
+        yield LocalCluster(Path(reuse), config.new_client_from_config(config_file=reuse), None)
+        return
+    with _started(f"pytest-{os.getpid()}", NODE_COUNT) as started:
+        yield started
+
+
 @pytest.fixture
 def private_cluster() -> Iterator[LocalCluster]:
     """A control plane of its own (one kwok node, `kwok-node-0`) for a test that disrupts it, e.g. stops the API
     server: after an outage kube-controller-manager's informers sit in their retry back-off for up to ~30 s, which
     would stall the tests that follow on a shared cluster."""
-    missing = build.missing()
-    if missing:
-        pytest.fail(f"the local control plane is not built ({', '.join(missing)} missing): run `make build`",
-                    pytrace=False)
-    owned = controlplane.Cluster.named(f"pytest-{os.getpid()}-private-{secrets.token_hex(2)}")
-    try:
-        owned.up(1, timeout=180)
-    except Exception as e:  # noqa: BLE001
-        owned.down()
-        pytest.fail(f"the private control plane failed to start: {e}", pytrace=False)
-    api = config.new_client_from_config(config_file=str(owned.kubeconfig))
-    try:
-        yield LocalCluster(owned.kubeconfig, api, owned)
-    finally:
-        api.close()
-        owned.down()
-        assert not owned.running() and not owned.strays()
+    with _started(f"pytest-{os.getpid()}-private-{secrets.token_hex(2)}", 1) as started:
+        yield started
 
 
 @pytest.fixture(scope="session")
