@@ -28,6 +28,7 @@ from remediator.notify import AlertKind
 from remediator.planner import PlannerMemory, plan_cycle
 from remediator.policy import OWNED_TAINTS_ANNOTATION, Policy
 from remediator.policyfile import PolicyError, load_policy
+from remediator.strategies import lookup
 from remediator.taintwriter import write_node_taints
 
 MIN_CYCLE_INTERVAL = 0.2  # seconds between planning cycles at most
@@ -203,9 +204,8 @@ class Controller:
         self.breaker_was_open = plan.breaker_open
 
     def _start_eviction(self, e: PlannedEviction, now: dt.datetime) -> None:
-        owner = e.pod.controller
-        if owner is not None:
-            self.memory.owner_last_eviction[owner.uid] = now  # the cool-down starts when we decide
+        # The cool-down (and a balance move's loop guard) starts when we decide, not when the eviction lands.
+        self.memory.record_eviction(e.pod, balance=lookup(e.strategy).kind == "balance", now=now)
         task = asyncio.create_task(self._evict(e))
         self.in_flight[e.pod.uid] = task
 

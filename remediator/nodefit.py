@@ -10,7 +10,7 @@ already promised to pods it plans to move (`reserved`) and where those pods will
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from remediator.defaultevictor import TERMINAL_PHASES
@@ -34,13 +34,15 @@ class FitResult:
 
 def pod_request_summary(pods: Iterable[PodRecord]) -> dict[str, int]:
     """Summed requests of the non-terminal pods, plus "pods": how many there are (terminal pods hold nothing)."""
-    total: dict[str, int] = {PODS: 0}
-    for pod in pods:
-        if pod.phase in TERMINAL_PHASES:
-            continue
-        total[PODS] += 1
-        for resource, quantity in pod.requests.items():
-            total[resource] = total.get(resource, 0) + quantity
+    total: dict[str, int] = {}
+    get = total.get
+    count = 0
+    for pod in pods:  # runs over every pod of the cluster once per cycle: kept tight
+        if pod.phase not in TERMINAL_PHASES:
+            count += 1
+            for resource, quantity in pod.requests.items():
+                total[resource] = get(resource, 0) + quantity
+    total[PODS] = count
     return total
 
 
@@ -89,7 +91,10 @@ def find_destination(pod: PodRecord, snapshot: Snapshot, *, exclude: Collection[
                      planned_taints: Mapping[str, Sequence[Taint]] | None = None,
                      reserved: Mapping[str, Mapping[str, int]] | None = None,
                      requested: Mapping[str, Mapping[str, int]] | None = None,
-                     pod_affinity: PodAffinityIndex | None = None, spread: SpreadIndex | None = None) -> FitResult:
+                     pod_affinity: PodAffinityIndex | None = None, spread: SpreadIndex | None = None,
+                     nodes: Iterable[str] | None = None, first_fit: bool = False,
+                     accept: Callable[[PodRecord, NodeRecord, Mapping[str, int]], str | None] | None = None,
+                     ) -> FitResult:
     """The node `pod` would fit on, other than its own and those in `exclude`, or why there is none.
 
     `exclude`: node names that must not receive the pod (pass a set: it is probed once per node).
@@ -98,6 +103,11 @@ def find_destination(pod: PodRecord, snapshot: Snapshot, *, exclude: Collection[
     `requested`: node -> `pod_request_summary(snapshot.pods(node))`, precomputed once per cycle by a caller that
     places many pods; a node missing from it (or no mapping at all) is summed from the snapshot on demand.
     `pod_affinity`, `spread`: the cycle's indexes of pods and planned moves (built from the snapshot when not given).
+    `nodes`: the only nodes to consider (a balance strategy's destinations), in place of every node.
+    `first_fit`: take the first fitting node of `nodes` (the caller ordered them, roomiest first) instead of
+    searching them all: a planner placing hundreds of pods on thousands of nodes scans only until a fit.
+    `accept`: a strategy's own last check, given the node's requests after the pod would arrive (e.g. "stays
+    under its target"); it runs after every other check passed.
     Among fitting nodes the one with the most free CPU after placement wins, ties broken by name, so the
     same snapshot always gives the same answer.
     """
@@ -108,7 +118,13 @@ def find_destination(pod: PodRecord, snapshot: Snapshot, *, exclude: Collection[
     rejections: Counter[str] = Counter()
     best: tuple[int, str] | None = None  # (-free cpu after placement, name): the smallest wins
     fitting = 0
-    for name, node in snapshot.nodes.items():
+    considered = snapshot.nodes.keys() if nodes is None else nodes
+    total = 0
+    for name in considered:
+        node = snapshot.nodes.get(name)
+        if node is None:
+            continue
+        total += 1
         held = reserved.get(name, _NO_ROOM)
         why = _placement_reason(pod, node, exclude, planned_taints.get(name, ()))
         if why is None:
@@ -124,15 +140,20 @@ def find_destination(pod: PodRecord, snapshot: Snapshot, *, exclude: Collection[
             if spread is None:
                 spread = SpreadIndex(snapshot)
             why = spread.violation(pod, node)
+        if why is None and accept is not None:
+            after = {r: used.get(r, 0) + held.get(r, 0) + wanted.get(r, 0) for r in {*used, *held, *wanted}}
+            after[PODS] = after.get(PODS, 0) + 1
+            why = accept(pod, node, after)
         if why is not None:
             rejections[why] += 1
             continue
         fitting += 1
+        if first_fit:
+            return FitResult(node=name, reason=f"fits {name}")
         free_cpu = node.allocatable.get(CPU, 0) - used.get(CPU, 0) - held.get(CPU, 0) - wanted.get(CPU, 0)
         candidate = (-free_cpu, name)
         if best is None or candidate < best:
             best = candidate
-    total = len(snapshot.nodes)
     if best is not None:
         return FitResult(node=best[1], reason=f"{fitting}/{total} nodes fit")
     summary = ", ".join(f"{count} {why}" for why, count in sorted(rejections.items(), key=lambda kv: (-kv[1], kv[0])))

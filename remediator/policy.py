@@ -66,6 +66,38 @@ class RemovePodsViolatingNodeTaintsArgs:
 
 
 @dataclass(frozen=True)
+class LowNodeUtilizationArgs:
+    """descheduler's LowNodeUtilization arguments (requests-based usage, percent of allocatable)."""
+
+    thresholds: tuple[tuple[str, float], ...] = ()  # resource -> percent: at or below on every one = underutilized
+    target_thresholds: tuple[tuple[str, float], ...] = ()  # above on any one = overutilized
+    use_deviation_thresholds: bool = False  # both are distances below/above the mean usage instead
+    number_of_nodes: int = 0  # act only when more than this many nodes are underutilized
+    evictable_namespaces_exclude: tuple[str, ...] = ()
+    eviction_limit_per_node: int | None = None  # evictionLimits.node
+
+
+@dataclass(frozen=True)
+class HighNodeUtilizationArgs:
+    """descheduler's HighNodeUtilization arguments, plus what consolidation needs (see docs/utilization.md)."""
+
+    thresholds: tuple[tuple[str, float], ...] = ()
+    number_of_nodes: int = 0
+    evictable_namespaces_exclude: tuple[str, ...] = ()
+    only_thresholding_resources: bool = False  # evictionModes: [OnlyThresholdingResources]
+    # nodemedic: taint a node being emptied (NoSchedule, owned) so the scheduler does not refill it and the
+    # cluster autoscaler can remove it; at most `max_consolidating_nodes` carry it at once; the taint is
+    # removed again when the node was not removed within `consolidation_timeout`.
+    taint_drained_nodes: bool = True
+    max_consolidating_nodes: int = 1
+    consolidation_timeout: dt.timedelta = dt.timedelta(minutes=15)
+
+
+CONSOLIDATION_TAINT = Taint(key="nodemedic.io/consolidating", value="true")
+CONSOLIDATION_OWNER = "strategy:HighNodeUtilization"  # the "rule" recorded in the owned-taints annotation
+
+
+@dataclass(frozen=True)
 class StrategyConfig:
     name: str  # registered strategy name, e.g. "RemovePodsViolatingNodeTaints"
     args: object  # the strategy's args dataclass

@@ -24,7 +24,9 @@ from remediator.model import Effect, LabelSelector, SelectorRequirement, Taint
 from remediator.policy import (
     EvictionSettings,
     EvictorArgs,
+    HighNodeUtilizationArgs,
     Limits,
+    LowNodeUtilizationArgs,
     Namespaces,
     Notifications,
     Policy,
@@ -51,6 +53,11 @@ _EVICTOR_KEYS = ("evictLocalStoragePods", "evictDaemonSetPods", "evictSystemCrit
                  "nodeFit", "honorSafeToEvict")
 _STRATEGY_KEYS = ("name", "args")
 _TAINTS_ARGS_KEYS = ("namespaces", "labelSelector", "includePreferNoSchedule", "excludedTaints", "includedTaints")
+_LNU_ARGS_KEYS = ("thresholds", "targetThresholds", "useDeviationThresholds", "numberOfNodes", "evictableNamespaces",
+                  "evictionLimits", "metricsUtilization")
+_HNU_ARGS_KEYS = ("thresholds", "numberOfNodes", "evictableNamespaces", "evictionModes", "taintDrainedNodes",
+                  "maxConsolidatingNodes", "consolidationTimeout")
+EVICTION_MODES = ("OnlyThresholdingResources",)
 _LIMITS_KEYS = ("maxNoOfPodsToEvictPerNode", "maxNoOfPodsToEvictPerNamespace", "maxNoOfPodsToEvictTotal",
                 "ownerCooldown")
 _EVICTION_KEYS = ("retryDeadline", "initialBackoff", "maxBackoff", "gracePeriodSeconds")
@@ -570,10 +577,88 @@ def _remove_pods_violating_node_taints_args(r: _Reader, strategy: _Map) -> Remov
     )
 
 
+def _resource_percentages(r: _Reader, m: _Map, key: str) -> tuple[tuple[str, float], ...]:
+    """thresholds/targetThresholds: resource name -> percent of allocatable (0-100)."""
+    section = r.section(m, key, None, required=True)
+    if section.present and key in m.values and not section.values and not _is_null(m.values[key]):
+        r.error(m.values[key], m.at(key), "must name at least one resource")
+    out: list[tuple[str, float]] = []
+    for name in section.values:
+        problem = None if name in ("cpu", "memory", "pods") else _qualified_name_problem(name)
+        if problem is not None:
+            r.error(section.key_nodes[name], section.at(name),
+                    f"unknown resource {name!r}: use cpu, memory, pods or an extended resource (e.g. nvidia.com/gpu)")
+            continue
+        value = r.percent(section, name, None)
+        if value is None:
+            if _is_null(section.values[name]):
+                r.error(section.values[name], section.at(name), "must be a number from 0 to 100, got null")
+            continue
+        out.append((name, value))
+    return tuple(sorted(out))
+
+
+def _evictable_namespaces(r: _Reader, m: _Map) -> tuple[str, ...]:
+    section = r.section(m, "evictableNamespaces", ("exclude", "include"))
+    if "include" in section.values:
+        r.error(section.key_nodes["include"], section.at("include"),
+                "only exclude is supported (as in descheduler): the utilization strategies count every namespace")
+    return r.strings(section, "exclude", _namespace_problem) or ()
+
+
+def _low_node_utilization_args(r: _Reader, strategy: _Map) -> LowNodeUtilizationArgs:
+    m = r.section(strategy, "args", _LNU_ARGS_KEYS, required=True)
+    thresholds = _resource_percentages(r, m, "thresholds")
+    targets = _resource_percentages(r, m, "targetThresholds")
+    deviation = r.flag(m, "useDeviationThresholds", False)
+    if "metricsUtilization" in m.values:
+        r.error(m.key_nodes["metricsUtilization"], m.at("metricsUtilization"),
+                "not supported: nodemedic uses requests, as kube-scheduler does (see docs/utilization.md)")
+    if thresholds and targets:
+        low, high = dict(thresholds), dict(targets)
+        if set(low) != set(high):
+            r.error(m.line_node("targetThresholds"), m.at("targetThresholds"),
+                    f"must name the same resources as thresholds ({', '.join(sorted(low))}), got "
+                    f"{', '.join(sorted(high))}")
+        elif not deviation:
+            for name in sorted(low):
+                if low[name] > high[name]:
+                    r.error(m.line_node("targetThresholds"), m.at(f"targetThresholds.{name}"),
+                            f"{high[name]:g} is below thresholds.{name} ({low[name]:g})")
+    limits = r.section(m, "evictionLimits", ("node",))
+    return LowNodeUtilizationArgs(
+        thresholds=thresholds,
+        target_thresholds=targets,
+        use_deviation_thresholds=deviation,
+        number_of_nodes=r.integer(m, "numberOfNodes", 0),
+        evictable_namespaces_exclude=_evictable_namespaces(r, m),
+        eviction_limit_per_node=r.optional_integer(limits, "node", None),
+    )
+
+
+def _high_node_utilization_args(r: _Reader, strategy: _Map) -> HighNodeUtilizationArgs:
+    m = r.section(strategy, "args", _HNU_ARGS_KEYS, required=True)
+    d = HighNodeUtilizationArgs()
+    thresholds = _resource_percentages(r, m, "thresholds")
+    modes = r.strings(m, "evictionModes",
+                      lambda s: None if s in EVICTION_MODES else f"must be one of {', '.join(EVICTION_MODES)}")
+    return HighNodeUtilizationArgs(
+        thresholds=thresholds,
+        number_of_nodes=r.integer(m, "numberOfNodes", d.number_of_nodes),
+        evictable_namespaces_exclude=_evictable_namespaces(r, m),
+        only_thresholding_resources="OnlyThresholdingResources" in (modes or ()),
+        taint_drained_nodes=r.flag(m, "taintDrainedNodes", d.taint_drained_nodes),
+        max_consolidating_nodes=r.integer(m, "maxConsolidatingNodes", d.max_consolidating_nodes, minimum=1),
+        consolidation_timeout=r.duration(m, "consolidationTimeout", d.consolidation_timeout),
+    )
+
+
 # Every strategy the policy may name, with the function that reads its `args`. The planner's registry
 # (remediator.strategies.STRATEGIES) must name the same strategies; a unit test keeps the two in step.
 STRATEGY_ARGS: dict[str, Callable[[_Reader, _Map], object]] = {
     "RemovePodsViolatingNodeTaints": _remove_pods_violating_node_taints_args,
+    "LowNodeUtilization": _low_node_utilization_args,
+    "HighNodeUtilization": _high_node_utilization_args,
 }
 DEFAULT_STRATEGIES = (StrategyConfig("RemovePodsViolatingNodeTaints", RemovePodsViolatingNodeTaintsArgs()),)
 

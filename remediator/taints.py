@@ -20,6 +20,7 @@ AUTOSCALER_TAINTS = ("ToBeDeletedByClusterAutoscaler", "DeletionCandidateOfClust
 SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
 
 Identity = tuple[str, str]
+STRATEGY_PREFIX = "strategy:"
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,11 @@ def safety_hold(node: NodeRecord, safety: Safety) -> str | None:
     if node.annotations.get(SCALE_DOWN_DISABLED) == "true":
         return f"cluster-autoscaler is told to leave the node alone ({SCALE_DOWN_DISABLED}=true)"
     return None
+
+
+def strategy_owned(o: OwnedTaint) -> bool:
+    """A taint a strategy put there (not a rule): recorded with "strategy:<name>" as its rule."""
+    return bool(o.rules) and all(r.startswith(STRATEGY_PREFIX) for r in o.rules)
 
 
 def tainted_limit(safety: Safety, total_nodes: int) -> int:
@@ -167,6 +173,9 @@ def plan_taints(snapshot: Snapshot, policy: Policy, clear_since: dict[tuple[str,
 
         kept: list[OwnedTaint] = []
         for ident, o in sorted(owned.items()):
+            if strategy_owned(o):
+                kept.append(o)  # a strategy's taint (consolidation): that strategy decides when it goes
+                continue
             if ident in wants:
                 w = wants[ident]
                 if o.taint.value == w.taint.value:
@@ -238,7 +247,8 @@ def _admit(snapshot: Snapshot, policy: Policy, plan: TaintPlan, wants_by_node: d
     """Turn wanted taints into adds or holds: safety rails first, then the tainted-node circuit breaker."""
     limit = tainted_limit(policy.safety, len(snapshot.nodes))
     plan.tainted_limit = limit
-    tainted = {n for n, owned in plan.owned_after.items() if owned}
+    # The breaker counts nodes with a problem; a node being consolidated is not one (HNU has its own limit).
+    tainted = {n for n, owned in plan.owned_after.items() if any(not strategy_owned(o) for o in owned)}
     newcomers: list[tuple[dt.datetime | None, str]] = []
     for name, wants in wants_by_node.items():
         if not wants:

@@ -35,12 +35,18 @@ class SpreadIndex:
 
     def __init__(self, snapshot: Snapshot) -> None:
         self._snapshot, self._nodes = snapshot, snapshot.nodes
-        self._pods: list[PodRecord] | None = None  # collected when a pod with constraints is first checked
+        self._pods: dict[str, list[PodRecord]] | None = None  # by namespace, collected on the first check
         self._moved: dict[str, str] = {}  # pod uid -> destination
         self._counts: dict[tuple[str, int], dict[str, int]] = {}  # (mover uid, constraint index) -> domain counts
+        self._domains: dict[tuple[object, ...], dict[str, str]] = {}  # eligible node -> domain, per shape
 
     def add(self, pod: PodRecord, node: str) -> None:
         self._moved[pod.uid] = node
+        self._counts.clear()
+
+    def remove(self, pod: PodRecord) -> None:
+        """Undo `add` (a trial placement that was given up)."""
+        self._moved.pop(pod.uid, None)
         self._counts.clear()
 
     def _domain_counts(self, pod: PodRecord, i: int, c: SpreadConstraint) -> dict[str, int]:
@@ -48,14 +54,25 @@ class SpreadIndex:
         if memo is not None:
             return memo
         keys = {k.topology_key for k in pod.hard_spread}
-        domain_of = {name: n.labels[c.topology_key] for name, n in self._nodes.items() if _eligible(pod, n, keys, c)}
+        # Which nodes are eligible depends only on the constraint and the pod's node selection and tolerations,
+        # which the replicas of one workload share: computed once per such shape per cycle.
+        shape = (c.topology_key, c.honor_node_affinity, c.honor_node_taints, frozenset(keys),
+                 tuple(sorted(pod.node_selector.items())), pod.required_node_affinity, pod.tolerations)
+        domain_of = self._domains.get(shape)
+        if domain_of is None:
+            domain_of = {name: n.labels[c.topology_key] for name, n in self._nodes.items()
+                         if _eligible(pod, n, keys, c)}
+            self._domains[shape] = domain_of
         counts = dict.fromkeys(domain_of.values(), 0)
-        if self._pods is None:
-            self._pods = [p for pods in self._snapshot.pods_by_node.values() for p in pods
-                          if p.phase not in TERMINAL_PHASES and not p.terminating]
+        if self._pods is None:  # by namespace: a constraint only ever counts pods of its own
+            self._pods = {}
+            for pods in self._snapshot.pods_by_node.values():
+                for p in pods:
+                    if p.phase not in TERMINAL_PHASES and not p.terminating:
+                        self._pods.setdefault(p.namespace, []).append(p)
         if c.selector is not None:
-            for p in self._pods:
-                if p.uid == pod.uid or p.namespace != pod.namespace or not matches_labels(c.selector, p.labels):
+            for p in self._pods.get(pod.namespace, ()):
+                if p.uid == pod.uid or not matches_labels(c.selector, p.labels):
                     continue
                 value = domain_of.get(self._moved.get(p.uid, p.node_name))
                 if value is not None:

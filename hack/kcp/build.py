@@ -129,7 +129,8 @@ def version_matches(binary: Path, expect: str) -> bool:
     if not binary.exists():
         return False
     try:
-        out = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=30, check=False)
+        out = subprocess.run([str(binary), *VERSION_ARGS.get(binary.name, ["--version"])], capture_output=True,
+                             text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return False
     return expect in (out.stdout + out.stderr)
@@ -255,13 +256,62 @@ def build_kubectl(samplers: list[_TreeRssSampler]) -> None:
         _install(out, paths.kubectl_dir())
 
 
+def build_descheduler(samplers: list[_TreeRssSampler]) -> None:
+    """descheduler's go.mod has a replace directive (go install refuses it): build it in a wrapper module that
+    carries the same replaces, so the binary links exactly the dependencies upstream's release does."""
+    dv = versions.DESCHEDULER
+    env = go_env()
+    with tempfile.TemporaryDirectory(prefix="kcp-descheduler-") as work:
+        w = Path(work)
+        run(["go", "mod", "init", "local/descheduler-bin"], cwd=w, env=env)
+        upstream = _upstream_gomod("sigs.k8s.io/descheduler", f"v{dv}", w, env)
+        edits = [f"-require=sigs.k8s.io/descheduler@v{dv}"]
+        go_line = re.search(r"^go (\S+)$", upstream, re.M)
+        if go_line:
+            edits.append(f"-go={go_line.group(1)}")
+        for old, new in re.findall(r"^replace (\S+) => (\S+ \S+)$", upstream, re.M):
+            edits.append(f"-replace={old}={new.replace(' ', '@')}")
+        for block in re.findall(r"^replace \((.*?)^\)", upstream, re.M | re.S):
+            for old, new in re.findall(r"^\s*(\S+) => (\S+ \S+)$", block, re.M):
+                edits.append(f"-replace={old}={new.replace(' ', '@')}")
+        run(["go", "mod", "edit", *edits], cwd=w, env=env)
+        (w / "tools.go").write_text(
+            '//go:build tools\n\npackage tools\n\nimport _ "sigs.k8s.io/descheduler/cmd/descheduler"\n')
+        run(["go", "mod", "tidy"], cwd=w, env=env)
+        out = w / "out"
+        out.mkdir()
+        ldflags = f"-s -w -X sigs.k8s.io/descheduler/pkg/version.version=v{dv}"
+        run(["go", "build", "-p", "2", "-trimpath", "-ldflags", ldflags, "-o", str(out / "descheduler"),
+             "sigs.k8s.io/descheduler/cmd/descheduler"], cwd=w, env=env, sampler_out=samplers)
+        _install(out, paths.descheduler_dir())
+
+
+def build_helm(samplers: list[_TreeRssSampler]) -> None:
+    hv = versions.HELM
+    env = go_env()
+    with tempfile.TemporaryDirectory(prefix="kcp-helm-") as work:
+        w = Path(work)
+        out = w / "out"
+        out.mkdir()
+        env["GOBIN"] = str(out)
+        ldflags = f"-s -w -X helm.sh/helm/v4/internal/version.version=v{hv}"
+        run(["go", "install", "-trimpath", "-ldflags", ldflags, f"helm.sh/helm/v4/cmd/helm@v{hv}"],
+            cwd=w, env=env, sampler_out=samplers)
+        _install(out, paths.helm_dir())
+
+
 COMPONENTS: dict[str, tuple[Callable[[list[_TreeRssSampler]], None], list[str], str]] = {
     # name: (builder, binaries whose --version must match, expected version text)
     "kubernetes": (build_kubernetes, list(K8S_COMMANDS), f"v{versions.KUBERNETES}"),
     "etcd": (build_etcd, ["etcd"], versions.ETCD),
     "kwok": (build_kwok, ["kwok"], versions.KWOK),
     "kubectl": (build_kubectl, ["kubectl"], versions.KUBECTL),
+    "descheduler": (build_descheduler, ["descheduler"], versions.DESCHEDULER),
+    "helm": (build_helm, ["helm"], versions.HELM),
 }
+
+# Binaries that print their version with a subcommand rather than --version.
+VERSION_ARGS = {"descheduler": ["version"], "helm": ["version", "--short"]}
 
 
 def missing() -> list[str]:

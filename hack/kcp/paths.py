@@ -30,6 +30,14 @@ def kubectl_dir() -> Path:
     return cache_root() / "bin" / f"kubectl-v{versions.KUBECTL}"
 
 
+def descheduler_dir() -> Path:
+    return cache_root() / "bin" / f"descheduler-v{versions.DESCHEDULER}"
+
+
+def helm_dir() -> Path:
+    return cache_root() / "bin" / f"helm-v{versions.HELM}"
+
+
 def go_cache() -> Path:
     return cache_root() / "go-build"
 
@@ -43,6 +51,8 @@ def binary(name: str) -> Path:
         "etcd": etcd_dir(),
         "kwok": kwok_dir(),
         "kubectl": kubectl_dir() / "bin",
+        "descheduler": descheduler_dir(),
+        "helm": helm_dir(),
     }
     return where[name] / name
 

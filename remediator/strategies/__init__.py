@@ -1,38 +1,33 @@
 """The one explicit registry of strategies: name → (kind, plan function). No import-time registration.
 
-Every `plan` has the same shape: `plan(snapshot, args, *, evict_taints, planned_taints) -> list[PlannedEviction]`,
-so the planner can hand each one the taints nodemedic is placing this cycle. "deschedule" strategies run
-before "balance" ones, as descheduler runs its Deschedule extension point before Balance.
+"deschedule" strategies run before "balance" ones, as descheduler runs its Deschedule extension point before
+Balance. A deschedule strategy returns candidates: `plan(snapshot, args, *, evict_taints, planned_taints) ->
+list[PlannedEviction]`, and the planner puts each through the cycle's gate. A balance strategy decides pod by pod
+what to try next from what the gate let through: `plan(snapshot, args, cycle) -> None`, moving pods with
+`cycle.move`. Neither calls the API; both only add to the cycle's Plan.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-from remediator.model import PlannedEviction, Snapshot, Taint
-from remediator.strategies import remove_pods_violating_node_taints
+from remediator.strategies import high_node_utilization, low_node_utilization, remove_pods_violating_node_taints
 
 KINDS = ("deschedule", "balance")  # run order
-
-
-class PlanFunction(Protocol):
-    def __call__(self, snapshot: Snapshot, args: Any, /, *, evict_taints: Mapping[str, Sequence[Taint]],
-                 planned_taints: Mapping[str, Sequence[Taint]]) -> list[PlannedEviction]: ...
 
 
 @dataclass(frozen=True)
 class Strategy:
     name: str
     kind: str  # one of KINDS
-    plan: PlanFunction
+    plan: Callable[..., Any]
 
 
 STRATEGIES: dict[str, Strategy] = {
-    remove_pods_violating_node_taints.NAME: Strategy(remove_pods_violating_node_taints.NAME,
-                                                     remove_pods_violating_node_taints.KIND,
-                                                     remove_pods_violating_node_taints.plan),
+    m.NAME: Strategy(m.NAME, m.KIND, m.plan)
+    for m in (remove_pods_violating_node_taints, low_node_utilization, high_node_utilization)
 }
 
 

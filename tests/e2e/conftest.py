@@ -41,7 +41,8 @@ class LocalCluster:
 
 
 @contextlib.contextmanager
-def _started(name: str, node_count: int) -> Iterator[LocalCluster]:
+def _started(name: str, node_count: int, *,
+             scheduler_config: Callable[[Path], str] | None = None) -> Iterator[LocalCluster]:
     """A control plane of our own: fails (never skips) when it is not built or cannot start; afterwards stops it
     and fails if any process it started is still running."""
     missing = build.missing()
@@ -52,8 +53,14 @@ def _started(name: str, node_count: int) -> Iterator[LocalCluster]:
             pytrace=False,
         )
     owned = controlplane.Cluster.named(name)
+    config_path = None
+    if scheduler_config is not None:  # a KubeSchedulerConfiguration names the kubeconfig it connects with
+        # Beside the state directory, which `up` recreates empty.
+        config_path = owned.state_dir.with_name(owned.state_dir.name + "-scheduler-config.yaml")
+        config_path.parent.mkdir(parents=True, exist_ok=True)
+        config_path.write_text(scheduler_config(owned.kubeconfig))
     try:
-        owned.up(node_count, timeout=180)
+        owned.up(node_count, scheduler_config=config_path, timeout=180)
     except Exception as e:  # noqa: BLE001 - any start-up failure fails the tests with its message
         owned.down()
         pytest.fail(f"the local control plane failed to start: {e}", pytrace=False)
@@ -63,7 +70,18 @@ def _started(name: str, node_count: int) -> Iterator[LocalCluster]:
     finally:
         api.close()
         owned.down()  # raises when any process it started, or any naming its state dir, is still running
+        if config_path is not None:
+            config_path.unlink(missing_ok=True)
         assert not owned.running() and not owned.strays()
+
+
+@pytest.fixture
+def processes() -> Iterator[list]:
+    """Remediator (or other) processes a test started: stopped after it, whatever the outcome."""
+    started: list = []
+    yield started
+    for p in started:
+        p.stop()
 
 
 @pytest.fixture(scope="session")

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -138,6 +139,20 @@ def taint_keys(core: client.CoreV1Api, node: str) -> set[str]:
 def nodemedic_events(core: client.CoreV1Api, namespace: str, reason: str) -> list[client.CoreV1Event]:
     return [e for e in core.list_namespaced_event(namespace, field_selector=f"reason={reason}").items
             if e.reporting_component == "nodemedic-remediator"]
+
+
+def cordon(core: client.CoreV1Api, nodes: list[str], on: bool) -> None:
+    for n in nodes:
+        core.patch_node(n, {"spec": {"unschedulable": on}})
+
+
+def place_on_first(core: client.CoreV1Api, pool: list[str], create: Callable[[], object]) -> None:
+    """Create workloads while every pool node but the first is cordoned, so their pods all land on pool[0]."""
+    cordon(core, pool[1:], True)
+    try:
+        create()
+    finally:
+        cordon(core, pool[1:], False)
 
 
 def pool_affinity(nodes: list[str]) -> dict:

@@ -6,7 +6,7 @@ import json
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -19,6 +19,7 @@ from tests.e2e.remediator_harness import (
     REMEDIATOR,
     deployment,
     nodemedic_events,
+    place_on_first,
     pool_affinity,
     running_on,
     set_condition,
@@ -52,28 +53,6 @@ eviction: {{retryDeadline: 300s, initialBackoff: 200ms, maxBackoff: 1s}}
 safety: {safety}
 {extra}
 """
-
-
-def cordon(core: client.CoreV1Api, nodes: list[str], on: bool) -> None:
-    for n in nodes:
-        core.patch_node(n, {"spec": {"unschedulable": on}})
-
-
-def place_on_first(core: client.CoreV1Api, pool: list[str], create: Callable[[], None]) -> None:
-    """Create workloads while every pool node but the first is cordoned, so their pods all land on pool[0]."""
-    cordon(core, pool[1:], True)
-    try:
-        create()
-    finally:
-        cordon(core, pool[1:], False)
-
-
-@pytest.fixture
-def processes() -> Iterator[list]:
-    started: list = []
-    yield started
-    for p in started:
-        p.stop()
 
 
 def test_a_condition_taints_the_node_and_evicts_only_pods_that_may_and_can_move(

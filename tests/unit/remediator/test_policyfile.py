@@ -233,8 +233,8 @@ BAD_FILES = {
     "priority-threshold-value-and-name.yaml": ":5: evictor.priorityThreshold: value and name are mutually exclusive",
     "selector-bad-operator.yaml": ":8: evictor.labelSelector.matchExpressions[0].operator: must be one of",
     "included-and-excluded-taints.yaml": ":8: strategies[0].args.includedTaints: includedTaints and excludedTaints",
-    "unknown-strategy.yaml": ":6: strategies[1].name: unknown strategy 'LowNodeUtilization'; known: "
-                             "RemovePodsViolatingNodeTaints",
+    "unknown-strategy.yaml": ":6: strategies[1].name: unknown strategy 'RemoveDuplicates'; known: "
+                             "HighNodeUtilization, LowNodeUtilization, RemovePodsViolatingNodeTaints",
     "duplicate-strategy.yaml": ":6: strategies[1].name: duplicate strategy",
     "negative-limit.yaml": ":6: limits.maxNoOfPodsToEvictTotal: must be at least 0, got -1",
     "max-backoff-below-initial.yaml": ":6: eviction.maxBackoff: maxBackoff (5s) must not be below",

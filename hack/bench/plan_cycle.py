@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""Benchmark: one remediator planning cycle over a synthetic in-memory cluster (no API server, no kwok).
+
+Builds 5,000 nodes and 150,000 pods with a realistic mix (three zones; GPU nodes with a taint; infra nodes with
+a dedicated taint; a few nodes with a kernel deadlock that nodemedic tainted, some cordoned, some NotReady;
+three DaemonSet pods per node; Deployments of 1-60 replicas with varied requests, priorities, QoS classes,
+local storage, zone topology spread constraints and PDBs; node fill from idle to hot), then times
+`plan_cycle` with RemovePodsViolatingNodeTaints, LowNodeUtilization and HighNodeUtilization.
+Prints the median wall time of a few cycles, the plan's size and the peak RSS (targets: ≤ 1 s, ≤ 1 GiB).
+The snapshot is built once and not timed: keeping it is the watch caches' job, not the planner's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import itertools
+import random
+import resource
+import statistics
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from remediator.model import (
+    Condition,
+    Effect,
+    LabelSelector,
+    NodeRecord,
+    OwnerRef,
+    PdbRecord,
+    PodRecord,
+    Snapshot,
+    SpreadConstraint,
+    Taint,
+    Toleration,
+)
+from remediator.planner import PlannerMemory, plan_cycle
+from remediator.policyfile import parse_policy
+from remediator.taints import OwnedTaint, render_owned
+
+NOW = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)
+GI, MI = 2**30, 2**20
+ZONES = ("zone-a", "zone-b", "zone-c")
+DEADLOCK = Taint("nodemedic.io/kernel-deadlock", "true", Effect.NO_SCHEDULE)
+GPU = Taint("nvidia.com/gpu", "present", Effect.NO_SCHEDULE)
+INFRA = Taint("dedicated", "infra", Effect.NO_SCHEDULE)
+DAEMONSETS = (("kube-proxy", 100, 128 * MI), ("node-exporter", 50, 64 * MI), ("log-agent", 200, 256 * MI))
+
+POLICY = """apiVersion: nodemedic.io/v1alpha1
+kind: RemediationPolicy
+rules:
+- name: kernel-deadlock
+  condition: {type: KernelDeadlock, status: "True", for: 30s}
+  taint: {key: nodemedic.io/kernel-deadlock, value: "true", effect: NoSchedule}
+strategies:
+- name: RemovePodsViolatingNodeTaints
+- name: LowNodeUtilization
+  args:
+    thresholds: {cpu: 20, memory: 20, pods: 20}
+    targetThresholds: {cpu: 60, memory: 60, pods: 60}
+    evictableNamespaces: {exclude: [kube-system]}
+- name: HighNodeUtilization
+  args:
+    thresholds: {cpu: 8, memory: 8}
+    taintDrainedNodes: true
+limits:
+  maxNoOfPodsToEvictPerNode: 10
+  maxNoOfPodsToEvictTotal: %(total)s
+safety: {maxTaintedNodes: 100, maxTaintedNodesPercent: 5}
+"""
+
+
+def build(n_nodes: int, n_pods: int, seed: int) -> Snapshot:
+    rng = random.Random(seed)
+    nodes: dict[str, NodeRecord] = {}
+    fill: dict[str, float] = {}
+    ready = (Condition("Ready", "True", NOW - dt.timedelta(days=3)),)
+    sick = (*ready, Condition("KernelDeadlock", "True", NOW - dt.timedelta(minutes=5)))
+    owned = {"nodemedic.io/owned-taints": render_owned([OwnedTaint(DEADLOCK, ("kernel-deadlock",), "bench", NOW)])}
+    for i in range(n_nodes):
+        name = f"node-{i:05d}"
+        kind = rng.random()
+        labels = {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": ZONES[i % 3],
+                  "node.kubernetes.io/instance-type": "m5.4xlarge"}
+        allocatable = {"cpu": 15_890, "memory": 60 * GI, "pods": 110, "ephemeral-storage": 100 * GI}
+        taints: tuple[Taint, ...] = ()
+        conditions, annotations, unschedulable = ready, {}, False
+        if kind < 0.02:
+            taints, allocatable["nvidia.com/gpu"] = (GPU,), 8
+            labels["accelerator"] = "nvidia"
+        elif kind < 0.05:
+            taints, labels["dedicated"] = (INFRA,), "infra"
+        elif kind < 0.053:
+            taints, conditions, annotations = (DEADLOCK,), sick, owned  # nodemedic tainted it already
+        elif kind < 0.063:
+            unschedulable = True
+            taints = (Taint("node.kubernetes.io/unschedulable", "", Effect.NO_SCHEDULE),)
+        elif kind < 0.068:
+            conditions = (Condition("Ready", "False", NOW - dt.timedelta(minutes=2)),)
+        nodes[name] = NodeRecord(name=name, labels=labels, annotations=annotations, taints=taints,
+                                 unschedulable=unschedulable, conditions=conditions, allocatable=allocatable,
+                                 created=NOW - dt.timedelta(days=30))
+        u = rng.random()  # how full the scheduler left it: some idle, most in the middle, some hot
+        fill[name] = rng.uniform(0.0, 0.07) if u < 0.10 else rng.uniform(0.1, 0.2) if u < 0.25 else \
+            rng.uniform(0.3, 0.6) if u < 0.85 else rng.uniform(0.65, 0.95)
+
+    by_node: dict[str, list[PodRecord]] = {name: [] for name in nodes}
+    by_owner: dict[str, list[PodRecord]] = {}
+
+    def add(p: PodRecord) -> None:
+        by_node[p.node_name].append(p)
+        for o in p.owners:
+            by_owner.setdefault(o.uid, []).append(p)
+
+    # DaemonSet pods: every node, every DaemonSet.
+    for ds, cpu, mem in DAEMONSETS:
+        owner = OwnerRef("DaemonSet", ds, f"uid-ds-{ds}", controller=True)
+        for name in nodes:
+            add(PodRecord(namespace="kube-system", name=f"{ds}-{name}", uid=f"uid-{ds}-{name}", node_name=name,
+                          phase="Running", labels={"app": ds}, owners=(owner,), priority=2_000_001_000,
+                          priority_class="system-node-critical", tolerations=(Toleration(operator="Exists"),),
+                          requests={"cpu": cpu, "memory": mem}, qos="Burstable", start_time=NOW - dt.timedelta(days=3)))
+
+    # Application pods: each Deployment lives in one pool (general, infra, GPU); its pods are dealt to the pool's
+    # nodes in proportion to how full each node should end up, with requests sized to get it there.
+    pools: dict[str, list[str]] = {"general": [], "infra": [], "gpu": []}
+    for name, node in nodes.items():
+        pools["gpu" if GPU in node.taints else "infra" if INFRA in node.taints else "general"].append(name)
+    cumulative = {pool: list(itertools.accumulate(fill[n] + 0.01 for n in members)) for pool, members in pools.items()}
+    app_pods = n_pods - len(DAEMONSETS) * len(nodes)
+    expected = {n: app_pods * (fill[n] + 0.01) / sum(fill[m] + 0.01 for m in nodes) for n in nodes}
+    pdbs: list[PdbRecord] = []
+    made, d = 0, 0
+    while made < app_pods:
+        d += 1
+        namespace, app = f"team-{d % 200:03d}", f"app-{d:05d}"
+        replicas = min(app_pods - made, rng.choice((1, 2, 3, 3, 5, 8, 12, 20, 60)))
+        made += replicas
+        pool = rng.choices(("general", "infra", "gpu"), weights=(0.95, 0.03, 0.02))[0]
+        rs = OwnerRef("ReplicaSet", f"{app}-7d9f8", f"uid-rs-{d}", controller=True)
+        priority = rng.choice((None, None, 0, 0, 100, 1000, 100_000))
+        tolerations = {"general": (), "infra": (Toleration(key=INFRA.key, value=INFRA.value, effect="NoSchedule"),),
+                       "gpu": (Toleration(key=GPU.key, operator="Exists"),)}[pool]
+        selector = {"dedicated": "infra"} if pool == "infra" else {}
+        spread: tuple[SpreadConstraint, ...] = ()
+        if rng.random() < 0.1:  # hard (DoNotSchedule) zone spread; ScheduleAnyway ones never block node fit
+            spread = (SpreadConstraint(1, "topology.kubernetes.io/zone", LabelSelector(match_labels=(("app", app),))),)
+        if rng.random() < 0.2:
+            pdbs.append(PdbRecord(namespace, f"{app}-pdb", LabelSelector(match_labels=(("app", app),)),
+                                  disruptions_allowed=rng.choice((0, 1, 1, 2))))
+        local_storage = rng.random() < 0.15
+        qos = rng.choice(("Burstable", "Burstable", "Guaranteed", "BestEffort"))
+        for r, name in enumerate(rng.choices(pools[pool], cum_weights=cumulative[pool], k=replicas)):
+            cpu = max(10, int(fill[name] * 15_890 / max(1.0, expected[name]) * rng.uniform(0.6, 1.4)))
+            requests = {} if qos == "BestEffort" else {"cpu": cpu, "memory": int(cpu * rng.uniform(2, 6) * MI)}
+            if pool == "gpu":
+                requests["nvidia.com/gpu"] = 1
+            add(PodRecord(namespace=namespace, name=f"{app}-7d9f8-{r:03d}", uid=f"uid-{d}-{r}", node_name=name,
+                          phase="Running", labels={"app": app, "pod-template-hash": "7d9f8"}, owners=(rs,),
+                          priority=priority, tolerations=tolerations, node_selector=selector,
+                          hard_spread=spread, requests=requests, qos=qos, has_local_storage=local_storage,
+                          start_time=NOW - dt.timedelta(hours=r + 1), created=NOW - dt.timedelta(hours=r + 1)))
+    return Snapshot(now=NOW, nodes=nodes, pods_by_node=by_node, pods_by_owner=by_owner, pdbs=pdbs)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--nodes", type=int, default=5000)
+    ap.add_argument("--pods", type=int, default=150_000)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--total-limit", default="500", help="maxNoOfPodsToEvictTotal ('null' for none)")
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    snapshot = build(args.nodes, args.pods, args.seed)
+    pods = sum(len(p) for p in snapshot.pods_by_node.values())
+    print(f"cluster: {len(snapshot.nodes)} nodes, {pods} pods, {len(snapshot.pdbs)} PDBs "
+          f"(built in {time.perf_counter() - t0:.1f} s, not timed)")
+    policy = parse_policy(POLICY % {"total": args.total_limit}, source="bench-policy.yaml")
+    times = []
+    plan = None
+    for _ in range(args.runs):
+        t = time.perf_counter()
+        plan = plan_cycle(snapshot, policy, PlannerMemory())
+        times.append(time.perf_counter() - t)
+    assert plan is not None
+    by_strategy = Counter(e.strategy for e in plan.evictions)
+    print("plan: " + ", ".join(f"{n} evictions by {s}" for s, n in sorted(by_strategy.items())) +
+          f"; {len(plan.protected)} protected, {len(plan.deferred)} deferred, {len(plan.taints_add)} taints added, "
+          f"{len(plan.held)} held")
+    print(f"planning cycle: median {statistics.median(times):.3f} s over {args.runs} runs "
+          f"(min {min(times):.3f}, max {max(times):.3f}); target <= 1 s")
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    print(f"peak RSS: {rss / 1024:.0f} MiB; target <= 1024 MiB")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
