@@ -20,6 +20,7 @@ from remediator import taints as owned_taints
 from remediator.alerts import Alerts
 from remediator.cluster import ClusterCache
 from remediator.evictor import EvictionResult, Outcome, evict
+from remediator.heap import HeapFreezer
 from remediator.kube import ApiError, Kube
 from remediator.leader import LeaderElector
 from remediator.metrics import Metrics
@@ -83,6 +84,7 @@ class Controller:
         self.lease_namespace = lease_namespace
         self.resync = resync
         self.memory = PlannerMemory()
+        self.heap = HeapFreezer()
         self.plan = Plan()
         self.in_flight: dict[str, asyncio.Task[EvictionResult]] = {}  # pod uid -> eviction task
         self.recently_evicted: dict[str, float] = {}  # pod uid -> monotonic time
@@ -101,6 +103,7 @@ class Controller:
         await self.cache.wait_synced()
         self.log.info("caches synced", extra={"nodes": len(self.cache.nodes), "pods": len(self.cache.pods)})
         while True:
+            self.heap.maybe_freeze()
             await self._wait_for_work()
             try:
                 await self.cycle()

@@ -25,6 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from remediator.heap import HeapFreezer
 from remediator.model import (
     Condition,
     Effect,
@@ -180,6 +181,7 @@ def main() -> int:
     pods = sum(len(p) for p in snapshot.pods_by_node.values())
     print(f"cluster: {len(snapshot.nodes)} nodes, {pods} pods, {len(snapshot.pdbs)} PDBs "
           f"(built in {time.perf_counter() - t0:.1f} s, not timed)")
+    HeapFreezer().maybe_freeze()  # as the remediator does once its caches are synced (remediator/heap.py)
     policy = parse_policy(POLICY % {"total": args.total_limit}, source="bench-policy.yaml")
     times = []
     plan = None

@@ -1,0 +1,31 @@
+"""Keep the garbage collector off the watch caches.
+
+A remediator for a big cluster holds hundreds of thousands of long-lived records (one per pod and node).
+CPython's cyclic GC walks every tracked object on each full collection, and a planning cycle allocates enough
+to trigger them: on 150,000 pods that is about 0.3 s of every cycle spent re-scanning records that never form
+cycles. `gc.freeze()` moves everything alive into a permanent generation the collector skips (reference
+counting still frees those objects as usual). Called once the caches are synced, and again every
+FREEZE_INTERVAL so records that arrived since join them.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+
+FREEZE_INTERVAL = 600.0  # seconds
+
+
+class HeapFreezer:
+    def __init__(self) -> None:
+        self.last = float("-inf")
+
+    def maybe_freeze(self) -> bool:
+        """Collect, then freeze the survivors, at most once per FREEZE_INTERVAL; True when it did."""
+        now = time.monotonic()
+        if now - self.last < FREEZE_INTERVAL:
+            return False
+        gc.collect()
+        gc.freeze()
+        self.last = now
+        return True
