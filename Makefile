@@ -40,3 +40,8 @@ bench-remediator: build
 
 bench-agent: build
 	$(BIN)/python hack/bench/agent.py --samples 50
+
+# Re-render deploy/manifests/ (and the chart's copies of the shipped configs) from deploy/helm/nodemedic.
+.PHONY: manifests
+manifests: build
+	$(BIN)/python hack/manifests.py

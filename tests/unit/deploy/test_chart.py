@@ -1,0 +1,204 @@
+"""The Helm chart: `helm lint`, deploy/manifests/ rendered from it and current, its configs valid, its alerts on
+metrics the programs really export. Helm is the pinned one in the cache: missing, these tests FAIL (never skip)."""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from agent import cli as agent_cli
+from remediator import cli as remediator_cli
+from remediator.evictor import Outcome
+from remediator.policyfile import validate_main
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "hack"))
+
+import manifests  # noqa: E402 - hack/manifests.py, the renderer `make manifests` runs
+
+# Labels a Prometheus target or the ServiceMonitor's relabelling adds to every series.
+TARGET_LABELS = {"job", "instance", "namespace", "pod", "service", "endpoint", "container", "node"}
+
+
+@pytest.fixture(scope="module")
+def helm() -> Path:
+    try:
+        return manifests.helm()
+    except manifests.HelmMissing as e:
+        pytest.fail(f"{e}; the chart tests need it and never skip", pytrace=False)
+
+
+def docs(path: Path) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def test_helm_lint_passes_with_the_default_values_and_with_monitoring_on(helm: Path) -> None:
+    out = manifests.lint()
+    assert out.count("1 chart(s) linted, 0 chart(s) failed") == 2, out
+
+
+def test_deploy_manifests_are_what_the_chart_renders(helm: Path) -> None:
+    diffs = manifests.stale(manifests.expected())
+    assert not diffs, "deploy/manifests/ is stale: run `make manifests`\n" + "\n".join(diffs)
+
+
+def test_the_rendered_objects_are_the_expected_set() -> None:
+    kinds = sorted((d["kind"], d["metadata"]["name"], d["metadata"].get("namespace", ""))
+                   for d in docs(manifests.MANIFESTS / "nodemedic.yaml"))
+    assert kinds == sorted([
+        ("Namespace", "nodemedic", ""),
+        ("ServiceAccount", "nodemedic-agent", "nodemedic"),
+        ("ServiceAccount", "nodemedic-remediator", "nodemedic"),
+        ("ConfigMap", "nodemedic-agent", "nodemedic"),
+        ("ConfigMap", "nodemedic-remediator", "nodemedic"),
+        ("ClusterRole", "nodemedic-agent", ""),
+        ("ClusterRole", "nodemedic-remediator", ""),
+        ("ClusterRoleBinding", "nodemedic-agent", ""),
+        ("ClusterRoleBinding", "nodemedic-remediator", ""),
+        ("Role", "nodemedic-agent-events", "default"),
+        ("RoleBinding", "nodemedic-agent-events", "default"),
+        ("Role", "nodemedic-remediator-leader-election", "nodemedic"),
+        ("RoleBinding", "nodemedic-remediator-leader-election", "nodemedic"),
+        ("Service", "nodemedic-agent", "nodemedic"),
+        ("Service", "nodemedic-remediator", "nodemedic"),
+        ("DaemonSet", "nodemedic-agent", "nodemedic"),
+        ("Deployment", "nodemedic-remediator", "nodemedic"),
+        ("PodDisruptionBudget", "nodemedic-remediator", "nodemedic"),
+        ("ValidatingAdmissionPolicy", "nodemedic-agent-own-node", ""),
+        ("ValidatingAdmissionPolicyBinding", "nodemedic-agent-own-node", ""),
+    ])
+    monitoring = sorted((d["kind"], d["metadata"]["name"]) for d in docs(manifests.MANIFESTS / "monitoring.yaml"))
+    assert monitoring == [("PrometheusRule", "nodemedic"), ("ServiceMonitor", "nodemedic-agent"),
+                          ("ServiceMonitor", "nodemedic-remediator")]
+
+
+def _configmap(name: str) -> dict[str, str]:
+    return next(d["data"] for d in docs(manifests.MANIFESTS / "nodemedic.yaml")
+                if d["kind"] == "ConfigMap" and d["metadata"]["name"] == name)
+
+
+def test_the_configmaps_carry_the_shipped_defaults_and_they_validate(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    agent_yaml = _configmap("nodemedic-agent")["agent.yaml"]
+    policy_yaml = _configmap("nodemedic-remediator")["policy.yaml"]
+    assert agent_yaml == (ROOT / "deploy" / "agent" / "default.yaml").read_text()
+    assert policy_yaml == (ROOT / "deploy" / "policy" / "default.yaml").read_text()
+    (tmp_path / "agent.yaml").write_text(agent_yaml)
+    (tmp_path / "policy.yaml").write_text(policy_yaml)
+    assert agent_cli.main(["validate", "--config", str(tmp_path / "agent.yaml")]) == 0, capsys.readouterr().err
+    assert validate_main(str(tmp_path / "policy.yaml")) == 0, capsys.readouterr().err
+
+
+def test_the_containers_run_the_console_scripts_with_arguments_the_programs_accept(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    objs = {d["kind"]: d for d in docs(manifests.MANIFESTS / "nodemedic.yaml")}
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert 'nodemedic-agent = "agent.cli:main"' in pyproject
+    assert 'nodemedic-remediator = "remediator.cli:main"' in pyproject
+    agent = objs["DaemonSet"]["spec"]["template"]["spec"]
+    remediator = objs["Deployment"]["spec"]["template"]["spec"]
+    (a,), (r,) = agent["containers"], remediator["containers"]
+    assert a["command"] == ["nodemedic-agent"] and r["command"] == ["nodemedic-remediator"]
+
+    # The programs' own parsers read the arguments (an unknown flag exits 2); `run` itself is replaced.
+    seen: dict[str, Any] = {}
+
+    async def record(name: str, args: Any) -> int:
+        seen[name] = args
+        return 0
+
+    monkeypatch.setattr(agent_cli.logs, "setup", lambda *_: None)
+    monkeypatch.setattr(agent_cli, "_run", lambda args, _log: record("agent", args))
+    monkeypatch.setattr(remediator_cli, "_run", lambda args: record("remediator", args))
+    assert agent_cli.main([x.replace("$(NODE_NAME)", "node-a") for x in a["args"]]) == 0
+    assert remediator_cli.main([x.replace("$(POD_NAME)", "pod-1") for x in r["args"]]) == 0
+
+    args = seen["agent"]
+    assert (args.node_name, args.host_root, args.state_dir) == ("node-a", "/host", "/var/lib/nodemedic")
+    assert args.config == "/etc/nodemedic/agent/agent.yaml"
+    assert args.listen == f":{a['ports'][0]['containerPort']}"
+    mounts = {m["mountPath"]: m for m in a["volumeMounts"]}
+    assert mounts["/host"]["readOnly"] is True and mounts["/etc/nodemedic/agent"]["readOnly"] is True
+    assert "readOnly" not in mounts["/var/lib/nodemedic"]  # the one host path it writes
+    assert a["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert a["resources"] == {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}}
+    assert agent["tolerations"] == [{"operator": "Exists"}] and agent["hostNetwork"] is True
+    assert agent["priorityClassName"] == "system-node-critical"
+
+    args = seen["remediator"]
+    assert args.policy == "/etc/nodemedic/policy/policy.yaml"
+    assert (args.lease_namespace, args.identity, args.dry_run) == ("nodemedic", "pod-1", False)
+    assert objs["Deployment"]["spec"]["replicas"] == 2
+    assert r["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert r["securityContext"]["readOnlyRootFilesystem"] is True
+    assert r["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert remediator["securityContext"]["runAsNonRoot"] is True
+
+
+# --- alerts ------------------------------------------------------------------------------------------
+def exported_metrics() -> dict[str, set[str]]:
+    """Every `nodemedic_*` series name agent/ and remediator/ register, with its label names (from the source)."""
+    out: dict[str, set[str]] = {}
+    for path in [*(ROOT / "agent").rglob("*.py"), *(ROOT / "remediator").rglob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id in {"Counter", "Gauge", "Histogram", "Summary"} and node.args
+                    and isinstance(node.args[0], ast.Constant) and str(node.args[0].value).startswith("nodemedic_")):
+                continue
+            name = str(node.args[0].value)
+            label_node = node.args[2] if len(node.args) > 2 else next(
+                (k.value for k in node.keywords if k.arg == "labelnames"), None)
+            labels = {str(e.value) for e in getattr(label_node, "elts", []) if isinstance(e, ast.Constant)}
+            if node.func.id == "Counter":
+                names = [name if name.endswith("_total") else f"{name}_total"]
+            elif node.func.id in {"Histogram", "Summary"}:
+                names = [name, f"{name}_bucket", f"{name}_sum", f"{name}_count"]
+            else:
+                names = [name]
+            for n in names:
+                out[n] = labels | ({"le"} if n.endswith("_bucket") else set())
+    return out
+
+
+def rules() -> list[dict[str, Any]]:
+    rule = next(d for d in docs(manifests.MANIFESTS / "monitoring.yaml") if d["kind"] == "PrometheusRule")
+    return [r for g in rule["spec"]["groups"] for r in g["rules"]]
+
+
+def test_the_alerts_cover_the_issue_and_use_only_metrics_and_labels_the_programs_export() -> None:
+    alerts = {r["alert"]: r for r in rules()}
+    assert {"NodemedicCircuitBreakerOpen", "NodemedicRemediationStuck", "NodemedicEvictionsFailing",
+            "NodemedicAgentNotReporting", "NodemedicConditionOnManyNodes"} <= set(alerts)
+    exported = exported_metrics()
+    assert "nodemedic_circuit_breaker_open" in exported and "nodemedic_agent_condition_status" in exported
+    used = 0
+    for name, rule in alerts.items():
+        expr = rule["expr"]
+        assert expr.count("(") == expr.count(")"), f"{name}: unbalanced parentheses"
+        for metric, selector in re.findall(r"\b(nodemedic_\w+)(?:\{([^}]*)\})?", expr):
+            used += 1
+            assert metric in exported, f"{name}: {metric} is not a metric agent/ or remediator/ export"
+            for key, _, value in re.findall(r'(\w+)\s*(=~|!=|!~|=)\s*"([^"]*)"', selector):
+                assert key in exported[metric] | TARGET_LABELS, f"{name}: {metric} has no label {key}"
+                if key == "outcome":
+                    assert set(value.split("|")) <= {str(o) for o in Outcome}, f"{name}: outcome {value}"
+            for key in re.findall(r"(\w+)\s*(?:=~|!=|!~|=)", selector):
+                assert key in exported[metric] | TARGET_LABELS, f"{name}: {metric} has no label {key}"
+        for by in re.findall(r"by \(([^)]*)\)", expr):
+            for key in (k.strip() for k in by.split(",")):
+                assert key in TARGET_LABELS | {lbl for ls in exported.values() for lbl in ls}, f"{name}: by {key}"
+    assert used >= 8
+
+
+def test_the_remediation_stuck_alert_watches_the_condition_types_of_the_policy_rules() -> None:
+    policy = yaml.safe_load((ROOT / "deploy" / "policy" / "default.yaml").read_text())
+    types = {r["condition"]["type"] for r in policy["rules"]}
+    expr = next(r["expr"] for r in rules() if r["alert"] == "NodemedicRemediationStuck")
+    (alternatives,) = re.findall(r'type=~"([^"]*)"', expr)
+    assert set(alternatives.split("|")) == types
