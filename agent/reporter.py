@@ -20,7 +20,7 @@ import logging
 import secrets
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry, Counter
@@ -37,6 +37,9 @@ class _Sent:
     name: str
     count: int
     first: float  # monotonic
+    # Set once the POST that creates the Event returned: an identical event arriving meanwhile (two lines of one
+    # observation are sent concurrently) waits for it and then aggregates instead of creating a duplicate.
+    created: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class TokenBucket:
@@ -155,7 +158,12 @@ class Reporter:
             self.suppressed.labels(report.reason).inc()
             return
         prior = self.sent.get(key)
+        if prior is not None and not prior.created.is_set():
+            await prior.created.wait()
+            if self.sent.get(key) is not prior:
+                prior = None  # its POST failed: this one creates the Event
         stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        entry: _Sent | None = None
         try:
             if prior is not None and now - prior.first < self.aggregate_window:
                 prior.count += 1
@@ -165,6 +173,7 @@ class Reporter:
                 self.events.labels(report.reason, "aggregated").inc()
                 return
             name = f"{self.node}.{secrets.token_hex(8)}"
+            entry = self.sent[key] = _Sent(name, 1, now)
             await self.kube.request("POST", "/api/v1/namespaces/default/events", {
                 "apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": "default"},
                 "involvedObject": {"kind": "Node", "apiVersion": "v1", "name": self.node, "uid": self.node},
@@ -173,10 +182,14 @@ class Reporter:
                 "reportingComponent": COMPONENT, "reportingInstance": self.node,
                 "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
             })
-            self.sent[key] = _Sent(name, 1, now)
             self.events.labels(report.reason, "created").inc()
         except ApiError as e:
+            if entry is not None and self.sent.get(key) is entry:
+                del self.sent[key]  # nothing was created to aggregate into
             self.suppressed.labels(report.reason).inc()
             self.log.warning("event not sent", extra={"reason": report.reason, "error": str(e)})
+        finally:
+            if entry is not None:
+                entry.created.set()
         for k in [k for k, s in self.sent.items() if now - s.first >= self.aggregate_window]:
             del self.sent[k]

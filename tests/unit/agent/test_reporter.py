@@ -93,3 +93,44 @@ def test_the_token_bucket_refills_with_time() -> None:
     assert b.take() and not b.take()
     t[0] = 1.0
     assert b.take()
+
+
+class SlowKube(FakeKube):
+    """Answers after a few loop turns, as a real API server does: concurrent requests overlap."""
+
+    async def request(self, method: str, path: str, body: Any = None, **kw: Any) -> Any:
+        self.calls.append((method, path, body))
+        for _ in range(3):
+            await asyncio.sleep(0)
+        if self.fail:
+            self.fail -= 1
+            raise ApiError(0, path, "connection refused")
+        return {}
+
+
+def test_identical_events_sent_concurrently_make_one_event_with_a_count(tmp_path: Path) -> None:
+    kube = SlowKube()
+    r, _ = reporter(tmp_path, kube)
+    r.bucket = TokenBucket(10, 0.0)
+    e = EventReport("TaskHung", "task a blocked for more than 120 seconds")
+
+    async def main() -> None:
+        await asyncio.gather(*(r.event(e, source="kernel-monitor") for _ in range(3)))
+
+    asyncio.run(main())
+    assert [m for m, _, _ in kube.calls] == ["POST", "PATCH", "PATCH"]
+    assert [b["count"] for m, _, b in kube.calls if m == "PATCH"] == [2, 3]
+
+
+def test_when_the_creating_post_fails_the_next_identical_event_creates_it(tmp_path: Path) -> None:
+    kube = SlowKube(fail=1)
+    r, _ = reporter(tmp_path, kube)
+    r.bucket = TokenBucket(10, 0.0)
+    e = EventReport("TaskHung", "task a blocked for more than 120 seconds")
+
+    async def main() -> None:
+        await asyncio.gather(r.event(e, source="kernel-monitor"), r.event(e, source="kernel-monitor"))
+
+    asyncio.run(main())
+    assert [m for m, _, _ in kube.calls] == ["POST", "POST"]
+    assert kube.calls[1][2]["count"] == 1 and r.suppressed.labels("TaskHung")._value.get() == 1
