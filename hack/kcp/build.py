@@ -280,7 +280,11 @@ def build_descheduler(samplers: list[_TreeRssSampler]) -> None:
         run(["go", "mod", "tidy"], cwd=w, env=env)
         out = w / "out"
         out.mkdir()
-        ldflags = f"-s -w -X sigs.k8s.io/descheduler/pkg/version.version=v{dv}"
+        # descheduler parses its version only in its release format, v<YYYYMMDD>-v<semver> (pkg/version), and skips
+        # its Kubernetes version-skew check when it cannot: stamp it the way upstream's release build does.
+        info = json.loads(run(["go", "mod", "download", "-json", f"sigs.k8s.io/descheduler@v{dv}"], cwd=w, env=env))
+        stamp = str(info.get("Time", ""))[:10].replace("-", "") or "00000000"
+        ldflags = f"-s -w -X sigs.k8s.io/descheduler/pkg/version.version=v{stamp}-v{dv}"
         run(["go", "build", "-p", "2", "-trimpath", "-ldflags", ldflags, "-o", str(out / "descheduler"),
              "sigs.k8s.io/descheduler/cmd/descheduler"], cwd=w, env=env, sampler_out=samplers)
         _install(out, paths.descheduler_dir())

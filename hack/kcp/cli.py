@@ -37,11 +37,11 @@ def cmd_up(args: argparse.Namespace) -> int:
         return 2
     c = _cluster(args)
     t0 = time.monotonic()
-    c.up(args.nodes, scheduler_config=args.scheduler_config, timeout=args.timeout)
+    c.up(args.nodes, scheduler_config=args.scheduler_config, timeout=args.timeout, audit=args.audit)
     took = time.monotonic() - t0
     print(json.dumps({"kubeconfig": str(c.kubeconfig), "server": c.server, "nodes": args.nodes,
                       "seconds": round(took, 2), "steps": c.timings,
-                      "logs": str(c.log_dir)}, indent=1))
+                      "logs": str(c.log_dir), **({"audit_log": str(c.audit_log)} if c.audit else {})}, indent=1))
     return 0
 
 
@@ -96,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--nodes", type=int, default=3)
             p.add_argument("--scheduler-config", type=Path)
             p.add_argument("--timeout", type=float, default=180.0)
+            p.add_argument("--audit", action="store_true",
+                           help="API server audit log of every request (level Metadata) in <state dir>/logs/audit.log")
         if name == "down":
             p.add_argument("--keep-state", action="store_true", help="keep logs and data for inspection")
     sub.add_parser("versions", help="print the pinned versions").set_defaults(fn=cmd_versions)

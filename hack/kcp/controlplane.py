@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kcp import audit as kube_audit
 from kcp import nodes as kwok_nodes
 from kcp import paths, pki, procs
 from kcp.api import Api
@@ -72,6 +73,7 @@ class Cluster:
     ports: dict[str, int] = field(default_factory=dict)
     processes: list[procs.ProcessRecord] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    audit: bool = False  # the API server writes an audit log (every request, level Metadata) to `audit_log`
 
     @classmethod
     def named(cls, name: str) -> Cluster:
@@ -95,6 +97,10 @@ class Cluster:
         return self.state_dir / "state.json"
 
     @property
+    def audit_log(self) -> Path:
+        return self.log_dir / "audit.log"
+
+    @property
     def server(self) -> str:
         return f"https://127.0.0.1:{self.ports['apiserver']}"
 
@@ -108,11 +114,12 @@ class Cluster:
         data = json.loads(self.state_file.read_text())
         self.ports = data["ports"]
         self.processes = [procs.ProcessRecord(**p) for p in data["processes"]]
+        self.audit = bool(data.get("audit", False))
         return True
 
     def _save(self) -> None:
         data = {"ports": self.ports, "processes": [p.to_json() for p in self.processes],
-                "kubeconfig": str(self.kubeconfig)}
+                "kubeconfig": str(self.kubeconfig), "audit": self.audit}
         tmp = self.state_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, indent=1))
         tmp.rename(self.state_file)
@@ -121,7 +128,10 @@ class Cluster:
         return [p for p in self.processes if procs.is_ours_and_alive(p)]
 
     # --- up ----------------------------------------------------------------------------------------
-    def up(self, node_count: int, *, scheduler_config: Path | None = None, timeout: float = 120.0) -> None:
+    def up(self, node_count: int, *, scheduler_config: Path | None = None, timeout: float = 120.0,
+           audit: bool = False) -> None:
+        """Start everything and `node_count` Ready kwok nodes. `audit`: the API server logs every request
+        (level Metadata) to `audit_log`, for counting a client's requests (off by default: it costs I/O)."""
         missing = [c for c in COMPONENTS if not paths.binary(c).exists()]
         if missing:
             raise RuntimeError(f"control-plane binaries missing ({', '.join(missing)}): run `hack/cluster build`")
@@ -131,6 +141,7 @@ class Cluster:
             shutil.rmtree(self.state_dir)
         self.state_dir.mkdir(parents=True)
         self.processes = []
+        self.audit = audit
         t0 = time.monotonic()
         deadline = t0 + timeout
         try:
@@ -237,6 +248,12 @@ class Cluster:
 
     def _apiserver_args(self) -> list[str]:
         p = self.pki_dir
+        audit = []
+        if self.audit:
+            policy = kube_audit.write_policy(self.state_dir / "audit-policy.yaml")
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            audit = [f"--audit-policy-file={policy}", f"--audit-log-path={self.audit_log}", "--audit-log-format=json",
+                     "--audit-log-maxbackup=0", "--audit-log-maxsize=0"]
         return [
             str(paths.binary("kube-apiserver")),
             f"--etcd-servers=http://127.0.0.1:{self.ports['etcd']}", "--etcd-prefix=/registry",
@@ -253,6 +270,7 @@ class Cluster:
             "--requestheader-extra-headers-prefix=X-Remote-Extra-",
             f"--proxy-client-cert-file={p / 'front-proxy-client.crt'}",
             f"--proxy-client-key-file={p / 'front-proxy-client.key'}",
+            *audit,
         ]
 
     def _kcm_args(self) -> list[str]:

@@ -75,13 +75,15 @@ def plan(snapshot: Snapshot, args: HighNodeUtilizationArgs, cycle: Cycle) -> Non
         if not already and source in cycle.memory.consolidation_released and \
                 snapshot.now - cycle.memory.consolidation_released[source] < args.consolidation_timeout:
             continue  # a consolidation gave up on this node recently
-        # Destinations: the non-sources; with every node underutilized, the fuller sources (not being emptied).
+        # Destinations: the non-sources; with every node underutilized, the sources fuller than this one (not being
+        # emptied). Fullest first, as a MostAllocated scheduler would place the pods: packing is the point.
         if all_under:
-            fuller = [n for n in reversed(order) if n != source and n not in chosen and n not in draining
-                      and not snapshot.nodes[n].unschedulable and n not in cycle.exclude]
-            destinations = cycle.by_room(fuller)
+            fuller = order[order.index(source) + 1:]
+            candidates = [n for n in fuller if n not in chosen and n not in draining
+                          and not snapshot.nodes[n].unschedulable and n not in cycle.exclude]
         else:
-            destinations = cycle.by_room(n for n in others if n not in chosen)
+            candidates = [n for n in others if n not in chosen]
+        destinations = cycle.by_room(candidates)[::-1]
         if not destinations:
             continue
         movers, blockers = _movers(snapshot, cycle, source, args)
