@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import datetime as dt
+import gc
 import json
 import os
 import signal
@@ -129,6 +130,9 @@ def _print_plan(plan: Plan) -> None:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    # A one-shot process: no cyclic collection while a whole cluster is decoded and planned (it halves the time
+    # on 15,000 pods; see remediator/heap.py). Memory comes back when the process exits.
+    gc.disable()
     policy = _load_or_exit(args.policy)
     now = parse_time(args.now) if args.now else dt.datetime.now(dt.UTC)
     if now is None:

@@ -15,22 +15,13 @@ import pytest
 from kubernetes import client
 
 from tests.e2e.conftest import LocalCluster
+from tests.e2e.fake_host import host_root
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILTINS = ("cpu", "memory", "disk", "ntp", "filesystem", "blockdev", "runtime", "kubelet")
-
-
-def host_root(base: Path) -> Path:
-    """A fake host: /dev/kmsg as a regular file, and a /proc/stat with the boot time."""
-    root = base / "host"
-    (root / "dev").mkdir(parents=True)
-    (root / "proc").mkdir()
-    (root / "dev" / "kmsg").write_text("")
-    (root / "proc" / "stat").write_text(f"cpu  1 2 3 4\nbtime {int(time.time()) - 3600}\n")
-    return root
 
 
 def write_config(path: Path, monitors: list[str]) -> Path:

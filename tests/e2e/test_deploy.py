@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,6 +23,7 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
 from tests.e2e.conftest import LocalCluster
+from tests.e2e.fake_host import host_root
 from tests.e2e.remediator_harness import deployment, pods_of, start_remediator, taint_keys, wait_running
 from tests.waiting import wait_until
 
@@ -368,15 +368,6 @@ safety: {{maxTaintedNodes: 100, maxTaintedNodesPercent: 100}}
 """
 
 
-def fake_host(base: Path) -> Path:
-    root = base / "host"
-    (root / "dev").mkdir(parents=True)
-    (root / "proc").mkdir()
-    (root / "dev" / "kmsg").write_text("")
-    (root / "proc" / "stat").write_text(f"cpu  1 2 3 4\nbtime {int(time.time()) - 3600}\n")
-    return root
-
-
 def kmsg(root: Path, seq: int, message: str) -> None:
     usec = 3600 * 10**6 + seq
     with open(root / "dev" / "kmsg", "a") as f:
@@ -392,7 +383,7 @@ def test_the_agent_and_the_remediator_do_their_whole_job_with_only_the_chart_s_p
     (a,) = wait_running(core, namespace, "web", 1).values()
     (b,) = set(pool) - {a}
 
-    root = fake_host(tmp_path)
+    root = host_root(tmp_path)
     (tmp_path / "monitor.json").write_text(json.dumps(MONITOR))
     checks = "".join(f"  {c}: {{enabled: false}}\n" for c in BUILTINS)
     (tmp_path / "agent.yaml").write_text(f"apiVersion: nodemedic.io/v1alpha1\nkind: AgentConfig\nchecks:\n{checks}"
