@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test setup build lint unit e2e bench-cluster bench-remediator bench-agent
+.PHONY: demo test setup build lint unit e2e bench-cluster bench-remediator bench-agent bench-plan bench-descheduler
 
 demo: build
 	$(BIN)/python hack/demo
@@ -40,6 +40,12 @@ bench-remediator: build
 
 bench-agent: build
 	$(BIN)/python hack/bench/agent.py --samples 50
+
+bench-plan: setup
+	$(BIN)/python hack/bench/plan_cycle.py
+
+bench-descheduler: build
+	$(BIN)/python hack/bench/cycle_vs_descheduler.py
 
 # Re-render deploy/manifests/ (and the chart's copies of the shipped configs) from deploy/helm/nodemedic.
 .PHONY: manifests

@@ -85,6 +85,7 @@ class Cycle:
         self._no_fit: dict[tuple[object, ...], str] = {}
         self._pdb_used: Counter[tuple[str, str]] = Counter()
         self._pdbs: dict[str, list[PdbRecord]] | None = None  # by namespace
+        self._pdb_match: dict[str, list[PdbRecord]] = {}  # pod uid -> the PDBs selecting it
         self._room_rank: dict[str, int] | None = None
         self._all_by_room: list[str] | None = None
 
@@ -229,12 +230,15 @@ class Cycle:
         self.plan.evictions.append(c)
 
     def _pdbs_matching(self, pod: PodRecord) -> list[PdbRecord]:
-        if self._pdbs is None:
-            self._pdbs = {}
-            for b in self.snapshot.pdbs:
-                self._pdbs.setdefault(b.namespace, []).append(b)
-        return [b for b in self._pdbs.get(pod.namespace, ())
-                if b.selector is not None and matches_labels(b.selector, pod.labels)]
+        found = self._pdb_match.get(pod.uid)
+        if found is None:
+            if self._pdbs is None:
+                self._pdbs = {}
+                for b in self.snapshot.pdbs:
+                    self._pdbs.setdefault(b.namespace, []).append(b)
+            found = self._pdb_match[pod.uid] = [b for b in self._pdbs.get(pod.namespace, ())
+                                                if b.selector is not None and matches_labels(b.selector, pod.labels)]
+        return found
 
     def _pdbs_of(self, pod: PodRecord) -> list[tuple[str, str]]:
         return [(b.namespace, b.name) for b in self._pdbs_matching(pod)]

@@ -14,8 +14,10 @@ destination, not where they are: that lowers their old domain, which can only ma
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from remediator.defaultevictor import TERMINAL_PHASES
-from remediator.model import Effect, NodeRecord, PodRecord, Snapshot, SpreadConstraint
+from remediator.model import Effect, LabelSelector, NodeRecord, PodRecord, Snapshot, SpreadConstraint
 from remediator.selectors import matches_labels, pod_fits_node_selection
 from remediator.tolerations import untolerated
 
@@ -30,29 +32,52 @@ def _eligible(pod: PodRecord, node: NodeRecord, keys: set[str], c: SpreadConstra
     return not c.honor_node_taints or not untolerated(pod.tolerations, node.taints, _BLOCKING)
 
 
+@dataclass
+class _Tally:
+    """Pods matching one selector in one namespace, per domain of one set of eligible nodes (the mover too)."""
+
+    namespace: str
+    selector: LabelSelector
+    domain_of: dict[str, str]  # eligible node -> its domain
+    counts: dict[str, int]
+
+
 class SpreadIndex:
-    """Built once per planning cycle; `add` records a planned move."""
+    """Built once per planning cycle; `add` records a planned move (and `remove` takes one back).
+
+    Tallies are kept per (namespace, selector, eligible nodes) — what the replicas of one workload share — and
+    moved incrementally as the plan moves pods, so a cycle planning thousands of moves counts each workload once."""
 
     def __init__(self, snapshot: Snapshot) -> None:
         self._snapshot, self._nodes = snapshot, snapshot.nodes
         self._pods: dict[str, list[PodRecord]] | None = None  # by namespace, collected on the first check
         self._moved: dict[str, str] = {}  # pod uid -> destination
-        self._counts: dict[tuple[str, int], dict[str, int]] = {}  # (mover uid, constraint index) -> domain counts
+        self._tallies: dict[tuple[object, ...], _Tally] = {}
+        self._by_namespace: dict[str, list[_Tally]] = {}
         self._domains: dict[tuple[object, ...], dict[str, str]] = {}  # eligible node -> domain, per shape
 
     def add(self, pod: PodRecord, node: str) -> None:
+        self._shift(pod, self._moved.get(pod.uid, pod.node_name), node)
         self._moved[pod.uid] = node
-        self._counts.clear()
 
     def remove(self, pod: PodRecord) -> None:
         """Undo `add` (a trial placement that was given up)."""
-        self._moved.pop(pod.uid, None)
-        self._counts.clear()
+        node = self._moved.pop(pod.uid, None)
+        if node is not None:
+            self._shift(pod, node, pod.node_name)
+
+    def _shift(self, pod: PodRecord, old: str, new: str) -> None:
+        for t in self._by_namespace.get(pod.namespace, ()):
+            if not matches_labels(t.selector, pod.labels):
+                continue
+            before, after = t.domain_of.get(old), t.domain_of.get(new)
+            if before is not None:
+                t.counts[before] -= 1
+            if after is not None:
+                t.counts[after] += 1
 
     def _domain_counts(self, pod: PodRecord, i: int, c: SpreadConstraint) -> dict[str, int]:
-        memo = self._counts.get((pod.uid, i))
-        if memo is not None:
-            return memo
+        """Matching pods per eligible domain, `pod` itself not counted."""
         keys = {k.topology_key for k in pod.hard_spread}
         # Which nodes are eligible depends only on the constraint and the pod's node selection and tolerations,
         # which the replicas of one workload share: computed once per such shape per cycle.
@@ -63,21 +88,30 @@ class SpreadIndex:
             domain_of = {name: n.labels[c.topology_key] for name, n in self._nodes.items()
                          if _eligible(pod, n, keys, c)}
             self._domains[shape] = domain_of
-        counts = dict.fromkeys(domain_of.values(), 0)
-        if self._pods is None:  # by namespace: a constraint only ever counts pods of its own
-            self._pods = {}
-            for pods in self._snapshot.pods_by_node.values():
-                for p in pods:
-                    if p.phase not in TERMINAL_PHASES and not p.terminating:
-                        self._pods.setdefault(p.namespace, []).append(p)
-        if c.selector is not None:
+        if c.selector is None:
+            return dict.fromkeys(domain_of.values(), 0)
+        tally = self._tallies.get((pod.namespace, c.selector, shape))
+        if tally is None:
+            counts = dict.fromkeys(domain_of.values(), 0)
+            if self._pods is None:  # by namespace: a constraint only ever counts pods of its own
+                self._pods = {}
+                for pods in self._snapshot.pods_by_node.values():
+                    for p in pods:
+                        if p.phase not in TERMINAL_PHASES and not p.terminating:
+                            self._pods.setdefault(p.namespace, []).append(p)
             for p in self._pods.get(pod.namespace, ()):
-                if p.uid == pod.uid or not matches_labels(c.selector, p.labels):
-                    continue
-                value = domain_of.get(self._moved.get(p.uid, p.node_name))
-                if value is not None:
-                    counts[value] += 1
-        self._counts[(pod.uid, i)] = counts
+                if matches_labels(c.selector, p.labels):
+                    value = domain_of.get(self._moved.get(p.uid, p.node_name))
+                    if value is not None:
+                        counts[value] += 1
+            tally = self._tallies[(pod.namespace, c.selector, shape)] = _Tally(pod.namespace, c.selector,
+                                                                               domain_of, counts)
+            self._by_namespace.setdefault(pod.namespace, []).append(tally)
+        counts = dict(tally.counts)
+        if matches_labels(c.selector, pod.labels):
+            here = domain_of.get(self._moved.get(pod.uid, pod.node_name))
+            if here is not None:
+                counts[here] -= 1
         return counts
 
     def violation(self, pod: PodRecord, node: NodeRecord) -> str | None:

@@ -25,6 +25,7 @@ class ZoneSpread:
                               if ZONE in n.labels and not n.unschedulable})
         self._counts: dict[str, Counter[str]] = {}  # owner uid -> zone -> pods, built on first use per owner
         self._moved: dict[str, str] = {}  # pod uid -> planned destination zone ("" without one)
+        self._verdicts: dict[tuple[str, str, str], str | None] = {}  # (owner uid, from zone, to zone) -> worse?
 
     def _zone(self, node: str) -> str:
         record = self._snapshot.nodes.get(node)
@@ -50,7 +51,15 @@ class ZoneSpread:
         src, dst = self._moved.get(pod.uid, self._zone(pod.node_name)), node.labels.get(ZONE, "")
         if not src or not dst or src == dst or len(self._zones) < 2:
             return None
-        counts = self._owner_counts(owner.uid)
+        # Asked for every candidate node of every move: the answer per (owner, from, to) holds until one of the
+        # owner's pods is planned to move.
+        key = (owner.uid, src, dst)
+        if key not in self._verdicts:
+            self._verdicts[key] = self._worse(owner.uid, src, dst)
+        return self._verdicts[key]
+
+    def _worse(self, owner_uid: str, src: str, dst: str) -> str | None:
+        counts = self._owner_counts(owner_uid)
         before = max(counts.values()) - min(counts.values())
         after_counts = counts.copy()
         after_counts[src] -= 1
@@ -71,6 +80,9 @@ class ZoneSpread:
         owner = pod.controller
         current = self._moved.get(pod.uid, self._zone(pod.node_name))
         self._moved[pod.uid] = zone
+        if owner is not None:
+            for key in [k for k in self._verdicts if k[0] == owner.uid]:
+                del self._verdicts[key]
         if owner is None or owner.uid not in self._counts:
             return  # counted from _moved when first needed
         counts = self._counts[owner.uid]

@@ -540,3 +540,27 @@ def continuous(kubeconfig: Path, policy_doc: Mapping[str, Any], *, interval: flo
                workdir: Path, verbosity: int = 1) -> Iterator[Continuous]:
     with Continuous(kubeconfig, policy_doc, interval=interval, workdir=workdir, verbosity=verbosity) as d:
         yield d
+
+
+def settled_cycle(kubeconfig: Path, policy_doc: Mapping[str, Any], *, workdir: Path, expect: View | None = None,
+                  interval: float = 1.0, timeout: float = 120.0) -> CycleResult:
+    """A cycle of a looping dry-run descheduler after its first one: by then the dry-run mirror has caught up
+    with the informers (a one-shot run races it, see the module docstring), and every pod the previous cycle
+    "evicted" has been restored. The second cycle is taken, or a later one when the check of what it saw
+    (`expect`, read from the cluster by default) still finds it incomplete."""
+    if expect is None:
+        expect = cluster_view(api_from_kubeconfig(kubeconfig), str(policy_doc.get("nodeSelector") or ""))
+    d = Continuous(kubeconfig, policy_doc, interval=interval, workdir=workdir, verbosity=3)
+    t0 = time.monotonic()
+    d.start()
+    try:
+        discarded: list[str] = []
+        for want in range(2, 12):
+            cycles = d.wait_cycles(want, timeout=max(1.0, timeout - (time.monotonic() - t0)))
+            why = incomplete(cycles[want - 1], expect)
+            if why is None:
+                return CycleResult(cycles[want - 1], time.monotonic() - t0, want, discarded, d.log_path)
+            discarded.append(f"cycle {want}: {why}")
+        raise DeschedulerError("descheduler saw an incomplete cluster in cycles 2-11:\n" + "\n".join(discarded))
+    finally:
+        d.stop()

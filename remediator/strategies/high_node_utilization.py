@@ -62,6 +62,9 @@ def plan(snapshot: Snapshot, args: HighNodeUtilizationArgs, cycle: Cycle) -> Non
     all_under = not others
     order = sorted(sources, key=lambda n: (n not in draining, max(pct[n].values(), default=0.0), n))
     open_slots = args.max_consolidating_nodes - len(draining)
+    total = cycle.policy.limits.max_pods_to_evict_total
+    if total is not None and cycle.limits.taken >= total:
+        open_slots = 0  # this cycle can move nothing more: start no consolidation it cannot make progress on
     breaker = cycle.plan.breaker_open
     chosen: list[str] = []  # nodes being emptied this cycle: never a destination
     for source in order:

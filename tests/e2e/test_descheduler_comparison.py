@@ -292,8 +292,17 @@ ALL_IDS = sorted({i for s in SCENARIOS for i in (*s.only_descheduler.values(), *
 
 
 # --- policies ----------------------------------------------------------------------------------------------
+# RemovePodsViolatingNodeTaints logs which nodes it processed but not the pods it saw, so a run whose dry-run
+# mirror had no pods yet would look complete and "evict nothing". A LowNodeUtilization that can never act (no node
+# is above 100 %) logs every node's usage, pods included, which lets the runner check the run saw every pod.
+USAGE_PROBE = {"LowNodeUtilization": {"thresholds": {"cpu": 0, "memory": 0, "pods": 0},
+                                      "targetThresholds": {"cpu": 100, "memory": 100, "pods": 100}}}
+
+
 def descheduler_policy(s: Scenario) -> dict[str, Any]:
-    return descheduler.policy(s.strategies, evictor=EVICTOR, nodeSelector=f"{SCENARIO_LABEL}={s.name}",
+    plugins = s.strategies if "LowNodeUtilization" in s.strategies or "HighNodeUtilization" in s.strategies \
+        else {**s.strategies, **USAGE_PROBE}
+    return descheduler.policy(plugins, evictor=EVICTOR, nodeSelector=f"{SCENARIO_LABEL}={s.name}",
                               maxNoOfPodsToEvictPerNode=MAX_PER_NODE, maxNoOfPodsToEvictTotal=MAX_TOTAL)
 
 
@@ -455,11 +464,13 @@ class Outcome:
 
 
 def run_descheduler(cluster: LocalCluster, s: Scenario, built: Built, work: Path) -> Outcome:
-    r = descheduler.one_cycle(cluster.kubeconfig, descheduler_policy(s), workdir=work / "descheduler",
-                              expect=built.view)
+    # A settled cycle of a looping descheduler, not a one-shot run: the one-shot dry run can plan before its mirror
+    # of the cluster is filled, and for RemovePodsViolatingNodeTaints no log line would show that.
+    r = descheduler.settled_cycle(cluster.kubeconfig, descheduler_policy(s), workdir=work / "descheduler",
+                                  expect=built.view)
     foreign = [e for e in r.evictions if e.namespace != built.namespace]
     assert not foreign, f"descheduler would evict pods outside the scenario: {foreign}"
-    note = f"{r.attempts} run(s)"
+    note = f"cycle {r.attempts} of a looping run"
     if r.incomplete:
         note += ", discarded: " + "; ".join(r.incomplete)
     return Outcome({e.name for e in r.evictions}, {e.name: f"{e.node} {e.strategy}" for e in r.evictions},
