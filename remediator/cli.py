@@ -58,13 +58,13 @@ async def _run(args: argparse.Namespace) -> int:
     elector = None
     if not args.dry_run:  # a dry run writes nothing, not even a Lease
         elector = LeaderElector(
-            kube, namespace=args.lease_namespace, name=LEASE_NAME, identity=identity, log=log,
+            kube, namespace=args.lease_namespace, name=args.lease_name, identity=identity, log=log,
             timings=LeaseTimings(args.lease_duration, args.renew_deadline, args.retry_period),
             on_change=lambda leading: metrics.leader.set(1 if leading else 0),
         )
     controller = Controller(kube=kube, cache=cache, source=PolicySource(args.policy, policy), alerts=alerts,
                             metrics=metrics, log=log, elector=elector, dry_run=args.dry_run,
-                            lease_namespace=args.lease_namespace)
+                            lease_namespace=args.lease_namespace, lease_name=args.lease_name)
     runner = None
     if args.listen:
         runner = await serve(app(
@@ -169,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
                      help="default: $KUBECONFIG, else in-cluster credentials")
     run.add_argument("--dry-run", action="store_true", help="plan and report, write nothing")
     run.add_argument("--lease-namespace", default="kube-system")
+    run.add_argument("--lease-name", default=LEASE_NAME,
+                     help="the Lease replicas elect a leader with (one per installation)")
     run.add_argument("--listen", default=":8080", help="metrics, /healthz and /plan ('' to disable)")
     run.add_argument("--identity", default="")
     run.add_argument("--cluster-name", default="")

@@ -78,10 +78,11 @@ class PolicySource:
 class Controller:
     def __init__(self, *, kube: Kube, cache: ClusterCache, source: PolicySource, alerts: Alerts, metrics: Metrics,
                  log: logging.Logger, elector: LeaderElector | None, dry_run: bool, lease_namespace: str,
+                 lease_name: str = "nodemedic-remediator",
                  resync: float = 10.0) -> None:
         self.kube, self.cache, self.source, self.alerts, self.metrics = kube, cache, source, alerts, metrics
         self.log, self.elector, self.dry_run = log, elector, dry_run
-        self.lease_namespace = lease_namespace
+        self.lease_namespace, self.lease_name = lease_namespace, lease_name
         self.resync = resync
         self.memory = PlannerMemory()
         self.heap = HeapFreezer()
@@ -280,7 +281,7 @@ class Controller:
             message = f"policy {self.source.path} rejected, keeping the last good one: " + "; ".join(errors[:5])
             task = asyncio.get_running_loop().create_task(self.alerts.object(
                 namespace=self.lease_namespace, type_="Warning", reason="NodemedicPolicyRejected", message=message,
-                involved={"kind": "Lease", "apiVersion": "coordination.k8s.io/v1", "name": "nodemedic-remediator",
+                involved={"kind": "Lease", "apiVersion": "coordination.k8s.io/v1", "name": self.lease_name,
                           "namespace": self.lease_namespace}))
             self.background.add(task)
             task.add_done_callback(self.background.discard)

@@ -10,8 +10,8 @@
 {{- define "nodemedic.agent.name" -}}{{ include "nodemedic.fullname" . }}-agent{{- end -}}
 {{- define "nodemedic.remediator.name" -}}{{ include "nodemedic.fullname" . }}-remediator{{- end -}}
 
-{{/* The remediator's Lease: a fixed name in remediator/cli.py (LEASE_NAME). */}}
-{{- define "nodemedic.leaseName" -}}nodemedic-remediator{{- end -}}
+{{/* The remediator's Lease, one per release (passed as --lease-name). */}}
+{{- define "nodemedic.leaseName" -}}{{ include "nodemedic.remediator.name" . }}{{- end -}}
 
 {{/* The agent writes its Events into this namespace (agent/reporter.py). */}}
 {{- define "nodemedic.agent.eventsNamespace" -}}default{{- end -}}
