@@ -4,6 +4,10 @@
   evict, parsed from its JSON log lines "Evicted pod in dry run mode" (pkg/descheduler/evictions/evictions.go).
 * `Continuous`: a descheduler that loops every `interval`, serving its metrics on a free loopback port (for the
   benchmark: `descheduler_loop_duration_seconds`).
+* `settled_cycle(kubeconfig, policy)`: the second (or a later) cycle of a looping dry-run descheduler: what the
+  comparison test uses, because the check below cannot see every incomplete one-shot run (a plugin that logs no
+  pod counts, such as RemovePodsViolatingNodeTaints, can plan over a mirror that has the nodes but not yet the
+  pods, and the view can fill up during the cycle).
 
 The parser is strict, so that a run that failed can never read as "evicts nothing": it raises when the process
 exits non-zero or times out, when a cycle has no end marker ("Number of evictions/requests"), when the count of
