@@ -276,7 +276,8 @@ class Cycle:
         if destinations is not None:  # (a balance move; the deschedule path passes None)
             # A balance move must not make its workload's zone spread worse.
             def check(p: PodRecord, node: object, after: Mapping[str, int]) -> str | None:
-                return zones.worse(p, node) or (accept(p, node, after) if accept is not None else None)
+                return (zones.worse(p, node) or (spread.soft_worse(p, node) if p.soft_spread else None)
+                        or (accept(p, node, after) if accept is not None else None))
         if destinations is None:
             self.by_room(())
             destinations = self._all_by_room

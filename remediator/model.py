@@ -99,7 +99,8 @@ class PodAffinityTerm:
 
 @dataclass(frozen=True)
 class SpreadConstraint:
-    """A `whenUnsatisfiable: DoNotSchedule` topology spread constraint (ScheduleAnyway ones never block)."""
+    """A topology spread constraint (DoNotSchedule ones block node fit; ScheduleAnyway ones only guide balance
+    moves, which must not make them worse)."""
 
     max_skew: int
     topology_key: str
@@ -160,6 +161,7 @@ class PodRecord:
     required_anti_affinity: tuple[PodAffinityTerm, ...] = ()  # podAntiAffinity required...IgnoredDuringExecution
     required_affinity: tuple[PodAffinityTerm, ...] = ()  # podAffinity required...IgnoredDuringExecution
     hard_spread: tuple[SpreadConstraint, ...] = ()  # topologySpreadConstraints with DoNotSchedule
+    soft_spread: tuple[SpreadConstraint, ...] = ()  # ScheduleAnyway ones: balance moves must not worsen them
     requests: dict[str, int] = field(default_factory=dict)  # summed over containers (max with init containers)
     qos: str = "BestEffort"  # BestEffort | Burstable | Guaranteed
     has_local_storage: bool = False  # any emptyDir or hostPath volume

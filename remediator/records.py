@@ -152,11 +152,12 @@ def _pod_affinity_terms(spec: dict[str, Any], kind: str, namespace: str) -> tupl
     return tuple(terms)
 
 
-def _hard_spread(spec: dict[str, Any], labels: dict[str, str]) -> tuple[SpreadConstraint, ...]:
+def _spread(spec: dict[str, Any], labels: dict[str, str], when: str) -> tuple[SpreadConstraint, ...]:
+    """The topologySpreadConstraints with `whenUnsatisfiable: <when>` (DoNotSchedule or ScheduleAnyway)."""
     out = []
     for c in map(_dict, _list(spec.get("topologySpreadConstraints"))):
         skew, key = c.get("maxSkew"), c.get("topologyKey")
-        if c.get("whenUnsatisfiable") != "DoNotSchedule" or not isinstance(key, str) or not key:
+        if c.get("whenUnsatisfiable", "DoNotSchedule") != when or not isinstance(key, str) or not key:
             continue
         if not isinstance(skew, int) or isinstance(skew, bool) or skew < 1:
             continue  # the API server refuses these
@@ -210,7 +211,8 @@ def pod(obj: dict[str, Any]) -> PodRecord:
         required_node_affinity=terms,
         required_anti_affinity=_pod_affinity_terms(spec, "podAntiAffinity", str(meta.get("namespace", ""))),
         required_affinity=_pod_affinity_terms(spec, "podAffinity", str(meta.get("namespace", ""))),
-        hard_spread=_hard_spread(spec, _str_map(meta.get("labels"))),
+        hard_spread=_spread(spec, _str_map(meta.get("labels")), "DoNotSchedule"),
+        soft_spread=_spread(spec, _str_map(meta.get("labels")), "ScheduleAnyway"),
         requests=_pod_requests(spec),
         qos=str(status.get("qosClass") or _qos(list(map(_dict, _list(spec.get("containers")))))),
         has_local_storage=any("emptyDir" in v or "hostPath" in v for v in volumes),

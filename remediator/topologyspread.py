@@ -14,6 +14,7 @@ destination, not where they are: that lowers their old domain, which can only ma
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from remediator.defaultevictor import TERMINAL_PHASES
@@ -34,12 +35,43 @@ def _eligible(pod: PodRecord, node: NodeRecord, keys: set[str], c: SpreadConstra
 
 @dataclass
 class _Tally:
-    """Pods matching one selector in one namespace, per domain of one set of eligible nodes (the mover too)."""
+    """Pods matching one selector in one namespace, per domain of one set of eligible nodes (the mover too), and
+    how many domains hold each count: skews are then read from a few distinct counts instead of every domain
+    (a hostname constraint has as many domains as nodes)."""
 
     namespace: str
     selector: LabelSelector
     domain_of: dict[str, str]  # eligible node -> its domain
     counts: dict[str, int]
+    hist: Counter[int]  # count -> domains holding it
+
+    @classmethod
+    def of(cls, namespace: str, selector: LabelSelector, domain_of: dict[str, str],
+           counts: dict[str, int]) -> _Tally:
+        return cls(namespace, selector, domain_of, counts, Counter(counts.values()))
+
+    def move(self, old: str | None, new: str | None) -> None:
+        for domain, step in ((old, -1), (new, 1)):
+            if domain is not None:
+                n = self.counts[domain]
+                self.hist[n] -= 1
+                self.hist[n + step] += 1
+                self.counts[domain] = n + step
+
+    def extremes(self, minus: str | None = None, plus: str | None = None) -> tuple[int, int]:
+        """(most, fewest) pods in a domain, as if one pod left `minus` and one arrived in `plus`."""
+        # Apply the (at most two) virtual changes to the histogram of distinct counts.
+        virtual = {k: v for k, v in self.hist.items() if v > 0}
+        adjusted: dict[str, int] = {}
+        for domain, step in ((minus, -1), (plus, 1)):
+            if domain is None:
+                continue
+            n = adjusted.get(domain, self.counts[domain])
+            virtual[n] = virtual.get(n, 0) - 1
+            virtual[n + step] = virtual.get(n + step, 0) + 1
+            adjusted[domain] = n + step
+        present = [k for k, v in virtual.items() if v > 0]
+        return (max(present), min(present)) if present else (0, 0)
 
 
 class SpreadIndex:
@@ -68,29 +100,16 @@ class SpreadIndex:
 
     def _shift(self, pod: PodRecord, old: str, new: str) -> None:
         for t in self._by_namespace.get(pod.namespace, ()):
-            if not matches_labels(t.selector, pod.labels):
-                continue
-            before, after = t.domain_of.get(old), t.domain_of.get(new)
-            if before is not None:
-                t.counts[before] -= 1
-            if after is not None:
-                t.counts[after] += 1
+            if matches_labels(t.selector, pod.labels):
+                t.move(t.domain_of.get(old), t.domain_of.get(new))
 
-    def _domain_counts(self, pod: PodRecord, i: int, c: SpreadConstraint) -> dict[str, int]:
-        """Matching pods per eligible domain, `pod` itself not counted."""
-        keys = {k.topology_key for k in pod.hard_spread}
-        # Which nodes are eligible depends only on the constraint and the pod's node selection and tolerations,
-        # which the replicas of one workload share: computed once per such shape per cycle.
-        shape = (c.topology_key, c.honor_node_affinity, c.honor_node_taints, frozenset(keys),
-                 tuple(sorted(pod.node_selector.items())), pod.required_node_affinity, pod.tolerations)
-        domain_of = self._domains.get(shape)
-        if domain_of is None:
-            domain_of = {name: n.labels[c.topology_key] for name, n in self._nodes.items()
-                         if _eligible(pod, n, keys, c)}
-            self._domains[shape] = domain_of
-        if c.selector is None:
-            return dict.fromkeys(domain_of.values(), 0)
-        tally = self._tallies.get((pod.namespace, c.selector, shape))
+    def _tally(self, pod: PodRecord, c: SpreadConstraint, constraints: tuple[SpreadConstraint, ...],
+               selector: LabelSelector) -> _Tally:
+        """Matching pods per eligible domain (the pod itself counted where it is, or where it is planned to go).
+        Eligible nodes carry every topology key of `constraints` (the pod's hard ones, or its soft ones, as the
+        scheduler's filter and its score each count them)."""
+        shape, domain_of = self._eligible_domains(pod, c, constraints)
+        tally = self._tallies.get((pod.namespace, selector, shape))
         if tally is None:
             counts = dict.fromkeys(domain_of.values(), 0)
             if self._pods is None:  # by namespace: a constraint only ever counts pods of its own
@@ -100,29 +119,76 @@ class SpreadIndex:
                         if p.phase not in TERMINAL_PHASES and not p.terminating:
                             self._pods.setdefault(p.namespace, []).append(p)
             for p in self._pods.get(pod.namespace, ()):
-                if matches_labels(c.selector, p.labels):
+                if matches_labels(selector, p.labels):
                     value = domain_of.get(self._moved.get(p.uid, p.node_name))
                     if value is not None:
                         counts[value] += 1
-            tally = self._tallies[(pod.namespace, c.selector, shape)] = _Tally(pod.namespace, c.selector,
-                                                                               domain_of, counts)
+            tally = self._tallies[(pod.namespace, selector, shape)] = _Tally.of(pod.namespace, selector, domain_of,
+                                                                                counts)
             self._by_namespace.setdefault(pod.namespace, []).append(tally)
-        counts = dict(tally.counts)
-        if matches_labels(c.selector, pod.labels):
-            here = domain_of.get(self._moved.get(pod.uid, pod.node_name))
-            if here is not None:
-                counts[here] -= 1
-        return counts
+        return tally
+
+    def _here(self, pod: PodRecord, tally: _Tally) -> str | None:
+        """The domain the pod counts in now (where it is, or where the plan sends it), if it counts at all."""
+        if not matches_labels(tally.selector, pod.labels):
+            return None
+        return tally.domain_of.get(self._moved.get(pod.uid, pod.node_name))
 
     def violation(self, pod: PodRecord, node: NodeRecord) -> str | None:
         """Why `pod` may not go to `node` under its hard spread constraints, or None."""
-        for i, c in enumerate(pod.hard_spread):
+        for c in pod.hard_spread:
             value = node.labels.get(c.topology_key)
             if value is None:
                 return "topology spread (node lacks the topology key)"
-            counts = self._domain_counts(pod, i, c)
-            fewest = min(counts.values(), default=0) if len(counts) >= c.min_domains else 0
-            itself = 1 if c.selector is not None and matches_labels(c.selector, pod.labels) else 0
-            if counts.get(value, 0) + itself - fewest > c.max_skew:
+            if c.selector is None:
+                continue  # matches no pod: every domain holds 0, the pod itself does not count
+            tally = self._tally(pod, c, pod.hard_spread, c.selector)
+            here = self._here(pod, tally)
+            # The scheduler's arithmetic, with the moving pod taken out of where it counts now.
+            _, fewest = tally.extremes(minus=here)
+            if len(tally.counts) < c.min_domains:
+                fewest = 0
+            in_value = tally.counts.get(value, 0) - (1 if here == value else 0)
+            itself = 1 if matches_labels(c.selector, pod.labels) else 0
+            if in_value + itself - fewest > c.max_skew:
                 return "topology spread"
         return None
+
+    def soft_worse(self, pod: PodRecord, node: NodeRecord) -> str | None:
+        """For a balance move: would it make one of the pod's `ScheduleAnyway` constraints worse? Worse is a skew
+        (most minus fewest matching pods over the eligible domains) above both the current one and maxSkew: the
+        scheduler only prefers to honour these, so a move that keeps them within maxSkew, or improves them, is
+        fine."""
+        for c in pod.soft_spread:
+            dst = node.labels.get(c.topology_key)
+            if dst is None:
+                return "topology spread (node lacks the topology key)"
+            if c.selector is None or not matches_labels(c.selector, pod.labels):
+                continue  # the pod does not count towards it: moving it changes nothing
+            tally = self._tally(pod, c, pod.soft_spread, c.selector)
+            src = self._here(pod, tally)
+            if src == dst:
+                continue
+            before = _skew(tally.extremes(), len(tally.counts), c)
+            after = _skew(tally.extremes(minus=src, plus=dst if dst in tally.counts else None), len(tally.counts), c)
+            if after > max(before, c.max_skew):
+                return "topology spread (ScheduleAnyway) made worse"
+        return None
+
+    def _eligible_domains(self, pod: PodRecord, c: SpreadConstraint,
+                          constraints: tuple[SpreadConstraint, ...]) -> tuple[tuple[object, ...], dict[str, str]]:
+        """(shape, eligible node -> domain). Which nodes are eligible depends only on the constraint and the pod's
+        node selection and tolerations, which the replicas of one workload share: computed once per shape."""
+        keys = {k.topology_key for k in constraints}
+        shape = (c.topology_key, c.honor_node_affinity, c.honor_node_taints, frozenset(keys),
+                 tuple(sorted(pod.node_selector.items())), pod.required_node_affinity, pod.tolerations)
+        domain_of = self._domains.get(shape)
+        if domain_of is None:
+            domain_of = self._domains[shape] = {name: n.labels[c.topology_key] for name, n in self._nodes.items()
+                                                if _eligible(pod, n, keys, c)}
+        return shape, domain_of
+
+
+def _skew(extremes: tuple[int, int], domains: int, c: SpreadConstraint) -> int:
+    most, fewest = extremes
+    return most - (fewest if domains >= c.min_domains else 0)

@@ -148,8 +148,12 @@ def build(n_nodes: int, n_pods: int, seed: int) -> Snapshot:
                        "gpu": (Toleration(key=GPU.key, operator="Exists"),)}[pool]
         selector = {"dedicated": "infra"} if pool == "infra" else {}
         spread: tuple[SpreadConstraint, ...] = ()
-        if rng.random() < 0.1:  # hard (DoNotSchedule) zone spread; ScheduleAnyway ones never block node fit
+        soft: tuple[SpreadConstraint, ...] = ()
+        roll = rng.random()
+        if roll < 0.1:  # hard (DoNotSchedule) zone spread: node fit for every strategy
             spread = (SpreadConstraint(1, "topology.kubernetes.io/zone", LabelSelector(match_labels=(("app", app),))),)
+        elif roll < 0.3:  # soft (ScheduleAnyway) host spread: balance moves must not make it worse
+            soft = (SpreadConstraint(1, "kubernetes.io/hostname", LabelSelector(match_labels=(("app", app),))),)
         if rng.random() < 0.2:
             pdbs.append(PdbRecord(namespace, f"{app}-pdb", LabelSelector(match_labels=(("app", app),)),
                                   disruptions_allowed=rng.choice((0, 1, 1, 2))))
@@ -163,7 +167,7 @@ def build(n_nodes: int, n_pods: int, seed: int) -> Snapshot:
             add(PodRecord(namespace=namespace, name=f"{app}-7d9f8-{r:03d}", uid=f"uid-{d}-{r}", node_name=name,
                           phase="Running", labels={"app": app, "pod-template-hash": "7d9f8"}, owners=(rs,),
                           priority=priority, tolerations=tolerations, node_selector=selector,
-                          hard_spread=spread, requests=requests, qos=qos, has_local_storage=local_storage,
+                          hard_spread=spread, soft_spread=soft, requests=requests, qos=qos, has_local_storage=local_storage,
                           start_time=NOW - dt.timedelta(hours=r + 1), created=NOW - dt.timedelta(hours=r + 1)))
     return Snapshot(now=NOW, nodes=nodes, pods_by_node=by_node, pods_by_owner=by_owner, pdbs=pdbs)
 

@@ -103,7 +103,7 @@ def test_required_pod_anti_affinity_terms_are_recorded_with_their_namespaces_res
     assert near.required_anti_affinity == ()
 
 
-def test_only_do_not_schedule_spread_constraints_are_recorded_with_match_label_keys_folded_in() -> None:
+def test_spread_constraints_are_recorded_hard_and_soft_apart_with_match_label_keys_folded_in() -> None:
     p = records.pod(pod_json(topologySpreadConstraints=[
         {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
          "labelSelector": {"matchLabels": {"app": "x"}}, "matchLabelKeys": ["app", "missing"], "minDomains": 3,
@@ -120,6 +120,8 @@ def test_only_do_not_schedule_spread_constraints_are_recorded_with_match_label_k
         == [("app", "In", ("x",))], "only keys the pod has are folded in"
     assert (second.max_skew, second.selector, second.honor_node_affinity, second.honor_node_taints) == (
         2, None, True, False)
+    (soft,) = p.soft_spread
+    assert (soft.max_skew, soft.topology_key) == (1, "kubernetes.io/hostname") and soft.selector is not None
 
 
 def test_node_taints_conditions_and_allocatable_are_recorded_and_unknown_effects_dropped() -> None:

@@ -25,6 +25,7 @@ from remediator.model import (
     PdbRecord,
     PodRecord,
     Snapshot,
+    SpreadConstraint,
     Taint,
     Toleration,
 )
@@ -119,6 +120,8 @@ class Case:
     differs: str = ""  # the documented difference from descheduler this row pins, and what descheduler does
 
 
+HOST = "kubernetes.io/hostname"
+SOFT_HOST = SpreadConstraint(max_skew=1, topology_key=HOST, selector=LabelSelector(match_labels=(("app", "web"),)))
 HOT = pods_on("hot", 9)  # 9 x 400m of 4000m = 90 % cpu
 CASES = [
     # --- LowNodeUtilization --------------------------------------------------------------------------------
@@ -191,6 +194,15 @@ CASES = [
          (lnu({"cpu": 30}, {"cpu": 50}),), ["hot-0", "hot-1", "hot-2", "hot-3"],
          protected={"a-spread": "zone spread"},
          differs="spread: descheduler moves the spread pod first (name order), leaving zone a without one"),
+    Case("lnu-schedule-anyway-spread-not-made-worse",
+         [dataclasses.replace(node("hot"), labels={HOST: "hot"}),
+          dataclasses.replace(node("cold"), labels={HOST: "cold"})],
+         [dataclasses.replace(pod("a-web", "hot", owner="web", labels={"app": "web"}), soft_spread=(SOFT_HOST,)),
+          dataclasses.replace(pod("web-cold", "cold", owner="web", labels={"app": "web"}), soft_spread=(SOFT_HOST,)),
+          *pods_on("hot", 8)],
+         (lnu({"cpu": 30}, {"cpu": 50}),), ["hot-0", "hot-1", "hot-2", "hot-3"],
+         protected={"a-web": "ScheduleAnyway"},
+         differs="spread: descheduler moves a-web first, leaving cold with both web pods (skew 2 > maxSkew 1)"),
     Case("lnu-cordoned-node-is-a-source-not-a-destination",
          [node("hot", unschedulable=True), node("cordoned-cold", unschedulable=True), node("cold")],
          HOT, (lnu({"cpu": 20}, {"cpu": 50}),), ["hot-0", "hot-1", "hot-2", "hot-3"]),
