@@ -167,7 +167,8 @@ def build(n_nodes: int, n_pods: int, seed: int) -> Snapshot:
             add(PodRecord(namespace=namespace, name=f"{app}-7d9f8-{r:03d}", uid=f"uid-{d}-{r}", node_name=name,
                           phase="Running", labels={"app": app, "pod-template-hash": "7d9f8"}, owners=(rs,),
                           priority=priority, tolerations=tolerations, node_selector=selector,
-                          hard_spread=spread, soft_spread=soft, requests=requests, qos=qos, has_local_storage=local_storage,
+                          hard_spread=spread, soft_spread=soft, requests=requests, qos=qos,
+                          has_local_storage=local_storage,
                           start_time=NOW - dt.timedelta(hours=r + 1), created=NOW - dt.timedelta(hours=r + 1)))
     return Snapshot(now=NOW, nodes=nodes, pods_by_node=by_node, pods_by_owner=by_owner, pdbs=pdbs)
 
