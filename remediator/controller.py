@@ -78,7 +78,7 @@ class PolicySource:
 class Controller:
     def __init__(self, *, kube: Kube, cache: ClusterCache, source: PolicySource, alerts: Alerts, metrics: Metrics,
                  log: logging.Logger, elector: LeaderElector | None, dry_run: bool, lease_namespace: str,
-                 lease_name: str = "nodemedic-remediator",
+                 lease_name: str,
                  resync: float = 10.0) -> None:
         self.kube, self.cache, self.source, self.alerts, self.metrics = kube, cache, source, alerts, metrics
         self.log, self.elector, self.dry_run = log, elector, dry_run

@@ -63,17 +63,18 @@ class PlannerMemory:
 @dataclass(frozen=True)
 class Outcome:
     evicted: bool
-    destination: str | None = None
     stop: str | None = None  # NODE or CYCLE when trying further pods there is pointless
 
 
 class Cycle:
     def __init__(self, snapshot: Snapshot, policy: Policy, plan: Plan, memory: PlannerMemory, *,
-                 exclude: set[str], planned_taints: dict[str, list[Taint]]) -> None:
+                 exclude: set[str], planned_taints: dict[str, list[Taint]],
+                 consolidating: Mapping[str, float]) -> None:
         self.snapshot, self.policy, self.plan, self.memory = snapshot, policy, plan, memory
         self.limits = LimitState(policy.limits, snapshot.now, dict(memory.owner_last_eviction))
         self.exclude = exclude  # never a destination: nodes tainted, being tainted, drained or held back
         self.planned_taints = planned_taints
+        self.consolidating = consolidating  # nodes carrying nodemedic's consolidation taint -> its age in seconds
         self.decided: set[str] = set()  # pod keys already evicted, protected or deferred this cycle
         self.reserved: dict[str, Room] = {}  # node -> requests (and "pods") promised to pods moving there
         self.released: dict[str, Room] = {}  # node -> requests of the pods planned to leave it
@@ -175,7 +176,7 @@ class Cycle:
             self._decide(Protected(pod, "no destination fits: " + why), protected=True)
             return Outcome(False)
         self._commit(PlannedEviction(pod, c.strategy, f"{c.reason}; to {destination} or alike"))
-        return Outcome(True, destination=destination)
+        return Outcome(True)
 
     def fits_all(self, pods: Sequence[PodRecord], destinations: Sequence[str]) -> tuple[bool, str]:
         """Would every pod find a destination together (each counting the room the others take)? Leaves no trace."""
@@ -204,9 +205,6 @@ class Cycle:
             return (f"loop guard: a pod of {owner.kind}/{owner.name} was moved off {pod.node_name} "
                     f"{duration(self.snapshot.now - last)} ago and its replacement came back")
         return None
-
-    def defer(self, pod: PodRecord, why: str) -> None:
-        self._decide(Protected(pod, why), protected=False)
 
     def protect(self, pod: PodRecord, why: str) -> None:
         self._decide(Protected(pod, why), protected=True)

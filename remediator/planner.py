@@ -26,8 +26,9 @@ def plan_cycle(snapshot: Snapshot, policy: Policy, memory: PlannerMemory) -> Pla
                 breaker_open=taints.breaker_open, tainted_limit=taints.tainted_limit, next_check=taints.next_check)
     memory.forget_before(snapshot.now - LOOP_GUARD)
     configured = [(lookup(s.name), s.args) for s in policy.strategies]
+    draining = consolidating(snapshot)  # read once: the ownership annotation of every node is parsed for it
     if not any(s.name == HNU for s, _ in configured):
-        for node in sorted(consolidating(snapshot)):  # the strategy is gone: give its nodes back
+        for node in sorted(draining):  # the strategy is gone: give its nodes back
             plan.taints_remove.append(TaintChange(node, CONSOLIDATION_TAINT, (CONSOLIDATION_OWNER,),
                                                   "HighNodeUtilization no longer configured"))
     if policy.safety.paused:
@@ -37,8 +38,9 @@ def plan_cycle(snapshot: Snapshot, policy: Policy, memory: PlannerMemory) -> Pla
         planned_taints.setdefault(c.node, []).append(c.taint)
     # No destination: nodes being drained or tainted, and nodes whose problem a safety rail only held back.
     exclude = set(taints.evict_taints) | set(planned_taints) | {h.node for h in taints.held}
-    exclude |= set(consolidating(snapshot))
-    cycle = Cycle(snapshot, policy, plan, memory, exclude=exclude, planned_taints=planned_taints)
+    exclude |= set(draining)
+    cycle = Cycle(snapshot, policy, plan, memory, exclude=exclude, planned_taints=planned_taints,
+                  consolidating=draining)
     configured.sort(key=lambda sa: KINDS.index(sa[0].kind))  # stable: policy order within a kind
     for strategy, args in configured:
         if strategy.kind == "deschedule":

@@ -94,7 +94,9 @@ class HighNodeUtilizationArgs:
 
 
 CONSOLIDATION_TAINT = Taint(key="nodemedic.io/consolidating", value="true")
-CONSOLIDATION_OWNER = "strategy:HighNodeUtilization"  # the "rule" recorded in the owned-taints annotation
+# A taint a strategy owns records "strategy:<name>" where a rule's taint records the rule names.
+STRATEGY_PREFIX = "strategy:"
+CONSOLIDATION_OWNER = STRATEGY_PREFIX + "HighNodeUtilization"  # the "rule" in the owned-taints annotation
 
 
 @dataclass(frozen=True)

@@ -178,6 +178,7 @@ def _spread(spec: dict[str, Any], labels: dict[str, str], when: str) -> tuple[Sp
 
 def pod(obj: dict[str, Any]) -> PodRecord:
     meta, spec, status = _dict(obj.get("metadata")), _dict(obj.get("spec")), _dict(obj.get("status"))
+    labels = _str_map(meta.get("labels"))
     volumes = list(map(_dict, _list(spec.get("volumes"))))
     affinity = _dict(_dict(_dict(spec.get("affinity")).get("nodeAffinity")).get(
         "requiredDuringSchedulingIgnoredDuringExecution"))
@@ -193,7 +194,7 @@ def pod(obj: dict[str, Any]) -> PodRecord:
         uid=str(meta.get("uid", "")),
         node_name=str(spec.get("nodeName", "") or ""),
         phase=str(status.get("phase", "Pending") or "Pending"),
-        labels=_str_map(meta.get("labels")),
+        labels=labels,
         annotations=_str_map(meta.get("annotations")),
         owners=tuple(
             OwnerRef(kind=str(o.get("kind", "")), name=str(o.get("name", "")), uid=str(o.get("uid", "")),
@@ -211,8 +212,8 @@ def pod(obj: dict[str, Any]) -> PodRecord:
         required_node_affinity=terms,
         required_anti_affinity=_pod_affinity_terms(spec, "podAntiAffinity", str(meta.get("namespace", ""))),
         required_affinity=_pod_affinity_terms(spec, "podAffinity", str(meta.get("namespace", ""))),
-        hard_spread=_spread(spec, _str_map(meta.get("labels")), "DoNotSchedule"),
-        soft_spread=_spread(spec, _str_map(meta.get("labels")), "ScheduleAnyway"),
+        hard_spread=_spread(spec, labels, "DoNotSchedule"),
+        soft_spread=_spread(spec, labels, "ScheduleAnyway"),
         requests=_pod_requests(spec),
         qos=str(status.get("qosClass") or _qos(list(map(_dict, _list(spec.get("containers")))))),
         has_local_storage=any("emptyDir" in v or "hostPath" in v for v in volumes),

@@ -14,13 +14,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from remediator.model import Effect, Held, NodeRecord, Snapshot, Taint, TaintChange
-from remediator.policy import OWNED_TAINTS_ANNOTATION, Policy, Safety, TaintRule
+from remediator.policy import OWNED_TAINTS_ANNOTATION, STRATEGY_PREFIX, Policy, Safety, TaintRule
 
 AUTOSCALER_TAINTS = ("ToBeDeletedByClusterAutoscaler", "DeletionCandidateOfClusterAutoscaler")
 SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
 
 Identity = tuple[str, str]
-STRATEGY_PREFIX = "strategy:"
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,8 @@ nodemedic's changes:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from remediator.cycle import CYCLE, NODE, Cycle
 from remediator.defaultevictor import MIRROR_ANNOTATION, protection
 from remediator.model import PlannedEviction, PodRecord, Snapshot, TaintChange
@@ -47,7 +49,7 @@ def consolidating(snapshot: Snapshot) -> dict[str, float]:
 
 def plan(snapshot: Snapshot, args: HighNodeUtilizationArgs, cycle: Cycle) -> None:
     thresholds = dict(args.thresholds)
-    draining = consolidating(snapshot)
+    draining = cycle.consolidating
     _release_timed_out(snapshot, args, cycle, draining)
     scope = sorted(n for n, rec in snapshot.nodes.items() if rec.ready and not rec.deleting)
     if len(scope) <= 1:
@@ -145,7 +147,7 @@ def _movers(snapshot: Snapshot, cycle: Cycle, source: str,
 
 
 def _release_timed_out(snapshot: Snapshot, args: HighNodeUtilizationArgs, cycle: Cycle,
-                       draining: dict[str, float]) -> None:
+                       draining: Mapping[str, float]) -> None:
     timeout = args.consolidation_timeout.total_seconds()
     for node, age in sorted(draining.items()):
         if age >= timeout:
