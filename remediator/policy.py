@@ -131,6 +131,20 @@ class Safety:
 
 
 @dataclass(frozen=True)
+class AutoscalerSettings:
+    """What the cluster's node autoscaler does, so nodemedic works with it instead of racing it (docs/autoscalers.md).
+
+    `adds_nodes`: an autoscaler (Karpenter, cluster-autoscaler) adds a node for pods that fit nowhere, so node fit
+    also accepts, for a pod drained off a tainted node, a new node like the one it leaves.
+    `consolidates`: the autoscaler empties underutilized nodes itself (Karpenter's WhenEmptyOrUnderutilized,
+    cluster-autoscaler's scale-down): then HighNodeUtilization, which does the same, is refused: one consolidator.
+    """
+
+    adds_nodes: bool = False
+    consolidates: bool = False
+
+
+@dataclass(frozen=True)
 class SinkConfig:
     type: str  # "webhook" | "slack" | "alertmanager"
     url: str
@@ -157,3 +171,4 @@ class Policy:
     eviction: EvictionSettings = EvictionSettings()
     safety: Safety = Safety()
     notifications: Notifications = Notifications()
+    autoscaler: AutoscalerSettings = AutoscalerSettings()

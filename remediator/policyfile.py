@@ -22,6 +22,7 @@ import yaml
 
 from remediator.model import Effect, LabelSelector, SelectorRequirement, Taint
 from remediator.policy import (
+    AutoscalerSettings,
     EvictionSettings,
     EvictorArgs,
     HighNodeUtilizationArgs,
@@ -44,7 +45,9 @@ SINK_TYPES = ("webhook", "slack", "alertmanager")
 SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 DOCUMENT = "<document>"  # the field path of errors about the file as a whole
 
-_TOP_KEYS = ("apiVersion", "kind", "rules", "evictor", "strategies", "limits", "eviction", "safety", "notifications")
+_TOP_KEYS = ("apiVersion", "kind", "rules", "evictor", "strategies", "limits", "eviction", "safety", "notifications",
+             "autoscaler")
+_AUTOSCALER_KEYS = ("addsNodes", "consolidates")
 _RULE_KEYS = ("name", "condition", "taint", "allowNoExecute", "evict", "recoverAfter")
 _CONDITION_KEYS = ("type", "status", "for")
 _TAINT_KEYS = ("key", "value", "effect")
@@ -737,6 +740,19 @@ def _safety(r: _Reader, top: _Map) -> Safety:
     return safety
 
 
+def _autoscaler(r: _Reader, top: _Map, strategies: tuple[StrategyConfig, ...]) -> AutoscalerSettings:
+    m = r.section(top, "autoscaler", _AUTOSCALER_KEYS)
+    d = AutoscalerSettings()
+    settings = AutoscalerSettings(adds_nodes=r.flag(m, "addsNodes", d.adds_nodes),
+                                  consolidates=r.flag(m, "consolidates", d.consolidates))
+    if settings.consolidates and any(s.name == "HighNodeUtilization" for s in strategies):
+        # Two consolidators race: each drains nodes the other counts on as destinations (docs/autoscalers.md).
+        r.error(m.line_node("consolidates"), m.at("consolidates"),
+                "the node autoscaler consolidates, so HighNodeUtilization must not: remove one of them "
+                "(with Karpenter, consolidationPolicy WhenEmpty leaves packing to HighNodeUtilization)")
+    return settings
+
+
 def _sink(r: _Reader, node: yaml.Node, path: str, index: int) -> SinkConfig:
     m = r.mapping(node, path, _SINK_KEYS)
     kind = r.text(m, "type", required=True)
@@ -817,9 +833,10 @@ def _document(r: _Reader, documents: list[yaml.Node]) -> Policy:
         got = r.text(top, key, required=True)
         if got and got != expected:
             r.error(top.values[key], key, f"must be {expected}, got {got!r}")
-    policy = Policy(rules=_rules(r, top), evictor=_evictor(r, top), strategies=_strategies(r, top),
+    strategies = _strategies(r, top)
+    policy = Policy(rules=_rules(r, top), evictor=_evictor(r, top), strategies=strategies,
                     limits=_limits(r, top), eviction=_eviction(r, top), safety=_safety(r, top),
-                    notifications=_notifications(r, top))
+                    notifications=_notifications(r, top), autoscaler=_autoscaler(r, top, strategies))
     if r.errors:
         raise PolicyError([message for _, message in sorted(r.errors, key=lambda e: e[0])])
     return policy

@@ -262,12 +262,19 @@ def test_evict_taints_are_owned_taints_of_active_evicting_rules_only() -> None:
     (node("n1", cond()), {"paused": True}, "paused"),
     (node("n1", cond(), labels={"nodemedic.io/exclude": "true"}), {}, "node opted out"),
     (node("n1", cond(), taints=(Taint("ToBeDeletedByClusterAutoscaler", "1", Effect.NO_SCHEDULE),)), {},
-     "cluster-autoscaler"),
+     "cluster-autoscaler is removing the node"),
     (node("n1", cond(), taints=(Taint("DeletionCandidateOfClusterAutoscaler", "1",
-                                      Effect.PREFER_NO_SCHEDULE),)), {}, "cluster-autoscaler"),
+                                      Effect.PREFER_NO_SCHEDULE),)), {}, "cluster-autoscaler may remove the node"),
     (node("n1", cond(), annotations={"cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"}), {},
-     "cluster-autoscaler"),
-], ids=["paused", "opted-out", "autoscaler-deleting", "autoscaler-candidate", "scale-down-disabled"])
+     "the node autoscaler is told to leave the node alone (cluster-autoscaler.kubernetes.io/scale-down-disabled"),
+    (node("n1", cond(), taints=(Taint("karpenter.sh/disrupted", "", Effect.NO_SCHEDULE),)), {},
+     "Karpenter is disrupting the node"),
+    (node("n1", cond(), taints=(Taint("karpenter.sh/unregistered", "", Effect.NO_EXECUTE),)), {},
+     "Karpenter has not registered the node yet"),
+    (node("n1", cond(), annotations={"karpenter.sh/do-not-disrupt": "true"}), {},
+     "the node autoscaler is told to leave the node alone (karpenter.sh/do-not-disrupt=true)"),
+], ids=["paused", "opted-out", "autoscaler-deleting", "autoscaler-candidate", "scale-down-disabled",
+        "karpenter-disrupting", "karpenter-unregistered", "karpenter-do-not-disrupt"])
 def test_a_safety_rail_holds_new_taints(n: NodeRecord, safety: dict[str, object], why: str) -> None:
     plan = plan_taints(snap(n), policy(rule(), **safety), {})
     assert plan.adds == []
