@@ -104,6 +104,7 @@ class PoolWatch:
     def _run(self) -> None:
         while not self._stop.wait(POLL):
             try:
+                existing = pool_nodes(self.api, self.pool, terminating=True)
                 live = pool_nodes(self.api, self.pool)
                 now = time.monotonic()
                 for n in live - self.nodes:
@@ -111,25 +112,28 @@ class PoolWatch:
                 for n in self.nodes - live:
                     self.removed.setdefault(n, now)
                 self.nodes = live
-                count = len(serving(self.api, self.namespace, live))
+                count = len(serving(self.api, self.namespace, existing))
                 self.fewest = count if self.fewest is None else min(self.fewest, count)
             except (ApiError, OSError) as e:
                 self.errors.append(str(e))
 
 
-def pool_nodes(api: Api, pool: str) -> set[str]:
+def pool_nodes(api: Api, pool: str, *, terminating: bool = False) -> set[str]:
+    """The pool's nodes; with `terminating`, also those being deleted (Karpenter marks a node deleted before it
+    drains it: its pods still serve until they are evicted)."""
     items = api.get(f"/api/v1/nodes?labelSelector={karpenter.NODEPOOL_LABEL}%3D{pool}")["items"]
-    return {n["metadata"]["name"] for n in items if not n["metadata"].get("deletionTimestamp")}
+    return {n["metadata"]["name"] for n in items if terminating or not n["metadata"].get("deletionTimestamp")}
 
 
-def serving(api: Api, namespace: str, live: set[str]) -> dict[str, str]:
-    """pod -> node for the app's pods that serve: Running, Ready, not terminating, on a live node."""
+def serving(api: Api, namespace: str, nodes: set[str]) -> dict[str, str]:
+    """pod -> node for the app's pods that serve: Running, Ready, not terminating, on one of `nodes` (a deleted kwok
+    node's pods stay listed as Running until the pod garbage collector comes: they do not serve)."""
     out = {}
     for p in api.get(f"/api/v1/namespaces/{namespace}/pods?labelSelector=app%3D{APP}")["items"]:
         ready = any(c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions") or [])
         node = p["spec"].get("nodeName")
         if not p["metadata"].get("deletionTimestamp") and p["status"].get("phase") == "Running" and ready \
-                and node in live:
+                and node in nodes:
             out[p["metadata"]["name"]] = node
     return out
 

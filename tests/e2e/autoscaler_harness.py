@@ -21,19 +21,21 @@ def node_pool(cluster: LocalCluster, name: str) -> str:
     return name
 
 
-def pool_nodes(core: client.CoreV1Api, pool: str) -> set[str]:
-    """Live nodes of the pool (a node being deleted is already on its way out)."""
+def pool_nodes(core: client.CoreV1Api, pool: str, *, terminating: bool = False) -> set[str]:
+    """The pool's nodes; with `terminating`, also those being deleted (Karpenter marks a node deleted before it drains
+    it, and its pods serve until they are evicted)."""
     return {n.metadata.name for n in core.list_node(label_selector=f"{POOL_LABEL}={pool}").items
-            if n.metadata.deletion_timestamp is None}
+            if terminating or n.metadata.deletion_timestamp is None}
 
 
-def available(core: client.CoreV1Api, namespace: str, app: str, live: set[str]) -> int:
-    """Pods of `app` that serve: Running, Ready, not terminating, on a node that still exists."""
+def available(core: client.CoreV1Api, namespace: str, app: str, nodes: set[str]) -> int:
+    """Pods of `app` that serve: Running, Ready, not terminating, on one of `nodes` (a deleted kwok node's pods stay
+    listed as Running until the pod garbage collector comes)."""
     count = 0
     for p in core.list_namespaced_pod(namespace, label_selector=f"app={app}").items:
         ready = any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])
         if (p.metadata.deletion_timestamp is None and p.status.phase == "Running" and ready
-                and p.spec.node_name in live):
+                and p.spec.node_name in nodes):
             count += 1
     return count
 
@@ -78,8 +80,9 @@ class PoolWatch:
                 for n in self._seen - live:
                     self.removed.setdefault(n, now)
                 self._seen = live
+                existing = pool_nodes(self.core, self.pool, terminating=True)
                 for key in self.guarded:
-                    count = available(self.core, *key, live)
+                    count = available(self.core, *key, existing)
                     self.fewest[key] = min(self.fewest.get(key, count), count)
             except Exception as e:  # noqa: BLE001 - reported by the test, never lost in a thread
                 self.errors.append(repr(e))
