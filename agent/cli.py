@@ -17,7 +17,7 @@ from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, generate_latest
 
-from agent import __version__, logs, npd_logmonitor_config, npd_plugin_config
+from agent import __version__, npd_logmonitor_config, npd_plugin_config
 from agent.checks import BUILTIN
 from agent.checks.custom_plugin import CustomPluginMonitor
 from agent.checks.logmonitor import LogMonitor
@@ -30,6 +30,7 @@ from agent.model import Check, Observation, Status
 from agent.reporter import Reporter, StateFile
 from agent.status_server import Answer, StatusServer
 from agent.supervisor import Supervisor
+from nodemedic_common import logs
 
 DEFAULTS = Path(__file__).with_name("defaults")
 # readonly-monitor.json is shipped for node-problem-detector users; by default the filesystem check owns

@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from agent.npd_vocabulary import DefaultCondition, RuleType, parse_go_duration
+from agent.npd_vocabulary import DefaultCondition, RuleType
+from nodemedic_common.durations import parse_go_duration
 
 DEFAULTS_DIR = Path(__file__).parent / "defaults"
 DEFAULT_MONITORS = (DEFAULTS_DIR / "kernel-monitor.json", DEFAULTS_DIR / "readonly-monitor.json")

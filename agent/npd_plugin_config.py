@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent.npd_vocabulary import DefaultCondition, RuleType, parse_go_duration
+from agent.npd_vocabulary import DefaultCondition, RuleType
+from nodemedic_common.durations import parse_go_duration
 
 PLUGIN = "custom"
 DEFAULT_INVOKE_INTERVAL = dt.timedelta(seconds=30)

@@ -1,16 +1,10 @@
 """What node-problem-detector's system-log-monitor and custom-plugin-monitor files have in common: the two rule
-types, the default conditions a monitor owns, and Go duration strings. Both loaders read these the same way."""
+types, and the default conditions a monitor owns. (Their Go duration strings: `nodemedic_common.durations`.)"""
 
 from __future__ import annotations
 
-import datetime as dt
-import re
 from dataclasses import dataclass
 from enum import StrEnum
-
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_DURATION_HINT = 'use a Go duration such as "30s", "5m", "1h30m", "500ms" or "0"'
 
 
 class RuleType(StrEnum):
@@ -25,20 +19,3 @@ class DefaultCondition:
     type: str
     reason: str
     message: str = ""
-
-
-def parse_go_duration(text: str) -> dt.timedelta:
-    """A Go duration string ("1m30s", "1.5h", "-5s", "0") as Go's time.ParseDuration reads it; ValueError otherwise."""
-    body = text[1:] if text[:1] in "+-" else text
-    if body == "0":
-        return dt.timedelta(0)
-    pos, seconds = 0, 0.0
-    while pos < len(body):
-        m = _DURATION_PART.match(body, pos)
-        if m is None:
-            raise ValueError(f"not a duration: {text!r}; {_DURATION_HINT}")
-        seconds += float(m.group(1)) * _DURATION_UNITS[m.group(2)]
-        pos = m.end()
-    if not body:
-        raise ValueError(f"not a duration: {text!r}; {_DURATION_HINT}")
-    return dt.timedelta(seconds=-seconds if text.startswith("-") else seconds)

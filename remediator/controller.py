@@ -16,21 +16,21 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from remediator import taints as owned_taints
-from remediator.alerts import Alerts
-from remediator.cluster import ClusterCache
-from remediator.evictor import EvictionResult, Outcome, evict
+from remediator.actions.evictor import EvictionResult, Outcome, evict
+from remediator.actions.taintwriter import write_node_taints
+from remediator.alerts.alert import AlertKind
+from remediator.alerts.announcer import Alerts
+from remediator.alerts.metrics import Metrics
 from remediator.heap import HeapFreezer
-from remediator.kube import ApiError, Kube
 from remediator.leader import LeaderElector
-from remediator.metrics import Metrics
 from remediator.model import Plan, PlannedEviction, TaintChange
-from remediator.notify import AlertKind
-from remediator.planner import PlannerMemory, plan_cycle
-from remediator.policy import OWNED_TAINTS_ANNOTATION, Policy
-from remediator.policyfile import PolicyError, load_policy
+from remediator.planning import taints as owned_taints
+from remediator.planning.planner import PlannerMemory, plan_cycle
+from remediator.policy.loader import PolicyError, load_policy
+from remediator.policy.model import OWNED_TAINTS_ANNOTATION, Policy
+from remediator.state.caches import ClusterCache
+from remediator.state.kube import ApiError, Kube
 from remediator.strategies import lookup
-from remediator.taintwriter import write_node_taints
 
 MIN_CYCLE_INTERVAL = 0.2  # seconds between planning cycles at most
 RECENT_EVICTION_MEMORY = 600.0  # seconds a pod we evicted is never planned again (the cache may lag)

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from remediator.kube import ApiError, Kube
+from remediator.state.kube import ApiError, Kube
 
 
 @dataclass(frozen=True)

@@ -143,6 +143,9 @@ class NodeRecord:
         return c is not None and c.status == "True"
 
 
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})  # a pod in these phases holds no resources
+
+
 @dataclass(frozen=True)
 class PodRecord:
     namespace: str

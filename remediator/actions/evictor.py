@@ -1,0 +1,87 @@
+"""The one place that evicts: the policy/v1 Eviction subresource, with PDB 429s retried until a deadline.
+
+Each planned eviction runs as its own task so one PDB-blocked pod never stalls the cycle; the pod's UID
+is sent as a precondition, so a replacement pod that reuses the name is never evicted by mistake.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from enum import StrEnum
+
+from remediator.model import PlannedEviction
+from remediator.policy.eviction import EvictionSettings
+from remediator.state.kube import ApiError, Kube
+
+
+class Outcome(StrEnum):
+    EVICTED = "evicted"
+    GONE = "gone"  # the pod (or this incarnation of it) no longer exists: nothing to do
+    REFUSED = "refused"  # still blocked by a PDB at the deadline
+    FAILED = "failed"  # any other API error
+    ABORTED = "aborted"  # leadership lost before the eviction was sent
+
+
+@dataclass(frozen=True)
+class EvictionResult:
+    eviction: PlannedEviction
+    outcome: Outcome
+    attempts: int
+    detail: str
+    seconds: float
+
+
+def eviction_body(e: PlannedEviction, settings: EvictionSettings) -> dict[str, object]:
+    delete_options: dict[str, object] = {"preconditions": {"uid": e.pod.uid}}
+    if settings.grace_period_seconds is not None:
+        delete_options["gracePeriodSeconds"] = settings.grace_period_seconds
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": e.pod.name, "namespace": e.pod.namespace,
+                     "annotations": {"nodemedic.io/strategy": e.strategy, "nodemedic.io/reason": e.reason[:200]}},
+        "deleteOptions": delete_options,
+    }
+
+
+async def evict(
+    kube: Kube,
+    e: PlannedEviction,
+    settings: EvictionSettings,
+    *,
+    may_act: Callable[[], bool],
+    log: logging.Logger,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> EvictionResult:
+    """Evict one pod; retry 429 (PDB) with exponential back-off and full jitter until settings.retry_deadline."""
+    start = time.monotonic()
+    deadline = start + settings.retry_deadline.total_seconds()
+    backoff = settings.initial_backoff.total_seconds()
+    path = f"/api/v1/namespaces/{e.pod.namespace}/pods/{e.pod.name}/eviction"
+    attempts = 0
+    last = ""
+    while True:
+        if not may_act():
+            return EvictionResult(e, Outcome.ABORTED, attempts, "not the leader any more", time.monotonic() - start)
+        attempts += 1
+        try:
+            await kube.request("POST", path, body=eviction_body(e, settings))
+            return EvictionResult(e, Outcome.EVICTED, attempts, "", time.monotonic() - start)
+        except ApiError as err:
+            last = err.message
+            if err.status == 404 or (err.status == 409 and "uid" in err.message.lower()):
+                return EvictionResult(e, Outcome.GONE, attempts, err.message, time.monotonic() - start)
+            if err.status != 429 and err.status not in (0, 500, 503, 504):
+                return EvictionResult(e, Outcome.FAILED, attempts, err.message, time.monotonic() - start)
+        if time.monotonic() + backoff > deadline:
+            outcome = Outcome.REFUSED if "disruption budget" in last.lower() else Outcome.FAILED
+            return EvictionResult(e, outcome, attempts, last, time.monotonic() - start)
+        log.info("eviction retry", extra={"pod": e.pod.key, "attempt": attempts, "error": last})
+        await sleep(random.uniform(0, backoff) + backoff / 2)
+        backoff = min(backoff * 2, settings.max_backoff.total_seconds())
+

@@ -1,0 +1,208 @@
+"""One planning cycle end to end on small hand-built snapshots: taints, candidates, protection, node fit, limits."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+
+import pytest
+
+from remediator.model import Condition, Effect, NodeRecord, OwnerRef, PodRecord, Snapshot, Taint, Toleration
+from remediator.planning.planner import PlannerMemory, plan_cycle
+from remediator.planning.taints import OwnedTaint, render_owned
+from remediator.policy.evictor import EvictorArgs
+from remediator.policy.limits import Limits
+from remediator.policy.model import OWNED_TAINTS_ANNOTATION, Policy, StrategyConfig
+from remediator.policy.rules import TaintRule
+from remediator.policy.safety import Safety
+from remediator.strategies.remove_pods_violating_node_taints.args import RemovePodsViolatingNodeTaintsArgs
+from remediator.strategies.remove_pods_violating_node_taints.plan import NAME
+
+NOW = dt.datetime(2024, 5, 1, 12, 0, 0, tzinfo=dt.UTC)
+DEADLOCK = Taint("nodemedic.io/kernel-deadlock", "true", Effect.NO_SCHEDULE)
+RULE = TaintRule(name="deadlock", condition_type="KernelDeadlock", condition_status="True",
+                 for_=dt.timedelta(seconds=30), taint=DEADLOCK)
+GiB = 1 << 30
+
+
+def node(name: str, *, sick: bool = False, cpu: int = 4000, pods: int = 110, owned: bool = False,
+         labels: dict[str, str] | None = None) -> NodeRecord:
+    conditions = [Condition("Ready", "True", NOW - dt.timedelta(hours=1))]
+    if sick:
+        conditions.append(Condition("KernelDeadlock", "True", NOW - dt.timedelta(seconds=60),
+                                    observed_at=NOW - dt.timedelta(seconds=60)))
+    annotations = {}
+    if owned:
+        annotations[OWNED_TAINTS_ANNOTATION] = render_owned([OwnedTaint(DEADLOCK, ("deadlock",), "t", NOW)])
+    return NodeRecord(name=name, conditions=tuple(conditions), labels=labels or {}, annotations=annotations,
+                      taints=(DEADLOCK,) if owned else (),
+                      allocatable={"cpu": cpu, "memory": 16 * GiB, "pods": pods})
+
+
+def pod(name: str, node_name: str = "sick", *, owner: str = "ReplicaSet", cpu: int = 100, **kw: object) -> PodRecord:
+    owners = (OwnerRef(owner, f"{name}-owner", f"uid-{name}-owner", controller=True),) if owner else ()
+    return PodRecord(namespace="default", name=name, uid=f"uid-{name}", node_name=node_name, phase="Running",
+                     owners=owners, requests={"cpu": cpu, "memory": 64 << 20}, **kw)  # type: ignore[arg-type]
+
+
+def snap(nodes: list[NodeRecord], pods: list[PodRecord]) -> Snapshot:
+    by_node: dict[str, list[PodRecord]] = {}
+    by_owner: dict[str, list[PodRecord]] = {}
+    for p in pods:
+        by_node.setdefault(p.node_name, []).append(p)
+        for o in p.owners:
+            by_owner.setdefault(o.uid, []).append(p)
+    return Snapshot(now=NOW, nodes={n.name: n for n in nodes}, pods_by_node=by_node, pods_by_owner=by_owner)
+
+
+def policy(*, node_fit: bool = True, limits: Limits | None = None, **safety: object) -> Policy:
+    return Policy(rules=(RULE,), evictor=EvictorArgs(node_fit=node_fit),
+                  strategies=(StrategyConfig(NAME, RemovePodsViolatingNodeTaintsArgs()),),
+                  limits=limits or Limits(owner_cooldown=dt.timedelta(0)),
+                  safety=Safety(**safety))  # type: ignore[arg-type]
+
+
+def names(items: list[object]) -> list[str]:
+    return [i.pod.name for i in items]  # type: ignore[attr-defined]
+
+
+def test_a_lasting_condition_taints_the_node_and_evicts_only_pods_that_do_not_tolerate_it() -> None:
+    tolerant = pod("tolerant", tolerations=(Toleration(key=DEADLOCK.key, operator="Exists"),))
+    s = snap([node("sick", sick=True), node("ok")], [pod("web"), tolerant, pod("elsewhere", "ok")])
+    plan = plan_cycle(s, policy(), PlannerMemory())
+    assert [(c.node, c.taint) for c in plan.taints_add] == [("sick", DEADLOCK)]
+    assert names(plan.evictions) == ["web"]
+    assert plan.evictions[0].strategy == NAME
+    assert plan.protected == [] and plan.deferred == []
+
+
+def test_a_node_without_problems_gets_no_taint_and_loses_no_pod() -> None:
+    plan = plan_cycle(snap([node("sick"), node("ok")], [pod("web")]), policy(), PlannerMemory())
+    assert plan.taints_add == [] and plan.evictions == [] and plan.protected == []
+
+
+@pytest.mark.parametrize(("p", "why"), [
+    (pod("ds", owner="DaemonSet"), "DaemonSet pod"),
+    (pod("mirror", annotations={"kubernetes.io/config.mirror": "x"}), "mirror pod"),
+    (pod("critical", priority=2_000_001_000), "system-critical priority"),
+    (pod("scratch", has_local_storage=True), "local storage"),
+    (pod("bare", owner=""), "bare pod"),
+], ids=["daemonset", "mirror", "system-critical", "local-storage", "bare"])
+def test_pods_the_default_evictor_protects_are_reported_not_evicted(p: PodRecord, why: str) -> None:
+    plan = plan_cycle(snap([node("sick", sick=True), node("ok")], [p]), policy(), PlannerMemory())
+    assert plan.evictions == []
+    assert names(plan.protected) == [p.name]
+    assert why in plan.protected[0].why
+
+
+def test_a_pod_with_nowhere_to_go_stays_and_says_why() -> None:
+    s = snap([node("sick", sick=True), node("full", cpu=500)], [pod("big", cpu=1000)])
+    plan = plan_cycle(s, policy(), PlannerMemory())
+    assert plan.evictions == []
+    assert plan.protected[0].why.startswith("no other node fits: 0/2 nodes fit")
+
+
+def test_without_node_fit_a_pod_is_evicted_even_with_nowhere_to_go() -> None:
+    s = snap([node("sick", sick=True), node("full", cpu=500)], [pod("big", cpu=1000)])
+    assert names(plan_cycle(s, policy(node_fit=False), PlannerMemory()).evictions) == ["big"]
+
+
+def test_room_promised_to_one_moved_pod_is_not_promised_again() -> None:
+    s = snap([node("sick", sick=True), node("small", cpu=1500)], [pod("a", cpu=1000), pod("b", cpu=1000)])
+    plan = plan_cycle(s, policy(), PlannerMemory())
+    assert names(plan.evictions) == ["a"]
+    assert names(plan.protected) == ["b"]
+    assert "insufficient cpu" in plan.protected[0].why
+
+
+def test_pod_slots_promised_to_moved_pods_count_too() -> None:
+    s = snap([node("sick", sick=True), node("tiny", pods=1)], [pod("a"), pod("b")])
+    plan = plan_cycle(s, policy(), PlannerMemory())
+    assert names(plan.evictions) == ["a"] and names(plan.protected) == ["b"]
+
+
+def test_a_node_being_tainted_this_cycle_is_no_destination() -> None:
+    s = snap([node("sick", sick=True), node("sick2", sick=True)], [pod("a")])
+    plan = plan_cycle(s, policy(max_tainted_nodes=None, max_tainted_nodes_percent=None), PlannerMemory())
+    assert len(plan.taints_add) == 2
+    assert plan.evictions == [] and "excluded" in plan.protected[0].why
+
+
+def test_a_sick_node_whose_taint_the_breaker_held_is_no_destination() -> None:
+    s = snap([node("sick", sick=True), node("sicker-later", sick=True)], [pod("a")])  # equal age: name order
+    plan = plan_cycle(s, policy(max_tainted_nodes=1), PlannerMemory())
+    assert [h.node for h in plan.held] == ["sicker-later"]
+    assert plan.evictions == [] and "excluded" in plan.protected[0].why
+
+
+def test_a_pod_with_nowhere_to_go_does_not_use_up_a_limit() -> None:
+    s = snap([node("sick", sick=True), node("ok", cpu=1000)], [pod("a-big", cpu=2000), pod("b-small"), pod("c-late")])
+    plan = plan_cycle(s, policy(limits=Limits(max_pods_to_evict_total=1)), PlannerMemory())
+    assert names(plan.protected) == ["a-big"]
+    assert names(plan.evictions) == ["b-small"]
+    assert names(plan.deferred) == ["c-late"]
+
+
+def test_limits_defer_evictions_beyond_the_per_node_maximum() -> None:
+    s = snap([node("sick", sick=True), node("ok")], [pod("a"), pod("b"), pod("c")])
+    plan = plan_cycle(s, policy(limits=Limits(max_pods_to_evict_per_node=2)), PlannerMemory())
+    assert names(plan.evictions) == ["a", "b"]
+    assert names(plan.deferred) == ["c"] and plan.deferred[0].why.startswith("limit:")
+
+
+def test_the_owner_cool_down_reads_the_controllers_memory() -> None:
+    s = snap([node("sick", owned=True, sick=True), node("ok")], [pod("a")])
+    memory = PlannerMemory(owner_last_eviction={"uid-a-owner": NOW - dt.timedelta(seconds=1)})
+    plan = plan_cycle(s, policy(limits=Limits(owner_cooldown=dt.timedelta(seconds=5))), memory)
+    assert plan.evictions == [] and names(plan.deferred) == ["a"]
+
+
+def test_pausing_stops_every_eviction_and_new_taint_but_not_recovery() -> None:
+    recovered = dataclasses.replace(node("healed", owned=True),
+                                    conditions=(Condition("Ready", "True"), Condition("KernelDeadlock", "False",
+                                                                                      NOW - dt.timedelta(hours=1))))
+    s = snap([node("sick", sick=True), node("tainted", sick=True, owned=True), recovered, node("ok")],
+             [pod("a"), pod("b", "tainted")])
+    plan = plan_cycle(s, policy(paused=True), PlannerMemory())
+    assert plan.evictions == [] and plan.taints_add == []
+    assert [h.why for h in plan.held] == ["paused"]
+    assert [c.node for c in plan.taints_remove] == ["healed"]
+
+
+def test_pods_on_an_opted_out_node_are_protected_even_under_our_taint() -> None:
+    opted_out = node("tainted", sick=True, owned=True, labels={"nodemedic.io/exclude": "true"})
+    plan = plan_cycle(snap([opted_out, node("ok")], [pod("a", "tainted")]), policy(), PlannerMemory())
+    assert plan.evictions == []
+    assert [(p.pod.name, p.why.split(" (")[0]) for p in plan.protected] == [("a", "node opted out")]
+
+
+def test_a_pod_two_strategies_want_is_planned_once_first_strategy_wins() -> None:
+    base = policy()
+    twice = dataclasses.replace(base, strategies=(
+        StrategyConfig(NAME, RemovePodsViolatingNodeTaintsArgs(excluded_taints=(DEADLOCK.key,))),
+        *base.strategies, *base.strategies))
+    plan = plan_cycle(snap([node("sick", sick=True), node("ok")], [pod("a")]), twice, PlannerMemory())
+    assert names(plan.evictions) == ["a"]
+
+
+def test_the_plan_carries_the_timers_and_breaker_state() -> None:
+    pending = dataclasses.replace(node("soon"), conditions=(
+        Condition("Ready", "True"), Condition("KernelDeadlock", "True", NOW - dt.timedelta(seconds=10))))
+    s = snap([node("sick", sick=True), node("sick2", sick=True), pending, node("ok")], [])
+    plan = plan_cycle(s, policy(max_tainted_nodes=1), PlannerMemory())
+    assert plan.breaker_open and plan.tainted_limit == 1
+    assert [h.node for h in plan.held] == ["sick2"]
+    # for 30s from a whole-second lastTransitionTime no watch saw happen: counted from one second later
+    assert plan.next_check == NOW + dt.timedelta(seconds=21)
+
+
+def test_the_plan_json_has_the_documented_keys() -> None:
+    s = snap([node("sick", sick=True), node("ok")], [pod("web"), pod("ds", owner="DaemonSet")])
+    doc = plan_cycle(s, policy(), PlannerMemory()).to_json()
+    assert set(doc) == {"taints", "evictions", "protected", "deferred", "held", "breaker"}
+    assert doc["taints"] == {"add": [{"node": "sick", "key": DEADLOCK.key, "value": "true", "effect": "NoSchedule",
+                                      "rule": "deadlock", "cause": "KernelDeadlock=True for 1m0s"}], "remove": []}
+    assert doc["evictions"] == [{"namespace": "default", "name": "web", "node": "sick", "strategy": NAME,
+                                 "reason": f"untolerated taint {DEADLOCK.key}=true:NoSchedule"}]
+    assert [p["name"] for p in doc["protected"]] == ["ds"]  # type: ignore[index]
+    assert doc["breaker"] == {"open": False, "taintedLimit": 1}
