@@ -17,18 +17,20 @@ from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, generate_latest
 
-from agent import __version__, npd_logmonitor_config, npd_plugin_config
+from agent import __version__
 from agent.checks import BUILTIN
 from agent.checks.custom_plugin import CustomPluginMonitor
 from agent.checks.logmonitor import LogMonitor
-from agent.conditions import ConditionBook
 from agent.config import AgentConfig, ConfigError, load_config
-from agent.credentials import CredentialsError
 from agent.host import HostRoot
-from agent.kube import Kube
 from agent.model import Check, Observation, Status
-from agent.reporter import Reporter, StateFile
-from agent.status_server import Answer, StatusServer
+from agent.npd import logmonitor_config as npd_logmonitor_config
+from agent.npd import plugin_config as npd_plugin_config
+from agent.reporting.conditions import ConditionBook
+from agent.reporting.credentials import CredentialsError
+from agent.reporting.kube import Kube
+from agent.reporting.reporter import Reporter, StateFile
+from agent.reporting.status_server import Answer, StatusServer
 from agent.supervisor import Supervisor
 from nodemedic_common import logs
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agent import credentials
-from agent.credentials import CredentialsError
+from agent.reporting import credentials
+from agent.reporting.credentials import CredentialsError
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent.npd_vocabulary import DefaultCondition, RuleType
+from agent.npd.vocabulary import DefaultCondition, RuleType
 from nodemedic_common.durations import parse_go_duration
 
 PLUGIN = "custom"

@@ -6,8 +6,8 @@ import datetime as dt
 
 import pytest
 
-from agent.conditions import ConditionBook
 from agent.model import ConditionReport, Observation, Status
+from agent.reporting.conditions import ConditionBook
 
 T0 = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.UTC)
 

@@ -14,9 +14,9 @@ import pytest
 
 from agent.checks.custom_plugin import CustomPluginMonitor
 from agent.model import ConditionReport, EventReport, Observation, Severity, Status
-from agent.npd_plugin_config import DefaultCondition, PluginConfig, PluginMonitorConfig, PluginRule, RuleType, load
-from agent.plugin_runner import WORST_CASE_OVERHEAD, PluginResult
-from tests.unit.agent.test_plugin_runner import PLUGINS, assert_group_gone
+from agent.npd.plugin_config import DefaultCondition, PluginConfig, PluginMonitorConfig, PluginRule, RuleType, load
+from agent.npd.plugin_runner import WORST_CASE_OVERHEAD, PluginResult
+from tests.unit.agent.npd.test_plugin_runner import PLUGINS, assert_group_gone
 from tests.waiting import wait_until
 
 T0 = dt.datetime(2025, 1, 1, tzinfo=dt.UTC)
@@ -236,7 +236,7 @@ def test_a_cancelled_round_kills_every_plugin_it_started(tmp_path):
 
 # --- the example shipped in agent/defaults/plugins -------------------------------------------------------
 
-SHIPPED = Path(__file__).resolve().parents[3] / "agent" / "defaults" / "plugins" / "reboot-required-monitor.json"
+SHIPPED = Path(__file__).resolve().parents[4] / "agent" / "defaults" / "plugins" / "reboot-required-monitor.json"
 
 
 @pytest.mark.parametrize(

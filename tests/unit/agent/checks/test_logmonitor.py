@@ -13,9 +13,9 @@ import pytest
 from agent.checks.logmonitor import LogMonitor
 from agent.host import HostRoot
 from agent.model import ConditionReport, EventReport, Observation, Status
-from agent.npd_logmonitor_config import DEFAULT_MONITORS, LogMonitorConfig, load, loads
+from agent.npd.logmonitor_config import DEFAULT_MONITORS, LogMonitorConfig, load, loads
 
-TESTDATA = Path(__file__).resolve().parents[2] / "testdata" / "agent" / "logmonitor"
+TESTDATA = Path(__file__).resolve().parents[3] / "testdata" / "agent" / "logmonitor"
 KERNEL_MONITOR, READONLY_MONITOR = DEFAULT_MONITORS
 BOOT = dt.datetime(2025, 3, 1, 8, 0, tzinfo=dt.UTC)
 START = BOOT + dt.timedelta(days=2)

@@ -1,6 +1,6 @@
 """The few REST calls the agent makes (aiohttp): read its Node, patch nodes/status, create/patch Events.
 
-Credentials come from a kubeconfig or the pod's service account (`agent.credentials`); the requests are plain
+Credentials come from a kubeconfig or the pod's service account (`agent.reporting.credentials`); the requests are plain
 aiohttp so the agent stays small. Every call is counted by verb and code.
 """
 
@@ -11,8 +11,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter
 
-from agent import credentials
-from agent.aiohttp_lean import aiohttp
+from agent.reporting import credentials
+from agent.reporting.aiohttp_lean import aiohttp
 
 
 class ApiError(Exception):

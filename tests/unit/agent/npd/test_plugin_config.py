@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agent.npd_plugin_config import (
+from agent.npd.plugin_config import (
     ConfigError,
     DefaultCondition,
     PluginConfig,

@@ -25,9 +25,9 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry, Counter
 
-from agent.conditions import ConditionBook
-from agent.kube import ApiError, Kube
 from agent.model import ConditionReport, EventReport
+from agent.reporting.conditions import ConditionBook
+from agent.reporting.kube import ApiError, Kube
 
 COMPONENT = "nodemedic-agent"
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from agent.model import Status
-from agent.plugin_runner import TERM_GRACE, WORST_CASE_OVERHEAD, PluginResult, run_plugin
+from agent.npd.plugin_runner import TERM_GRACE, WORST_CASE_OVERHEAD, PluginResult, run_plugin
 from tests.waiting import wait_until
 
-PLUGINS = Path(__file__).resolve().parents[2] / "testdata" / "agent" / "plugins"
+PLUGINS = Path(__file__).resolve().parents[3] / "testdata" / "agent" / "plugins"
 SLACK = 3.0  # generous allowance for a loaded CI machine on top of what the runner promises
 
 

@@ -235,7 +235,7 @@ def test_an_https_probe_verifies_against_the_system_ca_store_and_plain_http_uses
 
 def test_the_lean_aiohttp_import_skips_aiohttps_ca_stores_and_leaves_the_environment_as_it_was() -> None:
     probe = ("import os, ssl; before = dict(os.environ)\n"
-             "from agent.aiohttp_lean import aiohttp\n"
+             "from agent.reporting.aiohttp_lean import aiohttp\n"
              "import aiohttp.connector as c\n"
              "assert dict(os.environ) == before, 'environment changed'\n"
              "print(c._SSL_CONTEXT_VERIFIED.cert_store_stats()['x509_ca'], "

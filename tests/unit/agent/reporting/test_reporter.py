@@ -11,10 +11,10 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from agent.conditions import ConditionBook
-from agent.kube import ApiError
 from agent.model import ConditionReport, EventReport, Observation, Status
-from agent.reporter import Reporter, StateFile, TokenBucket
+from agent.reporting.conditions import ConditionBook
+from agent.reporting.kube import ApiError
+from agent.reporting.reporter import Reporter, StateFile, TokenBucket
 
 NOW = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.UTC)
 

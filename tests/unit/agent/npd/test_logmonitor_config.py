@@ -8,21 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from agent.npd_logmonitor_config import (
-    DEFAULT_MONITORS,
-    ConfigError,
-    DefaultCondition,
-    Plugin,
-    RuleType,
-    compile_rule_pattern,
-    go_layout_to_strptime,
-    load,
-    loads,
-    parse_log_timestamp,
-    translate_re2,
-)
+from agent.npd.logmonitor_config import DEFAULT_MONITORS, ConfigError, DefaultCondition, Plugin, RuleType, load, loads
+from agent.npd.re2 import compile_rule_pattern, translate_re2
+from agent.npd.timestamps import go_layout_to_strptime, parse_log_timestamp
 
-TESTDATA = Path(__file__).resolve().parents[2] / "testdata" / "agent" / "logmonitor"
+TESTDATA = Path(__file__).resolve().parents[3] / "testdata" / "agent" / "logmonitor"
 BAD = TESTDATA / "bad"
 
 

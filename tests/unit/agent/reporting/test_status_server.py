@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from agent.status_server import MAX_HEAD, Answer, StatusServer, split_listen
+from agent.reporting.status_server import MAX_HEAD, Answer, StatusServer, split_listen
 
 
 def run(body: Callable[[], Coroutine[Any, Any, None]]) -> None:
