@@ -25,6 +25,7 @@ build: setup
 
 lint: setup
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 unit: setup
 	$(BIN)/python -m pytest tests/unit

@@ -25,7 +25,7 @@ from remediator.alerts.notifier import Notifier
 from remediator.controller import Controller, PolicySource
 from remediator.leader import LeaderElector, LeaseTimings
 from remediator.model import Plan
-from remediator.planning.planner import PlannerMemory, plan_cycle
+from remediator.planner import PlannerMemory, plan_cycle
 from remediator.policy.loader import PolicyError, load_policy, validate_main
 from remediator.server import app, loop_health, serve
 from remediator.state.caches import ClusterCache, snapshot_from_list

@@ -24,8 +24,8 @@ from remediator.alerts.metrics import Metrics
 from remediator.heap import HeapFreezer
 from remediator.leader import LeaderElector
 from remediator.model import Plan, PlannedEviction, TaintChange
+from remediator.planner import PlannerMemory, plan_cycle
 from remediator.planning import taints as owned_taints
-from remediator.planning.planner import PlannerMemory, plan_cycle
 from remediator.policy.loader import PolicyError, load_policy
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION, Policy
 from remediator.state.caches import ClusterCache

@@ -39,7 +39,7 @@ from remediator.model import (
     Taint,
     Toleration,
 )
-from remediator.planning.planner import PlannerMemory, plan_cycle
+from remediator.planner import PlannerMemory, plan_cycle
 from remediator.planning.taints import OwnedTaint, render_owned
 from remediator.policy.loader import parse_policy
 

@@ -1,2 +1,3 @@
-"""Stage 2, deciding: conditions -> owned taints (`taints.py`), then every strategy's evictions through one gate
-(`cycle.py`: DefaultEvictor, limits, node fit, the cycle's books) into one Plan (`planner.py`). Writes nothing."""
+"""Stage 2, deciding, as building blocks of `planner.py`: conditions -> owned taints (`taints.py`), and the one gate
+every strategy's evictions pass (`cycle.py`: DefaultEvictor, limits and cool-down, node fit, the cycle's books).
+Pure: nothing here writes."""

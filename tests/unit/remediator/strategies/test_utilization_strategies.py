@@ -28,8 +28,8 @@ from remediator.model import (
     Taint,
     Toleration,
 )
+from remediator.planner import plan_cycle
 from remediator.planning.cycle import PlannerMemory
-from remediator.planning.planner import plan_cycle
 from remediator.planning.taints import OwnedTaint, render_owned
 from remediator.policy.evictor import EvictorArgs
 from remediator.policy.limits import Limits

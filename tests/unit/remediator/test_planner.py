@@ -8,7 +8,7 @@ import datetime as dt
 import pytest
 
 from remediator.model import Condition, Effect, NodeRecord, OwnerRef, PodRecord, Snapshot, Taint, Toleration
-from remediator.planning.planner import PlannerMemory, plan_cycle
+from remediator.planner import PlannerMemory, plan_cycle
 from remediator.planning.taints import OwnedTaint, render_owned
 from remediator.policy.evictor import EvictorArgs
 from remediator.policy.limits import Limits
