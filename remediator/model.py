@@ -232,6 +232,15 @@ class Protected:
     why: str
 
 
+class HoldReason(StrEnum):
+    """Which safety rail holds a taint back; the `why` label of nodemedic_taints_held_total."""
+
+    PAUSED = "paused"
+    OPTED_OUT = "opted out"
+    AUTOSCALER = "autoscaler"
+    CIRCUIT_BREAKER = "circuit breaker"
+
+
 @dataclass(frozen=True)
 class Held:
     """A taint the rules want but a safety rail holds back (circuit breaker, pause, opt-out, autoscaler)."""
@@ -239,7 +248,8 @@ class Held:
     node: str
     taint: Taint
     rules: tuple[str, ...]
-    why: str
+    reason: HoldReason
+    why: str  # for people: the rail and its particulars
 
 
 @dataclass

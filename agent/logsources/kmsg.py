@@ -59,15 +59,14 @@ class KmsgReader:
     """Kernel log records appended since the last `read()`, from `/dev/kmsg` or a file/FIFO of the same format.
 
     The character device returns exactly one record per read(); EAGAIN means none are left, EPIPE means the
-    ring buffer overwrote records we had not read yet (counted in `overwritten`; reading continues with the
-    oldest record still there). A regular file is tailed by offset (tests and fixtures use one), a FIFO is kept
+    ring buffer overwrote records we had not read yet (reading continues with the oldest record still there; the
+    gap shows in the records' `seq`). A regular file is tailed by offset (tests and fixtures use one), a FIFO is kept
     open and read until empty. `seek_end()` skips the history (everything logged before the first read).
     """
 
     def __init__(self, path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES, max_records: int = DEFAULT_MAX_RECORDS,
                  ) -> None:
         self.path = path
-        self.overwritten = 0
         self._max_records = max_records
         self._tail = Tail(path, max_bytes=max_bytes)
         self._device_fd: int | None = None
@@ -120,7 +119,6 @@ class KmsgReader:
             except BlockingIOError:  # EAGAIN: nothing new
                 return records
             except BrokenPipeError:  # EPIPE: we fell behind the ring buffer; the next read resumes past the gap
-                self.overwritten += 1
                 continue
             if not data:
                 return records

@@ -94,7 +94,6 @@ class Reporter:
         self.sent: dict[tuple[str, str], _Sent] = {}
         self.written = state.load()
         self.retire = book.retired(self.written)
-        self.last_write_ok = 0.0
         self.suppressed = Counter("nodemedic_agent_events_suppressed_total", "Events not sent (rate limit or error)",
                                   ["reason"], registry=registry)
         self.events = Counter("nodemedic_agent_events_total", "Events sent or aggregated", ["reason", "kind"],
@@ -122,7 +121,6 @@ class Reporter:
         if written != self.written:
             self.written = written
             self.state.save(written)
-        self.last_write_ok = time.monotonic()
 
     async def run(self) -> None:
         backoff = 0.5

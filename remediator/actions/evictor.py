@@ -18,6 +18,11 @@ from remediator.model import PlannedEviction
 from remediator.policy.eviction import EvictionSettings
 from remediator.state.kube import ApiError, Kube
 
+# The Status cause the API server attaches when a PodDisruptionBudget refuses an eviction (policy/v1
+# DisruptionBudgetCause).
+DISRUPTION_BUDGET_CAUSE = "DisruptionBudget"
+RETRYABLE = frozenset({0, 429, 500, 503, 504})  # 0: no answer at all (connection error, timeout)
+
 
 class Outcome(StrEnum):
     EVICTED = "evicted"
@@ -64,7 +69,6 @@ async def evict(
     backoff = settings.initial_backoff.total_seconds()
     path = f"/api/v1/namespaces/{e.pod.namespace}/pods/{e.pod.name}/eviction"
     attempts = 0
-    last = ""
     while True:
         if not may_act():
             return EvictionResult(e, Outcome.ABORTED, attempts, "not the leader any more", time.monotonic() - start)
@@ -73,15 +77,15 @@ async def evict(
             await kube.request("POST", path, body=eviction_body(e, settings))
             return EvictionResult(e, Outcome.EVICTED, attempts, "", time.monotonic() - start)
         except ApiError as err:
-            last = err.message
-            if err.status == 404 or (err.status == 409 and "uid" in err.message.lower()):
+            # A Conflict means our UID precondition failed: the API server retries its own resourceVersion
+            # conflicts, so the pod we planned for is gone (a replacement may carry its name).
+            if err.status == 404 or (err.status == 409 and err.reason == "Conflict"):
                 return EvictionResult(e, Outcome.GONE, attempts, err.message, time.monotonic() - start)
-            if err.status != 429 and err.status not in (0, 500, 503, 504):
+            if err.status not in RETRYABLE:
                 return EvictionResult(e, Outcome.FAILED, attempts, err.message, time.monotonic() - start)
-        if time.monotonic() + backoff > deadline:
-            outcome = Outcome.REFUSED if "disruption budget" in last.lower() else Outcome.FAILED
-            return EvictionResult(e, outcome, attempts, last, time.monotonic() - start)
-        log.info("eviction retry", extra={"pod": e.pod.key, "attempt": attempts, "error": last})
+            if time.monotonic() + backoff > deadline:
+                outcome = Outcome.REFUSED if DISRUPTION_BUDGET_CAUSE in err.causes else Outcome.FAILED
+                return EvictionResult(e, outcome, attempts, err.message, time.monotonic() - start)
+            log.info("eviction retry", extra={"pod": e.pod.key, "attempt": attempts, "error": err.message})
         await sleep(random.uniform(0, backoff) + backoff / 2)
         backoff = min(backoff * 2, settings.max_backoff.total_seconds())
-

@@ -16,7 +16,6 @@ class AlertKind(StrEnum):
     EVICTION_REFUSED = "EvictionRefused"
     EVICTION_FAILED = "EvictionFailed"
     BREAKER_OPEN = "CircuitBreakerOpen"
-    BREAKER_CLOSED = "CircuitBreakerClosed"
     HELD = "Held"
 
 
@@ -32,7 +31,6 @@ class Alert:
     details: dict[str, str] = field(default_factory=dict)
     # Required and keyword-only: there is no honest default for when something happened. Timezone-aware.
     time: dt.datetime = field(kw_only=True)
-    dry_run: bool = False
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:

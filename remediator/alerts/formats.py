@@ -45,7 +45,6 @@ def webhook(alert: Alert, *, cluster: str) -> dict[str, object]:
         "details": dict(alert.details),
         "time": rfc3339(alert.time),
         "cluster": cluster,
-        "dryRun": alert.dry_run,
         "source": SOURCE,
     }
 
@@ -61,7 +60,7 @@ def _clip(text: str, limit: int) -> str:
 
 def slack(alert: Alert, *, cluster: str) -> dict[str, object]:
     """An incoming-webhook message: a plain `text` fallback (notifications, old clients) plus Block Kit blocks."""
-    prefix = f"[{alert.severity.upper()}]" + (" [DRY RUN]" if alert.dry_run else "")
+    prefix = f"[{alert.severity.upper()}]"
     fallback = f"{prefix} {alert.kind}: {alert.summary}" + (f" (cluster {cluster})" if cluster else "")
     headline = f"*{_slack_escape(prefix)} {_slack_escape(str(alert.kind))}*\n{_slack_escape(alert.summary)}"
     facts = [
@@ -98,7 +97,6 @@ def alertmanager(alert: Alert, *, cluster: str) -> list[dict[str, object]]:
         "reason": alert.reason,
         "cluster": cluster,
         "source": SOURCE,
-        "dry_run": "true" if alert.dry_run else "",
     }
     return [{
         "labels": {name: value for name, value in labels.items() if value},
@@ -137,16 +135,3 @@ FORMATS: dict[str, Format] = {
     "slack": Format(render=slack, endpoint=_as_given),
     "alertmanager": Format(render=alertmanager, endpoint=alertmanager_url),
 }
-
-
-def format_for(sink_type: str) -> Format:
-    try:
-        return FORMATS[sink_type]
-    except KeyError:
-        known = ", ".join(FORMATS)
-        raise ValueError(f"unknown notification sink type {sink_type!r}; expected one of {known}") from None
-
-
-def render(sink_type: str, alert: Alert, *, cluster: str) -> object:
-    """The JSON-serialisable body a sink of `sink_type` receives for `alert`."""
-    return format_for(sink_type).render(alert, cluster=cluster)

@@ -126,10 +126,6 @@ class Notifier:
         self._attempts.labels(sink.name)
         self._depth.labels(sink.name).set(sink.queue.qsize())
 
-    @property
-    def sink_names(self) -> tuple[str, ...]:
-        return tuple(s.name for s in self._sinks)
-
     def notify(self, alert: Alert) -> None:
         """Queue `alert` for every sink; never blocks, never raises."""
         for sink in self._sinks:

@@ -123,8 +123,10 @@ class Cycle:
         return self.reserved.get(node, {}).get(PODS, 0) > 0
 
     def hold(self, node: str) -> str | None:
+        """Why a safety rail keeps evictions off `node`, or None."""
         record = self.snapshot.nodes.get(node)
-        return safety_hold(record, self.policy.safety) if record is not None else None
+        hold = safety_hold(record, self.policy.safety) if record is not None else None
+        return hold.why if hold is not None else None
 
     # --- deschedule strategies: candidates -----------------------------------------------------------------
     def admit(self, c: PlannedEviction) -> None:

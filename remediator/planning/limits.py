@@ -1,18 +1,18 @@
 """Per-cycle eviction limits (per node, per namespace, total) and the per-owner cool-down.
 
-Candidates keep their order; the first ones that fit the limits are evicted, the rest wait for a later cycle
-(as Protected entries in `Plan.deferred`, so the plan says why a pod is still there). `LimitState` is the same
-bookkeeping one candidate at a time, for the planner, which asks before paying for a node-fit search.
+`LimitState` keeps one cycle's books, one candidate at a time: the cycle's gate asks `refusal` before paying for
+a node-fit search, and calls `take` for each eviction it commits. Candidates keep their order, so the first ones
+that fit the limits are evicted and the rest wait for a later cycle (as Protected entries in `Plan.deferred`, so
+the plan says why a pod is still there).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from remediator.model import PlannedEviction, Protected
+from remediator.model import PlannedEviction
 from remediator.planning.taints import duration
 from remediator.policy.limits import Limits
 
@@ -52,19 +52,3 @@ class LimitState:
         owner = c.pod.controller
         if owner is not None:
             self.owner_last_eviction[owner.uid] = self.now
-
-
-def apply_limits(candidates: Sequence[PlannedEviction], limits: Limits, *,
-                 owner_last_eviction: Mapping[str, dt.datetime],
-                 now: dt.datetime) -> tuple[list[PlannedEviction], list[Protected]]:
-    state = LimitState(limits, now, dict(owner_last_eviction))
-    kept: list[PlannedEviction] = []
-    deferred: list[Protected] = []
-    for c in candidates:
-        why = state.refusal(c)
-        if why is None:
-            state.take(c)
-            kept.append(c)
-        else:
-            deferred.append(Protected(c.pod, why))
-    return kept, deferred

@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from remediator.model import Effect, Held, NodeRecord, Snapshot, Taint, TaintChange
+from remediator.model import Effect, Held, HoldReason, NodeRecord, Snapshot, Taint, TaintChange
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION, STRATEGY_PREFIX, Policy
 from remediator.policy.rules import TaintRule
 from remediator.policy.safety import Safety
@@ -82,17 +82,24 @@ class TaintPlan:
     evict_taints: dict[str, list[Taint]] = field(default_factory=dict)
 
 
-def safety_hold(node: NodeRecord, safety: Safety) -> str | None:
+@dataclass(frozen=True)
+class Hold:
+    reason: HoldReason
+    why: str
+
+
+def safety_hold(node: NodeRecord, safety: Safety) -> Hold | None:
     """Why no new taint (and no eviction) may touch this node, or None."""
     if safety.paused:
-        return "paused"
+        return Hold(HoldReason.PAUSED, "paused")
     if node.labels.get(safety.exclude_label) == "true":
-        return f"node opted out ({safety.exclude_label}=true)"
+        return Hold(HoldReason.OPTED_OUT, f"node opted out ({safety.exclude_label}=true)")
     for t in node.taints:
         if t.key in AUTOSCALER_TAINTS:
-            return f"cluster-autoscaler is acting on the node (taint {t.key})"
+            return Hold(HoldReason.AUTOSCALER, f"cluster-autoscaler is acting on the node (taint {t.key})")
     if node.annotations.get(SCALE_DOWN_DISABLED) == "true":
-        return f"cluster-autoscaler is told to leave the node alone ({SCALE_DOWN_DISABLED}=true)"
+        return Hold(HoldReason.AUTOSCALER,
+                    f"cluster-autoscaler is told to leave the node alone ({SCALE_DOWN_DISABLED}=true)")
     return None
 
 
@@ -254,9 +261,9 @@ def _admit(snapshot: Snapshot, policy: Policy, plan: TaintPlan, wants_by_node: d
     for name, wants in wants_by_node.items():
         if not wants:
             continue
-        why = safety_hold(snapshot.nodes[name], policy.safety)
-        if why is not None:
-            plan.held += [Held(name, w.taint, tuple(w.rules), why) for w in wants]
+        hold = safety_hold(snapshot.nodes[name], policy.safety)
+        if hold is not None:
+            plan.held += [Held(name, w.taint, tuple(w.rules), hold.reason, hold.why) for w in wants]
         elif name in tainted:
             _add(plan, name, wants, snapshot.now)  # one more taint on a node already out of rotation costs nothing
         else:
@@ -273,8 +280,8 @@ def _admit(snapshot: Snapshot, policy: Policy, plan: TaintPlan, wants_by_node: d
             _add(plan, name, wants_by_node[name], snapshot.now)
         else:
             plan.breaker_open = True
-            plan.held += [Held(name, w.taint, tuple(w.rules), f"circuit breaker: {count}/{limit} nodes tainted")
-                          for w in wants_by_node[name]]
+            plan.held += [Held(name, w.taint, tuple(w.rules), HoldReason.CIRCUIT_BREAKER,
+                               f"circuit breaker: {count}/{limit} nodes tainted") for w in wants_by_node[name]]
     plan.adds.sort(key=lambda c: (c.node, c.taint.key, str(c.taint.effect)))
     plan.held.sort(key=lambda h: (h.node, h.taint.key, str(h.taint.effect)))
 

@@ -29,7 +29,6 @@ class Informer:
         self.page_size = page_size
         self.resource_version = ""
         self.synced = asyncio.Event()
-        self.lists = 0  # how many LISTs this informer made (1 in steady state)
 
     async def _list(self) -> None:
         items: list[dict[str, Any]] = []
@@ -44,7 +43,6 @@ class Informer:
             if not cont:
                 self.resource_version = page["metadata"]["resourceVersion"]
                 break
-        self.lists += 1
         self._reset(items)
         self.synced.set()
 

@@ -19,13 +19,24 @@ from prometheus_client import CollectorRegistry, Counter
 
 
 class ApiError(Exception):
+    """A non-2xx answer. Callers decide on `status`, `reason` and `causes` (the API's Status object), never on the
+    message text, which is for people and changes between versions."""
+
     def __init__(self, status: int, method: str, path: str, body: str) -> None:
         self.status = status
         self.body = body
         try:
-            self.message = str(json.loads(body).get("message", body))
-        except (ValueError, AttributeError):
-            self.message = body[:300]
+            doc = json.loads(body)
+        except ValueError:
+            doc = None
+        if not isinstance(doc, dict):
+            doc = {}
+        self.message = str(doc.get("message", body)) if doc else body[:300]
+        self.reason = str(doc.get("reason") or "")  # e.g. Conflict, TooManyRequests, NotFound
+        details = doc.get("details")
+        causes = details.get("causes") if isinstance(details, dict) else None
+        # A StatusCause's type is serialised as "reason" (e.g. DisruptionBudget on a PDB-refused eviction).
+        self.causes = tuple(str(c.get("reason") or "") for c in causes or () if isinstance(c, dict))
         super().__init__(f"{method} {path}: HTTP {status}: {self.message}")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import json
 import logging
 
 import pytest
@@ -15,7 +16,18 @@ from remediator.state.kube import ApiError
 
 POD = PodRecord(namespace="ns", name="web-1", uid="uid-1", node_name="n1")
 PLANNED = PlannedEviction(pod=POD, strategy="RemovePodsViolatingNodeTaints", reason="untolerated taint")
-PDB = '{"message": "Cannot evict pod as it would violate the pod\'s disruption budget."}'
+# Status bodies as kube-apiserver sends them (pkg/registry/core/pod/storage/eviction.go).
+PDB = json.dumps({"kind": "Status", "status": "Failure", "reason": "TooManyRequests", "code": 429,
+                  "message": "Cannot evict pod as it would violate the pod's disruption budget.",
+                  "details": {"causes": [{"reason": "DisruptionBudget",
+                                          "message": "The disruption budget web needs 2 healthy pods and has 2 "
+                                                     "currently"}]}})
+THROTTLED = json.dumps({"kind": "Status", "status": "Failure", "reason": "TooManyRequests", "code": 429,
+                        "message": "Too many requests, please try again later.", "details": {"retryAfterSeconds": 1}})
+REPLACED = json.dumps({"kind": "Status", "status": "Failure", "reason": "Conflict", "code": 409,
+                       "message": "Operation cannot be fulfilled on Pod \"web-1\": the UID in the precondition (a) "
+                                  "does not match the UID in record (b). The object might have been deleted and then "
+                                  "recreated", "details": {"name": "web-1", "kind": "Pod"}})
 
 
 class FakeKube:
@@ -63,11 +75,23 @@ def test_a_pdb_refusal_past_the_deadline_is_reported_as_refused() -> None:
     assert result.outcome == Outcome.REFUSED and "disruption budget" in result.detail
 
 
+@pytest.mark.parametrize(("body", "outcome"), [
+    (json.dumps({"reason": "TooManyRequests", "message": "no PDB words here",
+                 "details": {"causes": [{"reason": "DisruptionBudget"}]}}), Outcome.REFUSED),
+    (THROTTLED, Outcome.FAILED),
+    (json.dumps({"message": "mentions a disruption budget but carries no cause"}), Outcome.FAILED),
+], ids=["cause-decides-not-text", "throttled-is-not-a-pdb", "text-alone-is-not-a-pdb"])
+def test_a_refusal_is_a_pdbs_only_when_the_status_carries_the_disruption_budget_cause(body: str,
+                                                                                      outcome: Outcome) -> None:
+    kube = FakeKube([ApiError(429, "POST", "p", body)] * 100)
+    result, _ = run(kube, EvictionSettings(retry_deadline=dt.timedelta(seconds=0)))
+    assert result.outcome == outcome
+
+
 @pytest.mark.parametrize(
     ("error", "outcome"),
     [(ApiError(404, "POST", "p", "{}"), Outcome.GONE),
-     (ApiError(409, "POST", "p", '{"message": "Precondition failed: UID in precondition: a, UID in object: b"}'),
-      Outcome.GONE),
+     (ApiError(409, "POST", "p", REPLACED), Outcome.GONE),
      (ApiError(403, "POST", "p", '{"message": "forbidden"}'), Outcome.FAILED)],
     ids=["pod-gone", "pod-replaced", "forbidden"],
 )

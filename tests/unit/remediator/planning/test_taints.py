@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from remediator.model import Condition, Effect, NodeRecord, Snapshot, Taint
+from remediator.model import Condition, Effect, HoldReason, NodeRecord, Snapshot, Taint
 from remediator.planning.taints import OwnedTaint, parse_owned, plan_taints, render_owned
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION, Policy
 from remediator.policy.rules import TaintRule
@@ -260,20 +260,21 @@ def test_evict_taints_are_owned_taints_of_active_evicting_rules_only() -> None:
 # --- safety rails ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("n", "safety", "why"), [
-    (node("n1", cond()), {"paused": True}, "paused"),
-    (node("n1", cond(), labels={"nodemedic.io/exclude": "true"}), {}, "node opted out"),
+@pytest.mark.parametrize(("n", "safety", "reason", "why"), [
+    (node("n1", cond()), {"paused": True}, HoldReason.PAUSED, "paused"),
+    (node("n1", cond(), labels={"nodemedic.io/exclude": "true"}), {}, HoldReason.OPTED_OUT, "node opted out"),
     (node("n1", cond(), taints=(Taint("ToBeDeletedByClusterAutoscaler", "1", Effect.NO_SCHEDULE),)), {},
-     "cluster-autoscaler"),
+     HoldReason.AUTOSCALER, "cluster-autoscaler"),
     (node("n1", cond(), taints=(Taint("DeletionCandidateOfClusterAutoscaler", "1",
-                                      Effect.PREFER_NO_SCHEDULE),)), {}, "cluster-autoscaler"),
+                                      Effect.PREFER_NO_SCHEDULE),)), {}, HoldReason.AUTOSCALER, "cluster-autoscaler"),
     (node("n1", cond(), annotations={"cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"}), {},
-     "cluster-autoscaler"),
+     HoldReason.AUTOSCALER, "cluster-autoscaler"),
 ], ids=["paused", "opted-out", "autoscaler-deleting", "autoscaler-candidate", "scale-down-disabled"])
-def test_a_safety_rail_holds_new_taints(n: NodeRecord, safety: dict[str, object], why: str) -> None:
+def test_a_safety_rail_holds_new_taints(n: NodeRecord, safety: dict[str, object], reason: HoldReason,
+                                        why: str) -> None:
     plan = plan_taints(snap(n), policy(rule(), **safety), {})
     assert plan.adds == []
-    assert [(h.node, h.taint, h.rules) for h in plan.held] == [("n1", DEADLOCK, ("deadlock",))]
+    assert [(h.node, h.taint, h.rules, h.reason) for h in plan.held] == [("n1", DEADLOCK, ("deadlock",), reason)]
     assert plan.held[0].why.startswith(why)
     assert not plan.breaker_open
 
@@ -288,7 +289,8 @@ def test_the_breaker_admits_the_oldest_problems_up_to_the_limit_and_holds_the_re
     plan = plan_taints(snap(*nodes), policy(rule(), max_tainted_nodes=2), {})
     assert added(plan) == [("n3", DEADLOCK.key), ("n4", DEADLOCK.key)]
     assert [h.node for h in plan.held] == ["n0", "n1", "n2"]
-    assert all(h.why == "circuit breaker: 2/2 nodes tainted" for h in plan.held)
+    assert all(h.reason is HoldReason.CIRCUIT_BREAKER and h.why == "circuit breaker: 2/2 nodes tainted"
+               for h in plan.held)
     assert plan.breaker_open and plan.tainted_limit == 2
     assert set(plan.evict_taints) == {"n3", "n4"}
 
