@@ -109,7 +109,8 @@ def _one_shot(cfg: AgentConfig) -> AgentConfig:
     """`check` runs every check once: a check that waits for a sustained window (cpu, memory) judges the current
     reading instead of saying nothing."""
     def now(c: Any) -> Any:
-        if dataclasses.is_dataclass(c) and "window" in {f.name for f in dataclasses.fields(c)}:
+        if dataclasses.is_dataclass(c) and not isinstance(c, type) and "window" in {
+                f.name for f in dataclasses.fields(c)}:
             return dataclasses.replace(c, window=dt.timedelta(0))
         return c
     return dataclasses.replace(cfg, checks={name: now(c) for name, c in cfg.checks.items()})
@@ -145,8 +146,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"{'CHECK':<20} {'CONDITION':<34} {'STATUS':<8} {'REASON':<30} MESSAGE")
         for r in rows:
             print(f"{r['check']:<20} {r['type']:<34} {r['status']:<8} {r['reason']:<30} {r['message'][:200]}")
-        for e in events:
-            print(f"event  {e['check']:<13} {e['severity']:<8} {e['reason']:<30} {e['message'][:200]}")
+        for ev in events:
+            print(f"event  {ev['check']:<13} {ev['severity']:<8} {ev['reason']:<30} {ev['message'][:200]}")
     return 1 if problem else 0
 
 

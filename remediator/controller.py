@@ -249,7 +249,9 @@ class Controller:
         taints_doc = doc["taints"]
         assert isinstance(taints_doc, dict)
         actions += [("taint", a) for a in taints_doc["add"]] + [("untaint", a) for a in taints_doc["remove"]]
-        actions += [("evict", a) for a in doc["evictions"]]  # type: ignore[union-attr]
+        evictions = doc["evictions"]
+        assert isinstance(evictions, list)
+        actions += [("evict", a) for a in evictions]
         for kind, action in actions:
             key = f"{kind}:{sorted(action.items())}"
             if key not in self.dry_run_seen:

@@ -125,7 +125,7 @@ def _pem(user: dict[str, Any], key: str, base: Path, path: Path) -> bytes | None
         return _b64(user[f"{key}-data"], f"{key}-data", path)
     if user.get(key):
         try:
-            return (base / user[key]).read_bytes()
+            return (base / str(user[key])).read_bytes()
         except OSError as e:
             raise CredentialsError(f"{path}: {key}: {e}") from e
     return None

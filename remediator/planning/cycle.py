@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from remediator.model import PdbRecord, Plan, PlannedEviction, PodRecord, Protected, Snapshot, Taint
+from remediator.model import NodeRecord, PdbRecord, Plan, PlannedEviction, PodRecord, Protected, Snapshot, Taint
 from remediator.planning.defaultevictor import protection
 from remediator.planning.limits import LimitState
 from remediator.planning.taints import duration, safety_hold
@@ -33,7 +33,7 @@ NODE, CYCLE = "node", "cycle"  # how far a refusal reaches: the rest of this sou
 LOOP_GUARD = dt.timedelta(hours=1)
 
 Room = dict[str, int]
-Accept = Callable[[PodRecord, object, Mapping[str, int]], str | None]
+Accept = Callable[[PodRecord, NodeRecord, Mapping[str, int]], str | None]
 
 
 @dataclass
@@ -275,7 +275,7 @@ class Cycle:
         check = accept
         if destinations is not None:  # (a balance move; the deschedule path passes None)
             # A balance move must not make its workload's zone spread worse.
-            def check(p: PodRecord, node: object, after: Mapping[str, int]) -> str | None:
+            def check(p: PodRecord, node: NodeRecord, after: Mapping[str, int]) -> str | None:
                 return (zones.worse(p, node) or (spread.soft_worse(p, node) if p.soft_spread else None)
                         or (accept(p, node, after) if accept is not None else None))
         if destinations is None:

@@ -44,7 +44,9 @@ def parse_policy(text: str, *, source: str) -> Policy:
     try:
         documents: list[yaml.Node] = []
         while loader.check_node():
-            documents.append(loader.get_node())
+            node = loader.get_node()
+            if node is not None:
+                documents.append(node)
         return _document(Reader(source, loader), documents)
     except yaml.YAMLError as e:
         raise PolicyError([_syntax_error(source, text, e)]) from None

@@ -55,8 +55,7 @@ def plan(snapshot: Snapshot, args: LowNodeUtilizationArgs, cycle: Cycle) -> None
     destinations = cycle.by_room(n for n in under if n not in cycle.exclude)
     budget = _budget(cycle, snapshot, destinations, high)
 
-    def stays_under_target(pod: PodRecord, node: object, after: Mapping[str, int]) -> str | None:
-        assert isinstance(node, NodeRecord)
+    def stays_under_target(pod: PodRecord, node: NodeRecord, after: Mapping[str, int]) -> str | None:
         for r, limit in high.items():
             if percent(after.get(r, 0), node.allocatable.get(r, 0)) > limit:
                 return f"would go above target {r} {limit:g}%"
