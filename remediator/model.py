@@ -1,6 +1,6 @@
 """The remediator's contract types: slim cluster records, the snapshot strategies see, and the plan they return.
 
-No Kubernetes client types here (and no I/O): `cluster.py` turns API objects into these records, strategies
+No Kubernetes client types here (and no I/O): `state/records.py` turns API objects into these records, strategies
 read a `Snapshot` and return plan items, and only the evictor / taint writer turn a `Plan` into API calls.
 Quantities are integers: CPU in millicores, memory and storage in bytes, everything else in units.
 """
