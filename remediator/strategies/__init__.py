@@ -1,12 +1,17 @@
 """The one explicit registry of strategies: name -> Strategy (strategy.py). No import-time registration.
 
 Each strategy is a folder here: `args.py` (its arguments, their defaults and their validation), `plan.py` (what
-it would evict), `__init__.py` (its `STRATEGY`). Adding one takes its folder and its line in `REGISTERED`.
+it would evict), `__init__.py` (its `STRATEGY`). Adding one takes its folder, its import and its line in
+`REGISTERED` below.
 """
 
 from __future__ import annotations
 
-from remediator.strategies import high_node_utilization, low_node_utilization, remove_pods_violating_node_taints
+from remediator.strategies import (  # one line per strategy, and one in REGISTERED
+    high_node_utilization,
+    low_node_utilization,
+    remove_pods_violating_node_taints,
+)
 from remediator.strategies.strategy import KINDS, Strategy
 
 __all__ = ["KINDS", "STRATEGIES", "Strategy", "lookup"]
