@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test setup build lint unit e2e bench-cluster bench-remediator bench-agent bench-plan bench-descheduler
+.PHONY: demo test setup build lint unit e2e bench-cluster bench-remediator bench-agent bench-plan bench-descheduler bench-chain
 
 demo: build
 	$(BIN)/python hack/demo
@@ -48,6 +48,9 @@ bench-plan: setup
 
 bench-descheduler: build
 	$(BIN)/python hack/bench/cycle_vs_descheduler.py
+
+bench-chain: build
+	$(BIN)/python hack/bench/chain.py --runs 10
 
 # Re-render deploy/manifests/ (and the chart's copies of the shipped configs) from deploy/helm/nodemedic.
 .PHONY: manifests

@@ -22,6 +22,7 @@ from remediator import __version__
 from remediator.alerts import metrics as metrics_mod
 from remediator.alerts.announcer import Alerts
 from remediator.alerts.notifier import Notifier
+from remediator.autoscaler_flags import status_taint_flags
 from remediator.controller import Controller, PolicySource
 from remediator.leader import LeaderElector, LeaseTimings
 from remediator.model import Plan
@@ -160,6 +161,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_autoscaler_flags(args: argparse.Namespace) -> int:
+    flags = status_taint_flags(_load_or_exit(args.policy))
+    print(f"# cluster-autoscaler flags for the taints {args.policy} may put on nodes (docs/autoscalers.md):")
+    print("\n".join(flags) if flags else "# none: the policy owns no taint")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="nodemedic-remediator", description="nodemedic cluster remediator")
     ap.add_argument("--version", action="version", version=f"nodemedic-remediator {__version__}")
@@ -189,7 +197,12 @@ def main(argv: list[str] | None = None) -> int:
                      "(priorityclasses only matter for evictor.priorityThreshold.name)")
     plan.add_argument("--json", action="store_true")
     plan.add_argument("--now", help="RFC3339 time to plan at (default: now)")
+    flags = sub.add_parser("autoscaler-flags",
+                           help="print the cluster-autoscaler --status-taint flags for the taints the policy owns")
+    flags.add_argument("--policy", required=True)
     args = ap.parse_args(argv)
+    if args.cmd == "autoscaler-flags":
+        return cmd_autoscaler_flags(args)
     if args.cmd == "validate":
         return validate_main(args.policy)
     if args.cmd == "plan":

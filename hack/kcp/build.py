@@ -304,6 +304,42 @@ def build_helm(samplers: list[_TreeRssSampler]) -> None:
         _install(out, paths.helm_dir())
 
 
+def build_karpenter(samplers: list[_TreeRssSampler]) -> None:
+    """Karpenter with its kwok cloud provider (sigs.k8s.io/karpenter/kwok), the node autoscaler of the chain tests.
+
+    Its go.mod has no replace directives, so `go install module@version` builds it as released. It asks for a newer
+    Go than the machine's, so this one build lets the go command fetch that toolchain (itself a module on the proxy).
+    The CRDs it needs (NodePool, NodeClaim, ..., KWOKNodeClass) are copied next to the binary from the same module.
+    """
+    kv = versions.KARPENTER
+    env = go_env()
+    env["GOTOOLCHAIN"] = f"go{versions.KARPENTER_GO}"
+    with tempfile.TemporaryDirectory(prefix="kcp-karpenter-") as work:
+        w = Path(work)
+        out = w / "out"
+        (out / "crds").mkdir(parents=True)
+        env["GOBIN"] = str(out)
+        run(["go", "install", "-trimpath", "-ldflags", "-s -w", f"sigs.k8s.io/karpenter/kwok@v{kv}"],
+            cwd=w, env=env, sampler_out=samplers)
+        (out / "kwok").rename(out / "karpenter")
+        info = json.loads(run(["go", "mod", "download", "-json", f"sigs.k8s.io/karpenter@v{kv}"], cwd=w, env=env))
+        src = Path(info["Dir"])
+        for crd in [*sorted((src / "kwok/charts/crds").glob("*.yaml")),
+                    *sorted((src / "kwok/apis/crds").glob("*.yaml"))]:
+            shutil.copyfile(crd, out / "crds" / crd.name)
+        _install(out, paths.karpenter_dir())
+
+
+def karpenter_version_matches(expect: str) -> bool:
+    """The kwok provider prints no version: read the module version the go command stamped into the binary."""
+    binary = paths.binary("karpenter")
+    if not binary.exists() or not list((binary.parent / "crds").glob("*.yaml")):
+        return False
+    out = subprocess.run(["go", "version", "-m", str(binary)], capture_output=True, text=True, timeout=30,
+                         check=False, env=go_env())
+    return re.search(rf"^\s*mod\s+sigs\.k8s\.io/karpenter\s+v{re.escape(expect)}\s", out.stdout, re.M) is not None
+
+
 COMPONENTS: dict[str, tuple[Callable[[list[_TreeRssSampler]], None], list[str], str]] = {
     # name: (builder, binaries whose --version must match, expected version text)
     "kubernetes": (build_kubernetes, list(K8S_COMMANDS), f"v{versions.KUBERNETES}"),
@@ -312,6 +348,7 @@ COMPONENTS: dict[str, tuple[Callable[[list[_TreeRssSampler]], None], list[str], 
     "kubectl": (build_kubectl, ["kubectl"], versions.KUBECTL),
     "descheduler": (build_descheduler, ["descheduler"], versions.DESCHEDULER),
     "helm": (build_helm, ["helm"], versions.HELM),
+    "karpenter": (build_karpenter, ["karpenter"], versions.KARPENTER),
 }
 
 # Binaries that print their version with a subcommand rather than --version.
@@ -324,6 +361,8 @@ def missing() -> list[str]:
     for name, (_, binaries, expect) in COMPONENTS.items():
         if name == "kubectl":
             ok = version_matches_kubectl(expect)
+        elif name == "karpenter":
+            ok = karpenter_version_matches(expect)
         else:
             ok = all(version_matches(paths.binary(b), expect) for b in binaries)
         if not ok:

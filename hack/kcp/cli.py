@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from kcp import build, controlplane, paths, versions
+from kcp import build, controlplane, karpenter, paths, versions
 
 DEFAULT_NAME = "nodemedic"
 
@@ -38,10 +38,19 @@ def cmd_up(args: argparse.Namespace) -> int:
     c = _cluster(args)
     t0 = time.monotonic()
     c.up(args.nodes, scheduler_config=args.scheduler_config, timeout=args.timeout, audit=args.audit)
+    if args.autoscaler == "karpenter":
+        try:
+            karpenter.start(c, karpenter.Options(node_repair=args.node_repair))
+        except BaseException:
+            c.down(keep_state=True)
+            raise
+        c.timings["karpenter"] = round(time.monotonic() - t0, 2)
     took = time.monotonic() - t0
     print(json.dumps({"kubeconfig": str(c.kubeconfig), "server": c.server, "nodes": args.nodes,
                       "seconds": round(took, 2), "steps": c.timings,
-                      "logs": str(c.log_dir), **({"audit_log": str(c.audit_log)} if c.audit else {})}, indent=1))
+                      "logs": str(c.log_dir), **({"audit_log": str(c.audit_log)} if c.audit else {}),
+                      **({"autoscaler": args.autoscaler, "node_pools": [p.name for p in karpenter.Options().node_pools]}
+                         if args.autoscaler else {})}, indent=1))
     return 0
 
 
@@ -71,7 +80,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_versions(_: argparse.Namespace) -> int:
-    for name in ("KUBERNETES", "ETCD", "KWOK", "KUBECTL"):
+    for name in ("KUBERNETES", "ETCD", "KWOK", "KUBECTL", "DESCHEDULER", "HELM", "KARPENTER"):
         print(f"{name.lower():<12} {getattr(versions, name)}")
     return 0
 
@@ -96,6 +105,10 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--nodes", type=int, default=3)
             p.add_argument("--scheduler-config", type=Path)
             p.add_argument("--timeout", type=float, default=180.0)
+            p.add_argument("--autoscaler", choices=["karpenter"],
+                           help="also run Karpenter (kwok provider) with its CRDs, a KWOKNodeClass and a test-sized "
+                                "NodePool `default` (WhenEmpty, consolidateAfter 5s); its nodes are real NodeClaims")
+            p.add_argument("--node-repair", action="store_true", help="with --autoscaler karpenter: NodeRepair=true")
             p.add_argument("--audit", action="store_true",
                            help="API server audit log of every request (level Metadata) in <state dir>/logs/audit.log")
         if name == "down":

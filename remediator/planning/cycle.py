@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from remediator.model import NodeRecord, PdbRecord, Plan, PlannedEviction, PodRecord, Protected, Snapshot, Taint
 from remediator.planning.defaultevictor import protection
 from remediator.planning.limits import LimitState
-from remediator.planning.taints import duration, safety_hold
+from remediator.planning.taints import AUTOSCALER_TAINTS, duration, safety_hold
 from remediator.policy.model import Policy
-from remediator.scheduling.nodefit import CPU, PODS, find_destination, pod_request_summary
+from remediator.scheduling.nodefit import CPU, PODS, find_destination, new_node_reason, pod_request_summary
 from remediator.scheduling.podaffinity import PodAffinityIndex
 from remediator.scheduling.selectors import matches_labels
 from remediator.scheduling.topologyspread import SpreadIndex
@@ -78,6 +78,8 @@ class Cycle:
         self.decided: set[str] = set()  # pod keys already evicted, protected or deferred this cycle
         self.reserved: dict[str, Room] = {}  # node -> requests (and "pods") promised to pods moving there
         self.released: dict[str, Room] = {}  # node -> requests of the pods planned to leave it
+        # source node -> room promised on the new node like it that the autoscaler adds (autoscaler.addsNodes)
+        self.new_nodes: dict[str, Room] = {}
         self._requested: dict[str, Room] | None = None
         self._affinity: PodAffinityIndex | None = None
         self._spread: SpreadIndex | None = None
@@ -146,10 +148,32 @@ class Cycle:
             return
         if self.policy.evictor.node_fit:
             destination, why = self._place(c.pod, None, None, cache=True)
+            if destination is None and self.policy.autoscaler.adds_nodes:
+                new_node_why = self._place_on_new_node(c.pod)
+                if new_node_why is None:
+                    c = PlannedEviction(c.pod, c.strategy, f"{c.reason}; no node has room now: to a new node like "
+                                                           f"{c.pod.node_name} from the node autoscaler")
+                    destination = c.pod.node_name
+                else:
+                    why = f"{why}; {new_node_why}"
             if destination is None:
                 self.plan.protected.append(Protected(c.pod, "no other node fits: " + why))
                 return
         self._commit(c)
+
+    def _place_on_new_node(self, pod: PodRecord) -> str | None:
+        """Reserve room for `pod` on the new node like its own that the autoscaler adds, or say why it would not fit."""
+        source = self.snapshot.nodes.get(pod.node_name)
+        if source is None:
+            return "its node is gone"
+        drop = {r.taint.key for r in self.policy.rules} | {t.key for t in self.planned_taints.get(source.name, ())}
+        room = self.new_nodes.setdefault(source.name, {})
+        why = new_node_reason(pod, source, self.snapshot, drop_taints=drop | set(AUTOSCALER_TAINTS), held=room)
+        if why is None:
+            room[PODS] = room.get(PODS, 0) + 1
+            for resource, quantity in pod.requests.items():
+                room[resource] = room.get(resource, 0) + quantity
+        return why
 
     # --- balance strategies: one pod at a time ------------------------------------------------------------
     def move(self, c: PlannedEviction, destinations: Sequence[str], *, accept: Accept | None = None) -> Outcome:

@@ -6,15 +6,18 @@ failing check is reported, not just the first, so an operator sees all the reaso
 nodemedic differs in two places, both on purpose:
 * terminal pods (Succeeded/Failed) are never candidates. descheduler drops them when it lists pods; here the
   filter says so itself, so callers cannot forget. (This makes `evict_failed_bare_pods` moot for this filter.)
-* `honor_safe_to_evict`: cluster-autoscaler's `safe-to-evict: "false"` protects the pod too. The explicit
-  descheduler evict annotation still wins over it: an owner who wrote "evict me" asked for exactly that, and
-  only the namespace and labelSelector filters (which scope the policy, not the pod) still apply.
+* `honor_safe_to_evict`: the node autoscalers' own pod opt-outs protect the pod too: cluster-autoscaler's
+  `safe-to-evict: "false"` and Karpenter's `karpenter.sh/do-not-disrupt` ("true", or a duration after the pod
+  started, read as Karpenter reads it: a malformed value protects nothing). The explicit descheduler evict
+  annotation still wins over them: an owner who wrote "evict me" asked for exactly that, and only the namespace
+  and labelSelector filters (which scope the policy, not the pod) still apply.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 
+from nodemedic_common.durations import parse_duration
 from remediator.model import TERMINAL_PHASES, PodRecord, Snapshot
 from remediator.policy.evictor import EvictorArgs
 from remediator.policy.fields import Namespaces
@@ -25,6 +28,7 @@ EVICT_ANNOTATION = "descheduler.alpha.kubernetes.io/evict"
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 CONFIG_SOURCE_ANNOTATION = "kubernetes.io/config.source"
 SAFE_TO_EVICT_ANNOTATION = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+DO_NOT_DISRUPT_ANNOTATION = "karpenter.sh/do-not-disrupt"
 
 
 def _seconds(duration: dt.timedelta) -> str:
@@ -95,6 +99,25 @@ def _min_age_reason(pod: PodRecord, snapshot: Snapshot, args: EvictorArgs) -> st
     return None
 
 
+def _do_not_disrupt_reason(pod: PodRecord, snapshot: Snapshot) -> str | None:
+    value = pod.annotations.get(DO_NOT_DISRUPT_ANNOTATION)
+    if value is None:
+        return None
+    if value == "true":
+        return f"{DO_NOT_DISRUPT_ANNOTATION}=true"
+    try:
+        window = parse_duration(value)
+    except ValueError:
+        return None  # Karpenter too treats a malformed value as absent (and says so in an Event)
+    if window <= dt.timedelta(0):
+        return None
+    if pod.start_time is None:
+        return f"{DO_NOT_DISRUPT_ANNOTATION}={value} and not started yet"
+    if snapshot.now - pod.start_time < window:
+        return f"{DO_NOT_DISRUPT_ANNOTATION}={value} after start (age {_seconds(snapshot.now - pod.start_time)})"
+    return None
+
+
 def _filter_reasons(pod: PodRecord, snapshot: Snapshot, args: EvictorArgs) -> list[str]:
     """Every descheduler Filter check after the evict override, in descheduler's order, plus safe-to-evict."""
     annotations = pod.annotations
@@ -114,8 +137,12 @@ def _filter_reasons(pod: PodRecord, snapshot: Snapshot, args: EvictorArgs) -> li
     reasons.extend(_scope_reasons(pod, args))
     reasons.extend(r for r in (_min_replicas_reason(pod, snapshot, args), _min_age_reason(pod, snapshot, args))
                    if r is not None)
-    if args.honor_safe_to_evict and annotations.get(SAFE_TO_EVICT_ANNOTATION) == "false":
-        reasons.append("safe-to-evict=false")
+    if args.honor_safe_to_evict:
+        if annotations.get(SAFE_TO_EVICT_ANNOTATION) == "false":
+            reasons.append("safe-to-evict=false")
+        do_not_disrupt = _do_not_disrupt_reason(pod, snapshot)
+        if do_not_disrupt is not None:
+            reasons.append(do_not_disrupt)
     return reasons
 
 

@@ -18,8 +18,16 @@ from remediator.policy.model import OWNED_TAINTS_ANNOTATION, STRATEGY_PREFIX, Po
 from remediator.policy.rules import TaintRule
 from remediator.policy.safety import Safety
 
-AUTOSCALER_TAINTS = ("ToBeDeletedByClusterAutoscaler", "DeletionCandidateOfClusterAutoscaler")
-SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+# Taints a node autoscaler puts on a node it is removing (or about to), or has not finished registering. Such a node
+# is the autoscaler's: it drains it itself, so nodemedic neither taints it nor evicts from it (docs/autoscalers.md).
+AUTOSCALER_TAINTS = {
+    "ToBeDeletedByClusterAutoscaler": "cluster-autoscaler is removing the node",
+    "DeletionCandidateOfClusterAutoscaler": "cluster-autoscaler may remove the node soon",
+    "karpenter.sh/disrupted": "Karpenter is disrupting the node",
+    "karpenter.sh/unregistered": "Karpenter has not registered the node yet",
+}
+# Annotations with which an operator tells an autoscaler to leave a node alone: nodemedic leaves it alone too.
+LEAVE_ALONE_ANNOTATIONS = ("cluster-autoscaler.kubernetes.io/scale-down-disabled", "karpenter.sh/do-not-disrupt")
 
 Identity = tuple[str, str]
 
@@ -96,10 +104,10 @@ def safety_hold(node: NodeRecord, safety: Safety) -> Hold | None:
         return Hold(HoldReason.OPTED_OUT, f"node opted out ({safety.exclude_label}=true)")
     for t in node.taints:
         if t.key in AUTOSCALER_TAINTS:
-            return Hold(HoldReason.AUTOSCALER, f"cluster-autoscaler is acting on the node (taint {t.key})")
-    if node.annotations.get(SCALE_DOWN_DISABLED) == "true":
-        return Hold(HoldReason.AUTOSCALER,
-                    f"cluster-autoscaler is told to leave the node alone ({SCALE_DOWN_DISABLED}=true)")
+            return Hold(HoldReason.AUTOSCALER, f"{AUTOSCALER_TAINTS[t.key]} (taint {t.key})")
+    for key in LEAVE_ALONE_ANNOTATIONS:
+        if node.annotations.get(key) == "true":
+            return Hold(HoldReason.AUTOSCALER, f"the node autoscaler is told to leave the node alone ({key}=true)")
     return None
 
 

@@ -2,7 +2,8 @@
 
 This module only parses the file and dispatches: each top-level section is read by the module that defines it
 (`rules.py`, `evictor.py`, `strategies.py` -> each strategy's `args.py`, `limits.py`, `eviction.py`, `safety.py`,
-`notifications.py`), through one `reader.Reader` that records every error, so one `validate` run lists them all."""
+`notifications.py`, `autoscaler.py`), through one `reader.Reader` that records every error, so one `validate`
+run lists them all."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from collections.abc import Sequence
 
 import yaml
 
+from remediator.policy.autoscaler import read_autoscaler
 from remediator.policy.eviction import read_eviction
 from remediator.policy.evictor import read_evictor
 from remediator.policy.limits import read_limits
@@ -24,7 +26,8 @@ from remediator.policy.strategies import read_strategies
 
 API_VERSION = "nodemedic.io/v1alpha1"
 KIND = "RemediationPolicy"
-_TOP_KEYS = ("apiVersion", "kind", "rules", "evictor", "strategies", "limits", "eviction", "safety", "notifications")
+_TOP_KEYS = ("apiVersion", "kind", "rules", "evictor", "strategies", "limits", "eviction", "safety", "notifications",
+             "autoscaler")
 
 
 class PolicyError(Exception):
@@ -81,9 +84,11 @@ def _document(r: Reader, documents: list[yaml.Node]) -> Policy:
         got = r.text(top, key, required=True)
         if got and got != expected:
             r.error(top.values[key], key, f"must be {expected}, got {got!r}")
-    policy = Policy(rules=read_rules(r, top), evictor=read_evictor(r, top), strategies=read_strategies(r, top),
+    strategies = read_strategies(r, top)
+    policy = Policy(rules=read_rules(r, top), evictor=read_evictor(r, top), strategies=strategies,
                     limits=read_limits(r, top), eviction=read_eviction(r, top), safety=read_safety(r, top),
-                    notifications=read_notifications(r, top))
+                    notifications=read_notifications(r, top),
+                    autoscaler=read_autoscaler(r, top, [s.name for s in strategies]))
     if r.errors:
         raise PolicyError([message for _, message in sorted(r.errors, key=lambda e: e[0])])
     return policy

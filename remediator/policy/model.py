@@ -1,5 +1,6 @@
 """The remediation policy as typed, validated values: each section's dataclass lives with its reader
-(`rules.py`, `evictor.py`, `limits.py`, `eviction.py`, `safety.py`, `notifications.py`, a strategy's `args.py`).
+(`rules.py`, `evictor.py`, `limits.py`, `eviction.py`, `safety.py`, `notifications.py`, `autoscaler.py`, a
+strategy's `args.py`).
 
 Defaults there are the defaults of the policy file: a field left out of the YAML gets the dataclass's value.
 Where nodemedic's default differs from descheduler's for the same name, the comment says why."""
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from remediator.policy.autoscaler import AutoscalerSettings
 from remediator.policy.eviction import EvictionSettings
 from remediator.policy.evictor import EvictorArgs
 from remediator.policy.limits import Limits
@@ -35,3 +37,4 @@ class Policy:
     eviction: EvictionSettings = EvictionSettings()
     safety: Safety = Safety()
     notifications: Notifications = Notifications()
+    autoscaler: AutoscalerSettings = AutoscalerSettings()

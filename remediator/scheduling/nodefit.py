@@ -9,6 +9,7 @@ already promised to pods it plans to move (`reserved`) and where those pods will
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from remediator.scheduling.tolerations import tolerated
 from remediator.scheduling.topologyspread import SpreadIndex
 
 BLOCKING_EFFECTS = frozenset({Effect.NO_SCHEDULE, Effect.NO_EXECUTE})
+HOSTNAME_LABEL = "kubernetes.io/hostname"
 PODS = "pods"
 CPU = "cpu"
 _NO_ROOM: Mapping[str, int] = {}
@@ -157,3 +159,29 @@ def find_destination(pod: PodRecord, snapshot: Snapshot, *, exclude: Collection[
         return FitResult(node=best[1], reason=f"{fitting}/{total} nodes fit")
     summary = ", ".join(f"{count} {why}" for why, count in sorted(rejections.items(), key=lambda kv: (-kv[1], kv[0])))
     return FitResult(node=None, reason=f"0/{total} nodes fit: {summary or 'no nodes'}")
+
+
+def new_node_reason(pod: PodRecord, source: NodeRecord, snapshot: Snapshot, *, drop_taints: Collection[str],
+                    held: Mapping[str, int]) -> str | None:
+    """Why `pod` would not fit a new, empty node like `source` (None when it would): the node a node autoscaler adds
+    for pods that fit nowhere else.
+
+    The new node is `source` as its pool makes it: the same labels but its own hostname, the same allocatable, the
+    source's DaemonSet pods already running, none of the taints in `drop_taints` (the ones nodemedic or an autoscaler
+    put on `source`), Ready and schedulable. `held`: room already promised on it to pods leaving `source` this cycle.
+    Inter-pod affinity and topology spread are taken as unchanged: the pod stays in its zone, among the same pods.
+    """
+    twin = dataclasses.replace(
+        source, name=f"(new node like {source.name})",
+        labels={k: v for k, v in source.labels.items() if k != HOSTNAME_LABEL},
+        taints=tuple(t for t in source.taints if t.key not in drop_taints), unschedulable=False)
+    taint = _untolerated_taint(pod, twin.taints)
+    if taint is not None:
+        return f"a new node would carry taint {taint.key}"
+    if not pod_fits_node_selection(pod, twin):
+        return "its node selector/affinity names this node"
+    daemons = pod_request_summary(p for p in snapshot.pods(source.name)
+                                  if any(o.kind == "DaemonSet" for o in p.owners))
+    wanted = {resource: quantity for resource, quantity in pod.requests.items() if quantity > 0}
+    why = _room_reason(twin, wanted, daemons, held)
+    return None if why is None else f"{why} even on a new node"

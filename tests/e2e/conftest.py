@@ -19,12 +19,13 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
+from tests.e2e.agent_harness import Agent
 from tests.waiting import wait_until
 
 HACK = Path(__file__).resolve().parents[2] / "hack"
 sys.path.insert(0, str(HACK))
 
-from kcp import build, controlplane, nodes  # noqa: E402
+from kcp import build, controlplane, karpenter, nodes  # noqa: E402
 
 NODE_COUNT = 4  # three zones, one of them with two nodes
 
@@ -76,6 +77,15 @@ def _started(name: str, node_count: int, *,
 
 
 @pytest.fixture
+def agents() -> Iterator[list[Agent]]:
+    """Agent processes a test started: stopped after it, whatever the outcome."""
+    started: list[Agent] = []
+    yield started
+    for a in started:
+        a.stop()
+
+
+@pytest.fixture
 def processes() -> Iterator[list]:
     """Remediator (or other) processes a test started: stopped after it, whatever the outcome."""
     started: list = []
@@ -102,6 +112,20 @@ def private_cluster() -> Iterator[LocalCluster]:
     server: after an outage kube-controller-manager's informers sit in their retry back-off for up to ~30 s, which
     would stall the tests that follow on a shared cluster."""
     with _started(f"pytest-{os.getpid()}-private-{secrets.token_hex(2)}", 1) as started:
+        yield started
+
+
+@pytest.fixture(scope="module")
+def karpenter_cluster() -> Iterator[LocalCluster]:
+    """A control plane of its own with no static node and Karpenter (kwok provider) running, for the tests of the
+    whole chain: every node is a NodeClaim a test's NodePool made. Karpenter is recorded among the cluster's
+    processes, so it is stopped with them (first) and the stray check covers it."""
+    with _started(f"pytest-{os.getpid()}-karpenter-{secrets.token_hex(2)}", 0) as started:
+        assert started.owned is not None
+        try:
+            karpenter.start(started.owned, karpenter.Options(node_pools=()))
+        except Exception as e:  # noqa: BLE001 - a start-up failure fails the tests with its message
+            pytest.fail(f"Karpenter failed to start: {e}", pytrace=False)
         yield started
 
 

@@ -2,81 +2,24 @@
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from kubernetes import client
 
+from tests.e2e.agent_harness import HUNG, Agent, kmsg, start_agent, write_config
 from tests.e2e.conftest import LocalCluster
 from tests.e2e.fake_host import host_root
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[2]
-BUILTINS = ("cpu", "memory", "disk", "ntp", "filesystem", "blockdev", "runtime", "kubelet")
-
-
-def write_config(path: Path, monitors: list[str]) -> Path:
-    checks = "\n".join(f"  {name}: {{enabled: false}}" for name in BUILTINS)
-    files = ", ".join(str(ROOT / "agent" / "defaults" / m) for m in monitors)
-    path.write_text(f"apiVersion: nodemedic.io/v1alpha1\nkind: AgentConfig\nheartbeat: 1m\n"
-                    f"checks:\n{checks}\nsystemLogMonitors: [{files}]\n")
-    return path
-
-
-def kmsg(root: Path, message: str, seq: list[int]) -> None:
-    """Append one record in /dev/kmsg format, timestamped now (microseconds since the fake boot)."""
-    seq[0] += 1
-    usec = int((time.time() - (int(time.time()) - 3600)) * 1e6)
-    with open(root / "dev" / "kmsg", "a") as f:
-        f.write(f"3,{seq[0]},{usec},-;{message}\n")
-
-
-@dataclass
-class Agent:
-    proc: subprocess.Popen[bytes]
-    log: Path
-
-    def stop(self, sig: int = signal.SIGTERM) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-
-
-@pytest.fixture
-def agents() -> Iterator[list[Agent]]:
-    started: list[Agent] = []
-    yield started
-    for a in started:
-        a.stop()
-
-
-def start_agent(cluster: LocalCluster, node: str, root: Path, config: Path, log: Path) -> Agent:
-    out = open(log, "ab")  # noqa: SIM115 - the process owns it
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "agent", "run", "--node-name", node, "--kubeconfig", str(cluster.kubeconfig),
-         "--config", str(config), "--host-root", str(root), "--listen", ""],
-        stdout=out, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
-    return Agent(proc, log)
-
 
 def condition(core: client.CoreV1Api, node: str, type_: str) -> client.V1NodeCondition | None:
     return next((c for c in core.read_node_status(node).status.conditions or [] if c.type == type_), None)
-
-
-HUNG = "INFO: task jbd2/sda1-8:412 blocked for more than 120 seconds."
 
 
 def test_a_hung_task_line_sets_kernel_deadlock_and_survives_restarts_and_config_changes(
@@ -88,7 +31,7 @@ def test_a_hung_task_line_sets_kernel_deadlock_and_survives_restarts_and_config_
     config = write_config(tmp_path / "agent.yaml", ["kernel-monitor.json", "readonly-monitor.json"])
     ready_before = condition(core, node, "Ready")
     seq = [0]
-    agents.append(a := start_agent(cluster, node, root, config, tmp_path / "agent.log"))
+    agents.append(a := start_agent(cluster.kubeconfig, node, root, config, tmp_path / "agent.log"))
     wait_until(lambda: condition(core, node, "KernelDeadlock") is not None
                or (a.proc.poll() is not None and pytest.fail(a.log.read_text()[-3000:])),
                timeout=30, what="the agent's first status write")
@@ -101,7 +44,7 @@ def test_a_hung_task_line_sets_kernel_deadlock_and_survives_restarts_and_config_
         ready_before.status, ready_before.reason, ready_before.last_transition_time), "kwok's Ready was touched"
 
     a.stop(signal.SIGKILL)
-    agents.append(a := start_agent(cluster, node, root, config, tmp_path / "agent2.log"))
+    agents.append(a := start_agent(cluster.kubeconfig, node, root, config, tmp_path / "agent2.log"))
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:  # a restart must never flip it back to False
         assert condition(core, node, "KernelDeadlock").status == "True"
@@ -110,7 +53,7 @@ def test_a_hung_task_line_sets_kernel_deadlock_and_survives_restarts_and_config_
 
     a.stop()
     write_config(config, ["readonly-monitor.json"])
-    agents.append(start_agent(cluster, node, root, config, tmp_path / "agent3.log"))
+    agents.append(start_agent(cluster.kubeconfig, node, root, config, tmp_path / "agent3.log"))
     wait_until(lambda: condition(core, node, "KernelDeadlock") is None, timeout=30,
                what="KernelDeadlock deleted once no configured check owns it")
     assert condition(core, node, "ReadonlyFilesystem") is not None
@@ -127,7 +70,7 @@ def test_after_the_api_server_comes_back_the_agent_reports_the_latest_state(
     root = host_root(tmp_path)
     config = write_config(tmp_path / "agent.yaml", ["kernel-monitor.json", "readonly-monitor.json"])
     seq = [0]
-    agents.append(a := start_agent(cluster, node, root, config, tmp_path / "agent.log"))
+    agents.append(a := start_agent(cluster.kubeconfig, node, root, config, tmp_path / "agent.log"))
     wait_until(lambda: condition(core, node, "ReadonlyFilesystem") is not None, timeout=30, what="first write")
     cluster.owned.stop_component("kube-apiserver")
     try:

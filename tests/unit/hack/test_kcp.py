@@ -87,7 +87,7 @@ def test_down_fails_loudly_when_a_process_naming_the_cluster_survives(tmp_path: 
     c = controlplane.Cluster(tmp_path / "state")
     c.state_dir.mkdir()
     c.ports = {"apiserver": 1}
-    c._save()
+    c.save()
     stray = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", f"{c.state_dir}/marker"])
     try:
         wait_until(lambda: [pid for pid, _ in c.strays()] == [stray.pid], timeout=10, what="the stray to show up")

@@ -10,6 +10,7 @@ import pytest
 from remediator.model import Condition, Effect, NodeRecord, OwnerRef, PodRecord, Snapshot, Taint, Toleration
 from remediator.planner import PlannerMemory, plan_cycle
 from remediator.planning.taints import OwnedTaint, render_owned
+from remediator.policy.autoscaler import AutoscalerSettings
 from remediator.policy.evictor import EvictorArgs
 from remediator.policy.limits import Limits
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION, Policy, StrategyConfig
@@ -206,3 +207,51 @@ def test_the_plan_json_has_the_documented_keys() -> None:
                                  "reason": f"untolerated taint {DEADLOCK.key}=true:NoSchedule"}]
     assert [p["name"] for p in doc["protected"]] == ["ds"]  # type: ignore[index]
     assert doc["breaker"] == {"open": False, "taintedLimit": 1}
+
+
+@pytest.mark.parametrize(("annotation", "taint"), [
+    ({"karpenter.sh/do-not-disrupt": "true"}, None),
+    ({"cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"}, None),
+    ({}, Taint("karpenter.sh/disrupted", "", Effect.NO_SCHEDULE)),
+], ids=["karpenter-do-not-disrupt", "ca-scale-down-disabled", "karpenter-disrupting"])
+def test_a_node_the_autoscaler_is_told_to_keep_or_is_removing_is_neither_tainted_further_nor_drained(
+        annotation: dict[str, str], taint: Taint | None) -> None:
+    """Already tainted by us (so the taint rule is satisfied), but the autoscaler's word holds the evictions."""
+    sick = node("sick", sick=True, owned=True)
+    sick = dataclasses.replace(sick, annotations={**sick.annotations, **annotation},
+                               taints=sick.taints + ((taint,) if taint else ()))
+    plan = plan_cycle(snap([sick, node("ok")], [pod("web")]), policy(), PlannerMemory())
+    assert plan.evictions == []
+    assert [(p.pod.name, p.why.split(" (")[0]) for p in plan.protected] == [
+        ("web", "Karpenter is disrupting the node" if taint else "the node autoscaler is told to leave the node alone")]
+
+
+def test_with_an_autoscaler_that_adds_nodes_a_drained_pod_with_no_room_elsewhere_counts_on_a_new_node_like_its_own(
+) -> None:
+    sick = node("sick", sick=True, labels={"kubernetes.io/hostname": "sick", "pool": "a"})
+    full = node("ok", cpu=4000)
+    pods = [pod("web-1", cpu=1500), pod("web-2", cpu=1500), pod("agent", owner="DaemonSet", cpu=800),
+            pod("pinned", cpu=100, node_selector={"kubernetes.io/hostname": "sick"}),
+            pod("filler", "ok", cpu=3950)]
+    without = plan_cycle(snap([sick, full], pods), policy(), PlannerMemory())
+    assert names(without.evictions) == []
+    assert sorted(names(without.protected)) == ["agent", "pinned", "web-1", "web-2"]
+
+    adds = dataclasses.replace(policy(), autoscaler=AutoscalerSettings(adds_nodes=True))
+    plan = plan_cycle(snap([sick, full], pods), adds, PlannerMemory())
+    assert sorted(names(plan.evictions)) == ["web-1", "web-2"]
+    assert all("to a new node like sick from the node autoscaler" in e.reason for e in plan.evictions)
+    why = {p.pod.name: p.why for p in plan.protected}
+    assert why["pinned"].endswith("its node selector/affinity names this node")
+    assert why["agent"].startswith("DaemonSet pod")
+
+
+def test_the_new_node_is_filled_like_a_real_one_pods_that_would_not_fit_it_together_stay() -> None:
+    """Three 1500m pods (plus an 800m DaemonSet pod) never fit one 4000m node together: the third stays."""
+    sick = node("sick", sick=True)
+    pods = [pod(f"web-{i}", cpu=1500) for i in range(3)] + [pod("agent", owner="DaemonSet", cpu=800)]
+    adds = dataclasses.replace(policy(), autoscaler=AutoscalerSettings(adds_nodes=True))
+    plan = plan_cycle(snap([sick], pods), adds, PlannerMemory())
+    assert names(plan.evictions) == ["web-0", "web-1"]
+    assert [(p.pod.name, p.why.rsplit("; ", 1)[1]) for p in plan.protected if p.pod.name == "web-2"] == [
+        ("web-2", "insufficient cpu even on a new node")]

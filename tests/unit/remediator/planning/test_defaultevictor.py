@@ -17,6 +17,7 @@ RS = OwnerRef(kind="ReplicaSet", name="web-7d", uid="rs-1", controller=True)
 DS = OwnerRef(kind="DaemonSet", name="agent", uid="ds-1", controller=True)
 EVICT = {"descheduler.alpha.kubernetes.io/evict": ""}
 SAFE_FALSE = {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
+DO_NOT_DISRUPT = {"karpenter.sh/do-not-disrupt": "true"}
 
 
 def pod(**changes: object) -> PodRecord:
@@ -85,6 +86,15 @@ def test_a_plain_replicaset_pod_is_evictable() -> None:
     (pod(annotations=SAFE_FALSE), EvictorArgs(), "safe-to-evict=false"),
     (pod(annotations=SAFE_FALSE), EvictorArgs(honor_safe_to_evict=False), None),
     (pod(annotations={"cluster-autoscaler.kubernetes.io/safe-to-evict": "true"}), EvictorArgs(), None),
+    (pod(annotations=DO_NOT_DISRUPT), EvictorArgs(), "karpenter.sh/do-not-disrupt=true"),
+    (pod(annotations=DO_NOT_DISRUPT), EvictorArgs(honor_safe_to_evict=False), None),
+    (pod(annotations={"karpenter.sh/do-not-disrupt": "2h"}), EvictorArgs(),
+     "karpenter.sh/do-not-disrupt=2h after start (age 3600s)"),
+    (pod(annotations={"karpenter.sh/do-not-disrupt": "30m"}), EvictorArgs(), None),
+    (pod(annotations={"karpenter.sh/do-not-disrupt": "2h"}, start_time=None), EvictorArgs(),
+     "karpenter.sh/do-not-disrupt=2h and not started yet"),
+    (pod(annotations={"karpenter.sh/do-not-disrupt": "false"}), EvictorArgs(), None),
+    (pod(annotations={"karpenter.sh/do-not-disrupt": "soon"}), EvictorArgs(), None),
 ], ids=["mirror", "static-file-source", "api-source-is-not-static", "terminating", "system-critical",
         "system-critical-allowed", "just-below-system-critical", "no-priority-passes-any-threshold",
         "at-threshold", "below-threshold", "threshold-ignored-when-critical-allowed",
@@ -93,7 +103,9 @@ def test_a_plain_replicaset_pod_is_evictable() -> None:
         "daemonset-among-owners", "pvc-by-default-evictable", "pvc-ignored", "label-selector-matches",
         "label-selector-misses", "empty-label-selector", "namespace-included", "namespace-not-included",
         "namespace-excluded", "other-namespace-excluded", "safe-to-evict-false", "safe-to-evict-not-honored",
-        "safe-to-evict-true"])
+        "safe-to-evict-true", "do-not-disrupt", "do-not-disrupt-not-honored", "do-not-disrupt-window-active",
+        "do-not-disrupt-window-over", "do-not-disrupt-window-not-started", "do-not-disrupt-false",
+        "do-not-disrupt-malformed-is-absent"])
 def test_each_protection_follows_its_arg(the_pod: PodRecord, args: EvictorArgs, expected: str | None) -> None:
     assert protection(the_pod, snapshot(), args) == expected
 

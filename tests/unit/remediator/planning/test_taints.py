@@ -264,12 +264,21 @@ def test_evict_taints_are_owned_taints_of_active_evicting_rules_only() -> None:
     (node("n1", cond()), {"paused": True}, HoldReason.PAUSED, "paused"),
     (node("n1", cond(), labels={"nodemedic.io/exclude": "true"}), {}, HoldReason.OPTED_OUT, "node opted out"),
     (node("n1", cond(), taints=(Taint("ToBeDeletedByClusterAutoscaler", "1", Effect.NO_SCHEDULE),)), {},
-     HoldReason.AUTOSCALER, "cluster-autoscaler"),
+     HoldReason.AUTOSCALER, "cluster-autoscaler is removing the node"),
     (node("n1", cond(), taints=(Taint("DeletionCandidateOfClusterAutoscaler", "1",
-                                      Effect.PREFER_NO_SCHEDULE),)), {}, HoldReason.AUTOSCALER, "cluster-autoscaler"),
+                                      Effect.PREFER_NO_SCHEDULE),)), {}, HoldReason.AUTOSCALER,
+     "cluster-autoscaler may remove the node"),
     (node("n1", cond(), annotations={"cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"}), {},
-     HoldReason.AUTOSCALER, "cluster-autoscaler"),
-], ids=["paused", "opted-out", "autoscaler-deleting", "autoscaler-candidate", "scale-down-disabled"])
+     HoldReason.AUTOSCALER,
+     "the node autoscaler is told to leave the node alone (cluster-autoscaler.kubernetes.io/scale-down-disabled"),
+    (node("n1", cond(), taints=(Taint("karpenter.sh/disrupted", "", Effect.NO_SCHEDULE),)), {},
+     HoldReason.AUTOSCALER, "Karpenter is disrupting the node"),
+    (node("n1", cond(), taints=(Taint("karpenter.sh/unregistered", "", Effect.NO_EXECUTE),)), {},
+     HoldReason.AUTOSCALER, "Karpenter has not registered the node yet"),
+    (node("n1", cond(), annotations={"karpenter.sh/do-not-disrupt": "true"}), {},
+     HoldReason.AUTOSCALER, "the node autoscaler is told to leave the node alone (karpenter.sh/do-not-disrupt=true)"),
+], ids=["paused", "opted-out", "autoscaler-deleting", "autoscaler-candidate", "scale-down-disabled",
+        "karpenter-disrupting", "karpenter-unregistered", "karpenter-do-not-disrupt"])
 def test_a_safety_rail_holds_new_taints(n: NodeRecord, safety: dict[str, object], reason: HoldReason,
                                         why: str) -> None:
     plan = plan_taints(snap(n), policy(rule(), **safety), {})

@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Benchmark: kernel line → node removed by the node autoscaler, step by step; side by side with Karpenter's own repair.
+
+One local control plane with no static node and Karpenter (kwok provider, consolidation WhenEmpty after 5 s), then
+`--runs` runs of each series, every run on a NodePool of its own with 4 pods of 1500m under a PDB (minAvailable 3):
+* `kernel`    nodemedic's whole chain: a hung-task line in the agent's /dev/kmsg → KernelDeadlock → taint → evictions
+              → Karpenter adds a node for the pods and removes the emptied one;
+* `condition` the fault both can see: `KWOKUnhealthy=True` written on the node, nodemedic's remediator acting on it
+              (the same kind of rule, taint + evict);
+* `repair`    the same fault with Karpenter's node repair alone (feature gate NodeRepair, no nodemedic): it tolerates
+              the condition 30 s, pre-spins a replacement, drains through PDBs for at most 45 s, then deletes.
+Prints each run as it ends, then per step and in total: median and p95; pods disrupted at once; PDB violations.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "hack"))
+
+from kcp import build, chain, controlplane, karpenter, versions  # noqa: E402
+from kcp.measure import percentile  # noqa: E402
+
+
+def policy() -> str:
+    """The shipped default policy with the demo's timers, the autoscaler declared, and a rule for the kwok fault."""
+    doc = yaml.safe_load((ROOT / "deploy" / "policy" / "default.yaml").read_text())
+    for rule in doc.get("rules", []):
+        rule.setdefault("condition", {})["for"] = "2s"
+    doc["rules"].append({"name": "kwok-unhealthy", "condition": {"type": chain.REPAIRABLE, "status": "True",
+                                                                 "for": "2s"},
+                         "taint": {"key": chain.REPAIRABLE_TAINT, "value": "true", "effect": "NoSchedule"},
+                         "evict": True, "recoverAfter": "10m"})
+    doc.setdefault("limits", {})["ownerCooldown"] = "0s"
+    doc["eviction"] = {"initialBackoff": "200ms", "maxBackoff": "1s"}
+    doc["autoscaler"] = {"addsNodes": True}
+    doc["safety"] = {"maxTaintedNodes": 5}
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+def series(cluster: controlplane.Cluster, mode: str, runs: int, tmp: Path) -> list[chain.RunResult]:
+    out = []
+    for i in range(runs):
+        work = tmp / f"{mode}-{i}"
+        work.mkdir()
+        r = chain.run(cluster, mode=mode, namespace=f"{mode}-{i}", pool=f"{mode}-{i}", workdir=work)
+        out.append(r)
+        steps = "  ".join(f"{s:.1f}" for _, s in r.steps)
+        print(f"{mode:<9} run {i + 1:>2}/{runs}: fault -> node removed {r.total:6.1f}s  steps [{steps}]  "
+              f"evicted {r.evicted}  disrupted at once {r.disrupted_at_once}  fewest serving {r.fewest_serving}"
+              f"{'  PDB VIOLATED' if r.pdb_violated else ''}"
+              f"{'  UNEXPECTED removals ' + str(r.unexpected_removals) if r.unexpected_removals else ''}", flush=True)
+        wait_pool_gone(cluster, f"{mode}-{i}")
+    return out
+
+
+def wait_pool_gone(cluster: controlplane.Cluster, pool: str, timeout: float = 120) -> None:
+    """Karpenter removes a deleted pool's nodes; the next run starts on a quiet cluster."""
+    api = cluster.api()
+    deadline = time.monotonic() + timeout
+    while chain.pool_nodes(api, pool) and time.monotonic() < deadline:
+        time.sleep(0.5)
+
+
+def report(name: str, results: list[chain.RunResult]) -> None:
+    print(f"\n{name}: {len(results)} runs")
+    for index, (step, _) in enumerate(results[0].steps):
+        values = [r.steps[index][1] for r in results]
+        print(f"  {step:<48} median {statistics.median(values):6.2f}s  p95 {percentile(values, 0.95):6.2f}s")
+    totals = [r.total for r in results]
+    print(f"  {'fault -> node removed':<48} median {statistics.median(totals):6.2f}s  p95 "
+          f"{percentile(totals, 0.95):6.2f}s")
+    print(f"  pods disrupted at once (max over runs): {max(r.disrupted_at_once for r in results)} of "
+          f"{results[0].replicas}; PDB violations: {sum(r.pdb_violated for r in results)} runs; "
+          f"evicted through the Eviction API: {sum(r.evicted for r in results)} pods; "
+          f"unexpected node removals: {sum(len(r.unexpected_removals) for r in results)}", flush=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--series", default="kernel,condition,repair")
+    args = ap.parse_args()
+    if build.missing():
+        print(f"control plane not built ({', '.join(build.missing())}): run `make build`", file=sys.stderr)
+        return 2
+    wanted = args.series.split(",")
+    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
+          f"Karpenter v{versions.KARPENTER} (kwok provider), NodePool consolidation WhenEmpty after 5s",
+          flush=True)
+    cluster = controlplane.Cluster.named("bench-chain")
+    if cluster.load() and cluster.running():
+        cluster.down()
+    tmp = Path(tempfile.mkdtemp(prefix="nodemedic-bench-chain-"))
+    results: dict[str, list[chain.RunResult]] = {}
+    remediator = None
+    try:
+        cluster.up(0)
+        if {"kernel", "condition"} & set(wanted):
+            karpenter.start(cluster, karpenter.Options(node_pools=(), node_repair=False))
+            remediator = chain.start_remediator(cluster, policy(), tmp)
+            for mode in ("kernel", "condition"):
+                if mode in wanted:
+                    results[mode] = series(cluster, mode, args.runs, tmp)
+                    report(mode, results[mode])
+            remediator.terminate()
+            remediator.wait(15)
+            remediator = None
+            karpenter.stop(cluster)
+        if "repair" in wanted:
+            karpenter.start(cluster, karpenter.Options(node_pools=(), node_repair=True))
+            results["repair"] = series(cluster, "repair", args.runs, tmp)
+            report("repair", results["repair"])
+    finally:
+        if remediator is not None:
+            remediator.terminate()
+            remediator.wait(15)
+        cluster.down()
+    (tmp / "results.json").write_text(chain.dumps([r for rs in results.values() for r in rs]))
+    print(f"\nper-run results: {tmp / 'results.json'}")
+    if "condition" in results and "repair" in results:
+        n = statistics.median(r.total for r in results["condition"])
+        k = statistics.median(r.total for r in results["repair"])
+        print(f"same fault ({chain.REPAIRABLE}=True), fault -> node removed, median: nodemedic {n:.1f}s, "
+              f"Karpenter repair {k:.1f}s, ratio {n / k:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""Helpers for the tests of the whole chain with Karpenter: NodePools per test, and a watch on what disappears."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+from kubernetes import client
+
+from kcp import karpenter  # on the path: tests/e2e/conftest.py puts hack/ there
+from tests.e2e.conftest import LocalCluster
+
+POOL_LABEL = karpenter.NODEPOOL_LABEL
+
+
+def node_pool(cluster: LocalCluster, name: str) -> str:
+    """A test's own NodePool (4-CPU nodes, WhenEmpty after 5 s): its pods select it, so tests never share nodes."""
+    assert cluster.owned is not None
+    karpenter.apply_node_pools(cluster.owned.api(), (karpenter.NodePool(name=name),))
+    return name
+
+
+def pool_nodes(core: client.CoreV1Api, pool: str) -> set[str]:
+    """Live nodes of the pool (a node being deleted is already on its way out)."""
+    return {n.metadata.name for n in core.list_node(label_selector=f"{POOL_LABEL}={pool}").items
+            if n.metadata.deletion_timestamp is None}
+
+
+def available(core: client.CoreV1Api, namespace: str, app: str, live: set[str]) -> int:
+    """Pods of `app` that serve: Running, Ready, not terminating, on a node that still exists."""
+    count = 0
+    for p in core.list_namespaced_pod(namespace, label_selector=f"app={app}").items:
+        ready = any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])
+        if (p.metadata.deletion_timestamp is None and p.status.phase == "Running" and ready
+                and p.spec.node_name in live):
+            count += 1
+    return count
+
+
+@dataclass
+class PoolWatch:
+    """Polls one NodePool's nodes and the serving pods of guarded apps, five times a second, in a thread.
+
+    Records every node that appeared or disappeared (with when), and the fewest serving pods each guarded app had:
+    what "no node disappears that nodemedic did not drain" and "PDBs hold throughout" are checked against.
+    """
+
+    core: client.CoreV1Api
+    pool: str
+    guarded: dict[tuple[str, str], int]  # (namespace, app) -> the minimum its PDB promises
+    added: dict[str, float] = field(default_factory=dict)
+    removed: dict[str, float] = field(default_factory=dict)
+    fewest: dict[tuple[str, str], int] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> PoolWatch:
+        self._seen = pool_nodes(self.core, self.pool)
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> PoolWatch:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            try:
+                live = pool_nodes(self.core, self.pool)
+                now = time.monotonic()
+                for n in live - self._seen:
+                    self.added.setdefault(n, now)
+                for n in self._seen - live:
+                    self.removed.setdefault(n, now)
+                self._seen = live
+                for key in self.guarded:
+                    count = available(self.core, *key, live)
+                    self.fewest[key] = min(self.fewest.get(key, count), count)
+            except Exception as e:  # noqa: BLE001 - reported by the test, never lost in a thread
+                self.errors.append(repr(e))
+
+    def assert_held(self, *, may_remove: set[str]) -> None:
+        assert not self.errors, self.errors
+        unexpected = set(self.removed) - may_remove
+        assert not unexpected, f"nodes disappeared that nodemedic did not drain or consolidate: {sorted(unexpected)}"
+        for key, minimum in self.guarded.items():
+            assert self.fewest.get(key, minimum) >= minimum, (
+                f"{key[0]}/{key[1]} dropped to {self.fewest[key]} serving pods, below its PDB's {minimum}")

@@ -1,0 +1,258 @@
+"""The whole chain with a real node autoscaler: kernel line → agent → taint → evictions → Karpenter removes the node.
+
+Every node here is Karpenter's (a NodeClaim of the test's own NodePool, made by its kwok provider); nodemedic's
+agent plays one of them through a fixture host root and the remediator runs as a real process. Each test watches
+its pool throughout: no node may disappear that nodemedic did not drain or consolidate, and no PDB-protected
+workload may drop below its minimum.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from tests.e2e.agent_harness import HUNG, Agent, kmsg, start_agent, write_config
+from tests.e2e.autoscaler_harness import POOL_LABEL, PoolWatch, node_pool, pool_nodes
+from tests.e2e.conftest import LocalCluster
+from tests.e2e.fake_host import host_root
+from tests.e2e.remediator_harness import (
+    RemediatorProcess,
+    nodemedic_events,
+    set_condition,
+    start_remediator,
+    taint_keys,
+)
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.e2e
+
+TAINT = "nodemedic.io/kernel-deadlock"
+CONSOLIDATING = "nodemedic.io/consolidating"
+NODE_GONE = 180  # Karpenter removes an empty node after consolidateAfter (5 s) + up to 10 s + 15 s + the drain
+
+
+@dataclass
+class Chain:
+    cluster: LocalCluster
+    core: client.CoreV1Api
+    apps: client.AppsV1Api
+    policy_api: client.PolicyV1Api
+    namespace: str
+    pool: str
+    tmp: Path
+
+    def deploy(self, name: str, replicas: int, cpu: str, *, min_available: int | None = None) -> None:
+        """A Deployment whose pods select this test's NodePool (so Karpenter makes their nodes); a PDB if asked."""
+        labels = {"app": name}
+        self.apps.create_namespaced_deployment(self.namespace, {
+            "metadata": {"name": name},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": labels}, "template": {
+                "metadata": {"labels": labels},
+                "spec": {"nodeSelector": {POOL_LABEL: self.pool}, "terminationGracePeriodSeconds": 0,
+                         "containers": [{"name": "app", "image": "registry.invalid/app:1",
+                                         "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}}]}}}})
+        if min_available is not None:
+            self.policy_api.create_namespaced_pod_disruption_budget(self.namespace, {
+                "metadata": {"name": name},
+                "spec": {"minAvailable": min_available, "selector": {"matchLabels": labels}}})
+
+    def serving(self, app: str) -> dict[str, str]:
+        """pod -> node for the pods of `app` that serve (Running, Ready, not terminating) on live nodes of the pool."""
+        live = pool_nodes(self.core, self.pool)
+        return {p.metadata.name: p.spec.node_name
+                for p in self.core.list_namespaced_pod(self.namespace, label_selector=f"app={app}").items
+                if p.metadata.deletion_timestamp is None and p.status.phase == "Running" and p.spec.node_name in live
+                and any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])}
+
+    def placed(self, app: str, count: int, timeout: float = 90) -> dict[str, str]:
+        """pod -> node once exactly `count` pods of `app` serve."""
+        return self.serving_when(app, lambda pods: len(pods) == count, timeout,
+                                 f"{count} serving pods of {app} on pool {self.pool}")
+
+    def serving_when(self, app: str, ok: Callable[[dict[str, str]], bool], timeout: float, what: str
+                     ) -> dict[str, str]:
+        def probe() -> dict[str, str] | None:
+            pods = self.serving(app)
+            return pods if ok(pods) else None
+        return wait_until(probe, timeout=timeout, what=what)
+
+    def remediator(self, policy: str, processes: list) -> RemediatorProcess:
+        r = start_remediator(self.tmp, self.cluster.kubeconfig, policy, name=f"remediator-{self.pool}",
+                             lease_namespace=self.namespace)
+        processes.append(r)
+        return r
+
+    def gone(self, node: str) -> bool:
+        try:
+            self.core.read_node(node)
+        except ApiException as e:
+            if e.status == 404:
+                return True
+            raise
+        return False
+
+    def cordoned(self, nodes: set[str], on: bool) -> None:
+        for n in nodes:
+            self.core.patch_node(n, {"spec": {"unschedulable": on}})
+
+
+@pytest.fixture
+def chain(karpenter_cluster: LocalCluster, tmp_path: Path) -> Iterator[Chain]:
+    core = client.CoreV1Api(karpenter_cluster.api)
+    suffix = secrets.token_hex(2)
+    name = f"chain-{suffix}"
+    core.create_namespace({"metadata": {"name": name}})
+    wait_until(lambda: core.list_namespaced_service_account(name).items, timeout=30, what=f"{name}/default SA")
+    pool = node_pool(karpenter_cluster, name)
+    yield Chain(karpenter_cluster, core, client.AppsV1Api(karpenter_cluster.api),
+                client.PolicyV1Api(karpenter_cluster.api), name, pool, tmp_path)
+    core.delete_namespace(name)  # its pods go, so Karpenter empties and removes the pool's nodes by itself
+    assert karpenter_cluster.owned is not None
+    log = karpenter_cluster.owned.log_dir / "karpenter.log"
+    if log.exists():  # the cluster's state directory goes with it: keep Karpenter's account of this test
+        shutil.copyfile(log, tmp_path / "karpenter.log")
+
+
+def policy(namespace: str, *, rules: bool = True, strategies: str = "", safety: str = "{}",
+           autoscaler: str = "{addsNodes: true}") -> str:
+    rule = f"""
+- name: kernel-deadlock
+  condition: {{type: KernelDeadlock, status: "True", for: 2s}}
+  taint: {{key: {TAINT}, value: "true", effect: NoSchedule}}
+  evict: true
+  recoverAfter: 10m""" if rules else " []"
+    return f"""apiVersion: nodemedic.io/v1alpha1
+kind: RemediationPolicy
+rules:{rule}
+{strategies}
+evictor: {{nodeFit: true, namespaces: {{include: [{namespace}]}}}}
+limits: {{ownerCooldown: 0s}}
+eviction: {{retryDeadline: 300s, initialBackoff: 200ms, maxBackoff: 1s}}
+safety: {safety}
+autoscaler: {autoscaler}
+"""
+
+
+def test_a_hung_task_line_on_a_karpenter_node_ends_with_the_node_removed_and_its_pods_running_elsewhere(
+    chain: Chain, agents: list[Agent], processes: list,
+) -> None:
+    # 4 pods of 1500m on 4-CPU nodes: Karpenter makes two full nodes, so the pods of either have room nowhere
+    # else: nodemedic counts on the autoscaler (autoscaler.addsNodes) and Karpenter must add a node for them.
+    chain.deploy("web", 4, "1500m", min_available=3)
+    before = chain.placed("web", 4)
+    first_nodes = set(before.values())
+    assert len(first_nodes) == 2, before
+    sick = sorted(first_nodes)[0]
+    on_sick = sorted(p for p, n in before.items() if n == sick)
+    watch = PoolWatch(chain.core, chain.pool, {(chain.namespace, "web"): 3}).start()
+
+    chain.remediator(policy(chain.namespace), processes)
+    root = host_root(chain.tmp)
+    config = write_config(chain.tmp / "agent.yaml", ["kernel-monitor.json"])
+    agents.append(agent := start_agent(chain.cluster.kubeconfig, sick, root, config, chain.tmp / "agent.log"))
+    wait_until(lambda: any(c.type == "KernelDeadlock" for c in chain.core.read_node_status(sick).status.conditions)
+               or (agent.proc.poll() is not None and pytest.fail(agent.log.read_text()[-3000:])),
+               timeout=30, what="the agent's first status write")
+
+    t0 = time.monotonic()
+    kmsg(root, HUNG, [0])
+    wait_until(lambda: any(c.type == "KernelDeadlock" and c.status == "True"
+                           for c in chain.core.read_node_status(sick).status.conditions),
+               timeout=30, what=f"KernelDeadlock=True on {sick}")
+    t_detected = time.monotonic()
+    wait_until(lambda: TAINT in taint_keys(chain.core, sick), timeout=30, what=f"{TAINT} on {sick}")
+    t_tainted = time.monotonic()
+    after = chain.serving_when("web", lambda p: len(p) == 4 and sick not in p.values(), 90,
+                               "the 4 pods serving again, none on the sick node")
+    t_moved = time.monotonic()
+    wait_until(lambda: chain.gone(sick), timeout=NODE_GONE, what=f"Karpenter removing {sick}")
+    t_removed = time.monotonic()
+    watch.stop()
+
+    replacements = set(after.values()) - first_nodes
+    assert replacements, f"the evicted pods ran on a node Karpenter added: {after}"
+    assert all(watch.added[n] > t0 for n in replacements)
+    evicted = sorted(e.involved_object.name for e in nodemedic_events(chain.core, chain.namespace, "NodemedicEvicted"))
+    assert evicted == on_sick
+    watch.assert_held(may_remove={sick})
+    print(f"\nchain: kernel line → condition {t_detected - t0:.1f}s → taint {t_tainted - t_detected:.1f}s → "
+          f"pods serving elsewhere {t_moved - t_tainted:.1f}s (on new {sorted(replacements)}) → node removed "
+          f"{t_removed - t_moved:.1f}s; total {t_removed - t0:.1f}s; fewest serving web pods "
+          f"{watch.fewest[(chain.namespace, 'web')]} (PDB minAvailable 3)")
+
+
+def test_high_node_utilization_empties_an_idle_karpenter_node_and_karpenter_removes_it(
+    chain: Chain, processes: list,
+) -> None:
+    chain.deploy("web", 1, "2500m", min_available=1)
+    busy = set(chain.placed("web", 1).values())
+    chain.cordoned(busy, True)  # so the idle pod gets a node of its own from Karpenter
+    try:
+        chain.deploy("idle", 1, "300m")
+        idle_node = set(chain.placed("idle", 1).values())
+    finally:
+        chain.cordoned(busy, False)
+    assert idle_node.isdisjoint(busy)
+    (idle,) = idle_node
+    watch = PoolWatch(chain.core, chain.pool, {(chain.namespace, "web"): 1}).start()
+
+    hnu = """strategies:
+- name: HighNodeUtilization
+  args: {thresholds: {cpu: 20}}"""
+    r = chain.remediator(policy(chain.namespace, rules=False, strategies=hnu), processes)
+    wait_until(lambda: CONSOLIDATING in taint_keys(chain.core, idle), timeout=60, what=f"{CONSOLIDATING} on {idle}")
+    moved = chain.placed("idle", 1)
+    assert set(moved.values()) == busy, f"the idle pod went to the busy node, not to a new one: {moved}"
+    wait_until(lambda: chain.gone(idle), timeout=NODE_GONE, what=f"Karpenter removing the emptied {idle}")
+    watch.stop()
+    watch.assert_held(may_remove={idle})
+    assert pool_nodes(chain.core, chain.pool) == busy
+    assert r.metric("nodemedic_evictions_total", outcome="evicted") == 1
+
+
+def test_with_the_breaker_at_its_limit_no_further_node_is_tainted_drained_or_removed(
+    chain: Chain, processes: list,
+) -> None:
+    chain.deploy("held", 2, "1500m")
+    held = set(chain.placed("held", 2).values())
+    chain.policy_api.create_namespaced_pod_disruption_budget(chain.namespace, {  # nothing may leave the first node
+        "metadata": {"name": "held"}, "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "held"}}}})
+    chain.cordoned(held, True)
+    try:
+        chain.deploy("other", 2, "1500m")
+        other_pods = chain.placed("other", 2)
+    finally:
+        chain.cordoned(held, False)
+    (first,), (second,) = held, set(other_pods.values())
+    assert first != second
+    watch = PoolWatch(chain.core, chain.pool, {(chain.namespace, "held"): 2, (chain.namespace, "other"): 2}).start()
+
+    r = chain.remediator(policy(chain.namespace, safety="{maxTaintedNodes: 1}"), processes)
+    set_condition(chain.core, first, "KernelDeadlock", "True")
+    wait_until(lambda: TAINT in taint_keys(chain.core, first), timeout=30, what=f"{TAINT} on {first}")
+    wait_until(lambda: [e for e in r.log_events() if e.get("msg") == "eviction retry"
+                        and "disruption budget" in str(e.get("error", "")).lower()],
+               timeout=30, what="the PDB refusing the first node's evictions")
+    set_condition(chain.core, second, "KernelDeadlock", "True")
+    wait_until(lambda: [e for e in chain.core.list_event_for_all_namespaces(
+        field_selector="reason=NodemedicCircuitBreakerOpen").items if e.involved_object.name == second],
+        timeout=30, what=f"the breaker holding {second} back")
+    # Longer than Karpenter takes to remove an empty node (26-35 s measured): had nodemedic drained either node,
+    # it would be gone by now.
+    deadline = time.monotonic() + 45
+    while time.monotonic() < deadline:
+        assert TAINT not in taint_keys(chain.core, second), "the breaker let a second node be tainted"
+        assert chain.serving("other") == other_pods, "pods left the node the breaker holds"
+        assert not chain.gone(first) and not chain.gone(second)
+        time.sleep(1)
+    watch.stop()
+    watch.assert_held(may_remove=set())
+    assert r.metric("nodemedic_evictions_total", outcome="evicted") == 0
