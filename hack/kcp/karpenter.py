@@ -104,7 +104,7 @@ def _established(api: Api, crd: str) -> bool:
         doc = api.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd}")
     except ApiError:
         return False
-    conditions = doc.get("status", {}).get("conditions", [])
+    conditions = (doc.get("status") or {}).get("conditions") or []  # null until the API server has looked
     return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
 
 
