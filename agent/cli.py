@@ -17,19 +17,22 @@ from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, generate_latest
 
-from agent import __version__, logs, npd_logmonitor_config, npd_plugin_config
+from agent import __version__
 from agent.checks import BUILTIN
 from agent.checks.custom_plugin import CustomPluginMonitor
 from agent.checks.logmonitor import LogMonitor
-from agent.conditions import ConditionBook
 from agent.config import AgentConfig, ConfigError, load_config
-from agent.credentials import CredentialsError
 from agent.host import HostRoot
-from agent.kube import Kube
 from agent.model import Check, Observation, Status
-from agent.reporter import Reporter, StateFile
-from agent.status_server import Answer, StatusServer
+from agent.npd import logmonitor_config as npd_logmonitor_config
+from agent.npd import plugin_config as npd_plugin_config
+from agent.reporting.conditions import ConditionBook
+from agent.reporting.credentials import CredentialsError
+from agent.reporting.kube import Kube
+from agent.reporting.reporter import Reporter, StateFile
+from agent.reporting.status_server import Answer, StatusServer
 from agent.supervisor import Supervisor
+from nodemedic_common import logs
 
 DEFAULTS = Path(__file__).with_name("defaults")
 # readonly-monitor.json is shipped for node-problem-detector users; by default the filesystem check owns
@@ -106,7 +109,8 @@ def _one_shot(cfg: AgentConfig) -> AgentConfig:
     """`check` runs every check once: a check that waits for a sustained window (cpu, memory) judges the current
     reading instead of saying nothing."""
     def now(c: Any) -> Any:
-        if dataclasses.is_dataclass(c) and "window" in {f.name for f in dataclasses.fields(c)}:
+        if dataclasses.is_dataclass(c) and not isinstance(c, type) and "window" in {
+                f.name for f in dataclasses.fields(c)}:
             return dataclasses.replace(c, window=dt.timedelta(0))
         return c
     return dataclasses.replace(cfg, checks={name: now(c) for name, c in cfg.checks.items()})
@@ -142,8 +146,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"{'CHECK':<20} {'CONDITION':<34} {'STATUS':<8} {'REASON':<30} MESSAGE")
         for r in rows:
             print(f"{r['check']:<20} {r['type']:<34} {r['status']:<8} {r['reason']:<30} {r['message'][:200]}")
-        for e in events:
-            print(f"event  {e['check']:<13} {e['severity']:<8} {e['reason']:<30} {e['message'][:200]}")
+        for ev in events:
+            print(f"event  {ev['check']:<13} {ev['severity']:<8} {ev['reason']:<30} {ev['message'][:200]}")
     return 1 if problem else 0
 
 

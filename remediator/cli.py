@@ -17,20 +17,21 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from remediator import __version__, logs
-from remediator import metrics as metrics_mod
-from remediator.alerts import Alerts
+from nodemedic_common import logs
+from remediator import __version__
+from remediator.alerts import metrics as metrics_mod
+from remediator.alerts.announcer import Alerts
+from remediator.alerts.notifier import Notifier
 from remediator.autoscaler_flags import status_taint_flags
-from remediator.cluster import ClusterCache, snapshot_from_list
 from remediator.controller import Controller, PolicySource
-from remediator.kube import ApiError, Kube, load_credentials
 from remediator.leader import LeaderElector, LeaseTimings
 from remediator.model import Plan
-from remediator.notify import Notifier
 from remediator.planner import PlannerMemory, plan_cycle
-from remediator.policyfile import PolicyError, load_policy, validate_main
-from remediator.records import parse_time
+from remediator.policy.loader import PolicyError, load_policy, validate_main
 from remediator.server import app, loop_health, serve
+from remediator.state.caches import ClusterCache, snapshot_from_list
+from remediator.state.kube import ApiError, Kube, load_credentials
+from remediator.state.records import parse_time
 
 LEASE_NAME = "nodemedic-remediator"
 

@@ -9,13 +9,17 @@ per-node requests are summed once per cycle, and a pod shape that fitted nowhere
 
 from __future__ import annotations
 
-from remediator.cycle import LOOP_GUARD, Cycle, PlannerMemory
 from remediator.model import Plan, Snapshot, Taint, TaintChange
-from remediator.policy import CONSOLIDATION_OWNER, CONSOLIDATION_TAINT, Policy
+from remediator.planning.cycle import LOOP_GUARD, Cycle, PlannerMemory
+from remediator.planning.taints import plan_taints
+from remediator.policy.model import Policy
 from remediator.strategies import KINDS, lookup
-from remediator.strategies.high_node_utilization import NAME as HNU
-from remediator.strategies.high_node_utilization import consolidating
-from remediator.taints import plan_taints
+from remediator.strategies.high_node_utilization.consolidation import (
+    CONSOLIDATION_OWNER,
+    CONSOLIDATION_TAINT,
+    consolidating,
+)
+from remediator.strategies.high_node_utilization.plan import NAME as HNU
 
 __all__ = ["PlannerMemory", "plan_cycle"]
 

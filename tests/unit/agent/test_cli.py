@@ -11,8 +11,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from agent import cli
-from agent.conditions import ConditionBook
 from agent.model import ConditionReport, EventReport, Observation, Status
+from agent.reporting.conditions import ConditionBook
 
 KERNEL_MONITOR = Path(cli.__file__).with_name("defaults") / "kernel-monitor.json"
 OTHERS = ("memory", "disk", "ntp", "filesystem", "blockdev", "runtime", "kubelet")

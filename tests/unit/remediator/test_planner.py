@@ -9,19 +9,15 @@ import pytest
 
 from remediator.model import Condition, Effect, NodeRecord, OwnerRef, PodRecord, Snapshot, Taint, Toleration
 from remediator.planner import PlannerMemory, plan_cycle
-from remediator.policy import (
-    OWNED_TAINTS_ANNOTATION,
-    AutoscalerSettings,
-    EvictorArgs,
-    Limits,
-    Policy,
-    RemovePodsViolatingNodeTaintsArgs,
-    Safety,
-    StrategyConfig,
-    TaintRule,
-)
-from remediator.strategies.remove_pods_violating_node_taints import NAME
-from remediator.taints import OwnedTaint, render_owned
+from remediator.planning.taints import OwnedTaint, render_owned
+from remediator.policy.autoscaler import AutoscalerSettings
+from remediator.policy.evictor import EvictorArgs
+from remediator.policy.limits import Limits
+from remediator.policy.model import OWNED_TAINTS_ANNOTATION, Policy, StrategyConfig
+from remediator.policy.rules import TaintRule
+from remediator.policy.safety import Safety
+from remediator.strategies.remove_pods_violating_node_taints.args import RemovePodsViolatingNodeTaintsArgs
+from remediator.strategies.remove_pods_violating_node_taints.plan import NAME
 
 NOW = dt.datetime(2024, 5, 1, 12, 0, 0, tzinfo=dt.UTC)
 DEADLOCK = Taint("nodemedic.io/kernel-deadlock", "true", Effect.NO_SCHEDULE)

@@ -13,7 +13,7 @@
 {{/* The remediator's Lease, one per release (passed as --lease-name). */}}
 {{- define "nodemedic.leaseName" -}}{{ include "nodemedic.remediator.name" . }}{{- end -}}
 
-{{/* The agent writes its Events into this namespace (agent/reporter.py). */}}
+{{/* The agent writes its Events into this namespace (agent/reporting/reporter.py). */}}
 {{- define "nodemedic.agent.eventsNamespace" -}}default{{- end -}}
 
 {{- define "nodemedic.image" -}}
