@@ -166,6 +166,7 @@ class PodRecord:
     hard_spread: tuple[SpreadConstraint, ...] = ()  # topologySpreadConstraints with DoNotSchedule
     soft_spread: tuple[SpreadConstraint, ...] = ()  # ScheduleAnyway ones: balance moves must not worsen them
     requests: dict[str, int] = field(default_factory=dict)  # summed over containers (max with init containers)
+    images: tuple[str, ...] = ()  # the containers' images, sorted (RemoveDuplicates tells replicas apart by them)
     qos: str = "BestEffort"  # BestEffort | Burstable | Guaranteed
     has_local_storage: bool = False  # any emptyDir or hostPath volume
     has_pvc: bool = False

@@ -64,6 +64,7 @@ class PlannerMemory:
 class Outcome:
     evicted: bool
     stop: str | None = None  # NODE or CYCLE when trying further pods there is pointless
+    destination: str | None = None  # the node the move counted on, when evicted
 
 
 class Cycle:
@@ -202,7 +203,7 @@ class Cycle:
             self._decide(Protected(pod, "no destination fits: " + why), protected=True)
             return Outcome(False)
         self._commit(PlannedEviction(pod, c.strategy, f"{c.reason}; to {destination} or alike"))
-        return Outcome(True)
+        return Outcome(True, destination=destination)
 
     def fits_all(self, pods: Sequence[PodRecord], destinations: Sequence[str]) -> tuple[bool, str]:
         """Would every pod find a destination together (each counting the room the others take)? Leaves no trace."""

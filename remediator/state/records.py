@@ -215,6 +215,7 @@ def pod(obj: dict[str, Any]) -> PodRecord:
         hard_spread=_spread(spec, labels, "DoNotSchedule"),
         soft_spread=_spread(spec, labels, "ScheduleAnyway"),
         requests=_pod_requests(spec),
+        images=tuple(sorted(str(c.get("image", "")) for c in map(_dict, _list(spec.get("containers"))))),
         qos=str(status.get("qosClass") or _qos(list(map(_dict, _list(spec.get("containers")))))),
         has_local_storage=any("emptyDir" in v or "hostPath" in v for v in volumes),
         has_pvc=any("persistentVolumeClaim" in v or "ephemeral" in v for v in volumes),

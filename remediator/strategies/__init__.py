@@ -10,7 +10,9 @@ from __future__ import annotations
 from remediator.strategies import (  # one line per strategy, and one in REGISTERED
     high_node_utilization,
     low_node_utilization,
+    remove_duplicates,
     remove_pods_violating_node_taints,
+    remove_pods_violating_topology_spread_constraint,
 )
 from remediator.strategies.strategy import KINDS, Strategy
 
@@ -20,6 +22,8 @@ REGISTERED = (
     remove_pods_violating_node_taints.STRATEGY,
     low_node_utilization.STRATEGY,
     high_node_utilization.STRATEGY,
+    remove_duplicates.STRATEGY,
+    remove_pods_violating_topology_spread_constraint.STRATEGY,
 )
 STRATEGIES: dict[str, Strategy] = {s.name: s for s in REGISTERED}
 

@@ -183,8 +183,8 @@ BAD_FILES = {
     "priority-threshold-value-and-name.yaml": ":5: evictor.priorityThreshold: value and name are mutually exclusive",
     "selector-bad-operator.yaml": ":8: evictor.labelSelector.matchExpressions[0].operator: must be one of",
     "included-and-excluded-taints.yaml": ":8: strategies[0].args.includedTaints: includedTaints and excludedTaints",
-    "unknown-strategy.yaml": ":6: strategies[1].name: unknown strategy 'RemoveDuplicates'; known: "
-                             "HighNodeUtilization, LowNodeUtilization, RemovePodsViolatingNodeTaints",
+    "unknown-strategy.yaml": ":6: strategies[1].name: unknown strategy 'RemoveEverything'; known: "
+                             "HighNodeUtilization, LowNodeUtilization, RemoveDuplicates, ",
     "duplicate-strategy.yaml": ":6: strategies[1].name: duplicate strategy",
     "lnu-target-below-threshold.yaml": ":8: strategies[0].args.targetThresholds.memory: 25 is below thresholds.memory",
     "lnu-different-resources.yaml": ":8: strategies[0].args.targetThresholds: must name the same resources",
@@ -201,6 +201,13 @@ BAD_FILES = {
     "sink-bad-url.yaml": ":7: notifications.sinks[0].url: invalid URL",
     "unknown-sink-type.yaml": ":8: notifications.sinks[1].type: unknown sink type 'pagerduty'",
     "sink-zero-attempts.yaml": ":8: notifications.sinks[0].maxAttempts: must be at least 1",
+    "remove-duplicates-owner-kind.yaml": ":7: strategies[0].args.excludeOwnerKinds[1]: must be an object kind",
+    "topology-spread-unknown-constraint.yaml": ":7: strategies[0].args.constraints[1]: must be DoNotSchedule or "
+                                               "ScheduleAnyway, got 'ScheduleAnyWay'",
+    "topology-spread-namespaces-include-and-exclude.yaml": ":8: strategies[0].args.namespaces: include and exclude "
+                                                           "are mutually exclusive",
+    "topology-spread-selector-in-without-values.yaml": ":9: strategies[0].args.labelSelector.matchExpressions[0]."
+                                                       "values: In needs at least one value",
 }
 
 

@@ -1,0 +1,181 @@
+"""RemovePodsViolatingTopologySpreadConstraint: move pods out of the domains their spread constraints overfill.
+
+descheduler's algorithm (docs/balance-strategies.md lists each difference and why):
+1. per namespace, the distinct spread constraints of the pods in scope whose `whenUnsatisfiable` is listed in
+   `constraints` (matchLabelKeys folded into the selector; node inclusion policies with the declaring pod's node
+   selection and tolerations);
+2. per constraint, the domains are the values of `topologyKey` on the Ready nodes it includes; balanced when the
+   fullest and the emptiest domain differ by at most maxSkew;
+3. otherwise, domains sorted by matching pods, two cursors (emptiest i, fullest j above the ideal average): move
+   `min(ceil(count_j - avg), ceil(avg - count_i), ceil((skew - maxSkew) / 2))` pods out of j, as if to i, until
+   every remaining pair is within maxSkew; the pods moved first have no node selection and the lowest priority.
+nodemedic's changes: the pods counted are every live matching pod, as kube-scheduler counts them, not only the
+evictable ones in scope (`tsc-count`); a pod is evicted only when a node of a domain below the ideal average
+takes it (node fit with the scheduler's own spread filter) and that domain ends with fewer matching pods than the
+one it leaves, whatever topologyBalanceNodeFit says (`tsc-place`): no eviction the scheduler would answer by
+putting the pod back. The cycle gate adds PDBs, the loop guard, zone spread and the limits.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from remediator.model import Effect, NodeRecord, PlannedEviction, PodRecord, Snapshot, SpreadConstraint
+from remediator.planning.cycle import CYCLE, Cycle
+from remediator.scheduling.selectors import matches_labels, pod_fits_node_selection
+from remediator.scheduling.tolerations import untolerated
+from remediator.scheduling.usage import live_pods
+from remediator.strategies.remove_pods_violating_topology_spread_constraint.args import (
+    DO_NOT_SCHEDULE,
+    SCHEDULE_ANYWAY,
+    RemovePodsViolatingTopologySpreadConstraintArgs,
+)
+
+NAME = "RemovePodsViolatingTopologySpreadConstraint"
+KIND = "balance"
+
+_BLOCKING = (Effect.NO_SCHEDULE, Effect.NO_EXECUTE)
+
+
+@dataclass(frozen=True)
+class _Constraint:
+    spread: SpreadConstraint
+    when: str  # DoNotSchedule | ScheduleAnyway
+    declared_by: PodRecord  # its node selection and tolerations decide which nodes count (inclusion policies)
+
+
+def plan(snapshot: Snapshot, args: RemovePodsViolatingTopologySpreadConstraintArgs, cycle: Cycle) -> None:
+    nodes = {n: rec for n, rec in snapshot.nodes.items() if rec.ready and not rec.deleting}
+    by_namespace: dict[str, list[PodRecord]] = {}
+    for name in sorted(nodes):
+        for pod in live_pods(snapshot, name):
+            by_namespace.setdefault(pod.namespace, []).append(pod)
+    for namespace in sorted(by_namespace):
+        pods = by_namespace[namespace]
+        for c in _constraints(pods, args):
+            if _balance(cycle, nodes, pods, c, args) == CYCLE:
+                return
+
+
+def _constraints(pods: list[PodRecord],
+                 args: RemovePodsViolatingTopologySpreadConstraintArgs) -> list[_Constraint]:
+    """The distinct constraints the namespace's pods in scope declare, in the order first seen."""
+    found: dict[tuple[object, ...], _Constraint] = {}
+    for pod in pods:
+        if not _in_scope(pod, args):
+            continue
+        for when, spreads in ((DO_NOT_SCHEDULE, pod.hard_spread), (SCHEDULE_ANYWAY, pod.soft_spread)):
+            if when not in args.constraints:
+                continue
+            for s in spreads:
+                if s.selector is None:
+                    continue  # matches no pod: every domain holds 0
+                identity = (s, when,
+                            (tuple(sorted(pod.node_selector.items())), pod.required_node_affinity)
+                            if s.honor_node_affinity else None,
+                            pod.tolerations if s.honor_node_taints else None)
+                found.setdefault(identity, _Constraint(s, when, pod))
+    return list(found.values())
+
+
+def _balance(cycle: Cycle, nodes: Mapping[str, NodeRecord], pods: list[PodRecord], c: _Constraint,
+             args: RemovePodsViolatingTopologySpreadConstraintArgs) -> str | None:
+    s = c.spread
+    domain_of, members = _domains(nodes, pods, c)
+    live = {d: len(ps) for d, ps in members.items()}  # matching pods per domain once this cycle's moves are done
+    if len(live) < 2 or max(live.values()) - min(live.values()) <= s.max_skew:
+        return None  # balanced
+    average = sum(live.values()) / len(live)
+    order = sorted(live, key=lambda d: (live[d], d))
+    below = {d for d in order if live[d] < average}
+    destinations = cycle.by_room(n for n, d in domain_of.items() if d in below and n not in cycle.exclude)
+
+    def better_domain(pod: PodRecord, node: NodeRecord, after: Mapping[str, int]) -> str | None:
+        src, dst = domain_of.get(pod.node_name), domain_of.get(node.name)
+        if src is None or dst is None:
+            return "not in a domain of the constraint"
+        if live[dst] + 1 >= live[src]:
+            return f"{s.topology_key}={dst} would hold as many matching pods as {src}"
+        return None
+
+    for source, target, count in descheduler_moves([(d, live[d]) for d in order], average, s.max_skew):
+        moved = 0
+        for pod in _eviction_candidates(members[source], args):
+            if moved == count:
+                break
+            reason = (f"{c.when} spread on {s.topology_key}: {source} holds {live[source]} matching pods, "
+                      f"{target} {live[target]} (maxSkew {s.max_skew})")
+            outcome = cycle.move(PlannedEviction(pod, NAME, reason), destinations, accept=better_domain)
+            if outcome.evicted and outcome.destination is not None:
+                moved += 1
+                live[source] -= 1
+                live[domain_of[outcome.destination]] += 1
+            elif outcome.stop == CYCLE:
+                return CYCLE
+    return None
+
+
+def descheduler_moves(domains: list[tuple[str, int]], average: float,
+                      max_skew: int) -> Iterator[tuple[str, str, int]]:
+    """descheduler's balanceDomains arithmetic: `domains` (name, matching pods) sorted emptiest first -> (from,
+    to, how many) steps, each counted as done before the next (descheduler's book, not what the scheduler does:
+    the caller decides each real move)."""
+    names = [d for d, _ in domains]
+    virtual = [n for _, n in domains]
+    i, j = 0, len(domains) - 1
+    while i < j:
+        if virtual[j] <= average:
+            j -= 1
+        skew = virtual[j] - virtual[i]
+        if skew <= max_skew:
+            i += 1
+            continue
+        count = min(math.ceil(virtual[j] - average), math.ceil(average - virtual[i]),
+                    math.ceil((skew - max_skew) / 2))
+        if count <= 0:
+            i += 1
+            continue
+        yield names[j], names[i], count
+        virtual[j] -= count
+        virtual[i] += count
+
+
+def _domains(nodes: Mapping[str, NodeRecord], pods: list[PodRecord],
+             c: _Constraint) -> tuple[dict[str, str], dict[str, list[PodRecord]]]:
+    """(included node -> its domain, domain -> the matching pods in it)."""
+    s = c.spread
+    domain_of = {n: rec.labels[s.topology_key] for n, rec in nodes.items()
+                 if s.topology_key in rec.labels and _included(c, rec)}
+    members: dict[str, list[PodRecord]] = {d: [] for d in sorted(set(domain_of.values()))}
+    if s.selector is not None:
+        for pod in pods:
+            domain = domain_of.get(pod.node_name)
+            if domain is not None and matches_labels(s.selector, pod.labels):
+                members[domain].append(pod)
+    return domain_of, members
+
+
+def _eviction_candidates(pods: list[PodRecord],
+                         args: RemovePodsViolatingTopologySpreadConstraintArgs) -> list[PodRecord]:
+    """descheduler takes pods from the end of a list sorted with node selection first and high priority first:
+    here the same pods, first to move first."""
+    return sorted((p for p in pods if _in_scope(p, args)),
+                  key=lambda p: (bool(p.node_selector or p.required_node_affinity), p.priority is not None,
+                                 p.priority or 0, p.name))
+
+
+def _included(c: _Constraint, node: NodeRecord) -> bool:
+    """nodeAffinityPolicy (default Honor) and nodeTaintsPolicy (default Ignore), with the declaring pod's terms."""
+    pod = c.declared_by
+    if c.spread.honor_node_affinity and not pod_fits_node_selection(pod, node):
+        return False
+    return not c.spread.honor_node_taints or not untolerated(pod.tolerations, node.taints, _BLOCKING)
+
+
+def _in_scope(pod: PodRecord, args: RemovePodsViolatingTopologySpreadConstraintArgs) -> bool:
+    ns = args.namespaces
+    if (ns.include and pod.namespace not in ns.include) or pod.namespace in ns.exclude:
+        return False
+    return args.label_selector is None or matches_labels(args.label_selector, pod.labels)
