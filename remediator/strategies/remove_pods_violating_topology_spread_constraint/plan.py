@@ -8,12 +8,13 @@ descheduler's algorithm (docs/balance-strategies.md lists each difference and wh
    fullest and the emptiest domain differ by at most maxSkew;
 3. otherwise, domains sorted by matching pods, two cursors (emptiest i, fullest j above the ideal average): move
    `min(ceil(count_j - avg), ceil(avg - count_i), ceil((skew - maxSkew) / 2))` pods out of j, as if to i, until
-   every remaining pair is within maxSkew; the pods moved first have no node selection and the lowest priority.
-nodemedic's changes: the pods counted are every live matching pod, as kube-scheduler counts them, not only the
-evictable ones in scope (`tsc-count`); a pod is evicted only when a node of a domain below the ideal average
-takes it (node fit with the scheduler's own spread filter) and that domain ends with fewer matching pods than the
-one it leaves, whatever topologyBalanceNodeFit says (`tsc-place`): no eviction the scheduler would answer by
-putting the pod back. The cycle gate adds PDBs, the loop guard, zone spread and the limits.
+   every remaining pair is within maxSkew; the pods moved first have no node selection.
+nodemedic's changes: then the lowest priority first (descheduler's sort pops the highest: `tsc-order`); the pods
+counted are every live matching pod, as kube-scheduler counts them, not only the evictable ones in scope
+(`tsc-count`); a pod is evicted only when a node of a domain below the ideal average takes it (node fit with the
+scheduler's own spread filter) and that domain ends with fewer matching pods than the one it leaves, whatever
+topologyBalanceNodeFit says (`tsc-place`): no eviction the scheduler would answer by putting the pod back. The
+cycle gate adds PDBs, the loop guard, zone spread and the limits.
 """
 
 from __future__ import annotations
@@ -159,8 +160,8 @@ def _domains(nodes: Mapping[str, NodeRecord], pods: list[PodRecord],
 
 def _eviction_candidates(pods: list[PodRecord],
                          args: RemovePodsViolatingTopologySpreadConstraintArgs) -> list[PodRecord]:
-    """descheduler takes pods from the end of a list sorted with node selection first and high priority first:
-    here the same pods, first to move first."""
+    """Pods without node selection first (descheduler's order), then the lowest priority (descheduler's sort, meant
+    to, pops the highest first: `tsc-order`)."""
     return sorted((p for p in pods if _in_scope(p, args)),
                   key=lambda p: (bool(p.node_selector or p.required_node_affinity), p.priority is not None,
                                  p.priority or 0, p.name))

@@ -190,6 +190,25 @@ CASES = [
          spread(replicas("web", "a1", 4), ZONE_SKEW_1), (tsc(),), [],
          protected={"web-a1-0": "no destination fits"},
          differs="tsc-place: descheduler with topologyBalanceNodeFit: false evicts one, which comes back to zone a"),
+    Case("tsc-lowest-priority-without-node-selection-first", zone_nodes(("a1", "a"), ("b1", "b")),
+         spread([dataclasses.replace(replicas("web", "a1", 1, start=0)[0], priority=5),
+                 dataclasses.replace(replicas("web", "a1", 1, start=1)[0], priority=20),
+                 dataclasses.replace(replicas("web", "a1", 1, start=2)[0], priority=1, node_selector={ZONE: "a"})],
+                ZONE_SKEW_1, soft=True),
+         (tsc(constraints=("ScheduleAnyway",)),),
+         # a 3, b 0: one moves (min(ceil(1.5), ceil(1.5), ceil(1)) = 1): the pinned one last, then priority 5
+         ["web-a1-0"],
+         differs="tsc-order: descheduler evicts web-a1-1, the highest priority among those without node selection"),
+    Case("tsc-every-matching-pod-counts",
+         zone_nodes(("a1", "a"), ("b1", "b")),
+         spread([dataclasses.replace(p, labels={"app": "web", "tier": "x"}) for p in replicas("web", "a1", 2)]
+                + replicas("web", "a1", 2, start=2)
+                + [dataclasses.replace(p, labels={"app": "web", "tier": "x"}) for p in replicas("web", "b1", 1)],
+                ZONE_SKEW_1),
+         (tsc(label_selector=LabelSelector((("tier", "x"),))),),
+         # the scheduler sees a 4, b 1; one in-scope pod of a moves
+         ["web-a1-0"],
+         differs="tsc-count: descheduler counts only the pods in scope (a 2, b 1: balanced) and evicts nothing"),
     Case("tsc-label-selector-scope", zone_nodes(("a1", "a"), ("b1", "b")),
          spread(replicas("web", "a1", 4), ZONE_SKEW_1), (tsc(label_selector=LabelSelector((("app", "db"),))),), []),
     Case("tsc-pdb", zone_nodes(("a1", "a"), ("b1", "b"), ("c1", "c")),
