@@ -5,7 +5,9 @@ Builds 5,000 nodes and 150,000 pods with a realistic mix (three zones; GPU nodes
 a dedicated taint; a few nodes with a kernel deadlock that nodemedic tainted, some cordoned, some NotReady;
 three DaemonSet pods per node; Deployments of 1-60 replicas with varied requests, priorities, QoS classes,
 local storage, zone topology spread constraints and PDBs; node fill from idle to hot), then times
-`plan_cycle` with RemovePodsViolatingNodeTaints, LowNodeUtilization and HighNodeUtilization.
+`plan_cycle` with RemovePodsViolatingNodeTaints, LowNodeUtilization, HighNodeUtilization, RemoveDuplicates
+(replicas dealt to nodes at random stack up: duplicates) and RemovePodsViolatingTopologySpreadConstraint (10 % of
+Deployments with a DoNotSchedule zone spread, 20 % with a ScheduleAnyway host spread, dealt without regard to it).
 Prints the median wall time of a few cycles, the plan's size and the peak RSS (targets: ≤ 1 s, ≤ 1 GiB).
 The snapshot is built once and not timed: keeping it is the watch caches' job, not the planner's.
 """
@@ -59,6 +61,14 @@ rules:
   taint: {key: nodemedic.io/kernel-deadlock, value: "true", effect: NoSchedule}
 strategies:
 - name: RemovePodsViolatingNodeTaints
+# balance strategies in descheduler's usual profile order: duplicates and spread before utilization
+- name: RemoveDuplicates
+  args:
+    excludeOwnerKinds: [Job]
+    namespaces: {exclude: [kube-system]}
+- name: RemovePodsViolatingTopologySpreadConstraint
+  args:
+    constraints: [DoNotSchedule, ScheduleAnyway]
 - name: LowNodeUtilization
   args:
     thresholds: {cpu: 20, memory: 20, pods: 20}
@@ -124,7 +134,8 @@ def build(n_nodes: int, n_pods: int, seed: int) -> Snapshot:
             add(PodRecord(namespace="kube-system", name=f"{ds}-{name}", uid=f"uid-{ds}-{name}", node_name=name,
                           phase="Running", labels={"app": ds}, owners=(owner,), priority=2_000_001_000,
                           priority_class="system-node-critical", tolerations=(Toleration(operator="Exists"),),
-                          requests={"cpu": cpu, "memory": mem}, qos="Burstable", start_time=NOW - dt.timedelta(days=3)))
+                          requests={"cpu": cpu, "memory": mem}, qos="Burstable", images=(f"registry.k8s.io/{ds}:1",),
+                          start_time=NOW - dt.timedelta(days=3)))
 
     # Application pods: each Deployment lives in one pool (general, infra, GPU); its pods are dealt to the pool's
     # nodes in proportion to how full each node should end up, with requests sized to get it there.
@@ -168,7 +179,7 @@ def build(n_nodes: int, n_pods: int, seed: int) -> Snapshot:
                           phase="Running", labels={"app": app, "pod-template-hash": "7d9f8"}, owners=(rs,),
                           priority=priority, tolerations=tolerations, node_selector=selector,
                           hard_spread=spread, soft_spread=soft, requests=requests, qos=qos,
-                          has_local_storage=local_storage,
+                          has_local_storage=local_storage, images=(f"registry.example/{namespace}/{app}:1",),
                           start_time=NOW - dt.timedelta(hours=r + 1), created=NOW - dt.timedelta(hours=r + 1)))
     return Snapshot(now=NOW, nodes=nodes, pods_by_node=by_node, pods_by_owner=by_owner, pdbs=pdbs)
 

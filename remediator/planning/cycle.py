@@ -121,6 +121,11 @@ class Cycle:
         rank = self._room_rank
         return sorted((n for n in names if n in rank), key=rank.__getitem__)
 
+    def exhausted(self) -> bool:
+        """The cycle's total eviction limit is used up: no strategy can add an eviction (so none need look)."""
+        total = self.policy.limits.max_pods_to_evict_total
+        return total is not None and self.limits.taken >= total
+
     def receiving(self, node: str) -> bool:
         """Some pod planned to move this cycle counts on room on `node`."""
         return self.reserved.get(node, {}).get(PODS, 0) > 0

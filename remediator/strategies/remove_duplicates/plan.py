@@ -1,12 +1,13 @@
 """RemoveDuplicates: a node holding several replicas of one owner gives some up to nodes that can take them.
 
 descheduler's algorithm (docs/balance-strategies.md lists each difference and why):
-1. duplicates are the evictable pods in scope with the same namespace, owners and container images, on one Ready
-   node; pods with no owner or an owner of an `excludeOwnerKinds` kind are ignored;
+1. duplicates are the pods in scope with the same namespace, owners and container images, on one Ready node;
+   pods with no owner or an owner of an `excludeOwnerKinds` kind are ignored;
 2. per set of duplicates, the target nodes are the nodes whose taints (NoSchedule, NoExecute) the replicas
    tolerate and whose labels their node selection accepts; fewer than two: nothing to do;
 3. `upper = ceil(replicas / target nodes)`: a node holding more than `upper` of them gives up the rest.
-nodemedic's changes: cordoned nodes and nodes the cycle keeps free are no targets (`dup-targets`); each replica
+nodemedic's changes: every live replica counts towards `upper`, not only the evictable ones, and only evictable
+ones move (`dup-count`); cordoned nodes and nodes the cycle keeps free are no targets (`dup-targets`); each replica
 moves only to a target that fits it and ends with fewer of its replicas than the node it leaves, and at most
 `upper` (`dup-dest`); the cycle gate refuses a move that makes the workload's zone spread worse (`dup-zones`),
 and applies PDBs, the loop guard and the limits.
@@ -15,15 +16,15 @@ and applies PDBs, the loop guard and the limits.
 from __future__ import annotations
 
 import math
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Mapping
 
-from remediator.model import Effect, NodeRecord, PlannedEviction, PodRecord, Snapshot
+from remediator.model import TERMINAL_PHASES, Effect, NodeRecord, PlannedEviction, PodRecord, Snapshot
 from remediator.planning.cycle import CYCLE, NODE, Cycle
 from remediator.planning.defaultevictor import protection
 from remediator.scheduling.selectors import matches_labels, pod_fits_node_selection
 from remediator.scheduling.tolerations import untolerated
-from remediator.scheduling.usage import eviction_order, live_pods
+from remediator.scheduling.usage import eviction_order
 from remediator.strategies.remove_duplicates.args import RemoveDuplicatesArgs
 
 NAME = "RemoveDuplicates"
@@ -32,40 +33,61 @@ KIND = "balance"
 _BLOCKING = (Effect.NO_SCHEDULE, Effect.NO_EXECUTE)
 # namespace, owners (kind, name), images: what makes two pods duplicates of each other
 DuplicateKey = tuple[str, tuple[tuple[str, str], ...], tuple[str, ...]]
+# tolerations, node selector, required node affinity: what decides which nodes take a replica
+Shape = tuple[object, ...]
 
 
 def plan(snapshot: Snapshot, args: RemoveDuplicatesArgs, cycle: Cycle) -> None:
+    if cycle.exhausted():
+        return
     nodes = sorted(n for n, rec in snapshot.nodes.items() if rec.ready and not rec.deleting)
-    replicas: Counter[DuplicateKey] = Counter()
-    placed: dict[DuplicateKey, dict[str, list[PodRecord]]] = defaultdict(lambda: defaultdict(list))
-    for node in nodes:
-        for pod in live_pods(snapshot, node):
-            key = _duplicate_key(pod, args)
-            if key is None or protection(pod, snapshot, cycle.policy.evictor) is not None:
-                continue
-            replicas[key] += 1
-            placed[key][node].append(pod)
-
-    for key in sorted(placed):
-        on_node = placed[key]
-        if all(len(pods) < 2 for pods in on_node.values()):
-            continue
-        targets = _target_nodes(snapshot, nodes, on_node, cycle.exclude)
+    # Replicas of most workloads share a few shapes (tolerations, node selection): their targets, and the order in
+    # which node fit tries them, are computed once per set of shapes.
+    shape_fit: dict[Shape, list[str]] = {}
+    by_shapes: dict[frozenset[Shape], tuple[list[str], list[str]]] = {}
+    for key, on_node in sorted(_duplicates(snapshot, args, set(nodes)).items()):
+        shapes = frozenset(_shape(p) for pods in on_node.values() for p in pods)
+        if shapes not in by_shapes:
+            targets = _target_nodes(snapshot, nodes, on_node, cycle.exclude, shape_fit)
+            by_shapes[shapes] = targets, cycle.by_room(t for t in targets if t not in cycle.exclude)
+        targets, destinations = by_shapes[shapes]
         if len(targets) < 2:
             continue
-        upper = math.ceil(replicas[key] / len(targets))
+        upper = math.ceil(sum(len(pods) for pods in on_node.values()) / len(targets))
         count = Counter({n: len(pods) for n, pods in on_node.items()})
         for source in sorted(on_node, key=lambda n: (-count[n], n)):
             if count[source] <= upper:
                 continue
-            if _relieve(cycle, key, source, on_node[source], count=count, upper=upper, targets=targets) == CYCLE:
+            if _relieve(cycle, key, source, on_node[source], count=count, upper=upper,
+                        destinations=destinations, targets=len(targets)) == CYCLE:
                 return
 
 
+def _duplicates(snapshot: Snapshot, args: RemoveDuplicatesArgs,
+                ready: set[str]) -> dict[DuplicateKey, dict[str, list[PodRecord]]]:
+    """Duplicate key -> Ready node -> its live replicas there, for the keys with two or more on one node. Owner by
+    owner: only an owner with two pods on one node is looked at closely (a 150,000-pod cluster has few)."""
+    found: dict[DuplicateKey, dict[str, list[PodRecord]]] = {}
+    for group in snapshot.pods_by_owner.values():
+        if len(group) < 2 or len({p.node_name for p in group}) == len(group):
+            continue
+        for pod in group:
+            if pod.node_name not in ready or pod.phase in TERMINAL_PHASES or pod.terminating:
+                continue
+            key = _duplicate_key(pod, args)
+            if key is None:
+                continue
+            on_node = found.setdefault(key, {})
+            pods = on_node.setdefault(pod.node_name, [])
+            if len(pod.owners) == 1 or all(p is not pod for p in pods):  # a pod of two owners is in both groups
+                pods.append(pod)
+    return {key: on_node for key, on_node in found.items() if any(len(pods) > 1 for pods in on_node.values())}
+
+
 def _relieve(cycle: Cycle, key: DuplicateKey, source: str, pods: list[PodRecord], *, count: Counter[str],
-             upper: int, targets: list[str]) -> str | None:
-    """Move replicas off `source` until it holds `upper`; CYCLE when the cycle's limits are used up."""
-    destinations = cycle.by_room(t for t in targets if t != source and t not in cycle.exclude)
+             upper: int, destinations: list[str], targets: int) -> str | None:
+    """Move replicas off `source` until it holds `upper`; CYCLE when the cycle's limits are used up. (Node fit
+    never sends a pod to its own node.)"""
 
     def fewer_there(pod: PodRecord, node: NodeRecord, after: Mapping[str, int]) -> str | None:
         there = count[node.name] + 1
@@ -76,11 +98,13 @@ def _relieve(cycle: Cycle, key: DuplicateKey, source: str, pods: list[PodRecord]
     owners = ", ".join(f"{kind}/{name}" for kind, name in key[1])
     if cycle.hold(source) is not None:
         return None
-    for pod in eviction_order(pods):
+    # Every live replica counts (the scheduler sees them all); only the evictable ones are tried (dup-count).
+    evictor = cycle.policy.evictor
+    for pod in eviction_order(p for p in pods if protection(p, cycle.snapshot, evictor) is None):
         if count[source] <= upper:
             break
         reason = (f"{count[source]} replicas of {owners} on {source}, more than {upper} "
-                  f"(per node over the {len(targets)} nodes that can take them)")
+                  f"(per node over the {targets} nodes that can take them)")
         outcome = cycle.move(PlannedEviction(pod, NAME, reason), destinations, accept=fewer_there)
         if outcome.evicted and outcome.destination is not None:
             count[source] -= 1
@@ -91,27 +115,38 @@ def _relieve(cycle: Cycle, key: DuplicateKey, source: str, pods: list[PodRecord]
 
 
 def _duplicate_key(pod: PodRecord, args: RemoveDuplicatesArgs) -> DuplicateKey | None:
-    if not pod.owners or any(o.kind in args.exclude_owner_kinds for o in pod.owners):
-        return None
+    owners = pod.owners
+    if len(owners) == 1:  # nearly always: skip the sort
+        if owners[0].kind in args.exclude_owner_kinds:
+            return None
+        refs: tuple[tuple[str, str], ...] = ((owners[0].kind, owners[0].name),)
+    else:
+        if any(o.kind in args.exclude_owner_kinds for o in owners):
+            return None
+        refs = tuple(sorted((o.kind, o.name) for o in owners))
     ns = args.namespaces
     if (ns.include and pod.namespace not in ns.include) or pod.namespace in ns.exclude:
         return None
     if args.label_selector is not None and not matches_labels(args.label_selector, pod.labels):
         return None
-    return pod.namespace, tuple(sorted((o.kind, o.name) for o in pod.owners)), pod.images
+    return pod.namespace, refs, pod.images
+
+
+def _shape(pod: PodRecord) -> Shape:
+    return pod.tolerations, tuple(sorted(pod.node_selector.items())), pod.required_node_affinity
 
 
 def _target_nodes(snapshot: Snapshot, nodes: list[str], on_node: Mapping[str, list[PodRecord]],
-                  exclude: set[str]) -> list[str]:
+                  exclude: set[str], shape_fit: dict[Shape, list[str]]) -> list[str]:
     """The nodes that can take some replica: one check per distinct (tolerations, node selection) of the replicas,
     a shape only counting when more than one node takes it (descheduler's getTargetNodes)."""
-    shapes = {(p.tolerations, tuple(sorted(p.node_selector.items())), p.required_node_affinity): p
-              for pods in on_node.values() for p in pods}
+    shapes = {_shape(p): p for pods in on_node.values() for p in pods}
     targets: set[str] = set()
-    for pod in shapes.values():
-        fit = [n for n in nodes if _takes(snapshot.nodes[n], pod) and n not in exclude]
-        if len(fit) > 1:
-            targets.update(fit)
+    for shape, pod in shapes.items():
+        if shape not in shape_fit:
+            shape_fit[shape] = [n for n in nodes if n not in exclude and _takes(snapshot.nodes[n], pod)]
+        if len(shape_fit[shape]) > 1:
+            targets.update(shape_fit[shape])
     return sorted(targets)
 
 

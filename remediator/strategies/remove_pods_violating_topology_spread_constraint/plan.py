@@ -19,15 +19,24 @@ cycle gate adds PDBs, the loop guard, zone spread and the limits.
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Iterator, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
-from remediator.model import Effect, NodeRecord, PlannedEviction, PodRecord, Snapshot, SpreadConstraint
+from remediator.model import (
+    TERMINAL_PHASES,
+    Effect,
+    NodeRecord,
+    PlannedEviction,
+    PodRecord,
+    Snapshot,
+    SpreadConstraint,
+)
 from remediator.planning.cycle import CYCLE, Cycle
 from remediator.scheduling.selectors import matches_labels, pod_fits_node_selection
 from remediator.scheduling.tolerations import untolerated
-from remediator.scheduling.usage import live_pods
 from remediator.strategies.remove_pods_violating_topology_spread_constraint.args import (
     DO_NOT_SCHEDULE,
     SCHEDULE_ANYWAY,
@@ -48,16 +57,47 @@ class _Constraint:
 
 
 def plan(snapshot: Snapshot, args: RemovePodsViolatingTopologySpreadConstraintArgs, cycle: Cycle) -> None:
+    if cycle.exhausted():
+        return
     nodes = {n: rec for n, rec in snapshot.nodes.items() if rec.ready and not rec.deleting}
-    by_namespace: dict[str, list[PodRecord]] = {}
-    for name in sorted(nodes):
-        for pod in live_pods(snapshot, name):
-            by_namespace.setdefault(pod.namespace, []).append(pod)
-    for namespace in sorted(by_namespace):
-        pods = by_namespace[namespace]
-        for c in _constraints(pods, args):
-            if _balance(cycle, nodes, pods, c, args) == CYCLE:
+    live = [p for n in sorted(nodes) for p in snapshot.pods(n) if p.phase not in TERMINAL_PHASES and not p.terminating]
+    declaring: dict[str, list[PodRecord]] = {}  # namespace -> its pods that declare a spread constraint
+    for pod in live:
+        if pod.hard_spread or pod.soft_spread:
+            declaring.setdefault(pod.namespace, []).append(pod)
+    constraints = {ns: _constraints(pods, args) for ns, pods in sorted(declaring.items())}
+    selectable = _selectable(live, [c.spread for cs in constraints.values() for c in cs])
+    shapes: dict[tuple[object, ...], _Domains] = {}
+    for namespace, found in constraints.items():
+        for c in found:
+            domains = _domains(cycle, nodes, c, shapes)
+            if _balance(cycle, domains, selectable(namespace, c.spread), c, args) == CYCLE:
                 return
+
+
+def _selectable(live: list[PodRecord],
+                spreads: list[SpreadConstraint]) -> Callable[[str, SpreadConstraint], list[PodRecord]]:
+    """namespace, constraint -> the live pods its selector could match: those of the namespace carrying its first
+    matchLabels pair (a namespace holds many workloads, a constraint selects one), or all of the namespace's.
+    One pass over the pods, indexing only the label keys the constraints select on."""
+    keys = {s.selector.match_labels[0][0] for s in spreads if s.selector is not None and s.selector.match_labels}
+    by_pair: dict[tuple[str, str, str], list[PodRecord]] = {}
+    by_namespace: dict[str, list[PodRecord]] = {}
+    every = any(s.selector is not None and not s.selector.match_labels for s in spreads)
+    for pod in live:
+        if every:
+            by_namespace.setdefault(pod.namespace, []).append(pod)
+        for key in keys:
+            value = pod.labels.get(key)
+            if value is not None:
+                by_pair.setdefault((pod.namespace, key, value), []).append(pod)
+
+    def lookup(namespace: str, s: SpreadConstraint) -> list[PodRecord]:
+        if s.selector is not None and s.selector.match_labels:
+            return by_pair.get((namespace, *s.selector.match_labels[0]), [])
+        return by_namespace.get(namespace, [])
+
+    return lookup
 
 
 def _constraints(pods: list[PodRecord],
@@ -65,7 +105,7 @@ def _constraints(pods: list[PodRecord],
     """The distinct constraints the namespace's pods in scope declare, in the order first seen."""
     found: dict[tuple[object, ...], _Constraint] = {}
     for pod in pods:
-        if not _in_scope(pod, args):
+        if not (pod.hard_spread or pod.soft_spread) or not _in_scope(pod, args):
             continue
         for when, spreads in ((DO_NOT_SCHEDULE, pod.hard_spread), (SCHEDULE_ANYWAY, pod.soft_spread)):
             if when not in args.constraints:
@@ -81,41 +121,74 @@ def _constraints(pods: list[PodRecord],
     return list(found.values())
 
 
-def _balance(cycle: Cycle, nodes: Mapping[str, NodeRecord], pods: list[PodRecord], c: _Constraint,
+@dataclass(frozen=True)
+class _Domains:
+    """The nodes one constraint shape includes: each one's domain, the domains sorted, and the nodes in the order
+    node fit tries them (roomiest first). Shared by every constraint with the same topology key and inclusion."""
+
+    of: dict[str, str]  # included node -> its domain
+    names: list[str]
+    by_room: list[str]
+
+
+def _balance(cycle: Cycle, domains: _Domains, pods: list[PodRecord], c: _Constraint,
              args: RemovePodsViolatingTopologySpreadConstraintArgs) -> str | None:
     s = c.spread
-    domain_of, members = _domains(nodes, pods, c)
-    live = {d: len(ps) for d, ps in members.items()}  # matching pods per domain once this cycle's moves are done
-    if len(live) < 2 or max(live.values()) - min(live.values()) <= s.max_skew:
-        return None  # balanced
-    average = sum(live.values()) / len(live)
-    order = sorted(live, key=lambda d: (live[d], d))
-    below = {d for d in order if live[d] < average}
-    destinations = cycle.by_room(n for n, d in domain_of.items() if d in below and n not in cycle.exclude)
+    members = _members(domains, pods, s)
+    start = {d: len(ps) for d, ps in members.items()}
+    unbalanced = _unbalanced(domains, start, s.max_skew)
+    if unbalanced is None:
+        return None
+    order, average = unbalanced
+    live = Counter(start)  # matching pods per domain once this cycle's moves are done
 
     def better_domain(pod: PodRecord, node: NodeRecord, after: Mapping[str, int]) -> str | None:
-        src, dst = domain_of.get(pod.node_name), domain_of.get(node.name)
-        if src is None or dst is None:
-            return "not in a domain of the constraint"
+        src, dst = domains.of.get(pod.node_name), domains.of.get(node.name)
+        if src is None or dst is None or start.get(dst, 0) >= average:
+            return f"not in a {s.topology_key} domain below the average"
         if live[dst] + 1 >= live[src]:
             return f"{s.topology_key}={dst} would hold as many matching pods as {src}"
         return None
 
     for source, target, count in descheduler_moves([(d, live[d]) for d in order], average, s.max_skew):
         moved = 0
-        for pod in _eviction_candidates(members[source], args):
+        for pod in _eviction_candidates(members.get(source, []), args):
             if moved == count:
                 break
             reason = (f"{c.when} spread on {s.topology_key}: {source} holds {live[source]} matching pods, "
                       f"{target} {live[target]} (maxSkew {s.max_skew})")
-            outcome = cycle.move(PlannedEviction(pod, NAME, reason), destinations, accept=better_domain)
+            outcome = cycle.move(PlannedEviction(pod, NAME, reason), domains.by_room, accept=better_domain)
             if outcome.evicted and outcome.destination is not None:
                 moved += 1
                 live[source] -= 1
-                live[domain_of[outcome.destination]] += 1
+                live[domains.of[outcome.destination]] += 1
             elif outcome.stop == CYCLE:
                 return CYCLE
     return None
+
+
+def _members(domains: _Domains, pods: list[PodRecord], s: SpreadConstraint) -> dict[str, list[PodRecord]]:
+    """domain -> the matching pods in it; a domain without any is absent."""
+    members: dict[str, list[PodRecord]] = {}
+    if s.selector is not None:
+        for pod in pods:
+            domain = domains.of.get(pod.node_name)
+            if domain is not None and matches_labels(s.selector, pod.labels):
+                members.setdefault(domain, []).append(pod)
+    return members
+
+
+def _unbalanced(domains: _Domains, start: dict[str, int], max_skew: int) -> tuple[list[str], float] | None:
+    """None when the constraint is within maxSkew, else (domains emptiest first, ideal average)."""
+    if len(domains.names) < 2:
+        return None
+    fewest = min(start.values()) if len(start) == len(domains.names) else 0
+    if max(start.values(), default=0) - fewest <= max_skew:
+        return None
+    total = sum(start.values())
+    # Empty domains take at most `total` pods between them: the rest never enter descheduler's arithmetic.
+    empty = list(itertools.islice((d for d in domains.names if d not in start), total))
+    return empty + sorted(start, key=lambda d: (start[d], d)), total / len(domains.names)
 
 
 def descheduler_moves(domains: list[tuple[str, int]], average: float,
@@ -143,19 +216,18 @@ def descheduler_moves(domains: list[tuple[str, int]], average: float,
         virtual[i] += count
 
 
-def _domains(nodes: Mapping[str, NodeRecord], pods: list[PodRecord],
-             c: _Constraint) -> tuple[dict[str, str], dict[str, list[PodRecord]]]:
-    """(included node -> its domain, domain -> the matching pods in it)."""
-    s = c.spread
-    domain_of = {n: rec.labels[s.topology_key] for n, rec in nodes.items()
-                 if s.topology_key in rec.labels and _included(c, rec)}
-    members: dict[str, list[PodRecord]] = {d: [] for d in sorted(set(domain_of.values()))}
-    if s.selector is not None:
-        for pod in pods:
-            domain = domain_of.get(pod.node_name)
-            if domain is not None and matches_labels(s.selector, pod.labels):
-                members[domain].append(pod)
-    return domain_of, members
+def _domains(cycle: Cycle, nodes: Mapping[str, NodeRecord], c: _Constraint,
+             cache: dict[tuple[object, ...], _Domains]) -> _Domains:
+    s, pod = c.spread, c.declared_by
+    shape = (s.topology_key,
+             (tuple(sorted(pod.node_selector.items())), pod.required_node_affinity) if s.honor_node_affinity else None,
+             pod.tolerations if s.honor_node_taints else None)
+    found = cache.get(shape)
+    if found is None:
+        of = {n: rec.labels[s.topology_key] for n, rec in nodes.items()
+              if s.topology_key in rec.labels and _included(c, rec)}
+        found = cache[shape] = _Domains(of, sorted(set(of.values())), cycle.by_room(of))
+    return found
 
 
 def _eviction_candidates(pods: list[PodRecord],

@@ -110,6 +110,12 @@ CASES = [
     Case("dup-cordoned-node-is-no-target-3", [node("n1"), node("n2"), node("n3", unschedulable=True)],
          replicas("web", "n1", 3), (dup(),), ["web-n1-0"],
          differs="dup-targets: descheduler's upper = ceil(3/3) = 1 evicts 2; only n2 can take one (upper 2)"),
+    Case("dup-count-every-replica", THREE,
+         [dataclasses.replace(p, has_local_storage=True) for p in replicas("web", "n1", 2)]
+         + replicas("web", "n1", 1, start=2), (dup(),),
+         # 3 replicas over 3 nodes: upper 1; only the one without local storage may move
+         ["web-n1-2"],
+         differs="dup-count: descheduler counts only the evictable replica (one on n1) and evicts nothing"),
     Case("dup-no-room-elsewhere", [node("n1"), node("n2", cpu=50), node("n3", cpu=50)],
          replicas("web", "n1", 3), (dup(),), [], protected={"web-n1-0": "no destination fits"},
          differs="dup-dest: descheduler evicts 2 (its nodes are only checked for taints and node selection)"),
@@ -273,3 +279,19 @@ def test_the_balance_policy_reads_descheduler_argument_names() -> None:
 def test_topology_spread_defaults_are_descheduler_s() -> None:
     args = RemovePodsViolatingTopologySpreadConstraintArgs()
     assert args.constraints == ("DoNotSchedule",) and args.topology_balance_node_fit
+
+
+def test_the_total_limit_ends_both_strategies() -> None:
+    pods = replicas("dup", "n1", 3) + spread(replicas("web", "n1", 4), SpreadConstraint(
+        max_skew=1, topology_key="kubernetes.io/hostname", selector=WEB))
+    nodes = [dataclasses.replace(n, labels={"kubernetes.io/hostname": n.name}) for n in THREE]
+    by_node = {"n1": pods}
+    by_owner: dict[str, list[PodRecord]] = {}
+    for p in pods:
+        by_owner.setdefault(p.owners[0].uid, []).append(p)
+    snapshot = Snapshot(now=NOW, nodes={n.name: n for n in nodes}, pods_by_node=by_node, pods_by_owner=by_owner)
+    policy = Policy(evictor=EvictorArgs(), strategies=(dup(), tsc()),
+                    limits=Limits(owner_cooldown=dt.timedelta(0), max_pods_to_evict_total=1),
+                    safety=Safety(max_tainted_nodes=None, max_tainted_nodes_percent=None))
+    plan = plan_cycle(snapshot, policy, PlannerMemory())
+    assert [(e.strategy, e.pod.name) for e in plan.evictions] == [("RemoveDuplicates", "dup-n1-0")]
