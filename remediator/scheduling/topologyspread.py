@@ -82,6 +82,8 @@ class SpreadIndex:
     def __init__(self, snapshot: Snapshot) -> None:
         self._snapshot, self._nodes = snapshot, snapshot.nodes
         self._pods: dict[str, list[PodRecord]] | None = None  # by namespace, collected on the first check
+        # (namespace, label key) -> label value -> live pods, built the first time a selector asks for the key
+        self._labelled: dict[tuple[str, str], dict[str, list[PodRecord]]] = {}
         self._moved: dict[str, str] = {}  # pod uid -> destination
         self._tallies: dict[tuple[object, ...], _Tally] = {}
         self._by_namespace: dict[str, list[_Tally]] = {}
@@ -111,13 +113,7 @@ class SpreadIndex:
         tally = self._tallies.get((pod.namespace, selector, shape))
         if tally is None:
             counts = dict.fromkeys(domain_of.values(), 0)
-            if self._pods is None:  # by namespace: a constraint only ever counts pods of its own
-                self._pods = {}
-                for pods in self._snapshot.pods_by_node.values():
-                    for p in pods:
-                        if p.phase not in TERMINAL_PHASES and not p.terminating:
-                            self._pods.setdefault(p.namespace, []).append(p)
-            for p in self._pods.get(pod.namespace, ()):
+            for p in self._selectable(pod.namespace, selector):
                 if matches_labels(selector, p.labels):
                     value = domain_of.get(self._moved.get(p.uid, p.node_name))
                     if value is not None:
@@ -126,6 +122,27 @@ class SpreadIndex:
                                                                                 counts)
             self._by_namespace.setdefault(pod.namespace, []).append(tally)
         return tally
+
+    def _selectable(self, namespace: str, selector: LabelSelector) -> list[PodRecord]:
+        """The live pods of `namespace` (a constraint only ever counts pods of its own) that carry the selector's
+        first matchLabels pair, if it has one: a namespace holds many workloads, a selector picks one."""
+        if self._pods is None:
+            self._pods = {}
+            for pods in self._snapshot.pods_by_node.values():
+                for p in pods:
+                    if p.phase not in TERMINAL_PHASES and not p.terminating:
+                        self._pods.setdefault(p.namespace, []).append(p)
+        pods = self._pods.get(namespace, [])
+        if not selector.match_labels:
+            return pods
+        key, value = selector.match_labels[0]
+        index = self._labelled.get((namespace, key))
+        if index is None:
+            index = self._labelled[(namespace, key)] = {}
+            for p in pods:
+                if (v := p.labels.get(key)) is not None:
+                    index.setdefault(v, []).append(p)
+        return index.get(value, [])
 
     def _here(self, pod: PodRecord, tally: _Tally) -> str | None:
         """The domain the pod counts in now (where it is, or where the plan sends it), if it counts at all."""

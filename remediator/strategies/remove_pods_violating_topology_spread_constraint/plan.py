@@ -66,7 +66,7 @@ def plan(snapshot: Snapshot, args: RemovePodsViolatingTopologySpreadConstraintAr
         if pod.hard_spread or pod.soft_spread:
             declaring.setdefault(pod.namespace, []).append(pod)
     constraints = {ns: _constraints(pods, args) for ns, pods in sorted(declaring.items())}
-    selectable = _selectable(live, [c.spread for cs in constraints.values() for c in cs])
+    selectable = _selectable(live)
     shapes: dict[tuple[object, ...], _Domains] = {}
     for namespace, found in constraints.items():
         for c in found:
@@ -75,27 +75,27 @@ def plan(snapshot: Snapshot, args: RemovePodsViolatingTopologySpreadConstraintAr
                 return
 
 
-def _selectable(live: list[PodRecord],
-                spreads: list[SpreadConstraint]) -> Callable[[str, SpreadConstraint], list[PodRecord]]:
+def _selectable(live: list[PodRecord]) -> Callable[[str, SpreadConstraint], list[PodRecord]]:
     """namespace, constraint -> the live pods its selector could match: those of the namespace carrying its first
     matchLabels pair (a namespace holds many workloads, a constraint selects one), or all of the namespace's.
-    One pass over the pods, indexing only the label keys the constraints select on."""
-    keys = {s.selector.match_labels[0][0] for s in spreads if s.selector is not None and s.selector.match_labels}
-    by_pair: dict[tuple[str, str, str], list[PodRecord]] = {}
+    Indexed per namespace and label key the first time a constraint selects on it."""
     by_namespace: dict[str, list[PodRecord]] = {}
-    every = any(s.selector is not None and not s.selector.match_labels for s in spreads)
     for pod in live:
-        if every:
-            by_namespace.setdefault(pod.namespace, []).append(pod)
-        for key in keys:
-            value = pod.labels.get(key)
-            if value is not None:
-                by_pair.setdefault((pod.namespace, key, value), []).append(pod)
+        by_namespace.setdefault(pod.namespace, []).append(pod)
+    labelled: dict[tuple[str, str], dict[str, list[PodRecord]]] = {}
 
     def lookup(namespace: str, s: SpreadConstraint) -> list[PodRecord]:
-        if s.selector is not None and s.selector.match_labels:
-            return by_pair.get((namespace, *s.selector.match_labels[0]), [])
-        return by_namespace.get(namespace, [])
+        pods = by_namespace.get(namespace, [])
+        if s.selector is None or not s.selector.match_labels:
+            return pods
+        key, value = s.selector.match_labels[0]
+        index = labelled.get((namespace, key))
+        if index is None:
+            index = labelled[(namespace, key)] = {}
+            for p in pods:
+                if (v := p.labels.get(key)) is not None:
+                    index.setdefault(v, []).append(p)
+        return index.get(value, [])
 
     return lookup
 
