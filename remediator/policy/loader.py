@@ -2,8 +2,8 @@
 
 This module only parses the file and dispatches: each top-level section is read by the module that defines it
 (`rules.py`, `evictor.py`, `strategies.py` -> each strategy's `args.py`, `limits.py`, `eviction.py`, `safety.py`,
-`notifications.py`, `autoscaler.py`), through one `reader.Reader` that records every error, so one `validate`
-run lists them all."""
+`notifications.py`, `autoscaler.py`, `window.py`), through one `reader.Reader` that records every error, so one
+`validate` run lists them all."""
 
 from __future__ import annotations
 
@@ -23,11 +23,12 @@ from remediator.policy.reader import DOCUMENT, Reader, is_null
 from remediator.policy.rules import read_rules
 from remediator.policy.safety import read_safety
 from remediator.policy.strategies import read_strategies
+from remediator.policy.window import read_window
 
 API_VERSION = "nodemedic.io/v1alpha1"
 KIND = "RemediationPolicy"
 _TOP_KEYS = ("apiVersion", "kind", "rules", "evictor", "strategies", "limits", "eviction", "safety", "notifications",
-             "autoscaler")
+             "autoscaler", "maintenanceWindow")
 
 
 class PolicyError(Exception):
@@ -88,7 +89,7 @@ def _document(r: Reader, documents: list[yaml.Node]) -> Policy:
     policy = Policy(rules=read_rules(r, top), evictor=read_evictor(r, top), strategies=strategies,
                     limits=read_limits(r, top), eviction=read_eviction(r, top), safety=read_safety(r, top),
                     notifications=read_notifications(r, top),
-                    autoscaler=read_autoscaler(r, top, [s.name for s in strategies]))
+                    autoscaler=read_autoscaler(r, top, [s.name for s in strategies]), window=read_window(r, top))
     if r.errors:
         raise PolicyError([message for _, message in sorted(r.errors, key=lambda e: e[0])])
     return policy
