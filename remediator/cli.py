@@ -29,7 +29,7 @@ from remediator.controller import Controller, PolicySource
 from remediator.leader import LeaderElector, LeaseTimings
 from remediator.model import Plan
 from remediator.planner import PlannerMemory, plan_cycle
-from remediator.policy.loader import PolicyError, load_policy, validate_main
+from remediator.policy.loader import PolicyError, convert_policy, load_policy, validate_main
 from remediator.server import app, loop_health, serve
 from remediator.state.caches import ClusterCache, snapshot_from_list
 from remediator.state.kube import ApiError, Kube, load_credentials
@@ -186,6 +186,29 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_convert(args: argparse.Namespace) -> int:
+    """A DeschedulerPolicy (or a nodemedic policy) as the nodemedic policy it is read as, to add rules to."""
+    try:
+        with open(args.policy, encoding="utf-8") as f:
+            text = f.read()
+        converted = convert_policy(text, source=args.policy)
+    except (OSError, UnicodeDecodeError) as e:
+        print(f"{args.policy}: cannot read the policy file: {e}", file=sys.stderr)
+        return 2
+    except PolicyError as e:
+        print("\n".join(e.errors), file=sys.stderr)
+        return 2
+    header = (f"# nodemedic RemediationPolicy converted from {os.path.basename(args.policy)} by nodemedic-remediator "
+              f"convert: it plans as the original does.\n# Add condition -> taint rules under `rules:` "
+              f"(docs/remediator.md).\n")
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(header + converted)
+    else:
+        sys.stdout.write(header + converted)
+    return 0
+
+
 def cmd_autoscaler_flags(args: argparse.Namespace) -> int:
     flags = status_taint_flags(_load_or_exit(args.policy))
     print(f"# cluster-autoscaler flags for the taints {args.policy} may put on nodes (docs/autoscalers.md):")
@@ -226,10 +249,16 @@ def main(argv: list[str] | None = None) -> int:
                      "(priorityclasses only matter for evictor.priorityThreshold.name)")
     plan.add_argument("--json", action="store_true")
     plan.add_argument("--now", help="RFC3339 time to plan at (default: now)")
+    conv = sub.add_parser("convert", help="write a DeschedulerPolicy (descheduler/v1alpha2 or v1alpha1) as the "
+                                          "equivalent nodemedic policy")
+    conv.add_argument("--policy", required=True)
+    conv.add_argument("--output", "-o", help="file to write (default: stdout)")
     flags = sub.add_parser("autoscaler-flags",
                            help="print the cluster-autoscaler --status-taint flags for the taints the policy owns")
     flags.add_argument("--policy", required=True)
     args = ap.parse_args(argv)
+    if args.cmd == "convert":
+        return cmd_convert(args)
     if args.cmd == "autoscaler-flags":
         return cmd_autoscaler_flags(args)
     if args.cmd == "validate":
