@@ -34,7 +34,7 @@ from agent.supervisor import Supervisor
 DEFAULTS = Path(__file__).with_name("defaults")
 # readonly-monitor.json is shipped for node-problem-detector users; by default the filesystem check owns
 # ReadonlyFilesystem (it sees the current mount state, a log line only says a remount happened once).
-DEFAULT_LOG_MONITORS = (DEFAULTS / "kernel-monitor.json",)
+DEFAULT_LOG_MONITORS = (DEFAULTS / "kernel-monitor.json", DEFAULTS / "gpu-monitor.json")
 
 
 def build_checks(cfg: AgentConfig, host: HostRoot) -> list[Check]:

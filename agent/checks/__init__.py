@@ -6,7 +6,7 @@ custom-plugin-monitor JSON) are built from their own files, not from this table.
 
 from __future__ import annotations
 
-from agent.checks import blockdev, cpu, disk, filesystem, kubelet, memory, ntp, runtime
+from agent.checks import blockdev, cpu, disk, filesystem, gpu, kubelet, memory, ntp, runtime
 from agent.config import CheckSpec
 
 BUILTIN: dict[str, CheckSpec] = {
@@ -18,4 +18,5 @@ BUILTIN: dict[str, CheckSpec] = {
     "blockdev": CheckSpec(blockdev.Config, blockdev.validate, blockdev.BlockDeviceCheck),
     "runtime": CheckSpec(runtime.Config, runtime.validate, runtime.ContainerRuntimeCheck),
     "kubelet": CheckSpec(kubelet.Config, kubelet.validate, kubelet.KubeletCheck),
+    "gpu": CheckSpec(gpu.Config, gpu.validate, gpu.GPUCheck),
 }
