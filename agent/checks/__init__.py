@@ -6,7 +6,7 @@ custom-plugin-monitor JSON) are built from their own files, not from this table.
 
 from __future__ import annotations
 
-from agent.checks import blockdev, cpu, disk, filesystem, gpu, kubelet, memory, ntp, runtime
+from agent.checks import blockdev, cpu, disk, filesystem, gpu, kubelet, limits, memory, ntp, runtime, zombies
 from agent.config import CheckSpec
 
 BUILTIN: dict[str, CheckSpec] = {
@@ -19,4 +19,6 @@ BUILTIN: dict[str, CheckSpec] = {
     "runtime": CheckSpec(runtime.Config, runtime.validate, runtime.ContainerRuntimeCheck),
     "kubelet": CheckSpec(kubelet.Config, kubelet.validate, kubelet.KubeletCheck),
     "gpu": CheckSpec(gpu.Config, gpu.validate, gpu.GPUCheck),
+    "limits": CheckSpec(limits.Config, limits.validate, limits.KernelLimits),
+    "zombies": CheckSpec(zombies.Config, zombies.validate, zombies.ZombieCheck),
 }

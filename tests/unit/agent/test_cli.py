@@ -15,7 +15,7 @@ from agent.conditions import ConditionBook
 from agent.model import ConditionReport, EventReport, Observation, Status
 
 KERNEL_MONITOR = Path(cli.__file__).with_name("defaults") / "kernel-monitor.json"
-OTHERS = ("memory", "disk", "ntp", "filesystem", "blockdev", "runtime", "kubelet", "gpu")
+OTHERS = ("memory", "disk", "ntp", "filesystem", "blockdev", "runtime", "kubelet", "gpu", "limits", "zombies")
 
 
 def fixture_host(tmp_path: Path, *, load1: float, kmsg: str = "") -> Path:
