@@ -6,7 +6,21 @@ custom-plugin-monitor JSON) are built from their own files, not from this table.
 
 from __future__ import annotations
 
-from agent.checks import blockdev, cpu, disk, filesystem, gpu, kubelet, limits, memory, ntp, runtime, zombies
+from agent.checks import (
+    blockdev,
+    conntrack,
+    cpu,
+    disk,
+    filesystem,
+    gpu,
+    kubelet,
+    limits,
+    memory,
+    network,
+    ntp,
+    runtime,
+    zombies,
+)
 from agent.config import CheckSpec
 
 BUILTIN: dict[str, CheckSpec] = {
@@ -21,4 +35,6 @@ BUILTIN: dict[str, CheckSpec] = {
     "gpu": CheckSpec(gpu.Config, gpu.validate, gpu.GPUCheck),
     "limits": CheckSpec(limits.Config, limits.validate, limits.KernelLimits),
     "zombies": CheckSpec(zombies.Config, zombies.validate, zombies.ZombieCheck),
+    "conntrack": CheckSpec(conntrack.Config, conntrack.validate, conntrack.ConntrackCheck),
+    "network": CheckSpec(network.Config, network.validate, network.NetworkCheck),
 }

@@ -11,11 +11,12 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from agent import cli
+from agent.checks import BUILTIN
 from agent.conditions import ConditionBook
 from agent.model import ConditionReport, EventReport, Observation, Status
 
 KERNEL_MONITOR = Path(cli.__file__).with_name("defaults") / "kernel-monitor.json"
-OTHERS = ("memory", "disk", "ntp", "filesystem", "blockdev", "runtime", "kubelet", "gpu", "limits", "zombies")
+OTHERS = tuple(name for name in BUILTIN if name != "cpu")  # every built-in check but cpu
 
 
 def fixture_host(tmp_path: Path, *, load1: float, kmsg: str = "") -> Path:
