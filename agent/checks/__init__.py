@@ -13,6 +13,7 @@ from agent.checks import (
     disk,
     filesystem,
     gpu,
+    iostall,
     kubelet,
     limits,
     memory,
@@ -37,4 +38,5 @@ BUILTIN: dict[str, CheckSpec] = {
     "zombies": CheckSpec(zombies.Config, zombies.validate, zombies.ZombieCheck),
     "conntrack": CheckSpec(conntrack.Config, conntrack.validate, conntrack.ConntrackCheck),
     "network": CheckSpec(network.Config, network.validate, network.NetworkCheck),
+    "iostall": CheckSpec(iostall.Config, iostall.validate, iostall.IOStallCheck),
 }

@@ -16,6 +16,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 
 from agent.checks.limits import read_int
+from agent.checks.psi import StickyReport
 from agent.host import HostRoot
 from agent.model import CheckTiming, ConditionReport, Observation, Status
 
@@ -72,6 +73,7 @@ class ConntrackCheck:
         self._host = host
         self._drops: int | None = None
         self._last_rise: tuple[dt.datetime, int] | None = None  # (when the drops last rose, by how many)
+        self._sticky = StickyReport()  # the level changes every poll; write the message only on a new finding
 
     async def observe(self, now: dt.datetime) -> Observation:
         if not self._host.path(COUNT).exists():
@@ -98,4 +100,5 @@ class ConntrackCheck:
             report = ConditionReport(CONDITION, Status.TRUE, "ConntrackTableNearFull", level)
         else:
             report = ConditionReport(CONDITION, Status.FALSE, "ConntrackHasRoom", level)
-        return Observation(self.name, now, conditions=(report,))
+        key = (report.status, report.reason, self._last_rise)
+        return Observation(self.name, now, conditions=(self._sticky(report, key),))

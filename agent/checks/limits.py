@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
+from agent.checks.psi import StickyReport
 from agent.host import HostRoot
 from agent.model import CheckTiming, ConditionReport, Observation, Status
 
@@ -81,9 +82,14 @@ class KernelLimits:
         self.condition_types: tuple[str, ...] = (PIDS, FILES)
         self._config = config
         self._host = host
+        # Messages carry live counts: keep each one until its status or reason changes, or every observation
+        # would be a write to the Node.
+        self._sticky = {PIDS: StickyReport(), FILES: StickyReport()}
 
     async def observe(self, now: dt.datetime) -> Observation:
-        return Observation(self.name, now, conditions=(self._pids(), self._files()))
+        reports = (self._pids(), self._files())
+        return Observation(self.name, now, conditions=tuple(
+            self._sticky[r.type](r, (r.status, r.reason)) for r in reports))
 
     def _pids(self) -> ConditionReport:
         try:

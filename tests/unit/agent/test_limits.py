@@ -74,3 +74,12 @@ def test_validation_names_the_bad_thresholds() -> None:
     assert validate(Config(max_thread_percent=0, max_file_handle_percent=101)) == [
         "max_thread_percent: must be above 0 and at most 100",
         "max_file_handle_percent: must be above 0 and at most 100"]
+
+
+def test_a_changing_count_keeps_the_message_so_the_node_is_not_rewritten(tmp_path: Path) -> None:
+    h = host(tmp_path)
+    check = KernelLimits(Config(), h)
+    first = asyncio.run(check.observe(NOW)).conditions
+    (tmp_path / "proc/loadavg").write_text("0.50 0.40 0.30 2/1300 56789\n")
+
+    assert asyncio.run(check.observe(NOW)).conditions == first
