@@ -270,6 +270,9 @@ async def _run(args: argparse.Namespace, log: logging.Logger) -> int:
     for t in tasks:
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await t
+    for check in checks:
+        if isinstance(check, LogMonitor):
+            check.close()
     if server is not None:
         await server.close()
     await kube.close()
