@@ -208,6 +208,10 @@ class KmsgReader:
         else:
             self._skip_history = True
 
+    def fileno(self) -> int | None:
+        """The open /dev/kmsg device, which poll() reports readable when records are waiting; None for a file."""
+        return self._device_fd if self._mode == "device" else None
+
     def read(self) -> list[KmsgRecord]:
         if self._mode is None:
             self._mode = "device" if stat.S_ISCHR(os.stat(self.path).st_mode) else "tail"
@@ -269,6 +273,10 @@ class FileLogReader:
 
     def seek_end(self) -> None:
         self._tail.seek_end()
+
+    def fileno(self) -> int | None:
+        """None: a regular file is always "readable" to poll(), so it is polled at the monitor's interval."""
+        return None
 
     def read(self) -> list[str]:
         return [line.decode("utf-8", "replace") for line in self._tail.read_lines()]

@@ -28,9 +28,12 @@ from agent.model import CheckTiming, ConditionReport, EventReport, Observation, 
 from agent.npd_logmonitor_config import LogMonitorConfig, Plugin, RuleType, parse_log_timestamp
 
 DEFAULT_RECOVER_AFTER = dt.timedelta(minutes=10)
-# Kernel line -> condition on the API server within about a second needs a short poll; a poll of an empty
-# non-blocking /dev/kmsg costs one syscall.
+# Kernel line -> condition on the API server within about a second needs a short poll of a source that cannot
+# say when it has input (a log file, a kmsg fixture file); a poll of an empty file costs one syscall.
 DEFAULT_TIMING = CheckTiming(interval=dt.timedelta(milliseconds=200), timeout=dt.timedelta(seconds=5))
+# A source that can (the /dev/kmsg device, journalctl's pipe) wakes the monitor itself (WaitsForInput); then the
+# interval only paces the quiet-period timers.
+WAITING_TIMING = CheckTiming(interval=dt.timedelta(seconds=5), timeout=dt.timedelta(seconds=5))
 UNREADABLE_REASON = "LogUnreadable"
 
 
@@ -62,7 +65,7 @@ class LogMonitor:
                  tz: dt.tzinfo | None = None) -> None:
         self.config = config
         self.name = config.source or config.path.stem
-        self.timing = timing
+        self._timing = timing
         self.condition_types = tuple(condition.type for condition in config.conditions)
         self._host = host
         self._recover_after = recover_after
@@ -83,6 +86,14 @@ class LogMonitor:
         self._history_from: dt.datetime | None = None  # lines before this are history to drop (lookback)
         self._in_history = False  # True until the backlog present at start has been read
         self._live_from: dt.datetime | None = None  # lines before boot + delay are never matched
+
+    @property
+    def timing(self) -> CheckTiming:
+        return WAITING_TIMING if self.input_fd() is not None else self._timing
+
+    def input_fd(self) -> int | None:
+        """The source's readable descriptor once it has one (see `WaitsForInput`)."""
+        return self._reader.fileno()
 
     def close(self) -> None:
         """Release the log source (a journald source stops its journalctl)."""

@@ -92,6 +92,7 @@ class JournalReader:
         self._pending = b""
         self._stderr = b""
         self._last_start = -float("inf")
+        self._last_error = ""
 
     def seek_end(self) -> None:
         """Skip the history: read only entries logged from now on. A start time rather than journalctl's
@@ -128,7 +129,8 @@ class JournalReader:
             code, self._proc = self._proc.returncode, None
             last = self._stderr.decode("utf-8", "replace").strip().splitlines()
             self._pending, self._stderr = b"", b""
-            raise OSError(f"journalctl exited with {code}" + (f": {last[-1]}" if last else ""))
+            self._last_error = f"journalctl exited with {code}" + (f": {last[-1]}" if last else "")
+            raise OSError(self._last_error)
         return entries
 
     def close(self) -> None:
@@ -145,15 +147,15 @@ class JournalReader:
                     stream.close()
 
     def _start(self) -> None:
-        wait = self._last_start + self._restart_after - time.monotonic()
-        if wait > 0:
-            raise OSError(f"journalctl is restarted in {wait:.0f}s")
+        if time.monotonic() < self._last_start + self._restart_after:
+            raise OSError(self._last_error)  # the same words until the restart: no condition churn
         self._last_start = time.monotonic()
         try:
             proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, close_fds=True)
         except OSError as e:
-            raise OSError(f"cannot run {self._journalctl}: {e.strerror or e}") from None
+            self._last_error = f"cannot run {self._journalctl}: {e.strerror or e}"
+            raise OSError(self._last_error) from None
         assert proc.stdout is not None and proc.stderr is not None
         os.set_blocking(proc.stdout.fileno(), False)
         os.set_blocking(proc.stderr.fileno(), False)

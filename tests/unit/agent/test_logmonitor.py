@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.checks.logmonitor import LogMonitor
+from agent.checks.logmonitor import WAITING_TIMING, LogMonitor
 from agent.host import HostRoot
 from agent.model import ConditionReport, EventReport, Observation, Status
 from agent.npd_logmonitor_config import DEFAULT_MONITORS, LogMonitorConfig, load, loads
@@ -486,3 +486,19 @@ def test_filelog_translates_syslog_lines_and_applies_lookback_by_their_timestamp
     with log.open("a") as f:
         f.write("Mar  3 08:01:00 node kernel: [174000.2] task docker:7 blocked for more than 120 seconds.\n")
     assert conditions(observe(check, now + MINUTE)) == {"KernelDeadlock": (Status.TRUE, "DockerHung")}
+
+
+def test_on_the_kmsg_device_the_monitor_waits_for_records_instead_of_polling(tmp_path: Path) -> None:
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc" / "stat").write_text(f"btime {int(BOOT.timestamp())}\n")
+    (tmp_path / "dev").mkdir()
+    (tmp_path / "dev" / "kmsg").symlink_to("/dev/kmsg")  # the real device, as a pod sees the host's
+    monitor = LogMonitor(load(KERNEL_MONITOR), host=HostRoot(tmp_path))
+    try:
+        assert monitor.input_fd() is None  # nothing opened yet: poll
+        observe(monitor, START)
+
+        assert monitor.input_fd() is not None
+        assert monitor.timing == WAITING_TIMING
+    finally:
+        monitor.close()

@@ -227,3 +227,20 @@ def test_file_log_reader_decodes_invalid_utf8_with_replacement(tmp_path: Path) -
     log = tmp_path / "kern.log"
     log.write_bytes(b"ok \xff\n")
     assert FileLogReader(log).read() == ["ok \ufffd"]
+
+
+def test_the_kmsg_device_offers_its_descriptor_to_wait_on_and_a_file_does_not(tmp_path: Path) -> None:
+    device = KmsgReader(Path("/dev/kmsg"))
+    fixture = tmp_path / "kmsg"
+    fixture.write_text("6,1,100,-;hello\n")
+    tail = KmsgReader(fixture)
+    try:
+        device.seek_end()
+        device.read()
+        tail.read()
+
+        assert device.fileno() is not None
+        assert tail.fileno() is None
+    finally:
+        device.close()
+        tail.close()
