@@ -152,8 +152,16 @@ def _types_of(checks: list[Check], name: str) -> tuple[str, ...]:
 
 
 # --- run --------------------------------------------------------------------------------------------
+def unmetered(checks: list[Check]) -> dict[str, tuple[str, ...]]:
+    """NPD monitors with `metricsReporting: false`: check name -> its condition types, kept out of the metrics."""
+    return {c.name: c.condition_types for c in checks
+            if isinstance(c, LogMonitor | CustomPluginMonitor) and not c.config.metrics_reporting}
+
+
 class _Metrics:
-    def __init__(self, registry: CollectorRegistry) -> None:
+    def __init__(self, registry: CollectorRegistry, *, unmetered: dict[str, tuple[str, ...]]) -> None:
+        self.unmetered_checks = set(unmetered)
+        self.unmetered_types = {t for types in unmetered.values() for t in types}
         self.status = Gauge("nodemedic_agent_condition_status", "1 for the current status of each condition type",
                             ["type", "status"], registry=registry)
         self.problems = Counter("nodemedic_agent_problems_total",
@@ -164,11 +172,15 @@ class _Metrics:
         """Condition status gauges from the book: called when it changes, not on every observation (the kmsg
         monitor observes five times a second, and a node may carry dozens of condition types)."""
         for c in book.conditions():
+            if c.type in self.unmetered_types:
+                continue
             for s in Status:
                 self.status.labels(c.type, str(s)).set(1 if c.status == s else 0)
 
     def count(self, obs: Observation, was_true: set[str]) -> None:
         """One per problem, not per observation: a condition counts when it turns True, an event each time."""
+        if obs.check in self.unmetered_checks:
+            return
         for rep in obs.conditions:
             if rep.status == Status.TRUE and rep.type not in was_true:
                 self.problems.labels(rep.type, rep.reason).inc()
@@ -221,9 +233,10 @@ async def _run(args: argparse.Namespace, log: logging.Logger) -> int:
     state_dir = Path(args.state_dir) if args.state_dir else host.path("/var/lib/nodemedic")
     reporter = Reporter(kube, args.node_name, book, state=StateFile(state_dir / f"agent-{args.node_name}.json"),
                         registry=registry, log=log, heartbeat=cfg.heartbeat.total_seconds(),
-                        defaults=[d for c in checks if isinstance(c, LogMonitor) for d in c.initial_conditions()])
+                        defaults=[d for c in checks if isinstance(c, LogMonitor | CustomPluginMonitor)
+                                  for d in c.initial_conditions()])
     supervisor = Supervisor(checks, registry=registry, log=log)
-    metrics = _Metrics(registry)
+    metrics = _Metrics(registry, unmetered=unmetered(checks))
     try:
         server = await _serve(args.listen, registry, supervisor.health) if args.listen else None
     except (ValueError, OSError) as e:
