@@ -21,12 +21,14 @@ from agent import __version__, logs, npd_logmonitor_config, npd_plugin_config
 from agent.checks import BUILTIN
 from agent.checks.custom_plugin import CustomPluginMonitor
 from agent.checks.logmonitor import LogMonitor
+from agent.checks.stuck_pods import StuckPods
 from agent.conditions import ConditionBook
 from agent.config import AgentConfig, ConfigError, load_config
 from agent.credentials import CredentialsError
 from agent.host import HostRoot
 from agent.kube import Kube
 from agent.model import Check, Observation, Status
+from agent.pod_watch import PodWatch
 from agent.reporter import Reporter, StateFile
 from agent.status_server import Answer, StatusServer
 from agent.supervisor import Supervisor
@@ -236,6 +238,11 @@ async def _run(args: argparse.Namespace, log: logging.Logger) -> int:
                         defaults=[d for c in checks if isinstance(c, LogMonitor | CustomPluginMonitor)
                                   for d in c.initial_conditions()])
     supervisor = Supervisor(checks, registry=registry, log=log)
+    stuck = [c for c in checks if isinstance(c, StuckPods)]
+    pod_watch = PodWatch(kube, args.node_name, log=log) if stuck else None
+    if pod_watch is not None:
+        for check in stuck:
+            check.attach(pod_watch.terminating)
     metrics = _Metrics(registry, unmetered=unmetered(checks))
     try:
         server = await _serve(args.listen, registry, supervisor.health) if args.listen else None
@@ -270,7 +277,10 @@ async def _run(args: argparse.Namespace, log: logging.Logger) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    tasks = [asyncio.create_task(t) for t in (supervisor.run(), consume(), reporter.run(), _return_free_heap())]
+    background = [supervisor.run(), consume(), reporter.run(), _return_free_heap()]
+    if pod_watch is not None:
+        background.append(pod_watch.run())
+    tasks = [asyncio.create_task(t) for t in background]
     stopper = asyncio.create_task(stop.wait())
     done, _ = await asyncio.wait([*tasks, stopper], return_when=asyncio.FIRST_COMPLETED)
     code = 0

@@ -20,6 +20,7 @@ from agent.checks import (
     network,
     ntp,
     runtime,
+    stuck_pods,
     zombies,
 )
 from agent.config import CheckSpec
@@ -39,4 +40,5 @@ BUILTIN: dict[str, CheckSpec] = {
     "conntrack": CheckSpec(conntrack.Config, conntrack.validate, conntrack.ConntrackCheck),
     "network": CheckSpec(network.Config, network.validate, network.NetworkCheck),
     "iostall": CheckSpec(iostall.Config, iostall.validate, iostall.IOStallCheck),
+    "stuckPods": CheckSpec(stuck_pods.Config, stuck_pods.validate, stuck_pods.StuckPods),
 }
