@@ -108,7 +108,10 @@ class JournalReader:
         return self._proc.stdout.fileno() if self._proc is not None and self._proc.stdout is not None else None
 
     def argv(self) -> list[str]:
-        argv = [self._journalctl, *self._where, "--follow", "--output=json", "--all", "--no-pager", "--quiet"]
+        # --merge: without it --follow implies --boot, whose lookup of the current boot fails ("No such boot ID in
+        # journal") while the journal holds no entry of it yet; the start is always given by --since or a cursor.
+        argv = [self._journalctl, *self._where, "--follow", "--merge", "--output=json", "--all", "--no-pager",
+                "--quiet"]
         argv += [f"--identifier={i}" for i in self._identifiers]
         if self._cursor:
             argv += [f"--after-cursor={self._cursor}", "--no-tail"]
