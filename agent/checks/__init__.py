@@ -11,6 +11,7 @@ from agent.checks import (
     conntrack,
     cpu,
     disk,
+    environ,
     filesystem,
     gpu,
     iostall,
@@ -22,6 +23,7 @@ from agent.checks import (
     runtime,
     stuck_pods,
     zombies,
+    zram,
 )
 from agent.config import CheckSpec
 
@@ -41,4 +43,6 @@ BUILTIN: dict[str, CheckSpec] = {
     "network": CheckSpec(network.Config, network.validate, network.NetworkCheck),
     "iostall": CheckSpec(iostall.Config, iostall.validate, iostall.IOStallCheck),
     "stuckPods": CheckSpec(stuck_pods.Config, stuck_pods.validate, stuck_pods.StuckPods),
+    "zram": CheckSpec(zram.Config, zram.validate, zram.ZramCheck),
+    "environ": CheckSpec(environ.Config, environ.validate, environ.EnvironCheck),
 }
