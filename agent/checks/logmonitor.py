@@ -33,7 +33,7 @@ DEFAULT_RECOVER_AFTER = dt.timedelta(minutes=10)
 DEFAULT_TIMING = CheckTiming(interval=dt.timedelta(milliseconds=200), timeout=dt.timedelta(seconds=5))
 # A source that can (the /dev/kmsg device, journalctl's pipe) wakes the monitor itself (WaitsForInput); then the
 # interval only paces the quiet-period timers.
-WAITING_TIMING = CheckTiming(interval=dt.timedelta(seconds=5), timeout=dt.timedelta(seconds=5))
+WAITING_TIMING = CheckTiming(interval=dt.timedelta(seconds=30), timeout=dt.timedelta(seconds=5))
 UNREADABLE_REASON = "LogUnreadable"
 
 
