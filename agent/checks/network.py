@@ -53,7 +53,7 @@ class NetworkCheck:
         self._config = config
         self._host = host
         self._was_up: set[str] = set()
-        self._pending: tuple[str, str] | None = None  # a finding seen once: (reason, message)
+        self._pending: tuple[str, str] | None = None  # the last observation's finding: (reason, message)
 
     async def observe(self, now: dt.datetime) -> Observation:
         reports = [self._interfaces()]
@@ -73,14 +73,11 @@ class NetworkCheck:
             finding, checked = self._find_problem()
         except (OSError, ValueError) as e:
             return ConditionReport(INTERFACES, Status.UNKNOWN, "BadSensorData", str(e))
-        if finding is None:
-            self._pending = None
-            return ConditionReport(INTERFACES, Status.FALSE, "InterfacesUp",
-                                   f"loopback up; physical interfaces checked: {', '.join(checked) or 'none'}")
-        if self._pending != finding:  # first sight: wait for a second observation
-            self._pending = finding
-            return ConditionReport(INTERFACES, Status.FALSE, "InterfacesUp",
-                                   f"loopback up; physical interfaces checked: {', '.join(checked) or 'none'}")
+        healthy = ConditionReport(INTERFACES, Status.FALSE, "InterfacesUp",
+                                  f"loopback up; physical interfaces checked: {', '.join(checked) or 'none'}")
+        seen_before, self._pending = self._pending, finding
+        if finding is None or seen_before is None:  # healthy, or a problem seen once: wait for a second look
+            return healthy
         return ConditionReport(INTERFACES, Status.TRUE, *finding)
 
     def _find_problem(self) -> tuple[tuple[str, str] | None, list[str]]:

@@ -113,3 +113,14 @@ def test_ip_forwarding_off_is_reported_and_can_be_left_unchecked(host: Host) -> 
 
 def test_validation_names_the_bad_fields() -> None:
     assert validate(Config(exclude=("",))) == ["exclude[0]: must be an interface name glob such as 'eth*'"]
+
+
+def test_a_second_interface_failing_while_one_is_reported_does_not_flap_the_condition(host: Host) -> None:
+    host.link("eth0", "0x1043")
+    host.link("eth1", "0x1003")
+    check = NetworkCheck(Config(), HostRoot(host.root))
+    observe(check)
+    assert observe(check)[INTERFACES] == (Status.TRUE, "InterfaceNotRunning")
+    host.link("eth0", "0x1003")
+
+    assert observe(check)[INTERFACES] == (Status.TRUE, "InterfaceNotRunning")
