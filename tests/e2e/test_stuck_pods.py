@@ -10,13 +10,13 @@ import pytest
 from kubernetes import client
 
 from agent.checks import BUILTIN
+from tests.e2e.agent_harness import Agent, start_agent
 from tests.e2e.conftest import LocalCluster
 from tests.e2e.fake_host import host_root
-from tests.e2e.test_agent import Agent, agents, condition, start_agent
+from tests.e2e.test_agent import condition
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
-__all__ = ["agents"]  # the fixture, shared with test_agent.py
 
 HOLD = "nodemedic.io/e2e-hold"
 
@@ -39,7 +39,7 @@ def test_a_pod_held_past_its_deletion_time_on_this_node_is_reported_and_clears_w
                       "  stuckPods: {interval: 1s, timeout: 1s, margin: 3s}\nsystemLogMonitors: []\n")
     core.create_namespaced_pod(namespace, pod_on(node, "stuck"))
     core.create_namespaced_pod(namespace, pod_on(other, "elsewhere"))  # stuck too, but not on the agent's node
-    agents.append(agent := start_agent(cluster, node, root, config, tmp_path / "agent.log"))
+    agents.append(agent := start_agent(cluster.kubeconfig, node, root, config, tmp_path / "agent.log"))
     first = wait_until(lambda: condition(core, node, "PodsStuckTerminating")
                        or (agent.proc.poll() is not None and pytest.fail(agent.log.read_text()[-3000:])),
                        timeout=30, what="the agent's first PodsStuckTerminating report")
