@@ -15,6 +15,7 @@ RUN /opt/nodemedic/bin/pip install --no-deps -r /src/requirements.lock
 COPY pyproject.toml README.md /src/
 COPY agent /src/agent
 COPY remediator /src/remediator
+COPY nodemedic_common /src/nodemedic_common
 RUN /opt/nodemedic/bin/pip install --no-deps /src \
  && /opt/nodemedic/bin/nodemedic-agent --version \
  && /opt/nodemedic/bin/nodemedic-remediator --version

@@ -25,6 +25,8 @@ build: setup
 
 lint: setup
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 unit: setup
 	$(BIN)/python -m pytest tests/unit

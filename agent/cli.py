@@ -17,21 +17,24 @@ from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, generate_latest
 
-from agent import __version__, logs, npd_logmonitor_config, npd_plugin_config
+from agent import __version__
 from agent.checks import BUILTIN
 from agent.checks.custom_plugin import CustomPluginMonitor
 from agent.checks.logmonitor import LogMonitor
 from agent.checks.stuck_pods import StuckPods
-from agent.conditions import ConditionBook
 from agent.config import AgentConfig, ConfigError, load_config
-from agent.credentials import CredentialsError
 from agent.host import HostRoot
-from agent.kube import Kube
 from agent.model import Check, Observation, Status
-from agent.pod_watch import PodWatch
-from agent.reporter import Reporter, StateFile
-from agent.status_server import Answer, StatusServer
+from agent.npd import logmonitor_config as npd_logmonitor_config
+from agent.npd import plugin_config as npd_plugin_config
+from agent.reporting.conditions import ConditionBook
+from agent.reporting.credentials import CredentialsError
+from agent.reporting.kube import Kube
+from agent.reporting.pod_watch import PodWatch
+from agent.reporting.reporter import Reporter, StateFile
+from agent.reporting.status_server import Answer, StatusServer
 from agent.supervisor import Supervisor
+from nodemedic_common import logs
 
 DEFAULTS = Path(__file__).with_name("defaults")
 # readonly-monitor.json is shipped for node-problem-detector users; by default the filesystem check owns
@@ -108,7 +111,8 @@ def _one_shot(cfg: AgentConfig) -> AgentConfig:
     """`check` runs every check once: a check that waits for a sustained window (cpu, memory) judges the current
     reading instead of saying nothing."""
     def now(c: Any) -> Any:
-        if dataclasses.is_dataclass(c) and "window" in {f.name for f in dataclasses.fields(c)}:
+        if dataclasses.is_dataclass(c) and not isinstance(c, type) and "window" in {
+                f.name for f in dataclasses.fields(c)}:
             return dataclasses.replace(c, window=dt.timedelta(0))
         return c
     return dataclasses.replace(cfg, checks={name: now(c) for name, c in cfg.checks.items()})
@@ -144,8 +148,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"{'CHECK':<20} {'CONDITION':<34} {'STATUS':<8} {'REASON':<30} MESSAGE")
         for r in rows:
             print(f"{r['check']:<20} {r['type']:<34} {r['status']:<8} {r['reason']:<30} {r['message'][:200]}")
-        for e in events:
-            print(f"event  {e['check']:<13} {e['severity']:<8} {e['reason']:<30} {e['message'][:200]}")
+        for ev in events:
+            print(f"event  {ev['check']:<13} {ev['severity']:<8} {ev['reason']:<30} {ev['message'][:200]}")
     return 1 if problem else 0
 
 
@@ -217,6 +221,23 @@ async def _serve(listen: str, registry: CollectorRegistry, health: Any) -> Statu
     return server
 
 
+def _pod_watch(checks: list[Check], kube: Kube, node: str, log: logging.Logger) -> PodWatch | None:
+    """The pods of this node being deleted, watched for the stuckPods check (none without that check)."""
+    stuck = [c for c in checks if isinstance(c, StuckPods)]
+    if not stuck:
+        return None
+    watch = PodWatch(kube, node, log=log)
+    for check in stuck:
+        check.attach(watch.terminating)
+    return watch
+
+
+def _close_log_sources(checks: list[Check]) -> None:
+    for check in checks:
+        if isinstance(check, LogMonitor):
+            check.close()  # a journald source stops its journalctl
+
+
 async def _run(args: argparse.Namespace, log: logging.Logger) -> int:
     try:
         cfg, checks, host = _load(args)
@@ -238,11 +259,7 @@ async def _run(args: argparse.Namespace, log: logging.Logger) -> int:
                         defaults=[d for c in checks if isinstance(c, LogMonitor | CustomPluginMonitor)
                                   for d in c.initial_conditions()])
     supervisor = Supervisor(checks, registry=registry, log=log)
-    stuck = [c for c in checks if isinstance(c, StuckPods)]
-    pod_watch = PodWatch(kube, args.node_name, log=log) if stuck else None
-    if pod_watch is not None:
-        for check in stuck:
-            check.attach(pod_watch.terminating)
+    pod_watch = _pod_watch(checks, kube, args.node_name, log)
     metrics = _Metrics(registry, unmetered=unmetered(checks))
     try:
         server = await _serve(args.listen, registry, supervisor.health) if args.listen else None
@@ -293,9 +310,7 @@ async def _run(args: argparse.Namespace, log: logging.Logger) -> int:
     for t in tasks:
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await t
-    for check in checks:
-        if isinstance(check, LogMonitor):
-            check.close()
+    _close_log_sources(checks)
     if server is not None:
         await server.close()
     await kube.close()

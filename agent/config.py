@@ -13,8 +13,8 @@ systemLogMonitors: [...]       # node-problem-detector system-log-monitor JSON f
 customPluginMonitors: [...]    # node-problem-detector custom-plugin-monitor JSON files
 ```
 A check's keys are its `Config` dataclass fields in camelCase (`someAvg10` for `some_avg10`); `interval` and
-`timeout` set its `timing`. Values are converted from the field's type: durations ("30s", "5m", "500ms" or
-seconds), numbers, booleans, strings, lists.
+`timeout` set its `timing`. Values are converted from the field's type: durations ("30s", "5m", "1h30m", "500ms"
+or a number of seconds; `nodemedic_common.durations`), numbers, booleans, strings, lists.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 
 from agent.model import CheckTiming
+from nodemedic_common.durations import parse_duration
 
 
 class ConfigError(Exception):
@@ -57,23 +58,6 @@ class AgentConfig:
     custom_plugin_monitors: tuple[Path, ...] = ()
     # Quiet period after which a log-based (permanent) condition goes back to False; None = never (NPD).
     log_monitor_recover_after: dt.timedelta | None = dt.timedelta(minutes=10)
-
-
-_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?(?:(\d+)ms)?$")
-
-
-def parse_duration(value: object) -> dt.timedelta:
-    if isinstance(value, bool):
-        raise ValueError(f"not a duration: {value!r}")
-    if isinstance(value, int | float):
-        if value < 0:
-            raise ValueError("must not be negative")
-        return dt.timedelta(seconds=value)
-    m = _DURATION.match(str(value).strip())
-    if not m or not any(m.groups()):
-        raise ValueError(f"not a duration: {value!r} (use 500ms, 30s, 5m, 1h or seconds)")
-    h, mi, s, ms = (float(g or 0) for g in m.groups())
-    return dt.timedelta(hours=h, minutes=mi, seconds=s, milliseconds=ms)
 
 
 def _snake(key: str) -> str:

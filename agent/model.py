@@ -71,11 +71,12 @@ class Check(Protocol):
     """What the supervisor runs: `observe()` every `timing.interval`, cancelled after `timing.timeout`."""
 
     name: str
-    timing: CheckTiming
     condition_types: tuple[str, ...]  # every condition type this check may report (for ownership and deletion)
 
-    async def observe(self, now: dt.datetime) -> Observation: ...
+    @property
+    def timing(self) -> CheckTiming: ...  # read each round: a log monitor's changes once it knows its source
 
+    async def observe(self, now: dt.datetime) -> Observation: ...
 
 
 @runtime_checkable

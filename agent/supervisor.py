@@ -82,8 +82,13 @@ async def _readable(fd: int, timeout: float) -> None:
     """Return when `fd` is readable or after `timeout` seconds, whichever comes first."""
     loop = asyncio.get_running_loop()
     ready: asyncio.Future[None] = loop.create_future()
+
+    def wake() -> None:
+        if not ready.done():
+            ready.set_result(None)
+
     try:
-        loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
+        loop.add_reader(fd, wake)
     except (OSError, ValueError):  # not pollable after all: wait the interval
         await asyncio.sleep(timeout)
         return

@@ -9,7 +9,9 @@ evicted. Declared as status taints, the keys are stripped from templates and the
 
 from __future__ import annotations
 
-from remediator.policy import CONSOLIDATION_TAINT, HighNodeUtilizationArgs, Policy
+from remediator.policy.model import Policy
+from remediator.strategies.high_node_utilization.args import HighNodeUtilizationArgs
+from remediator.strategies.high_node_utilization.consolidation import CONSOLIDATION_TAINT
 
 
 def owned_taint_keys(policy: Policy) -> list[str]:

@@ -8,6 +8,7 @@ import contextlib
 import datetime as dt
 import gc
 import json
+import logging
 import os
 import signal
 import socket
@@ -15,22 +16,24 @@ import sys
 import uuid
 from typing import Any
 
+from aiohttp import web
 from prometheus_client import CollectorRegistry
 
-from remediator import __version__, logs
-from remediator import metrics as metrics_mod
-from remediator.alerts import Alerts
+from nodemedic_common import logs
+from remediator import __version__
+from remediator.alerts import metrics as metrics_mod
+from remediator.alerts.announcer import Alerts
+from remediator.alerts.notifier import Notifier
 from remediator.autoscaler_flags import status_taint_flags
-from remediator.cluster import ClusterCache, snapshot_from_list
 from remediator.controller import Controller, PolicySource
-from remediator.kube import ApiError, Kube, load_credentials
 from remediator.leader import LeaderElector, LeaseTimings
 from remediator.model import Plan
-from remediator.notify import Notifier
 from remediator.planner import PlannerMemory, plan_cycle
-from remediator.policyfile import PolicyError, load_policy, validate_main
-from remediator.records import parse_time
+from remediator.policy.loader import PolicyError, load_policy, validate_main
 from remediator.server import app, loop_health, serve
+from remediator.state.caches import ClusterCache, snapshot_from_list
+from remediator.state.kube import ApiError, Kube, load_credentials
+from remediator.state.records import parse_time
 
 LEASE_NAME = "nodemedic-remediator"
 
@@ -57,7 +60,7 @@ async def _run(args: argparse.Namespace) -> int:
     await notifier.start()
     alerts = Alerts(kube, notifier, identity=identity, log=log)
     elector = None
-    if not args.dry_run:  # a dry run writes nothing, not even a Lease
+    if not args.dry_run and not args.once:  # a dry run writes nothing, not even a Lease; a Job runs alone
         elector = LeaderElector(
             kube, namespace=args.lease_namespace, name=args.lease_name, identity=identity, log=log,
             timings=LeaseTimings(args.lease_duration, args.renew_deadline, args.retry_period),
@@ -74,7 +77,10 @@ async def _run(args: argparse.Namespace) -> int:
                                         lambda: all(i.synced.is_set() for i in cache.informers), 60.0),
         ), args.listen)
     log.info("remediator starting", extra={"identity": identity, "dry_run": args.dry_run, "version": __version__,
-                                           "rules": len(policy.rules)})
+                                           "rules": len(policy.rules), "once": args.once})
+    if args.once:
+        return await _once(controller, cache=cache, kube=kube, notifier=notifier, runner=runner, log=log,
+                           sync_timeout=args.sync_timeout)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -101,6 +107,26 @@ async def _run(args: argparse.Namespace) -> int:
         await runner.cleanup()
     await kube.close()
     log.info("remediator stopped")
+    return code
+
+
+async def _once(controller: Controller, *, cache: ClusterCache, kube: Kube, notifier: Notifier,
+                runner: web.AppRunner | None, log: logging.Logger, sync_timeout: float) -> int:
+    """`run --once`: one cycle, then exit 0, or 1 with the reason (a Job's or CronJob's run)."""
+    watching = asyncio.create_task(cache.run())
+    try:
+        code, summary = await controller.run_once(sync_timeout)
+    finally:
+        watching.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await watching
+        await notifier.close()
+        if runner is not None:
+            await runner.cleanup()
+        await kube.close()
+    (log.info if code == 0 else log.error)("one cycle done", extra={"summary": summary, "exit": code})
+    if code:
+        print(f"nodemedic-remediator run --once: {summary}", file=sys.stderr)
     return code
 
 
@@ -176,6 +202,10 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG") or None,
                      help="default: $KUBECONFIG, else in-cluster credentials")
     run.add_argument("--dry-run", action="store_true", help="plan and report, write nothing")
+    run.add_argument("--once", action="store_true",
+                     help="one cycle, then exit 0 (or 1 with the reason): for a Job or CronJob; no leader election")
+    run.add_argument("--sync-timeout", type=float, default=120.0,
+                     help="with --once: seconds to wait for the first LIST of nodes, pods and PDBs")
     run.add_argument("--lease-namespace", default="kube-system")
     run.add_argument("--lease-name", default=LEASE_NAME,
                      help="the Lease replicas elect a leader with (one per installation)")

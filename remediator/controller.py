@@ -16,21 +16,21 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from remediator import taints as owned_taints
-from remediator.alerts import Alerts
-from remediator.cluster import ClusterCache
-from remediator.evictor import EvictionResult, Outcome, evict
+from remediator.actions.evictor import EvictionResult, Outcome, evict
+from remediator.actions.taintwriter import write_node_taints
+from remediator.alerts.alert import AlertKind
+from remediator.alerts.announcer import Alerts
+from remediator.alerts.metrics import Metrics
 from remediator.heap import HeapFreezer
-from remediator.kube import ApiError, Kube
 from remediator.leader import LeaderElector
-from remediator.metrics import Metrics
-from remediator.model import Plan, PlannedEviction, TaintChange
-from remediator.notify import AlertKind
+from remediator.model import HoldReason, Plan, PlannedEviction, TaintChange
 from remediator.planner import PlannerMemory, plan_cycle
-from remediator.policy import OWNED_TAINTS_ANNOTATION, Policy
-from remediator.policyfile import PolicyError, load_policy
+from remediator.planning import taints as owned_taints
+from remediator.policy.loader import PolicyError, load_policy
+from remediator.policy.model import OWNED_TAINTS_ANNOTATION, Policy
+from remediator.state.caches import ClusterCache
+from remediator.state.kube import ApiError, Kube
 from remediator.strategies import lookup
-from remediator.taintwriter import write_node_taints
 
 MIN_CYCLE_INTERVAL = 0.2  # seconds between planning cycles at most
 RECENT_EVICTION_MEMORY = 600.0  # seconds a pod we evicted is never planned again (the cache may lag)
@@ -89,11 +89,10 @@ class Controller:
         self.plan = Plan()
         self.in_flight: dict[str, asyncio.Task[EvictionResult]] = {}  # pod uid -> eviction task
         self.recently_evicted: dict[str, float] = {}  # pod uid -> monotonic time
-        self.held_seen: set[tuple[str, str, str]] = set()
+        self.held_seen: set[tuple[str, str, HoldReason]] = set()
         self.dry_run_seen: set[str] = set()
         self.breaker_was_open = False
         self.last_cycle = time.monotonic()
-        self.cycles = 0
         self.background: set[asyncio.Task[None]] = set()  # fire-and-forget announcements, kept referenced
 
     def may_act(self) -> bool:
@@ -111,6 +110,24 @@ class Controller:
             except Exception:  # a bug or odd data must not stop remediation: log it, keep the loop alive
                 self.log.exception("planning cycle failed")
                 await asyncio.sleep(1.0)
+
+    async def run_once(self, sync_timeout: float) -> tuple[int, str]:
+        """One cycle, for a Job or a CronJob: wait for the caches, plan, act, wait for every eviction (each up to
+        its retry deadline) and every Event. (0, summary), or (1, why) when the cluster could not be read or an
+        eviction failed; a pod a PDB still protects at the deadline is not a failure: the next run tries again."""
+        try:
+            await asyncio.wait_for(self.cache.wait_synced(), sync_timeout)
+        except TimeoutError:
+            return 1, f"the caches did not sync within {sync_timeout:g}s (is the API server reachable?)"
+        plan = await self.cycle()
+        results = await asyncio.gather(*self.in_flight.values())
+        await asyncio.gather(*self.background, return_exceptions=True)
+        counts = {o: sum(1 for r in results if r.outcome == o) for o in Outcome}
+        summary = (f"{len(plan.taints_add)} tainted, {len(plan.taints_remove)} untainted, "
+                   + ", ".join(f"{n} {o}" for o, n in counts.items() if n) + f"; {len(plan.deferred)} deferred")
+        if counts[Outcome.FAILED]:
+            return 1, f"{counts[Outcome.FAILED]} eviction(s) failed: {summary}"
+        return 0, summary
 
     async def _wait_for_work(self) -> None:
         timeout = self.resync
@@ -137,7 +154,6 @@ class Controller:
                           if e.pod.uid not in self.in_flight and e.pod.uid not in self.recently_evicted]
         self.plan = plan
         self.last_cycle = time.monotonic()
-        self.cycles += 1
         self.metrics.tainted_limit.set(plan.tainted_limit)
         self.metrics.breaker_open.set(1 if plan.breaker_open else 0)
         if self.dry_run:
@@ -190,13 +206,13 @@ class Controller:
         return failed
 
     async def _announce_held(self, plan: Plan) -> None:
-        current = {(h.node, h.taint.key, h.why.split(":")[0]) for h in plan.held}
+        current = {(h.node, h.taint.key, h.reason) for h in plan.held}
         for h in plan.held:
-            key = (h.node, h.taint.key, h.why.split(":")[0])
+            key = (h.node, h.taint.key, h.reason)
             if key in self.held_seen:
                 continue
-            self.metrics.held.labels(h.why.split(":")[0]).inc()
-            breaker = h.why.startswith("circuit breaker")
+            self.metrics.held.labels(str(h.reason)).inc()
+            breaker = h.reason is HoldReason.CIRCUIT_BREAKER
             await self.alerts.node(h.node, kind=AlertKind.BREAKER_OPEN if breaker else AlertKind.HELD,
                                    type_="Warning",
                                    reason="NodemedicCircuitBreakerOpen" if breaker else "NodemedicHeld",
@@ -251,7 +267,9 @@ class Controller:
         taints_doc = doc["taints"]
         assert isinstance(taints_doc, dict)
         actions += [("taint", a) for a in taints_doc["add"]] + [("untaint", a) for a in taints_doc["remove"]]
-        actions += [("evict", a) for a in doc["evictions"]]  # type: ignore[union-attr]
+        evictions = doc["evictions"]
+        assert isinstance(evictions, list)
+        actions += [("evict", a) for a in evictions]
         for kind, action in actions:
             key = f"{kind}:{sorted(action.items())}"
             if key not in self.dry_run_seen:

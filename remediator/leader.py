@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from remediator.kube import ApiError, Kube
+from remediator.state.kube import ApiError, Kube
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,6 @@ class LeaderElector:
         self._observed_at = 0.0
         self._renewed_at = 0.0  # monotonic time of our last successful acquire/renew
         self._leading = False
-        self.transitions = 0
 
     @property
     def path(self) -> str:
@@ -88,8 +87,6 @@ class LeaderElector:
         lease["spec"] = new_spec
         # PUT with the resourceVersion we read: two standbys racing for an expired lease cannot both win.
         await self.kube.request("PUT", self.path, body=lease)
-        if holder != self.identity:
-            self.transitions += 1
         return True
 
     async def run(self) -> None:

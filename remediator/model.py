@@ -1,6 +1,6 @@
 """The remediator's contract types: slim cluster records, the snapshot strategies see, and the plan they return.
 
-No Kubernetes client types here (and no I/O): `cluster.py` turns API objects into these records, strategies
+No Kubernetes client types here (and no I/O): `state/records.py` turns API objects into these records, strategies
 read a `Snapshot` and return plan items, and only the evictor / taint writer turn a `Plan` into API calls.
 Quantities are integers: CPU in millicores, memory and storage in bytes, everything else in units.
 """
@@ -143,6 +143,9 @@ class NodeRecord:
         return c is not None and c.status == "True"
 
 
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})  # a pod in these phases holds no resources
+
+
 @dataclass(frozen=True)
 class PodRecord:
     namespace: str
@@ -229,6 +232,15 @@ class Protected:
     why: str
 
 
+class HoldReason(StrEnum):
+    """Which safety rail holds a taint back; the `why` label of nodemedic_taints_held_total."""
+
+    PAUSED = "paused"
+    OPTED_OUT = "opted out"
+    AUTOSCALER = "autoscaler"
+    CIRCUIT_BREAKER = "circuit breaker"
+
+
 @dataclass(frozen=True)
 class Held:
     """A taint the rules want but a safety rail holds back (circuit breaker, pause, opt-out, autoscaler)."""
@@ -236,7 +248,8 @@ class Held:
     node: str
     taint: Taint
     rules: tuple[str, ...]
-    why: str
+    reason: HoldReason
+    why: str  # for people: the rail and its particulars
 
 
 @dataclass

@@ -26,8 +26,9 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from agent.model import CheckTiming, ConditionReport, EventReport, Observation, Severity, Status
-from agent.npd_plugin_config import PluginMonitorConfig, PluginRule, RuleType
-from agent.plugin_runner import WORST_CASE_OVERHEAD, PluginResult, run_plugin
+from agent.npd.plugin_config import PluginMonitorConfig, PluginRule
+from agent.npd.plugin_runner import WORST_CASE_OVERHEAD, PluginResult, run_plugin
+from agent.npd.vocabulary import RuleType
 
 TIMEOUT_MARGIN = dt.timedelta(seconds=1)  # scheduling slack on top of the runner's own worst case
 

@@ -19,10 +19,10 @@ import ssl
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from agent.aiohttp_lean import aiohttp
 from agent.checks.restarts import CommandRunner, RestartConfig, RestartMonitor, human, run_command, validate_restarts
 from agent.host import HostRoot
 from agent.model import CheckTiming, ConditionReport, Observation, Status
+from agent.reporting.aiohttp_lean import aiohttp
 
 UNHEALTHY = "KubeletUnhealthy"
 FREQUENT_RESTART = "FrequentKubeletRestart"
@@ -87,7 +87,7 @@ class KubeletCheck:
         return ConditionReport(UNHEALTHY, self._settled, reason, message)
 
     def _tls(self) -> ssl.SSLContext | bool:
-        """The system CA store for an https probe (see agent.aiohttp_lean: aiohttp's own default has none)."""
+        """The system CA store for an https probe (see agent.reporting.aiohttp_lean: aiohttp's own default has none)."""
         if urlsplit(self._config.healthz_url).scheme != "https":
             return True  # plain http: no TLS at all
         if self._context is None:

@@ -22,10 +22,13 @@ from collections import deque
 from dataclasses import dataclass
 
 from agent.host import HostRoot
-from agent.logreader import FileLogReader, KmsgReader
+from agent.logsources.filelog import FileLogReader
 from agent.logsources.journald import JournalReader
+from agent.logsources.kmsg import KmsgReader
 from agent.model import CheckTiming, ConditionReport, EventReport, Observation, Status
-from agent.npd_logmonitor_config import LogMonitorConfig, Plugin, RuleType, parse_log_timestamp
+from agent.npd.logmonitor_config import LogMonitorConfig, Plugin
+from agent.npd.timestamps import parse_log_timestamp
+from agent.npd.vocabulary import RuleType
 
 DEFAULT_RECOVER_AFTER = dt.timedelta(minutes=10)
 # Kernel line -> condition on the API server within about a second needs a short poll of a source that cannot

@@ -1,1 +1,3 @@
-"""Where log lines come from: the kernel ring buffer, text log files and the systemd journal."""
+"""Where log lines come from: the kernel log (`kmsg.py`), text log files (`filelog.py`), tailed without
+threads (`tail.py`), and the systemd journal (`journald.py`, through journalctl). They read; the log monitor
+check matches."""

@@ -165,7 +165,8 @@ class JournalReader:
         self._proc = proc
 
     def _drain(self, fd: int) -> bytes:
-        chunks, total = [], 0
+        chunks: list[bytes] = []
+        total = 0
         self.behind = False
         while total < self._max_bytes:
             try:

@@ -40,8 +40,8 @@ from remediator.model import (
     Toleration,
 )
 from remediator.planner import PlannerMemory, plan_cycle
-from remediator.policyfile import parse_policy
-from remediator.taints import OwnedTaint, render_owned
+from remediator.planning.taints import OwnedTaint, render_owned
+from remediator.policy.loader import parse_policy
 
 NOW = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)
 GI, MI = 2**30, 2**20

@@ -1,34 +1,27 @@
-"""The one explicit registry of strategies: name → (kind, plan function). No import-time registration.
+"""The one explicit registry of strategies: name -> Strategy (strategy.py). No import-time registration.
 
-"deschedule" strategies run before "balance" ones, as descheduler runs its Deschedule extension point before
-Balance. A deschedule strategy returns candidates: `plan(snapshot, args, *, evict_taints, planned_taints) ->
-list[PlannedEviction]`, and the planner puts each through the cycle's gate. A balance strategy decides pod by pod
-what to try next from what the gate let through: `plan(snapshot, args, cycle) -> None`, moving pods with
-`cycle.move`. Neither calls the API; both only add to the cycle's Plan.
+Each strategy is a folder here: `args.py` (its arguments, their defaults and their validation), `plan.py` (what
+it would evict), `__init__.py` (its `STRATEGY`). Adding one takes its folder, its import and its line in
+`REGISTERED` below.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from remediator.strategies import (  # one line per strategy, and one in REGISTERED
+    high_node_utilization,
+    low_node_utilization,
+    remove_pods_violating_node_taints,
+)
+from remediator.strategies.strategy import KINDS, Strategy
 
-from remediator.strategies import high_node_utilization, low_node_utilization, remove_pods_violating_node_taints
+__all__ = ["KINDS", "STRATEGIES", "Strategy", "lookup"]
 
-KINDS = ("deschedule", "balance")  # run order
-
-
-@dataclass(frozen=True)
-class Strategy:
-    name: str
-    kind: str  # one of KINDS
-    plan: Callable[..., Any]
-
-
-STRATEGIES: dict[str, Strategy] = {
-    m.NAME: Strategy(m.NAME, m.KIND, m.plan)
-    for m in (remove_pods_violating_node_taints, low_node_utilization, high_node_utilization)
-}
+REGISTERED = (
+    remove_pods_violating_node_taints.STRATEGY,
+    low_node_utilization.STRATEGY,
+    high_node_utilization.STRATEGY,
+)
+STRATEGIES: dict[str, Strategy] = {s.name: s for s in REGISTERED}
 
 
 def lookup(name: str) -> Strategy:

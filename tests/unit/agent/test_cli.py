@@ -13,8 +13,8 @@ from prometheus_client import CollectorRegistry
 
 from agent import cli
 from agent.checks import BUILTIN
-from agent.conditions import ConditionBook
 from agent.model import ConditionReport, EventReport, Observation, Status
+from agent.reporting.conditions import ConditionBook
 
 KERNEL_MONITOR = Path(cli.__file__).with_name("defaults") / "kernel-monitor.json"
 OTHERS = tuple(name for name in BUILTIN if name != "cpu")  # every built-in check but cpu

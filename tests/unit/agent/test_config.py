@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 from agent.checks import BUILTIN
-from agent.config import CheckSpec, ConfigError, parse_config, parse_duration
+from agent.config import CheckSpec, ConfigError, parse_config
 from agent.model import CheckTiming
 
 
@@ -83,12 +83,6 @@ def test_mistakes_name_the_file_line_and_field(text: str, expected: str) -> None
     with pytest.raises(ConfigError) as err:
         parse_config(text, source="agent.yaml", registry=REGISTRY)
     assert any(expected in e for e in err.value.errors), err.value.errors
-
-
-@pytest.mark.parametrize(("value", "seconds"), [("500ms", 0.5), ("30s", 30), ("5m", 300), ("1h30m", 5400), (2, 2)],
-                         ids=str)
-def test_durations(value: object, seconds: float) -> None:
-    assert parse_duration(value).total_seconds() == seconds
 
 
 @pytest.mark.parametrize("check", sorted(BUILTIN))

@@ -14,8 +14,8 @@ import yaml
 
 from agent import cli as agent_cli
 from remediator import cli as remediator_cli
-from remediator.evictor import Outcome
-from remediator.policyfile import validate_main
+from remediator.actions.evictor import Outcome
+from remediator.policy.loader import validate_main
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "hack"))

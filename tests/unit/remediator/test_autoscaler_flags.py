@@ -8,7 +8,7 @@ import pytest
 
 from remediator.autoscaler_flags import status_taint_flags
 from remediator.cli import main
-from remediator.policyfile import parse_policy
+from remediator.policy.loader import parse_policy
 
 RULES = """apiVersion: nodemedic.io/v1alpha1
 kind: RemediationPolicy

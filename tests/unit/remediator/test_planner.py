@@ -9,19 +9,16 @@ import pytest
 
 from remediator.model import Condition, Effect, NodeRecord, OwnerRef, PodRecord, Snapshot, Taint, Toleration
 from remediator.planner import PlannerMemory, plan_cycle
-from remediator.policy import (
-    OWNED_TAINTS_ANNOTATION,
-    AutoscalerSettings,
-    EvictorArgs,
-    Limits,
-    Policy,
-    RemovePodsViolatingNodeTaintsArgs,
-    Safety,
-    StrategyConfig,
-    TaintRule,
-)
-from remediator.strategies.remove_pods_violating_node_taints import NAME
-from remediator.taints import OwnedTaint, render_owned
+from remediator.planning.taints import OwnedTaint, render_owned
+from remediator.policy.autoscaler import AutoscalerSettings
+from remediator.policy.evictor import EvictorArgs
+from remediator.policy.limits import Limits
+from remediator.policy.model import OWNED_TAINTS_ANNOTATION, Policy, StrategyConfig
+from remediator.policy.rules import TaintRule
+from remediator.policy.safety import Safety
+from remediator.policy.window import MaintenanceWindow
+from remediator.strategies.remove_pods_violating_node_taints.args import RemovePodsViolatingNodeTaintsArgs
+from remediator.strategies.remove_pods_violating_node_taints.plan import NAME
 
 NOW = dt.datetime(2024, 5, 1, 12, 0, 0, tzinfo=dt.UTC)
 DEADLOCK = Taint("nodemedic.io/kernel-deadlock", "true", Effect.NO_SCHEDULE)
@@ -259,3 +256,18 @@ def test_the_new_node_is_filled_like_a_real_one_pods_that_would_not_fit_it_toget
     assert names(plan.evictions) == ["web-0", "web-1"]
     assert [(p.pod.name, p.why.rsplit("; ", 1)[1]) for p in plan.protected if p.pod.name == "web-2"] == [
         ("web-2", "insufficient cpu even on a new node")]
+
+
+def test_outside_the_maintenance_window_nothing_is_evicted_but_the_sick_node_is_still_tainted() -> None:
+    window = MaintenanceWindow(start=dt.time(1), end=dt.time(5), time_zone="UTC")  # NOW is 12:00 UTC
+    s = snap([node("sick", sick=True), node("ok")], [pod("web")])
+    closed = plan_cycle(s, dataclasses.replace(policy(), window=window), PlannerMemory())
+    assert [(c.node, c.taint) for c in closed.taints_add] == [("sick", DEADLOCK)]
+    assert closed.evictions == []
+    assert [(d.pod.name, d.why.split(": ")[0]) for d in closed.deferred] == [
+        ("web", "outside the maintenance window (01:00-05:00 UTC, every day)")]
+    assert closed.next_check == dt.datetime(2024, 5, 2, 1, 0, tzinfo=dt.UTC)
+
+    opened = dataclasses.replace(window, start=dt.time(11), end=dt.time(13))
+    plan = plan_cycle(s, dataclasses.replace(policy(), window=opened), PlannerMemory())
+    assert names(plan.evictions) == ["web"]

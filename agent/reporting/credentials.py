@@ -1,0 +1,151 @@
+"""Where the agent's API server is and how it authenticates: a kubeconfig, or the pod's service account.
+
+Not the `kubernetes` package's loaders: importing that package (and what it pulls in) costs the agent about
+20 MiB of its 40 MiB budget on every node, for the few fields read here. Supported, which covers kubeconfigs
+written for node agents and in-cluster pods: `server`, `certificate-authority[-data]`,
+`insecure-skip-tls-verify`, `client-certificate[-data]` + `client-key[-data]`, `token`, `tokenFile`. `exec` and
+`auth-provider` users are refused with a clear error rather than half-supported.
+
+The in-cluster token is a bound, rotating token: `Credentials.token()` re-reads its file (at most once a
+minute), as client-go does.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import ssl
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+TOKEN_REREAD_SECONDS = 60.0
+
+
+class CredentialsError(Exception):
+    pass
+
+
+@dataclass
+class Credentials:
+    server: str
+    ssl_context: ssl.SSLContext | bool  # False: insecure-skip-tls-verify
+    static_token: str | None = None
+    token_file: Path | None = None
+    _cached: tuple[float, str] | None = field(default=None, repr=False)
+
+    def token(self) -> str | None:
+        if self.token_file is None:
+            return self.static_token
+        now = time.monotonic()
+        if self._cached is None or now - self._cached[0] > TOKEN_REREAD_SECONDS:
+            try:
+                self._cached = (now, self.token_file.read_text().strip())
+            except OSError as e:
+                if self._cached is None:
+                    raise CredentialsError(f"{self.token_file}: {e.strerror or e}") from e
+                # keep the last token: a rotation in progress must not break the next request
+        return self._cached[1]
+
+
+def in_cluster(sa_dir: Path = SERVICE_ACCOUNT, environ: dict[str, str] | None = None) -> Credentials:
+    env = os.environ if environ is None else environ
+    host, port = env.get("KUBERNETES_SERVICE_HOST"), env.get("KUBERNETES_SERVICE_PORT")
+    if not host or not port:
+        raise CredentialsError("not in a pod (KUBERNETES_SERVICE_HOST/PORT unset): pass --kubeconfig")
+    if not (sa_dir / "token").exists():
+        raise CredentialsError(f"no service-account token at {sa_dir / 'token'}: pass --kubeconfig")
+    host = f"[{host}]" if ":" in host else host
+    ctx = ssl.create_default_context(cafile=str(sa_dir / "ca.crt"))
+    creds = Credentials(f"https://{host}:{port}", ctx, token_file=sa_dir / "token")
+    creds.token()  # fail now, not at the first request
+    return creds
+
+
+def from_kubeconfig(path: str | Path, context: str | None = None) -> Credentials:
+    path = Path(path)
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise CredentialsError(f"{path}: {e}") from e
+    if not isinstance(doc, dict):
+        raise CredentialsError(f"{path}: not a kubeconfig (expected a mapping)")
+    name = context or doc.get("current-context")
+    if not name:
+        raise CredentialsError(f"{path}: current-context: not set")
+    ctx = _named(doc, "contexts", name, path)["context"]
+    cluster = _named(doc, "clusters", ctx.get("cluster"), path)["cluster"]
+    user = _named(doc, "users", ctx.get("user"), path).get("user") or {}
+    for unsupported in ("exec", "auth-provider"):
+        if unsupported in user:
+            raise CredentialsError(f"{path}: users[{ctx.get('user')}].{unsupported}: not supported by the agent; "
+                                   "use a client certificate or a token")
+    server = str(cluster.get("server") or "").rstrip("/")
+    if not server.startswith(("https://", "http://")):
+        raise CredentialsError(f"{path}: clusters[{ctx.get('cluster')}].server: not an http(s) URL: {server!r}")
+    base = path.parent
+    tls: ssl.SSLContext | bool
+    if cluster.get("insecure-skip-tls-verify"):
+        tls = False
+    else:
+        tls = ssl.create_default_context(**_ca(cluster, base, path))
+        cert = _pem(user, "client-certificate", base, path)
+        key = _pem(user, "client-key", base, path)
+        if (cert is None) != (key is None):
+            raise CredentialsError(f"{path}: users[{ctx.get('user')}]: client-certificate and client-key go together")
+        if cert is not None and key is not None:
+            _load_cert_chain(tls, cert, key)
+    token_file = user.get("tokenFile")
+    return Credentials(server, tls, static_token=user.get("token"),
+                       token_file=(base / token_file) if token_file else None)
+
+
+def _named(doc: dict[str, Any], section: str, name: object, path: Path) -> dict[str, Any]:
+    for entry in doc.get(section) or []:
+        if isinstance(entry, dict) and entry.get("name") == name:
+            return entry
+    raise CredentialsError(f"{path}: {section}: no entry named {name!r}")
+
+
+def _ca(cluster: dict[str, Any], base: Path, path: Path) -> dict[str, Any]:
+    if cluster.get("certificate-authority-data"):
+        return {"cadata": _b64(cluster["certificate-authority-data"], "certificate-authority-data", path).decode()}
+    if cluster.get("certificate-authority"):
+        return {"cafile": str(base / cluster["certificate-authority"])}
+    return {}
+
+
+def _pem(user: dict[str, Any], key: str, base: Path, path: Path) -> bytes | None:
+    if user.get(f"{key}-data"):
+        return _b64(user[f"{key}-data"], f"{key}-data", path)
+    if user.get(key):
+        try:
+            return (base / str(user[key])).read_bytes()
+        except OSError as e:
+            raise CredentialsError(f"{path}: {key}: {e}") from e
+    return None
+
+
+def _b64(value: str, field_name: str, path: Path) -> bytes:
+    try:
+        return base64.b64decode(value, validate=True)
+    except ValueError as e:
+        raise CredentialsError(f"{path}: {field_name}: not base64: {e}") from e
+
+
+def _load_cert_chain(ctx: ssl.SSLContext, cert: bytes, key: bytes) -> None:
+    # ssl loads a client certificate only from files: write both to a private temporary file and remove it.
+    fd, name = tempfile.mkstemp(prefix="nodemedic-agent-cert-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(cert + b"\n" + key)
+        ctx.load_cert_chain(name)
+    except ssl.SSLError as e:
+        raise CredentialsError(f"client certificate and key do not load: {e}") from e
+    finally:
+        os.unlink(name)

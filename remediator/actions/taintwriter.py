@@ -1,0 +1,91 @@
+"""The one place that writes taints: one merge patch per node carrying the new taint list and the
+ownership annotation together, guarded by the node's resourceVersion.
+
+The taint list is replaced as a whole (Node.spec.taints has no merge key), so the patch is computed from
+the node as last read and sent with that resourceVersion: if anyone changed the node meanwhile (a human's
+cordon, the autoscaler, kwok) the API server answers 409 and we re-read and re-apply only our own changes.
+Taints we do not own are copied through untouched.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import Any
+
+from remediator.model import Effect, Taint, TaintChange
+from remediator.planning.taints import OwnedTaint, render_owned
+from remediator.policy.model import OWNED_TAINTS_ANNOTATION
+from remediator.state.kube import ApiError, Kube
+
+
+def _identity(raw: dict[str, Any]) -> tuple[str, str]:
+    return (str(raw.get("key", "")), str(raw.get("effect", "")))
+
+
+def new_taint_list(current: Sequence[dict[str, Any]], add: Sequence[Taint], remove: Sequence[Taint],
+                   now: dt.datetime) -> list[dict[str, Any]]:
+    gone = {t.identity() for t in remove}
+    out = [dict(t) for t in current if _identity(t) not in gone]
+    present = {_identity(t) for t in out}
+    for t in add:
+        if t.identity() in present:
+            continue  # someone (maybe a human) already has this key/effect: never overwrite their value
+        raw: dict[str, Any] = {"key": t.key, "effect": str(t.effect)}
+        if t.value:
+            raw["value"] = t.value
+        if t.effect == Effect.NO_EXECUTE:
+            raw["timeAdded"] = now.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        out.append(raw)
+    return out
+
+
+def owned_after(owned: Sequence[OwnedTaint], current: Sequence[dict[str, Any]], adds: Sequence[TaintChange],
+                removes: Sequence[TaintChange], now: dt.datetime) -> list[OwnedTaint]:
+    """What nodemedic owns on the node once the patch lands: never a taint someone else put there first."""
+    gone = {c.taint.identity() for c in removes}
+    present_before = {_identity(t) for t in current}
+    mine = {o.taint.identity() for o in owned}
+    # An owned entry whose taint someone removed is dropped: if a human later adds that key/effect, it is theirs.
+    out = [o for o in owned if o.taint.identity() not in gone and o.taint.identity() in present_before]
+    for c in adds:
+        ident = c.taint.identity()
+        if ident in present_before and ident not in mine:
+            continue  # a human's taint with this key/effect: leave it theirs
+        out = [o for o in out if o.taint.identity() != ident]
+        out.append(OwnedTaint(taint=c.taint, rules=c.rules, cause=c.cause, since=now))
+    return out
+
+
+async def write_node_taints(kube: Kube, node: str, *, base: dict[str, Any] | None, adds: Sequence[TaintChange],
+                            removes: Sequence[TaintChange], owned: Sequence[OwnedTaint], now: dt.datetime,
+                            attempts: int = 4) -> list[OwnedTaint]:
+    """Apply our taint changes to `node` and return what we own there afterwards.
+
+    `base` is the cached {"resourceVersion", "taints"} of the node (re-read from the API on conflict);
+    `owned` is the ownership record as last read from the node's annotation.
+    """
+    path = f"/api/v1/nodes/{node}"
+    mine = {o.taint.identity() for o in owned}
+    for _ in range(attempts):
+        if base is None:
+            fresh = await kube.get(path)
+            base = {"resourceVersion": fresh["metadata"]["resourceVersion"],
+                    "taints": (fresh.get("spec") or {}).get("taints") or []}
+        # Only remove what we own; on a re-read the human may have removed it already (then nothing to do).
+        removable = [c for c in removes if c.taint.identity() in mine]
+        after = owned_after(owned, base["taints"], adds, removable, now)
+        patch = {
+            "metadata": {"resourceVersion": base["resourceVersion"],
+                         "annotations": {OWNED_TAINTS_ANNOTATION: render_owned(after)}},
+            "spec": {"taints": new_taint_list(base["taints"], [c.taint for c in adds],
+                                              [c.taint for c in removable], now)},
+        }
+        try:
+            await kube.request("PATCH", path, body=patch, content_type="application/merge-patch+json")
+            return after
+        except ApiError as e:
+            if e.status != 409:
+                raise
+            base = None  # changed under us: re-read and recompute
+    raise ApiError(409, "PATCH", path, f"node {node} kept changing; gave up after {attempts} attempts")

@@ -1,0 +1,1 @@
+"""Telling people: Events, notification sinks and their wire formats, and the metrics."""

@@ -1,0 +1,332 @@
+"""One planning cycle's books, and the gate every eviction of every strategy goes through.
+
+Deschedule strategies hand the planner candidates (`admit`); balance strategies move pods one at a time
+(`move`), because what they try next depends on what the gate let through. In order the gate applies the safety
+rails, the DefaultEvictor, the loop guard and PDB budgets (balance moves only), the limits and the owner
+cool-down, and node fit. It keeps the cycle's books so that every strategy sees the moves of the ones before it:
+room promised on destinations, requests leaving their sources, nodes that must not receive pods, pods already
+decided. Pure: it reads the snapshot and writes only into the Plan it was given.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from remediator.model import NodeRecord, PdbRecord, Plan, PlannedEviction, PodRecord, Protected, Snapshot, Taint
+from remediator.planning.defaultevictor import protection
+from remediator.planning.limits import LimitState
+from remediator.planning.taints import AUTOSCALER_TAINTS, duration, safety_hold
+from remediator.policy.model import Policy
+from remediator.scheduling.nodefit import CPU, PODS, find_destination, new_node_reason, pod_request_summary
+from remediator.scheduling.podaffinity import PodAffinityIndex
+from remediator.scheduling.selectors import matches_labels
+from remediator.scheduling.topologyspread import SpreadIndex
+from remediator.scheduling.zonespread import ZoneSpread
+
+NODE, CYCLE = "node", "cycle"  # how far a refusal reaches: the rest of this source node, or the rest of the cycle
+# A balance strategy does not move a pod off a node when the pod replaced one of its owner's pods that a balance
+# strategy moved off that same node this recently: it came back, so it would again (descheduler's eviction
+# loops, #994, #1695).
+LOOP_GUARD = dt.timedelta(hours=1)
+
+Room = dict[str, int]
+Accept = Callable[[PodRecord, NodeRecord, Mapping[str, int]], str | None]
+
+
+@dataclass
+class PlannerMemory:
+    """What the planner remembers between cycles; the controller owns it and records evictions in it."""
+
+    clear_since: dict[tuple[str, str], dt.datetime] = field(default_factory=dict)
+    owner_last_eviction: dict[str, dt.datetime] = field(default_factory=dict)
+    # (owner uid, node) -> when a balance strategy last moved one of the owner's pods off the node
+    moved_off: dict[tuple[str, str], dt.datetime] = field(default_factory=dict)
+    # node -> when a consolidation gave up on it (not picked again for the strategy's timeout)
+    consolidation_released: dict[str, dt.datetime] = field(default_factory=dict)
+
+    def record_eviction(self, pod: PodRecord, *, balance: bool, now: dt.datetime) -> None:
+        owner = pod.controller
+        if owner is None:
+            return
+        self.owner_last_eviction[owner.uid] = now
+        if balance:
+            self.moved_off[(owner.uid, pod.node_name)] = now
+
+    def forget_before(self, horizon: dt.datetime) -> None:
+        for key in [k for k, t in self.moved_off.items() if t < horizon]:
+            del self.moved_off[key]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    evicted: bool
+    stop: str | None = None  # NODE or CYCLE when trying further pods there is pointless
+
+
+class Cycle:
+    def __init__(self, snapshot: Snapshot, policy: Policy, plan: Plan, memory: PlannerMemory, *,
+                 exclude: set[str], planned_taints: dict[str, list[Taint]],
+                 consolidating: Mapping[str, float]) -> None:
+        self.snapshot, self.policy, self.plan, self.memory = snapshot, policy, plan, memory
+        self.limits = LimitState(policy.limits, snapshot.now, dict(memory.owner_last_eviction))
+        self.exclude = exclude  # never a destination: nodes tainted, being tainted, drained or held back
+        self.planned_taints = planned_taints
+        self.consolidating = consolidating  # nodes carrying nodemedic's consolidation taint -> its age in seconds
+        self.decided: set[str] = set()  # pod keys already evicted, protected or deferred this cycle
+        self.reserved: dict[str, Room] = {}  # node -> requests (and "pods") promised to pods moving there
+        self.released: dict[str, Room] = {}  # node -> requests of the pods planned to leave it
+        # source node -> room promised on the new node like it that the autoscaler adds (autoscaler.addsNodes)
+        self.new_nodes: dict[str, Room] = {}
+        self._requested: dict[str, Room] | None = None
+        self._affinity: PodAffinityIndex | None = None
+        self._spread: SpreadIndex | None = None
+        self._zones: ZoneSpread | None = None
+        # Reservations only grow within a cycle, so a pod shape that fitted nowhere fits nowhere later either.
+        self._no_fit: dict[tuple[object, ...], str] = {}
+        self._pdb_used: Counter[tuple[str, str]] = Counter()
+        self._pdbs: dict[str, list[PdbRecord]] | None = None  # by namespace
+        self._pdb_match: dict[str, list[PdbRecord]] = {}  # pod uid -> the PDBs selecting it
+        self._room_rank: dict[str, int] | None = None
+        self._all_by_room: list[str] | None = None
+
+    # --- the cycle's view of the nodes ---------------------------------------------------------------------
+    @property
+    def requested(self) -> dict[str, Room]:
+        """Requests of each node's non-terminal pods, summed once per cycle."""
+        if self._requested is None:
+            self._requested = {name: pod_request_summary(self.snapshot.pods(name)) for name in self.snapshot.nodes}
+        return self._requested
+
+    def usage(self, node: str) -> dict[str, int]:
+        """What the node's pods request once this cycle's planned moves are done."""
+        used = dict(self.requested.get(node) or {PODS: 0})
+        for resource, quantity in self.reserved.get(node, {}).items():
+            used[resource] = used.get(resource, 0) + quantity
+        for resource, quantity in self.released.get(node, {}).items():
+            used[resource] = used.get(resource, 0) - quantity
+        return used
+
+    def by_room(self, names: Iterable[str]) -> list[str]:
+        """`names` roomiest first (most unrequested cpu at the start of the cycle, then by name): the order in which
+        node fit tries destinations, taking the first that fits."""
+        if self._room_rank is None:
+            def free(n: str) -> int:
+                return self.snapshot.nodes[n].allocatable.get(CPU, 0) - self.requested.get(n, {}).get(CPU, 0)
+            self._all_by_room = sorted(self.snapshot.nodes, key=lambda n: (-free(n), n))
+            self._room_rank = {n: i for i, n in enumerate(self._all_by_room)}
+        rank = self._room_rank
+        return sorted((n for n in names if n in rank), key=rank.__getitem__)
+
+    def receiving(self, node: str) -> bool:
+        """Some pod planned to move this cycle counts on room on `node`."""
+        return self.reserved.get(node, {}).get(PODS, 0) > 0
+
+    def hold(self, node: str) -> str | None:
+        """Why a safety rail keeps evictions off `node`, or None."""
+        record = self.snapshot.nodes.get(node)
+        hold = safety_hold(record, self.policy.safety) if record is not None else None
+        return hold.why if hold is not None else None
+
+    # --- deschedule strategies: candidates -----------------------------------------------------------------
+    def admit(self, c: PlannedEviction) -> None:
+        """Safety rails, DefaultEvictor, limits, then node fit anywhere outside `exclude` (when nodeFit is on)."""
+        if c.pod.key in self.decided:
+            return  # the first strategy to claim a pod decides it
+        self.decided.add(c.pod.key)
+        why = self.hold(c.pod.node_name) or protection(c.pod, self.snapshot, self.policy.evictor)
+        if why is not None:
+            self.plan.protected.append(Protected(c.pod, why))
+            return
+        # Limits before node fit: a deferred pod neither pays for a node search nor holds room elsewhere,
+        # and a pod with nowhere to go does not use up a limit.
+        why = self.limits.refusal(c)
+        if why is not None:
+            self.plan.deferred.append(Protected(c.pod, why))
+            return
+        if self.policy.evictor.node_fit:
+            destination, why = self._place(c.pod, None, None, cache=True)
+            if destination is None and self.policy.autoscaler.adds_nodes:
+                new_node_why = self._place_on_new_node(c.pod)
+                if new_node_why is None:
+                    c = PlannedEviction(c.pod, c.strategy, f"{c.reason}; no node has room now: to a new node like "
+                                                           f"{c.pod.node_name} from the node autoscaler")
+                    destination = c.pod.node_name
+                else:
+                    why = f"{why}; {new_node_why}"
+            if destination is None:
+                self.plan.protected.append(Protected(c.pod, "no other node fits: " + why))
+                return
+        self._commit(c)
+
+    def _place_on_new_node(self, pod: PodRecord) -> str | None:
+        """Reserve room for `pod` on the new node like its own that the autoscaler adds, or say why it would not fit."""
+        source = self.snapshot.nodes.get(pod.node_name)
+        if source is None:
+            return "its node is gone"
+        drop = {r.taint.key for r in self.policy.rules} | {t.key for t in self.planned_taints.get(source.name, ())}
+        room = self.new_nodes.setdefault(source.name, {})
+        why = new_node_reason(pod, source, self.snapshot, drop_taints=drop | set(AUTOSCALER_TAINTS), held=room)
+        if why is None:
+            room[PODS] = room.get(PODS, 0) + 1
+            for resource, quantity in pod.requests.items():
+                room[resource] = room.get(resource, 0) + quantity
+        return why
+
+    # --- balance strategies: one pod at a time ------------------------------------------------------------
+    def move(self, c: PlannedEviction, destinations: Sequence[str], *, accept: Accept | None = None) -> Outcome:
+        """Evict `c.pod` if it may go and fits one of `destinations` (always checked, whatever nodeFit says:
+        a balance move is only worth making towards a node that takes the pod). `destinations` in the order to
+        try them: `by_room(...)` gives the roomiest first."""
+        pod = c.pod
+        if pod.key in self.decided:
+            return Outcome(False)
+        lim = self.policy.limits
+        if lim.max_pods_to_evict_total is not None and self.limits.taken >= lim.max_pods_to_evict_total:
+            return Outcome(False, stop=CYCLE)
+        if (lim.max_pods_to_evict_per_node is not None
+                and self.limits.per_node[pod.node_name] >= lim.max_pods_to_evict_per_node):
+            return Outcome(False, stop=NODE)
+        why = self.hold(pod.node_name) or protection(pod, self.snapshot, self.policy.evictor)
+        if why is not None:
+            self._decide(Protected(pod, why), protected=True)
+            return Outcome(False)
+        why = self.loop_guard(pod) or self._pdb_refusal(pod) or self.limits.refusal(c)
+        if why is not None:
+            self._decide(Protected(pod, why), protected=False)
+            return Outcome(False)
+        destination, why = self._place(pod, destinations, accept, cache=False)
+        if destination is None:
+            self._decide(Protected(pod, "no destination fits: " + why), protected=True)
+            return Outcome(False)
+        self._commit(PlannedEviction(pod, c.strategy, f"{c.reason}; to {destination} or alike"))
+        return Outcome(True)
+
+    def fits_all(self, pods: Sequence[PodRecord], destinations: Sequence[str]) -> tuple[bool, str]:
+        """Would every pod find a destination together (each counting the room the others take)? Leaves no trace."""
+        placed: list[tuple[PodRecord, str]] = []
+        verdict = (True, "")
+        for pod in pods:
+            destination, why = self._place(pod, destinations, None, cache=False)
+            if destination is None:
+                verdict = (False, f"{pod.key}: {why}")
+                break
+            placed.append((pod, destination))
+        for pod, destination in reversed(placed):
+            self._unplace(pod, destination)
+        return verdict
+
+    def loop_guard(self, pod: PodRecord) -> str | None:
+        owner = pod.controller
+        if owner is None:
+            return None
+        last = self.memory.moved_off.get((owner.uid, pod.node_name))
+        if last is None or self.snapshot.now - last >= LOOP_GUARD:
+            return None
+        # Only a pod created after that move is a replacement that came back (creationTimestamp has whole
+        # seconds); the owner's other original pods on the node may still move.
+        if pod.created is not None and pod.created >= last.replace(microsecond=0):
+            return (f"loop guard: a pod of {owner.kind}/{owner.name} was moved off {pod.node_name} "
+                    f"{duration(self.snapshot.now - last)} ago and its replacement came back")
+        return None
+
+    def protect(self, pod: PodRecord, why: str) -> None:
+        self._decide(Protected(pod, why), protected=True)
+
+    # --- the books -------------------------------------------------------------------------------------------
+    def _decide(self, p: Protected, *, protected: bool) -> None:
+        if p.pod.key in self.decided:
+            return
+        self.decided.add(p.pod.key)
+        (self.plan.protected if protected else self.plan.deferred).append(p)
+
+    def _commit(self, c: PlannedEviction) -> None:
+        self.decided.add(c.pod.key)
+        self.limits.take(c)
+        for key in self._pdbs_of(c.pod):
+            self._pdb_used[key] += 1
+        room = self.released.setdefault(c.pod.node_name, {})
+        room[PODS] = room.get(PODS, 0) + 1
+        for resource, quantity in c.pod.requests.items():
+            room[resource] = room.get(resource, 0) + quantity
+        self.plan.evictions.append(c)
+
+    def _pdbs_matching(self, pod: PodRecord) -> list[PdbRecord]:
+        found = self._pdb_match.get(pod.uid)
+        if found is None:
+            if self._pdbs is None:
+                self._pdbs = {}
+                for b in self.snapshot.pdbs:
+                    self._pdbs.setdefault(b.namespace, []).append(b)
+            found = self._pdb_match[pod.uid] = [b for b in self._pdbs.get(pod.namespace, ())
+                                                if b.selector is not None and matches_labels(b.selector, pod.labels)]
+        return found
+
+    def _pdbs_of(self, pod: PodRecord) -> list[tuple[str, str]]:
+        return [(b.namespace, b.name) for b in self._pdbs_matching(pod)]
+
+    def _pdb_refusal(self, pod: PodRecord) -> str | None:
+        """A balance move is optional: never plan more of them than a PDB allows now (the taint strategy's
+        evictions are not optional; the evictor retries those through the PDB's 429s)."""
+        for b in self._pdbs_matching(pod):
+            if self._pdb_used[(b.namespace, b.name)] >= b.disruptions_allowed:
+                return f"PodDisruptionBudget {b.namespace}/{b.name} allows {b.disruptions_allowed} disruption(s) now"
+        return None
+
+    def _indexes(self) -> tuple[PodAffinityIndex, SpreadIndex, ZoneSpread]:
+        if self._affinity is None or self._spread is None or self._zones is None:
+            self._affinity, self._spread = PodAffinityIndex(self.snapshot), SpreadIndex(self.snapshot)
+            self._zones = ZoneSpread(self.snapshot)
+        return self._affinity, self._spread, self._zones
+
+    def _place(self, pod: PodRecord, destinations: Collection[str] | None, accept: Accept | None, *,
+               cache: bool) -> tuple[str | None, str]:
+        """Reserve room for `pod` on a destination: (node, "") or (None, why there is none)."""
+        shape: tuple[object, ...] = ()
+        if cache:
+            # Pod (anti-)affinity and spread make the pod's namespace and labels part of its shape. A later move
+            # could satisfy an affinity term or a skew that failed earlier; the cached refusal errs towards not
+            # evicting.
+            shape = (pod.node_name, pod.tolerations, tuple(sorted(pod.node_selector.items())),
+                     pod.required_node_affinity, tuple(sorted(pod.requests.items())), pod.namespace,
+                     tuple(sorted(pod.labels.items())), pod.required_anti_affinity, pod.required_affinity,
+                     pod.hard_spread)
+            if shape in self._no_fit:
+                return None, self._no_fit[shape]
+        affinity, spread, zones = self._indexes()
+        check = accept
+        if destinations is not None:  # (a balance move; the deschedule path passes None)
+            # A balance move must not make its workload's zone spread worse.
+            def check(p: PodRecord, node: NodeRecord, after: Mapping[str, int]) -> str | None:
+                return (zones.worse(p, node) or (spread.soft_worse(p, node) if p.soft_spread else None)
+                        or (accept(p, node, after) if accept is not None else None))
+        if destinations is None:
+            self.by_room(())
+            destinations = self._all_by_room
+        result = find_destination(pod, self.snapshot, exclude=self.exclude, planned_taints=self.planned_taints,
+                                  reserved=self.reserved, requested=self.requested, pod_affinity=affinity,
+                                  spread=spread, nodes=destinations, accept=check, first_fit=True)
+        if result.node is None:
+            if cache:
+                self._no_fit[shape] = result.reason
+            return None, result.reason
+        affinity.add(pod, result.node)
+        spread.add(pod, result.node)
+        zones.add(pod, result.node)
+        room = self.reserved.setdefault(result.node, {})
+        room[PODS] = room.get(PODS, 0) + 1
+        for resource, quantity in pod.requests.items():
+            room[resource] = room.get(resource, 0) + quantity
+        return result.node, ""
+
+    def _unplace(self, pod: PodRecord, node: str) -> None:
+        affinity, spread, zones = self._indexes()
+        affinity.remove(pod, node)
+        spread.remove(pod)
+        zones.remove(pod, node)
+        room = self.reserved[node]
+        room[PODS] -= 1
+        for resource, quantity in pod.requests.items():
+            room[resource] -= quantity

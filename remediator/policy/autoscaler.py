@@ -1,0 +1,37 @@
+"""The `autoscaler` section: what the cluster's node autoscaler does, so nodemedic works with it instead of racing it
+(docs/autoscalers.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from remediator.policy.reader import Reader, Section
+
+_AUTOSCALER_KEYS = ("addsNodes", "consolidates")
+
+
+@dataclass(frozen=True)
+class AutoscalerSettings:
+    """`adds_nodes`: an autoscaler (Karpenter, cluster-autoscaler) adds a node for pods that fit nowhere, so node fit
+    also accepts, for a pod drained off a tainted node, a new node like the one it leaves.
+    `consolidates`: the autoscaler empties underutilized nodes itself (Karpenter's WhenEmptyOrUnderutilized,
+    cluster-autoscaler's scale-down): then HighNodeUtilization, which does the same, is refused: one consolidator.
+    """
+
+    adds_nodes: bool = False
+    consolidates: bool = False
+
+
+def read_autoscaler(r: Reader, top: Section, strategies: Collection[str]) -> AutoscalerSettings:
+    """`strategies`: the names of the strategies the policy configures."""
+    m = r.section(top, "autoscaler", _AUTOSCALER_KEYS)
+    d = AutoscalerSettings()
+    settings = AutoscalerSettings(adds_nodes=r.flag(m, "addsNodes", d.adds_nodes),
+                                  consolidates=r.flag(m, "consolidates", d.consolidates))
+    if settings.consolidates and "HighNodeUtilization" in strategies:
+        # Two consolidators race: each drains nodes the other counts on as destinations (docs/autoscalers.md).
+        r.error(m.line_node("consolidates"), m.at("consolidates"),
+                "the node autoscaler consolidates, so HighNodeUtilization must not: remove one of them "
+                "(with Karpenter, consolidationPolicy WhenEmpty leaves packing to HighNodeUtilization)")
+    return settings

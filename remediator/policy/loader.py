@@ -1,0 +1,118 @@
+"""Load the remediation policy YAML into `model.Policy`, reporting every mistake as FILE:LINE: field.path: message.
+
+This module only parses the file and dispatches: each top-level section is read by the module that defines it
+(`rules.py`, `evictor.py`, `strategies.py` -> each strategy's `args.py`, `limits.py`, `eviction.py`, `safety.py`,
+`notifications.py`, `autoscaler.py`, `window.py`), through one `reader.Reader` that records every error, so one
+`validate` run lists them all."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+import yaml
+
+from remediator.policy.autoscaler import read_autoscaler
+from remediator.policy.eviction import read_eviction
+from remediator.policy.evictor import read_evictor
+from remediator.policy.limits import read_limits
+from remediator.policy.model import Policy
+from remediator.policy.notifications import read_notifications
+from remediator.policy.reader import DOCUMENT, Reader, is_null
+from remediator.policy.rules import read_rules
+from remediator.policy.safety import read_safety
+from remediator.policy.strategies import read_strategies
+from remediator.policy.window import read_window
+
+API_VERSION = "nodemedic.io/v1alpha1"
+KIND = "RemediationPolicy"
+_TOP_KEYS = ("apiVersion", "kind", "rules", "evictor", "strategies", "limits", "eviction", "safety", "notifications",
+             "autoscaler", "maintenanceWindow")
+
+
+class PolicyError(Exception):
+    """The policy is unusable; `errors` holds every problem found, each "FILE:LINE: field.path: message"."""
+
+    def __init__(self, errors: Sequence[str]) -> None:
+        super().__init__("\n".join(errors))
+        self.errors = list(errors)
+
+
+def parse_policy(text: str, *, source: str) -> Policy:
+    """The policy in `text`, or PolicyError listing every problem; `source` names the file in messages."""
+    try:
+        loader = yaml.SafeLoader(text)
+    except yaml.YAMLError as e:  # a non-printable character, caught before parsing starts
+        raise PolicyError([_syntax_error(source, text, e)]) from None
+    try:
+        documents: list[yaml.Node] = []
+        while loader.check_node():
+            node = loader.get_node()
+            if node is not None:
+                documents.append(node)
+        return _document(Reader(source, loader), documents)
+    except yaml.YAMLError as e:
+        raise PolicyError([_syntax_error(source, text, e)]) from None
+    finally:
+        loader.dispose()
+
+
+def _syntax_error(source: str, text: str, e: yaml.YAMLError) -> str:
+    mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+    # A ReaderError (a non-printable character) knows only its character offset, not a mark.
+    line = mark.line + 1 if mark is not None else text.count("\n", 0, getattr(e, "position", 0)) + 1
+    if isinstance(e, yaml.reader.ReaderError):
+        code = e.character if isinstance(e.character, int) else ord(e.character)
+        problem = f"unacceptable character #x{code:04x}: {e.reason}"
+    else:
+        problem = getattr(e, "problem", None) or str(e)
+    return f"{source}:{line}: {DOCUMENT}: YAML syntax error: {problem}"
+
+
+def _document(r: Reader, documents: list[yaml.Node]) -> Policy:
+    if not documents or (len(documents) == 1 and is_null(documents[0])):
+        raise PolicyError([f"{r.source}:1: {DOCUMENT}: the file is empty; a policy needs at least "
+                           f"apiVersion: {API_VERSION} and kind: {KIND}"])
+    if len(documents) > 1:
+        r.error(documents[1], DOCUMENT, "a policy file holds exactly one YAML document; this is a second one")
+    root = documents[0]
+    if not isinstance(root, yaml.MappingNode):
+        r.wrong(root, DOCUMENT, f"a mapping with keys {', '.join(_TOP_KEYS)}", r.value(root, DOCUMENT))
+        raise PolicyError([message for _, message in sorted(r.errors, key=lambda e: e[0])])
+    top = r.mapping(root, "", _TOP_KEYS)
+    for key, expected in (("apiVersion", API_VERSION), ("kind", KIND)):
+        got = r.text(top, key, required=True)
+        if got and got != expected:
+            r.error(top.values[key], key, f"must be {expected}, got {got!r}")
+    strategies = read_strategies(r, top)
+    policy = Policy(rules=read_rules(r, top), evictor=read_evictor(r, top), strategies=strategies,
+                    limits=read_limits(r, top), eviction=read_eviction(r, top), safety=read_safety(r, top),
+                    notifications=read_notifications(r, top),
+                    autoscaler=read_autoscaler(r, top, [s.name for s in strategies]), window=read_window(r, top))
+    if r.errors:
+        raise PolicyError([message for _, message in sorted(r.errors, key=lambda e: e[0])])
+    return policy
+
+
+def load_policy(path: str | os.PathLike[str]) -> Policy:
+    source = os.fspath(path)
+    try:
+        with open(source, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        raise PolicyError([f"{source}: cannot read the policy file: {e}"]) from None
+    return parse_policy(text, source=source)
+
+
+def validate_main(path: str) -> int:
+    """`nodemedic-remediator validate`: 0 and a one-line summary, or 2 with every error on stderr."""
+    try:
+        policy = load_policy(path)
+    except PolicyError as e:
+        for message in e.errors:
+            print(message, file=sys.stderr)
+        return 2
+    strategies = ", ".join(s.name for s in policy.strategies) or "none"
+    print(f"OK: {path}: {len(policy.rules)} rules, strategies: {strategies}")
+    return 0

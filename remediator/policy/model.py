@@ -1,0 +1,42 @@
+"""The remediation policy as typed, validated values: each section's dataclass lives with its reader
+(`rules.py`, `evictor.py`, `limits.py`, `eviction.py`, `safety.py`, `notifications.py`, `autoscaler.py`, a
+strategy's `args.py`).
+
+Defaults there are the defaults of the policy file: a field left out of the YAML gets the dataclass's value.
+Where nodemedic's default differs from descheduler's for the same name, the comment says why."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from remediator.policy.autoscaler import AutoscalerSettings
+from remediator.policy.eviction import EvictionSettings
+from remediator.policy.evictor import EvictorArgs
+from remediator.policy.limits import Limits
+from remediator.policy.notifications import Notifications
+from remediator.policy.rules import TaintRule
+from remediator.policy.safety import Safety
+from remediator.policy.window import MaintenanceWindow
+
+OWNED_TAINTS_ANNOTATION = "nodemedic.io/owned-taints"
+# A taint a strategy owns records "strategy:<name>" where a rule's taint records the rule names.
+STRATEGY_PREFIX = "strategy:"
+
+
+@dataclass(frozen=True)
+class StrategyConfig:
+    name: str  # registered strategy name, e.g. "RemovePodsViolatingNodeTaints"
+    args: object  # the strategy's args dataclass
+
+
+@dataclass(frozen=True)
+class Policy:
+    rules: tuple[TaintRule, ...] = ()
+    evictor: EvictorArgs = EvictorArgs()
+    strategies: tuple[StrategyConfig, ...] = field(default_factory=tuple)
+    limits: Limits = Limits()
+    eviction: EvictionSettings = EvictionSettings()
+    safety: Safety = Safety()
+    notifications: Notifications = Notifications()
+    autoscaler: AutoscalerSettings = AutoscalerSettings()
+    window: MaintenanceWindow = MaintenanceWindow()

@@ -1,0 +1,187 @@
+"""nodeFit: is there another node this pod could be scheduled to, and which one would we count on.
+
+nodemedic never evicts a pod that has nowhere to go. The checks are descheduler's `NodeFit` (Ready, schedulable,
+NoSchedule/NoExecute taints tolerated, nodeSelector and required node affinity, requests fit into what is left of
+allocatable, a free pod slot, required inter-pod affinity, anti-affinity both ways, and hard topology spread),
+plus what the planner knows and the cluster does not yet: taints it is about to add (`planned_taints`), room
+already promised to pods it plans to move (`reserved`) and where those pods will be (`pod_affinity`, `spread`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from remediator.model import TERMINAL_PHASES, Effect, NodeRecord, PodRecord, Snapshot, Taint
+from remediator.scheduling.podaffinity import PodAffinityIndex
+from remediator.scheduling.selectors import pod_fits_node_selection
+from remediator.scheduling.tolerations import tolerated
+from remediator.scheduling.topologyspread import SpreadIndex
+
+BLOCKING_EFFECTS = frozenset({Effect.NO_SCHEDULE, Effect.NO_EXECUTE})
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+PODS = "pods"
+CPU = "cpu"
+_NO_ROOM: Mapping[str, int] = {}
+
+
+@dataclass(frozen=True)
+class FitResult:
+    node: str | None  # a destination, or None
+    reason: str  # "3/7 nodes fit", or why none did: "0/7 nodes fit: 3 excluded, 2 insufficient cpu, ..."
+
+
+def pod_request_summary(pods: Iterable[PodRecord]) -> dict[str, int]:
+    """Summed requests of the non-terminal pods, plus "pods": how many there are (terminal pods hold nothing)."""
+    total: dict[str, int] = {}
+    get = total.get
+    count = 0
+    for pod in pods:  # runs over every pod of the cluster once per cycle: kept tight
+        if pod.phase not in TERMINAL_PHASES:
+            count += 1
+            for resource, quantity in pod.requests.items():
+                total[resource] = get(resource, 0) + quantity
+    total[PODS] = count
+    return total
+
+
+def _untolerated_taint(pod: PodRecord, taints: Iterable[Taint]) -> Taint | None:
+    for taint in taints:
+        if taint.effect in BLOCKING_EFFECTS and not tolerated(pod.tolerations, taint):
+            return taint
+    return None
+
+
+def _placement_reason(pod: PodRecord, node: NodeRecord, exclude: Collection[str],
+                      planned: Sequence[Taint]) -> str | None:
+    """The checks that need no pod list, cheapest first; the first failure is the node's reason."""
+    if node.name == pod.node_name:
+        return "current node"
+    if node.name in exclude:
+        return "excluded"
+    if node.deleting:
+        return "deleting"
+    if not node.ready:
+        return "NotReady"
+    if node.unschedulable:
+        return "unschedulable"
+    taint = _untolerated_taint(pod, (*node.taints, *planned))
+    if taint is not None:
+        return f"untolerated taint {taint.key}"
+    if not pod_fits_node_selection(pod, node):
+        return "node selector/affinity mismatch"
+    return None
+
+
+def _room_reason(node: NodeRecord, wanted: Mapping[str, int], used: Mapping[str, int],
+                 held: Mapping[str, int]) -> str | None:
+    allocatable = node.allocatable
+    if allocatable.get(PODS, 0) - used.get(PODS, 0) - held.get(PODS, 0) < 1:
+        return "too many pods"
+    for resource, quantity in wanted.items():
+        if resource not in allocatable:
+            return f"no {resource}"  # an extended resource the node does not offer at all
+        if allocatable[resource] - used.get(resource, 0) - held.get(resource, 0) < quantity:
+            return f"insufficient {resource}"
+    return None
+
+
+def find_destination(pod: PodRecord, snapshot: Snapshot, *, exclude: Collection[str],
+                     planned_taints: Mapping[str, Sequence[Taint]] | None = None,
+                     reserved: Mapping[str, Mapping[str, int]] | None = None,
+                     requested: Mapping[str, Mapping[str, int]] | None = None,
+                     pod_affinity: PodAffinityIndex | None = None, spread: SpreadIndex | None = None,
+                     nodes: Iterable[str] | None = None, first_fit: bool = False,
+                     accept: Callable[[PodRecord, NodeRecord, Mapping[str, int]], str | None] | None = None,
+                     ) -> FitResult:
+    """The node `pod` would fit on, other than its own and those in `exclude`, or why there is none.
+
+    `exclude`: node names that must not receive the pod (pass a set: it is probed once per node).
+    `planned_taints`: node -> taints the plan adds this cycle; they repel like the node's current taints.
+    `reserved`: node -> resources (and "pods") already promised to pods planned to move there.
+    `requested`: node -> `pod_request_summary(snapshot.pods(node))`, precomputed once per cycle by a caller that
+    places many pods; a node missing from it (or no mapping at all) is summed from the snapshot on demand.
+    `pod_affinity`, `spread`: the cycle's indexes of pods and planned moves (built from the snapshot when not given).
+    `nodes`: the only nodes to consider (a balance strategy's destinations), in place of every node.
+    `first_fit`: take the first fitting node of `nodes` (the caller ordered them, roomiest first) instead of
+    searching them all: a planner placing hundreds of pods on thousands of nodes scans only until a fit.
+    `accept`: a strategy's own last check, given the node's requests after the pod would arrive (e.g. "stays
+    under its target"); it runs after every other check passed.
+    Among fitting nodes the one with the most free CPU after placement wins, ties broken by name, so the
+    same snapshot always gives the same answer.
+    """
+    planned_taints = planned_taints or {}
+    reserved = reserved or {}
+    # A zero request needs nothing, even of a resource the node does not list (as the scheduler skips them).
+    wanted = {resource: quantity for resource, quantity in pod.requests.items() if quantity > 0}
+    rejections: Counter[str] = Counter()
+    best: tuple[int, str] | None = None  # (-free cpu after placement, name): the smallest wins
+    fitting = 0
+    considered = snapshot.nodes.keys() if nodes is None else nodes
+    total = 0
+    for name in considered:
+        node = snapshot.nodes.get(name)
+        if node is None:
+            continue
+        total += 1
+        held = reserved.get(name, _NO_ROOM)
+        why = _placement_reason(pod, node, exclude, planned_taints.get(name, ()))
+        if why is None:
+            # Summing the node's pods is the expensive part, so it runs only for nodes that passed the rest.
+            precomputed = requested.get(name) if requested is not None else None
+            used = precomputed if precomputed is not None else pod_request_summary(snapshot.pods(name))
+            why = _room_reason(node, wanted, used, held)
+        if why is None:
+            if pod_affinity is None:
+                pod_affinity = PodAffinityIndex(snapshot)
+            why = pod_affinity.conflict(pod, node)
+        if why is None and pod.hard_spread:
+            if spread is None:
+                spread = SpreadIndex(snapshot)
+            why = spread.violation(pod, node)
+        if why is None and accept is not None:
+            after = {r: used.get(r, 0) + held.get(r, 0) + wanted.get(r, 0) for r in {*used, *held, *wanted}}
+            after[PODS] = after.get(PODS, 0) + 1
+            why = accept(pod, node, after)
+        if why is not None:
+            rejections[why] += 1
+            continue
+        fitting += 1
+        if first_fit:
+            return FitResult(node=name, reason=f"fits {name}")
+        free_cpu = node.allocatable.get(CPU, 0) - used.get(CPU, 0) - held.get(CPU, 0) - wanted.get(CPU, 0)
+        candidate = (-free_cpu, name)
+        if best is None or candidate < best:
+            best = candidate
+    if best is not None:
+        return FitResult(node=best[1], reason=f"{fitting}/{total} nodes fit")
+    summary = ", ".join(f"{count} {why}" for why, count in sorted(rejections.items(), key=lambda kv: (-kv[1], kv[0])))
+    return FitResult(node=None, reason=f"0/{total} nodes fit: {summary or 'no nodes'}")
+
+
+def new_node_reason(pod: PodRecord, source: NodeRecord, snapshot: Snapshot, *, drop_taints: Collection[str],
+                    held: Mapping[str, int]) -> str | None:
+    """Why `pod` would not fit a new, empty node like `source` (None when it would): the node a node autoscaler adds
+    for pods that fit nowhere else.
+
+    The new node is `source` as its pool makes it: the same labels but its own hostname, the same allocatable, the
+    source's DaemonSet pods already running, none of the taints in `drop_taints` (the ones nodemedic or an autoscaler
+    put on `source`), Ready and schedulable. `held`: room already promised on it to pods leaving `source` this cycle.
+    Inter-pod affinity and topology spread are taken as unchanged: the pod stays in its zone, among the same pods.
+    """
+    twin = dataclasses.replace(
+        source, name=f"(new node like {source.name})",
+        labels={k: v for k, v in source.labels.items() if k != HOSTNAME_LABEL},
+        taints=tuple(t for t in source.taints if t.key not in drop_taints), unschedulable=False)
+    taint = _untolerated_taint(pod, twin.taints)
+    if taint is not None:
+        return f"a new node would carry taint {taint.key}"
+    if not pod_fits_node_selection(pod, twin):
+        return "its node selector/affinity names this node"
+    daemons = pod_request_summary(p for p in snapshot.pods(source.name)
+                                  if any(o.kind == "DaemonSet" for o in p.owners))
+    wanted = {resource: quantity for resource, quantity in pod.requests.items() if quantity > 0}
+    why = _room_reason(twin, wanted, daemons, held)
+    return None if why is None else f"{why} even on a new node"

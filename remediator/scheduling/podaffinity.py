@@ -1,0 +1,132 @@
+"""Required inter-pod affinity and anti-affinity for nodeFit, as kube-scheduler's InterPodAffinity filter reads them.
+
+Anti-affinity: would a pod on this node share a topology domain (the node, its zone, ...) with a pod that it, or
+that other pod, refuses to share one with? Both directions are checked. Affinity: does the node's domain hold a
+pod each of the pod's terms asks for (or, as the scheduler allows, is the pod the first of its group)? Pods the
+plan already sends somewhere this cycle count as if they were there.
+
+A pod evicted towards a node where these forbid it would sit Pending: nodeFit exists to prevent that.
+A `namespaceSelector` counts as every namespace for anti-affinity (stricter) and as none beyond the listed ones
+for affinity (stricter too): the records carry no namespace labels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from remediator.model import TERMINAL_PHASES, NodeRecord, PodAffinityTerm, PodRecord, Snapshot
+from remediator.scheduling.selectors import matches_labels
+
+
+def _matches(term: PodAffinityTerm, other: PodRecord) -> bool:
+    if term.selector is None or not (term.any_namespace or other.namespace in term.namespaces):
+        return False
+    return matches_labels(term.selector, other.labels)
+
+
+class PodAffinityIndex:
+    """Built once per planning cycle; `add` records a planned arrival (and `remove` takes one back).
+
+    The snapshot's pods are read where they are (no copy of 150,000 pods per cycle); only the planned arrivals,
+    the anti-affinity holders and the domains a term actually asks about are kept."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self._nodes = snapshot.nodes
+        self._by_node = snapshot.pods_by_node
+        self._arrivals: list[tuple[PodRecord, str]] = []  # planned this cycle
+        self._domains: dict[str, dict[str, list[PodRecord]]] = {}  # topology key -> value -> pods, built lazily
+        # (pod, term, the pod's topology value) for every pod that keeps others away
+        self._holders: list[tuple[PodRecord, PodAffinityTerm, str]] = []
+        self._added_holders: dict[tuple[int, str], list[list[tuple[PodRecord, PodAffinityTerm, str]]]] = {}
+        for node, pods in snapshot.pods_by_node.items():
+            for p in pods:
+                if p.required_anti_affinity and p.phase not in TERMINAL_PHASES:
+                    self._hold(p, node)
+
+    def _pods(self) -> Iterator[tuple[PodRecord, str]]:
+        for node, pods in self._by_node.items():
+            for p in pods:
+                if p.phase not in TERMINAL_PHASES:
+                    yield p, node
+        yield from self._arrivals
+
+    def _value(self, node: str, key: str) -> str | None:
+        record = self._nodes.get(node)
+        return record.labels.get(key) if record is not None else None
+
+    def _hold(self, pod: PodRecord, node: str) -> None:
+        for term in pod.required_anti_affinity:
+            value = self._value(node, term.topology_key)
+            if value is not None:
+                self._holders.append((pod, term, value))
+
+    def _domain(self, key: str, value: str) -> list[PodRecord]:
+        if key not in self._domains:
+            by_value: dict[str, list[PodRecord]] = {}
+            for p, node in self._pods():
+                v = self._value(node, key)
+                if v is not None:
+                    by_value.setdefault(v, []).append(p)
+            self._domains[key] = by_value
+        return self._domains[key].get(value, [])
+
+    def add(self, pod: PodRecord, node: str) -> None:
+        """`pod` will run on `node` after this cycle."""
+        self._arrivals.append((pod, node))
+        for key, by_value in self._domains.items():
+            value = self._value(node, key)
+            if value is not None:
+                by_value.setdefault(value, []).append(pod)
+        before = len(self._holders)
+        self._hold(pod, node)
+        self._added_holders.setdefault((id(pod), node), []).append(self._holders[before:])
+
+    def remove(self, pod: PodRecord, node: str) -> None:
+        """Undo `add(pod, node)` (a trial placement that was given up)."""
+        for i in range(len(self._arrivals) - 1, -1, -1):
+            if self._arrivals[i][0] is pod and self._arrivals[i][1] == node:
+                del self._arrivals[i]
+                break
+        for key, by_value in self._domains.items():
+            value = self._value(node, key)
+            if value is not None:
+                pods = by_value[value]
+                for i in range(len(pods) - 1, -1, -1):
+                    if pods[i] is pod:
+                        del pods[i]
+                        break
+        added = self._added_holders.get((id(pod), node))
+        if added:
+            gone = {id(h) for h in added.pop()}
+            self._holders = [h for h in self._holders if id(h) not in gone]
+
+    def conflict(self, pod: PodRecord, node: NodeRecord) -> str | None:
+        """Why `pod` may not go to `node` (the first conflict found), or None."""
+        for term in pod.required_anti_affinity:
+            value = node.labels.get(term.topology_key)
+            if value is None:
+                continue  # a node outside every domain of this key cannot break the term
+            for other in self._domain(term.topology_key, value):
+                if other.uid != pod.uid and _matches(term, other):
+                    return "pod anti-affinity"
+        for holder, term, value in self._holders:
+            if holder.uid != pod.uid and node.labels.get(term.topology_key) == value and _matches(term, pod):
+                return "existing pods' anti-affinity"
+        for term in pod.required_affinity:
+            if not self._affinity_met(pod, term, node.labels.get(term.topology_key)):
+                return "pod affinity"
+        return None
+
+    def _affinity_met(self, pod: PodRecord, term: PodAffinityTerm, value: str | None) -> bool:
+        affine = _affine(term)
+        if value is not None and any(o.uid != pod.uid and _matches(affine, o) for o in self._domain(term.topology_key,
+                                                                                                    value)):
+            return True
+        # The first pod of a group may go anywhere its term would match itself, if no pod matches it yet.
+        return _matches(affine, pod) and not any(o.uid != pod.uid and _matches(affine, o) for o, _ in self._pods())
+
+
+def _affine(term: PodAffinityTerm) -> PodAffinityTerm:
+    """For affinity a namespaceSelector counts as no extra namespace: demanding more, never less."""
+    return term if not term.any_namespace else PodAffinityTerm(term.selector, term.namespaces, False,
+                                                               term.topology_key)

@@ -1,0 +1,193 @@
+"""Hard topology spread for nodeFit: kube-scheduler's PodTopologySpread filter for `whenUnsatisfiable:
+DoNotSchedule` constraints. A pod may go to a node only if, for each such constraint,
+
+    matching pods in the node's domain (+1 if the pod matches itself) - the fewest in any domain <= maxSkew
+
+where domains are the values of `topologyKey` on the eligible nodes (nodes carrying every key the pod's
+constraints use; with `nodeAffinityPolicy: Honor`, the default, only nodes the pod's node selection accepts;
+with `nodeTaintsPolicy: Honor` only nodes whose taints it tolerates), matching pods are the non-terminating pods
+of the pod's namespace the selector matches, and with fewer domains than `minDomains` the fewest counts as 0.
+
+The moving pod is not counted (it is being evicted), and pods planned to move this cycle count at their
+destination, not where they are: that lowers their old domain, which can only make the check stricter.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from remediator.model import TERMINAL_PHASES, Effect, LabelSelector, NodeRecord, PodRecord, Snapshot, SpreadConstraint
+from remediator.scheduling.selectors import matches_labels, pod_fits_node_selection
+from remediator.scheduling.tolerations import untolerated
+
+_BLOCKING = (Effect.NO_SCHEDULE, Effect.NO_EXECUTE)
+
+
+def _eligible(pod: PodRecord, node: NodeRecord, keys: set[str], c: SpreadConstraint) -> bool:
+    if not keys <= node.labels.keys():
+        return False
+    if c.honor_node_affinity and not pod_fits_node_selection(pod, node):
+        return False
+    return not c.honor_node_taints or not untolerated(pod.tolerations, node.taints, _BLOCKING)
+
+
+@dataclass
+class _Tally:
+    """Pods matching one selector in one namespace, per domain of one set of eligible nodes (the mover too), and
+    how many domains hold each count: skews are then read from a few distinct counts instead of every domain
+    (a hostname constraint has as many domains as nodes)."""
+
+    namespace: str
+    selector: LabelSelector
+    domain_of: dict[str, str]  # eligible node -> its domain
+    counts: dict[str, int]
+    hist: Counter[int]  # count -> domains holding it
+
+    @classmethod
+    def of(cls, namespace: str, selector: LabelSelector, domain_of: dict[str, str],
+           counts: dict[str, int]) -> _Tally:
+        return cls(namespace, selector, domain_of, counts, Counter(counts.values()))
+
+    def move(self, old: str | None, new: str | None) -> None:
+        for domain, step in ((old, -1), (new, 1)):
+            if domain is not None:
+                n = self.counts[domain]
+                self.hist[n] -= 1
+                self.hist[n + step] += 1
+                self.counts[domain] = n + step
+
+    def extremes(self, minus: str | None = None, plus: str | None = None) -> tuple[int, int]:
+        """(most, fewest) pods in a domain, as if one pod left `minus` and one arrived in `plus`."""
+        # Apply the (at most two) virtual changes to the histogram of distinct counts.
+        virtual = {k: v for k, v in self.hist.items() if v > 0}
+        adjusted: dict[str, int] = {}
+        for domain, step in ((minus, -1), (plus, 1)):
+            if domain is None:
+                continue
+            n = adjusted.get(domain, self.counts[domain])
+            virtual[n] = virtual.get(n, 0) - 1
+            virtual[n + step] = virtual.get(n + step, 0) + 1
+            adjusted[domain] = n + step
+        present = [k for k, v in virtual.items() if v > 0]
+        return (max(present), min(present)) if present else (0, 0)
+
+
+class SpreadIndex:
+    """Built once per planning cycle; `add` records a planned move (and `remove` takes one back).
+
+    Tallies are kept per (namespace, selector, eligible nodes) — what the replicas of one workload share — and
+    moved incrementally as the plan moves pods, so a cycle planning thousands of moves counts each workload once."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self._snapshot, self._nodes = snapshot, snapshot.nodes
+        self._pods: dict[str, list[PodRecord]] | None = None  # by namespace, collected on the first check
+        self._moved: dict[str, str] = {}  # pod uid -> destination
+        self._tallies: dict[tuple[object, ...], _Tally] = {}
+        self._by_namespace: dict[str, list[_Tally]] = {}
+        self._domains: dict[tuple[object, ...], dict[str, str]] = {}  # eligible node -> domain, per shape
+
+    def add(self, pod: PodRecord, node: str) -> None:
+        self._shift(pod, self._moved.get(pod.uid, pod.node_name), node)
+        self._moved[pod.uid] = node
+
+    def remove(self, pod: PodRecord) -> None:
+        """Undo `add` (a trial placement that was given up)."""
+        node = self._moved.pop(pod.uid, None)
+        if node is not None:
+            self._shift(pod, node, pod.node_name)
+
+    def _shift(self, pod: PodRecord, old: str, new: str) -> None:
+        for t in self._by_namespace.get(pod.namespace, ()):
+            if matches_labels(t.selector, pod.labels):
+                t.move(t.domain_of.get(old), t.domain_of.get(new))
+
+    def _tally(self, pod: PodRecord, c: SpreadConstraint, constraints: tuple[SpreadConstraint, ...],
+               selector: LabelSelector) -> _Tally:
+        """Matching pods per eligible domain (the pod itself counted where it is, or where it is planned to go).
+        Eligible nodes carry every topology key of `constraints` (the pod's hard ones, or its soft ones, as the
+        scheduler's filter and its score each count them)."""
+        shape, domain_of = self._eligible_domains(pod, c, constraints)
+        tally = self._tallies.get((pod.namespace, selector, shape))
+        if tally is None:
+            counts = dict.fromkeys(domain_of.values(), 0)
+            if self._pods is None:  # by namespace: a constraint only ever counts pods of its own
+                self._pods = {}
+                for pods in self._snapshot.pods_by_node.values():
+                    for p in pods:
+                        if p.phase not in TERMINAL_PHASES and not p.terminating:
+                            self._pods.setdefault(p.namespace, []).append(p)
+            for p in self._pods.get(pod.namespace, ()):
+                if matches_labels(selector, p.labels):
+                    value = domain_of.get(self._moved.get(p.uid, p.node_name))
+                    if value is not None:
+                        counts[value] += 1
+            tally = self._tallies[(pod.namespace, selector, shape)] = _Tally.of(pod.namespace, selector, domain_of,
+                                                                                counts)
+            self._by_namespace.setdefault(pod.namespace, []).append(tally)
+        return tally
+
+    def _here(self, pod: PodRecord, tally: _Tally) -> str | None:
+        """The domain the pod counts in now (where it is, or where the plan sends it), if it counts at all."""
+        if not matches_labels(tally.selector, pod.labels):
+            return None
+        return tally.domain_of.get(self._moved.get(pod.uid, pod.node_name))
+
+    def violation(self, pod: PodRecord, node: NodeRecord) -> str | None:
+        """Why `pod` may not go to `node` under its hard spread constraints, or None."""
+        for c in pod.hard_spread:
+            value = node.labels.get(c.topology_key)
+            if value is None:
+                return "topology spread (node lacks the topology key)"
+            if c.selector is None:
+                continue  # matches no pod: every domain holds 0, the pod itself does not count
+            tally = self._tally(pod, c, pod.hard_spread, c.selector)
+            here = self._here(pod, tally)
+            # The scheduler's arithmetic, with the moving pod taken out of where it counts now.
+            _, fewest = tally.extremes(minus=here)
+            if len(tally.counts) < c.min_domains:
+                fewest = 0
+            in_value = tally.counts.get(value, 0) - (1 if here == value else 0)
+            itself = 1 if matches_labels(c.selector, pod.labels) else 0
+            if in_value + itself - fewest > c.max_skew:
+                return "topology spread"
+        return None
+
+    def soft_worse(self, pod: PodRecord, node: NodeRecord) -> str | None:
+        """For a balance move: would it make one of the pod's `ScheduleAnyway` constraints worse? Worse is a skew
+        (most minus fewest matching pods over the eligible domains) above both the current one and maxSkew: the
+        scheduler only prefers to honour these, so a move that keeps them within maxSkew, or improves them, is
+        fine."""
+        for c in pod.soft_spread:
+            dst = node.labels.get(c.topology_key)
+            if dst is None:
+                return "topology spread (node lacks the topology key)"
+            if c.selector is None or not matches_labels(c.selector, pod.labels):
+                continue  # the pod does not count towards it: moving it changes nothing
+            tally = self._tally(pod, c, pod.soft_spread, c.selector)
+            src = self._here(pod, tally)
+            if src == dst:
+                continue
+            before = _skew(tally.extremes(), len(tally.counts), c)
+            after = _skew(tally.extremes(minus=src, plus=dst if dst in tally.counts else None), len(tally.counts), c)
+            if after > max(before, c.max_skew):
+                return "topology spread (ScheduleAnyway) made worse"
+        return None
+
+    def _eligible_domains(self, pod: PodRecord, c: SpreadConstraint,
+                          constraints: tuple[SpreadConstraint, ...]) -> tuple[tuple[object, ...], dict[str, str]]:
+        """(shape, eligible node -> domain). Which nodes are eligible depends only on the constraint and the pod's
+        node selection and tolerations, which the replicas of one workload share: computed once per shape."""
+        keys = {k.topology_key for k in constraints}
+        shape = (c.topology_key, c.honor_node_affinity, c.honor_node_taints, frozenset(keys),
+                 tuple(sorted(pod.node_selector.items())), pod.required_node_affinity, pod.tolerations)
+        domain_of = self._domains.get(shape)
+        if domain_of is None:
+            domain_of = self._domains[shape] = {name: n.labels[c.topology_key] for name, n in self._nodes.items()
+                                                if _eligible(pod, n, keys, c)}
+        return shape, domain_of
+
+
+def _skew(extremes: tuple[int, int], domains: int, c: SpreadConstraint) -> int:
+    most, fewest = extremes
+    return most - (fewest if domains >= c.min_domains else 0)

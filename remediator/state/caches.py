@@ -1,0 +1,232 @@
+"""list+watch caches of nodes, pods, PDBs and PriorityClasses as slim records, indexed by node and by owner.
+
+Each resource is listed once, then watched from the list's resourceVersion (bookmarks keep it fresh); a
+410 Gone relists, any other error re-watches from the last resourceVersion after a back-off. In steady
+state the remediator makes no LIST requests. `changed` is set on every change so the controller wakes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime as dt
+import logging
+import random
+from collections.abc import Callable
+from typing import Any
+
+from remediator.model import NodeRecord, PdbRecord, PodRecord, Snapshot
+from remediator.state import records
+from remediator.state.kube import ApiError, Kube, WatchExpired
+
+
+class Informer:
+    """One resource: list, then watch forever; calls `apply(type, object)` per event and `reset(objects)` per list."""
+
+    def __init__(self, kube: Kube, path: str, *, reset: Callable[[list[dict[str, Any]]], None],
+                 apply: Callable[[str, dict[str, Any]], None], log: logging.Logger, page_size: int = 5000) -> None:
+        self.kube, self.path, self._reset, self._apply, self.log = kube, path, reset, apply, log
+        self.page_size = page_size
+        self.resource_version = ""
+        self.synced = asyncio.Event()
+
+    async def _list(self) -> None:
+        items: list[dict[str, Any]] = []
+        cont = ""
+        while True:
+            params = {"limit": str(self.page_size)}
+            if cont:
+                params["continue"] = cont
+            page = await self.kube.request("GET", self.path, params=params)
+            items.extend(page.get("items") or [])
+            cont = (page.get("metadata") or {}).get("continue") or ""
+            if not cont:
+                self.resource_version = page["metadata"]["resourceVersion"]
+                break
+        self._reset(items)
+        self.synced.set()
+
+    async def run(self) -> None:
+        backoff = 0.2
+        need_list = True
+        while True:
+            try:
+                if need_list:
+                    await self._list()
+                    need_list = False
+                async for event in self.kube.watch(self.path, self.resource_version):
+                    obj = event.get("object") or {}
+                    rv = (obj.get("metadata") or {}).get("resourceVersion")
+                    if rv:
+                        self.resource_version = rv
+                    if event.get("type") != "BOOKMARK":
+                        self._apply(str(event.get("type")), obj)
+                backoff = 0.2
+            except WatchExpired:
+                self.log.info("watch expired, relisting", extra={"path": self.path})
+                need_list = True
+            except (ApiError, ValueError, KeyError) as e:
+                self.log.warning("watch failed, retrying", extra={"path": self.path, "error": str(e)})
+                await asyncio.sleep(backoff * (0.5 + random.random()))
+                backoff = min(backoff * 2, 10.0)
+
+
+class ClusterCache:
+    def __init__(self, kube: Kube, *, log: logging.Logger,
+                 clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)) -> None:
+        self.clock = clock
+        self.nodes: dict[str, NodeRecord] = {}
+        self.pods: dict[str, PodRecord] = {}  # "ns/name" -> record
+        self.pods_by_node: dict[str, dict[str, PodRecord]] = {}
+        self.pods_by_owner: dict[str, dict[str, PodRecord]] = {}
+        self.pdbs: dict[str, PdbRecord] = {}
+        self.priority_classes: dict[str, int] = {}  # for evictor.priorityThreshold.name
+        self.raw_nodes: dict[str, dict[str, Any]] = {}  # annotations/taints the taint writer patches from
+        self.changed = asyncio.Event()
+        self.informers = [
+            Informer(kube, "/api/v1/nodes", reset=self._reset_nodes, apply=self._apply_node, log=log),
+            Informer(kube, "/api/v1/pods", reset=self._reset_pods, apply=self._apply_pod, log=log),
+            Informer(kube, "/apis/policy/v1/poddisruptionbudgets", reset=self._reset_pdbs, apply=self._apply_pdb,
+                     log=log),
+            Informer(kube, "/apis/scheduling.k8s.io/v1/priorityclasses", reset=self._reset_priority_classes,
+                     apply=self._apply_priority_class, log=log),
+        ]
+
+    async def run(self) -> None:
+        await asyncio.gather(*(i.run() for i in self.informers))
+
+    async def wait_synced(self) -> None:
+        await asyncio.gather(*(i.synced.wait() for i in self.informers))
+
+    # --- nodes ---------------------------------------------------------------------------------
+    def _reset_nodes(self, items: list[dict[str, Any]]) -> None:
+        previous = dict(self.nodes)  # a relist keeps what the watch saw of conditions that did not change
+        self.nodes.clear()
+        self.raw_nodes.clear()
+        for obj in items:
+            self._apply_node("ADDED", obj, previous)
+
+    def _apply_node(self, kind: str, obj: dict[str, Any], previous: dict[str, NodeRecord] | None = None) -> None:
+        rec = records.node(obj)
+        rec = _stamp_observed(rec, (self.nodes if previous is None else previous).get(rec.name), self.clock())
+        if kind == "DELETED":
+            self.nodes.pop(rec.name, None)
+            self.raw_nodes.pop(rec.name, None)
+        else:
+            self.nodes[rec.name] = rec
+            meta = obj.get("metadata") or {}
+            self.raw_nodes[rec.name] = {"resourceVersion": meta.get("resourceVersion", ""),
+                                        "taints": (obj.get("spec") or {}).get("taints") or []}
+        self.changed.set()
+
+    # --- pods ----------------------------------------------------------------------------------
+    def _reset_pods(self, items: list[dict[str, Any]]) -> None:
+        self.pods.clear()
+        self.pods_by_node.clear()
+        self.pods_by_owner.clear()
+        for obj in items:
+            self._apply_pod("ADDED", obj)
+
+    def _unindex(self, rec: PodRecord) -> None:
+        by_node = self.pods_by_node.get(rec.node_name)
+        if by_node is not None:
+            by_node.pop(rec.key, None)
+            if not by_node:
+                del self.pods_by_node[rec.node_name]
+        for o in rec.owners:
+            by_owner = self.pods_by_owner.get(o.uid)
+            if by_owner is not None:
+                by_owner.pop(rec.key, None)
+                if not by_owner:
+                    del self.pods_by_owner[o.uid]
+
+    def _apply_pod(self, kind: str, obj: dict[str, Any]) -> None:
+        rec = records.pod(obj)
+        old = self.pods.pop(rec.key, None)
+        if old is not None:
+            self._unindex(old)
+        if kind != "DELETED":
+            self.pods[rec.key] = rec
+            if rec.node_name:
+                self.pods_by_node.setdefault(rec.node_name, {})[rec.key] = rec
+            for o in rec.owners:
+                self.pods_by_owner.setdefault(o.uid, {})[rec.key] = rec
+        self.changed.set()
+
+    # --- PDBs ----------------------------------------------------------------------------------
+    def _reset_pdbs(self, items: list[dict[str, Any]]) -> None:
+        self.pdbs.clear()
+        for obj in items:
+            self._apply_pdb("ADDED", obj)
+
+    def _apply_pdb(self, kind: str, obj: dict[str, Any]) -> None:
+        rec = records.pdb(obj)
+        key = f"{rec.namespace}/{rec.name}"
+        if kind == "DELETED":
+            self.pdbs.pop(key, None)
+        else:
+            self.pdbs[key] = rec
+        self.changed.set()
+
+    # --- PriorityClasses -------------------------------------------------------------------------
+    def _reset_priority_classes(self, items: list[dict[str, Any]]) -> None:
+        self.priority_classes.clear()
+        for obj in items:
+            self._apply_priority_class("ADDED", obj)
+
+    def _apply_priority_class(self, kind: str, obj: dict[str, Any]) -> None:
+        rec = records.priority_class(obj)
+        if kind == "DELETED" or rec is None:
+            self.priority_classes.pop(str((obj.get("metadata") or {}).get("name", "")), None)
+        else:
+            self.priority_classes[rec[0]] = rec[1]
+        self.changed.set()
+
+    def snapshot(self, now: dt.datetime) -> Snapshot:
+        return Snapshot(
+            now=now,
+            nodes=dict(self.nodes),
+            pods_by_node={n: list(p.values()) for n, p in self.pods_by_node.items()},
+            pods_by_owner={o: list(p.values()) for o, p in self.pods_by_owner.items()},
+            pdbs=list(self.pdbs.values()),
+            priority_classes=dict(self.priority_classes),
+        )
+
+
+def _stamp_observed(rec: NodeRecord, previous: NodeRecord | None, now: dt.datetime) -> NodeRecord:
+    """Carry each condition's `observed_at` while its status and lastTransitionTime stay; stamp `now` on a new one.
+    A condition first seen in a (re)list gets the list's time: we cannot tell how long before that it changed."""
+    before = {c.type: c for c in previous.conditions} if previous is not None else {}
+    conditions = []
+    for c in rec.conditions:
+        old = before.get(c.type)
+        seen = old.observed_at if old is not None and (old.status, old.last_transition) == (
+            c.status, c.last_transition) else now
+        conditions.append(dataclasses.replace(c, observed_at=seen))
+    return dataclasses.replace(rec, conditions=tuple(conditions))
+
+
+def snapshot_from_list(doc: dict[str, Any], now: dt.datetime) -> Snapshot:
+    """A Snapshot from `kubectl get nodes,pods,pdb,priorityclasses -A -o json` output (a `kind: List`)."""
+    nodes: dict[str, NodeRecord] = {}
+    by_node: dict[str, list[PodRecord]] = {}
+    by_owner: dict[str, list[PodRecord]] = {}
+    pdbs: list[PdbRecord] = []
+    priority_classes: dict[str, int] = {}
+    for obj in doc.get("items") or []:
+        kind = obj.get("kind")
+        if kind == "Node":
+            n = records.node(obj)
+            nodes[n.name] = n
+        elif kind == "Pod":
+            p = records.pod(obj)
+            if p.node_name:
+                by_node.setdefault(p.node_name, []).append(p)
+            for o in p.owners:
+                by_owner.setdefault(o.uid, []).append(p)
+        elif kind == "PodDisruptionBudget":
+            pdbs.append(records.pdb(obj))
+        elif kind == "PriorityClass" and (rec := records.priority_class(obj)) is not None:
+            priority_classes[rec[0]] = rec[1]
+    return Snapshot(now=now, nodes=nodes, pods_by_node=by_node, pods_by_owner=by_owner, pdbs=pdbs,
+                    priority_classes=priority_classes)

@@ -1,0 +1,243 @@
+"""API JSON (as the API server or `kubectl get -o json` prints it) → the slim records of `model.py`.
+
+Shared by the watch caches and by `plan --snapshot`. Defensive on purpose: a field of the wrong type
+yields a default, never an exception, so one odd object cannot stop a remediation cycle.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from remediator.model import (
+    Condition,
+    Effect,
+    LabelSelector,
+    NodeRecord,
+    NodeSelectorTerm,
+    OwnerRef,
+    PdbRecord,
+    PodAffinityTerm,
+    PodRecord,
+    SelectorRequirement,
+    SpreadConstraint,
+    Taint,
+    Toleration,
+)
+from remediator.state.quantity import resources
+
+
+def parse_time(value: Any) -> dt.datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _str_map(value: Any) -> dict[str, str]:
+    return {str(k): str(v) for k, v in _dict(value).items()}
+
+
+def taint(raw: dict[str, Any]) -> Taint | None:
+    try:
+        effect = Effect(raw.get("effect", ""))
+    except ValueError:
+        return None
+    return Taint(key=str(raw.get("key", "")), value=str(raw.get("value", "") or ""), effect=effect)
+
+
+def taints(raw: Any) -> tuple[Taint, ...]:
+    return tuple(t for t in (taint(_dict(x)) for x in _list(raw)) if t is not None)
+
+
+def node(obj: dict[str, Any]) -> NodeRecord:
+    meta, spec, status = _dict(obj.get("metadata")), _dict(obj.get("spec")), _dict(obj.get("status"))
+    conditions = tuple(
+        Condition(
+            type=str(c.get("type", "")),
+            status=str(c.get("status", "")),
+            last_transition=parse_time(c.get("lastTransitionTime")),
+            reason=str(c.get("reason", "") or ""),
+            message=str(c.get("message", "") or ""),
+        )
+        for c in map(_dict, _list(status.get("conditions")))
+    )
+    return NodeRecord(
+        name=str(meta.get("name", "")),
+        labels=_str_map(meta.get("labels")),
+        annotations=_str_map(meta.get("annotations")),
+        taints=taints(spec.get("taints")),
+        unschedulable=bool(spec.get("unschedulable", False)),
+        conditions=conditions,
+        allocatable=resources(_dict(status.get("allocatable"))),
+        created=parse_time(meta.get("creationTimestamp")),
+        deleting=meta.get("deletionTimestamp") is not None,
+        resource_version=str(meta.get("resourceVersion", "")),
+    )
+
+
+def _requirements(raw: Any) -> tuple[SelectorRequirement, ...]:
+    return tuple(
+        SelectorRequirement(key=str(r.get("key", "")), operator=str(r.get("operator", "")),
+                            values=tuple(str(v) for v in _list(r.get("values"))))
+        for r in map(_dict, _list(raw))
+    )
+
+
+def label_selector(raw: Any) -> LabelSelector | None:
+    if not isinstance(raw, dict):
+        return None
+    return LabelSelector(
+        match_labels=tuple(sorted(_str_map(raw.get("matchLabels")).items())),
+        match_expressions=_requirements(raw.get("matchExpressions")),
+    )
+
+
+def _qos(containers: list[dict[str, Any]]) -> str:
+    """Pod QoS class from container requests/limits (cpu and memory), as the kubelet computes it."""
+    any_set, guaranteed = False, bool(containers)
+    for c in containers:
+        res = _dict(c.get("resources"))
+        req, lim = _dict(res.get("requests")), _dict(res.get("limits"))
+        for r in ("cpu", "memory"):
+            if r in req or r in lim:
+                any_set = True
+            if r not in lim or (r in req and req[r] != lim[r]):
+                guaranteed = False
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+def _pod_requests(spec: dict[str, Any]) -> dict[str, int]:
+    """Effective requests: max(sum of app containers, largest init container) per resource, plus overhead."""
+    total: dict[str, int] = {}
+    for c in map(_dict, _list(spec.get("containers"))):
+        for k, v in resources(_dict(_dict(c.get("resources")).get("requests"))).items():
+            total[k] = total.get(k, 0) + v
+    for c in map(_dict, _list(spec.get("initContainers"))):
+        for k, v in resources(_dict(_dict(c.get("resources")).get("requests"))).items():
+            total[k] = max(total.get(k, 0), v)
+    for k, v in resources(_dict(spec.get("overhead"))).items():
+        total[k] = total.get(k, 0) + v
+    return total
+
+
+def _pod_affinity_terms(spec: dict[str, Any], kind: str, namespace: str) -> tuple[PodAffinityTerm, ...]:
+    """The required terms of `podAffinity` or `podAntiAffinity`."""
+    raw = _dict(_dict(spec.get("affinity")).get(kind)).get("requiredDuringSchedulingIgnoredDuringExecution")
+    terms = []
+    for t in map(_dict, _list(raw)):
+        key = t.get("topologyKey")
+        if not isinstance(key, str) or not key:
+            continue  # the API server requires one; a term without it could not be evaluated
+        listed = tuple(str(n) for n in _list(t.get("namespaces")) if isinstance(n, str))
+        has_selector = isinstance(t.get("namespaceSelector"), dict)
+        terms.append(PodAffinityTerm(
+            selector=label_selector(t.get("labelSelector")),
+            namespaces=listed or (() if has_selector else (namespace,)),
+            any_namespace=has_selector,
+            topology_key=key,
+        ))
+    return tuple(terms)
+
+
+def _spread(spec: dict[str, Any], labels: dict[str, str], when: str) -> tuple[SpreadConstraint, ...]:
+    """The topologySpreadConstraints with `whenUnsatisfiable: <when>` (DoNotSchedule or ScheduleAnyway)."""
+    out = []
+    for c in map(_dict, _list(spec.get("topologySpreadConstraints"))):
+        skew, key = c.get("maxSkew"), c.get("topologyKey")
+        if c.get("whenUnsatisfiable", "DoNotSchedule") != when or not isinstance(key, str) or not key:
+            continue
+        if not isinstance(skew, int) or isinstance(skew, bool) or skew < 1:
+            continue  # the API server refuses these
+        selector = label_selector(c.get("labelSelector"))
+        keys = [k for k in _list(c.get("matchLabelKeys")) if isinstance(k, str) and k in labels]
+        if selector is not None and keys:  # matchLabelKeys: "key In (the pod's value)" ANDed to the selector
+            selector = LabelSelector(selector.match_labels, selector.match_expressions + tuple(
+                SelectorRequirement(k, "In", (labels[k],)) for k in keys))
+        domains = c.get("minDomains")
+        out.append(SpreadConstraint(
+            max_skew=skew, topology_key=key, selector=selector,
+            min_domains=domains if isinstance(domains, int) and not isinstance(domains, bool) and domains > 0 else 1,
+            honor_node_affinity=c.get("nodeAffinityPolicy", "Honor") != "Ignore",
+            honor_node_taints=c.get("nodeTaintsPolicy", "Ignore") == "Honor",
+        ))
+    return tuple(out)
+
+
+def pod(obj: dict[str, Any]) -> PodRecord:
+    meta, spec, status = _dict(obj.get("metadata")), _dict(obj.get("spec")), _dict(obj.get("status"))
+    labels = _str_map(meta.get("labels"))
+    volumes = list(map(_dict, _list(spec.get("volumes"))))
+    affinity = _dict(_dict(_dict(spec.get("affinity")).get("nodeAffinity")).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"))
+    terms = tuple(
+        NodeSelectorTerm(match_expressions=_requirements(t.get("matchExpressions")),
+                         match_fields=_requirements(t.get("matchFields")))
+        for t in map(_dict, _list(affinity.get("nodeSelectorTerms")))
+    )
+    priority = spec.get("priority")
+    return PodRecord(
+        namespace=str(meta.get("namespace", "")),
+        name=str(meta.get("name", "")),
+        uid=str(meta.get("uid", "")),
+        node_name=str(spec.get("nodeName", "") or ""),
+        phase=str(status.get("phase", "Pending") or "Pending"),
+        labels=labels,
+        annotations=_str_map(meta.get("annotations")),
+        owners=tuple(
+            OwnerRef(kind=str(o.get("kind", "")), name=str(o.get("name", "")), uid=str(o.get("uid", "")),
+                     controller=bool(o.get("controller", False)))
+            for o in map(_dict, _list(meta.get("ownerReferences")))
+        ),
+        priority=priority if isinstance(priority, int) else None,
+        priority_class=str(spec.get("priorityClassName", "") or ""),
+        tolerations=tuple(
+            Toleration(key=str(t.get("key", "") or ""), operator=str(t.get("operator", "") or "Equal"),
+                       value=str(t.get("value", "") or ""), effect=str(t.get("effect", "") or ""))
+            for t in map(_dict, _list(spec.get("tolerations")))
+        ),
+        node_selector=_str_map(spec.get("nodeSelector")),
+        required_node_affinity=terms,
+        required_anti_affinity=_pod_affinity_terms(spec, "podAntiAffinity", str(meta.get("namespace", ""))),
+        required_affinity=_pod_affinity_terms(spec, "podAffinity", str(meta.get("namespace", ""))),
+        hard_spread=_spread(spec, labels, "DoNotSchedule"),
+        soft_spread=_spread(spec, labels, "ScheduleAnyway"),
+        requests=_pod_requests(spec),
+        qos=str(status.get("qosClass") or _qos(list(map(_dict, _list(spec.get("containers")))))),
+        has_local_storage=any("emptyDir" in v or "hostPath" in v for v in volumes),
+        has_pvc=any("persistentVolumeClaim" in v or "ephemeral" in v for v in volumes),
+        terminating=meta.get("deletionTimestamp") is not None,
+        start_time=parse_time(status.get("startTime")),
+        created=parse_time(meta.get("creationTimestamp")),
+    )
+
+
+def priority_class(obj: dict[str, Any]) -> tuple[str, int] | None:
+    """(name, value) of a PriorityClass; None when the object has no usable value."""
+    name, value = _dict(obj.get("metadata")).get("name"), obj.get("value")
+    if not isinstance(name, str) or not name or not isinstance(value, int) or isinstance(value, bool):
+        return None
+    return name, value
+
+
+def pdb(obj: dict[str, Any]) -> PdbRecord:
+    meta, spec, status = _dict(obj.get("metadata")), _dict(obj.get("spec")), _dict(obj.get("status"))
+    allowed = status.get("disruptionsAllowed", 0)
+    return PdbRecord(
+        namespace=str(meta.get("namespace", "")),
+        name=str(meta.get("name", "")),
+        selector=label_selector(spec.get("selector")),
+        disruptions_allowed=allowed if isinstance(allowed, int) else 0,
+    )

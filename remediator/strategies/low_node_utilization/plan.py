@@ -1,0 +1,109 @@
+"""LowNodeUtilization: move pods off overutilized nodes so that underutilized nodes take them.
+
+descheduler's algorithm and argument names (docs/utilization.md lists each difference and why):
+1. usage: requests of the non-terminal pods on each Ready node, in % of allocatable, after the moves this cycle
+   already planned;
+2. thresholds as given, or with useDeviationThresholds distances below/above the mean usage;
+3. underutilized: schedulable and every configured resource at or below `thresholds`; overutilized: any configured
+   resource above `targetThresholds`; the rest are left alone;
+4. nothing to do when no node is underutilized, when at most numberOfNodes are, when every node is, or when none
+   is overutilized;
+5. the busiest source first, its pods in eviction order; a source is relieved until nothing configured is above
+   target, and the strategy ends when the underutilized nodes' pooled room (up to target) runs out.
+nodemedic's changes: a pod must fit one particular underutilized node and leave it at or under target (`dest-fit`);
+a pod that frees nothing of what is over target is not evicted (`relieves`); sources are ordered by their highest
+percentage, not by a raw sum of millicores and bytes (`order`); PDBs, zone spread, the loop guard and the owner
+cool-down apply (the cycle gate).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from remediator.model import NodeRecord, PlannedEviction, PodRecord, Snapshot
+from remediator.planning.cycle import CYCLE, NODE, Cycle
+from remediator.scheduling.nodefit import PODS
+from remediator.scheduling.usage import (
+    Percentages,
+    above,
+    at_or_below,
+    describe,
+    eviction_order,
+    levels,
+    live_pods,
+    percent,
+    percentages,
+)
+from remediator.strategies.low_node_utilization.args import LowNodeUtilizationArgs
+
+NAME = "LowNodeUtilization"
+KIND = "balance"
+
+
+def plan(snapshot: Snapshot, args: LowNodeUtilizationArgs, cycle: Cycle) -> None:
+    thresholds, targets = dict(args.thresholds), dict(args.target_thresholds)
+    scope = sorted(n for n, rec in snapshot.nodes.items() if rec.ready and not rec.deleting)
+    if len(scope) <= 1:
+        return
+    pct = {n: percentages(cycle.usage(n), snapshot.nodes[n].allocatable, thresholds) for n in scope}
+    low, high = levels(thresholds, targets, deviation=args.use_deviation_thresholds, usage=list(pct.values()))
+    under = [n for n in scope if not snapshot.nodes[n].unschedulable and at_or_below(pct[n], low)]
+    over = [n for n in scope if n not in under and above(pct[n], high)]
+    if not under or len(under) <= args.number_of_nodes or len(under) == len(scope) or not over:
+        return
+
+    destinations = cycle.by_room(n for n in under if n not in cycle.exclude)
+    budget = _budget(cycle, snapshot, destinations, high)
+
+    def stays_under_target(pod: PodRecord, node: NodeRecord, after: Mapping[str, int]) -> str | None:
+        for r, limit in high.items():
+            if percent(after.get(r, 0), node.allocatable.get(r, 0)) > limit:
+                return f"would go above target {r} {limit:g}%"
+        return None
+
+    for source in sorted(over, key=lambda n: (-max(pct[n].values(), default=0.0), n)):
+        if cycle.hold(source) is not None:
+            continue  # opted out, or the autoscaler is at work there: not ours to relieve
+        allocatable = snapshot.nodes[source].allocatable
+        moved = 0
+        for pod in eviction_order(live_pods(snapshot, source)):
+            now = percentages(cycle.usage(source), allocatable, thresholds)
+            hot = above(now, high)
+            if not hot:
+                break  # relieved
+            if any(v <= 0 for v in budget.values()):
+                return
+            if args.eviction_limit_per_node is not None and moved >= args.eviction_limit_per_node:
+                break
+            if pod.namespace in args.evictable_namespaces_exclude:
+                continue
+            if not (PODS in hot or any(pod.requests.get(r, 0) > 0 for r in hot)):
+                continue  # e.g. a BestEffort pod on a node hot on CPU: evicting it frees nothing that matters
+            reason = f"node {source} above target ({describe(_only(now, hot))} > {describe(_only(high, hot))})"
+            outcome = cycle.move(PlannedEviction(pod, NAME, reason), destinations, accept=stays_under_target)
+            if outcome.evicted:
+                moved += 1
+                budget[PODS] -= 1
+                for r in budget:
+                    if r != PODS:
+                        budget[r] -= pod.requests.get(r, 0)
+            elif outcome.stop == CYCLE:
+                return
+            elif outcome.stop == NODE:
+                break
+
+
+def _only(pct: Percentages, keys: list[str]) -> Percentages:
+    return {k: pct[k] for k in keys}
+
+
+def _budget(cycle: Cycle, snapshot: Snapshot, destinations: list[str], high: Percentages) -> dict[str, float]:
+    """Room on the destinations up to the target, per resource (cpu, memory and pods always, as descheduler)."""
+    resources = {"cpu", "memory", PODS, *high}
+    budget = dict.fromkeys(resources, 0.0)
+    for n in destinations:
+        used, allocatable = cycle.usage(n), snapshot.nodes[n].allocatable
+        for r in resources:
+            limit = high.get(r, 100.0)
+            budget[r] += max(0.0, limit * allocatable.get(r, 0) / 100 - used.get(r, 0))
+    return budget

@@ -1,0 +1,45 @@
+"""RemovePodsViolatingNodeTaints's arguments (descheduler's names), their defaults and their validation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from remediator.model import LabelSelector
+from remediator.policy.fields import Namespaces, read_label_selector, read_namespaces
+from remediator.policy.reader import Reader, Section
+from remediator.policy.syntax import label_value_problem, qualified_name_problem
+
+_TAINTS_ARGS_KEYS = ("namespaces", "labelSelector", "includePreferNoSchedule", "excludedTaints", "includedTaints")
+
+
+@dataclass(frozen=True)
+class RemovePodsViolatingNodeTaintsArgs:
+    namespaces: Namespaces = Namespaces()
+    label_selector: LabelSelector | None = None
+    include_prefer_no_schedule: bool = False
+    excluded_taints: tuple[str, ...] = ()  # "key" or "key=value"
+    # None = the taints the rules own with evict: true (so a manual cordon never triggers mass eviction).
+    included_taints: tuple[str, ...] | None = None
+
+
+def _taint_filter_problem(entry: str) -> str | None:
+    """excludedTaints/includedTaints entries: "key" or "key=value"."""
+    key, _, value = entry.partition("=")
+    return qualified_name_problem(key) or label_value_problem(value)
+
+
+def read_args(r: Reader, strategy: Section) -> RemovePodsViolatingNodeTaintsArgs:
+    m = r.section(strategy, "args", _TAINTS_ARGS_KEYS)
+    d = RemovePodsViolatingNodeTaintsArgs()
+    excluded = r.strings(m, "excludedTaints", _taint_filter_problem)
+    included = r.strings(m, "includedTaints", _taint_filter_problem)
+    if excluded is not None and included is not None:
+        r.error(m.values["includedTaints"], m.at("includedTaints"),
+                "includedTaints and excludedTaints are mutually exclusive; give one of them")
+    return RemovePodsViolatingNodeTaintsArgs(
+        namespaces=read_namespaces(r, m),
+        label_selector=read_label_selector(r, m),
+        include_prefer_no_schedule=r.flag(m, "includePreferNoSchedule", d.include_prefer_no_schedule),
+        excluded_taints=excluded if excluded is not None else d.excluded_taints,
+        included_taints=included if included is not None else d.included_taints,
+    )

@@ -1,0 +1,248 @@
+"""Kubelet health against a real local aiohttp server, and restart counting from a fixture /proc."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import shutil
+import ssl
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from agent.checks.kubelet import FREQUENT_RESTART, UNHEALTHY, Config, KubeletCheck, validate
+from agent.checks.restarts import RestartConfig
+from agent.host import HostRoot
+from agent.model import ConditionReport, Status
+
+NOW = dt.datetime(2024, 5, 1, 12, 0, 0, tzinfo=dt.UTC)
+MINUTE = dt.timedelta(minutes=1)
+BOOT = 1714560000  # btime: 2024-05-01T10:40:00Z
+TICKS = 100
+FAST = dt.timedelta(milliseconds=300)  # request timeout for the hanging server: the test waits this long, no more
+
+
+class FakeKubelet:
+    """A /healthz that answers with `status`, or never answers when `status` is None."""
+
+    def __init__(self) -> None:
+        self.status: int | None = 200
+        self.release = asyncio.Event()  # set before the server stops: aiohttp waits for pending handlers
+
+    async def healthz(self, request: web.Request) -> web.Response:
+        if self.status is None:
+            await self.release.wait()
+            return web.Response(status=503)
+        return web.Response(status=self.status, text="ok" if self.status == 200 else "[-]syncloop failed")
+
+
+def probe_sequence(kubelet: FakeKubelet, statuses: Sequence[int | None], config: Config | None = None,
+                   root: Path | None = None) -> list[ConditionReport]:
+    """Serve `statuses` one per observation from a real server on 127.0.0.1:0; the KubeletUnhealthy reports."""
+
+    async def main() -> list[ConditionReport]:
+        app = web.Application()
+        app.router.add_get("/healthz", kubelet.healthz)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        host, port = runner.addresses[0][:2]
+        base = config or Config(request_timeout=FAST)
+        check = KubeletCheck(Config(healthz_url=f"http://{host}:{port}/healthz", request_timeout=base.request_timeout,
+                                    failure_threshold=base.failure_threshold), HostRoot(root or Path("/nonexistent")))
+        reports = []
+        try:
+            for i, status in enumerate(statuses):
+                kubelet.status = status
+                observation = await check.observe(NOW + i * MINUTE)
+                assert [c.type for c in observation.conditions] == list(check.condition_types)
+                reports.append(next(c for c in observation.conditions if c.type == UNHEALTHY))
+        finally:
+            kubelet.release.set()
+            await runner.cleanup()
+        return reports
+
+    return asyncio.run(main())
+
+
+def test_a_kubelet_answering_200_is_healthy() -> None:
+    (report,) = probe_sequence(FakeKubelet(), [200])
+    assert (report.status, report.reason) == (Status.FALSE, "KubeletIsHealthy")
+    assert report.message.endswith("/healthz answers 200")
+
+
+@pytest.mark.parametrize(("statuses", "expected"), [
+    ([500, 500, 500], [Status.UNKNOWN, Status.UNKNOWN, Status.TRUE]),
+    ([200, 500, 500, 500], [Status.FALSE, Status.FALSE, Status.FALSE, Status.TRUE]),
+    ([200, 500, 500, 200, 500, 500], [Status.FALSE] * 6),
+    ([500, 500, 500, 200], [Status.UNKNOWN, Status.UNKNOWN, Status.TRUE, Status.FALSE]),
+    ([200, None, None, None], [Status.FALSE, Status.FALSE, Status.FALSE, Status.TRUE]),
+], ids=["three-failures-at-start", "three-failures-after-healthy", "a-success-resets-the-streak",
+        "recovers-on-first-success", "hanging-counts-as-failure"])
+def test_kubelet_unhealthy_needs_three_failed_probes_in_a_row(
+        statuses: list[int | None], expected: list[Status]) -> None:
+    reports = probe_sequence(FakeKubelet(), statuses)
+    assert [r.status for r in reports] == expected
+
+
+def test_the_failure_message_says_what_failed_and_how_far_the_streak_is() -> None:
+    reports = probe_sequence(FakeKubelet(), [500, None, 503])
+    assert reports[0].message.endswith("/healthz: HTTP 500 '[-]syncloop failed' (1 failure(s) in a row, threshold 3)")
+    assert reports[0].reason == "KubeletHealthUnknown"
+    assert "no answer within 0.3s (2 failure(s) in a row" in reports[1].message
+    assert (reports[2].status, reports[2].reason) == (Status.TRUE, "KubeletUnhealthy")
+
+
+def test_a_refused_connection_is_a_failed_probe() -> None:
+    check = KubeletCheck(Config(healthz_url="http://127.0.0.1:9/healthz", failure_threshold=1), HostRoot(Path("/x")))
+    report = asyncio.run(check.observe(NOW)).conditions[0]
+    assert (report.status, report.type) == (Status.TRUE, UNHEALTHY)
+    assert "ClientConnectorError" in report.message
+
+
+def write_process(root: Path, pid: int, name: str, start_ticks: int, ppid: int = 1) -> None:
+    proc = root / "proc" / str(pid)
+    proc.mkdir(parents=True, exist_ok=True)
+    (proc / "comm").write_text(f"{name}\n")
+    # fields 3.. of /proc/<pid>/stat; field 4 is ppid, field 22 is the start time in clock ticks after boot
+    rest = ["S", str(ppid)] + ["0"] * 17 + [str(start_ticks)] + ["0"] * 30
+    (proc / "stat").write_text(f"{pid} ({name}) {' '.join(rest)}\n")
+
+
+def ticks_at(when: dt.datetime) -> int:
+    return int((when.timestamp() - BOOT) * TICKS)
+
+
+@pytest.fixture
+def proc_root(tmp_path: Path) -> Path:
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc/stat").write_text(f"cpu  1 2 3 4\nbtime {BOOT}\nprocesses 100\n")
+    write_process(tmp_path, 1, "systemd", 1, ppid=0)
+    write_process(tmp_path, 700, "kubelet", ticks_at(NOW - 60 * MINUTE))
+    return tmp_path
+
+
+def restart_report(check: KubeletCheck, now: dt.datetime) -> ConditionReport:
+    observation = asyncio.run(check.observe(now))
+    return next(c for c in observation.conditions if c.type == FREQUENT_RESTART)
+
+
+def kubelet_check(root: Path, **restarts: object) -> KubeletCheck:
+    # no process names given: the check's own ("kubelet",) apply
+    config = Config(healthz_url="http://127.0.0.1:9/healthz", restarts=RestartConfig(**restarts))  # type: ignore[arg-type]
+    return KubeletCheck(config, HostRoot(root), clock_ticks=TICKS)
+
+
+def stop_kubelet(root: Path) -> None:
+    for proc in (root / "proc").iterdir():
+        if proc.name.isdigit() and (proc / "comm").read_text().strip() == "kubelet":
+            shutil.rmtree(proc)
+
+
+def restart_kubelet(root: Path, pid: int, when: dt.datetime) -> None:
+    stop_kubelet(root)
+    write_process(root, pid, "kubelet", ticks_at(when))
+
+
+def test_five_kubelet_restarts_within_twenty_minutes_are_frequent_and_age_out(proc_root: Path) -> None:
+    check = kubelet_check(proc_root)
+    report = restart_report(check, NOW)  # the start an hour ago is a baseline, not a restart
+    assert (report.status, report.message) == (Status.FALSE, "kubelet restarted 0 time(s) in the last 20m (limit 5)")
+    for i in range(1, 6):
+        restart_kubelet(proc_root, 700 + i, NOW + i * MINUTE)
+        report = restart_report(check, NOW + i * MINUTE + dt.timedelta(seconds=30))
+    assert (report.status, report.reason) == (Status.TRUE, "FrequentKubeletRestart")
+    assert report.message == "kubelet restarted 5 time(s) in the last 20m (limit 5)"
+    assert restart_report(check, NOW + 21 * MINUTE).status is Status.TRUE
+    report = restart_report(check, NOW + 21 * MINUTE + dt.timedelta(seconds=30))
+    assert (report.status, report.reason) == (Status.FALSE, "NoFrequentKubeletRestart")
+
+
+def test_the_same_process_seen_again_is_not_a_restart(proc_root: Path) -> None:
+    check = kubelet_check(proc_root, max_restarts=1)
+    for minute in range(3):
+        assert restart_report(check, NOW + minute * MINUTE).status is Status.FALSE
+
+
+def test_a_kubelet_that_is_gone_keeps_its_history_and_says_it_is_not_running(proc_root: Path) -> None:
+    check = kubelet_check(proc_root, max_restarts=1)
+    restart_report(check, NOW)
+    restart_kubelet(proc_root, 701, NOW + MINUTE)
+    assert restart_report(check, NOW + MINUTE).status is Status.TRUE
+    stop_kubelet(proc_root)
+    report = restart_report(check, NOW + 2 * MINUTE)
+    assert report.status is Status.TRUE
+    assert report.message.endswith("; kubelet is not running now")
+
+
+def test_the_service_started_by_init_is_preferred_over_a_nested_one(proc_root: Path) -> None:
+    check = kubelet_check(proc_root, max_restarts=1)
+    write_process(proc_root, 900, "kubelet", ticks_at(NOW - 90 * MINUTE), ppid=850)  # e.g. inside a kind node
+    restart_report(check, NOW)
+    restart_kubelet(proc_root, 701, NOW + MINUTE)  # removes both; the nested one comes back unchanged
+    write_process(proc_root, 900, "kubelet", ticks_at(NOW - 90 * MINUTE), ppid=850)
+    assert restart_report(check, NOW + 2 * MINUTE).status is Status.TRUE
+
+
+@pytest.mark.parametrize(("breakage", "fragment"), [
+    ("no-kubelet", "no process named kubelet under"),
+    ("no-btime", "/proc/stat has no btime line"),
+    ("stat-garbage", "/proc/700/stat is malformed"),
+    ("no-proc", "No such file or directory"),
+], ids=["kubelet-not-found", "proc-stat-without-btime", "garbage-process-stat", "no-proc-mounted"])
+def test_unusable_proc_data_makes_the_restart_condition_unknown(proc_root: Path, breakage: str, fragment: str) -> None:
+    if breakage == "no-kubelet":
+        (proc_root / "proc/700/comm").write_text("kubelet-helper\n")
+    elif breakage == "no-btime":
+        (proc_root / "proc/stat").write_text("cpu 1 2 3\n")
+    elif breakage == "stat-garbage":
+        (proc_root / "proc/700/stat").write_text("700 (kubelet) S 1\n")
+    root = proc_root / "elsewhere" if breakage == "no-proc" else proc_root
+    report = restart_report(kubelet_check(root), NOW)
+    assert (report.status, report.reason) == (Status.UNKNOWN, "RestartsUnknown")
+    assert fragment in report.message
+
+
+@pytest.mark.parametrize(("config", "errors"), [
+    (Config(), []),
+    (Config(healthz_url="127.0.0.1:10248/healthz"), ["healthz_url: must be an http:// or https:// URL with a host"]),
+    (Config(healthz_url="unix:///run/kubelet.sock"), ["healthz_url: must be an http:// or https:// URL with a host"]),
+    (Config(request_timeout=dt.timedelta(0)), ["request_timeout: must be positive"]),
+    (Config(request_timeout=dt.timedelta(seconds=15)), ["request_timeout: must be shorter than timing.timeout (15s)"]),
+    (Config(failure_threshold=0), ["failure_threshold: must be at least 1"]),
+    (Config(restarts=RestartConfig(max_restarts=3)), []),
+], ids=["defaults", "no-scheme", "unix-scheme", "zero-timeout", "timeout-not-below-check-timeout", "zero-threshold",
+        "restarts-without-names-uses-the-checks-names"])
+def test_validate_reports_each_bad_field(config: Config, errors: list[str]) -> None:
+    assert validate(config) == errors
+
+
+def test_an_https_probe_verifies_against_the_system_ca_store_and_plain_http_uses_no_tls() -> None:
+    https = KubeletCheck(Config(healthz_url="https://127.0.0.1:10250/healthz"), HostRoot(Path("/x")))
+    context = https._tls()
+    assert isinstance(context, ssl.SSLContext) and context.verify_mode == ssl.CERT_REQUIRED
+    assert context.check_hostname
+    assert context.cert_store_stats() == ssl.create_default_context().cert_store_stats()
+    assert https._tls() is context, "built once"
+    assert KubeletCheck(Config(), HostRoot(Path("/x")))._tls() is True
+
+
+def test_the_lean_aiohttp_import_skips_aiohttps_ca_stores_and_leaves_the_environment_as_it_was() -> None:
+    probe = ("import os, ssl; before = dict(os.environ)\n"
+             "from agent.reporting.aiohttp_lean import aiohttp\n"
+             "import aiohttp.connector as c\n"
+             "assert dict(os.environ) == before, 'environment changed'\n"
+             "print(c._SSL_CONTEXT_VERIFIED.cert_store_stats()['x509_ca'], "
+             "ssl.create_default_context().cert_store_stats()['x509_ca'])\n")
+    for env in ({}, {"SSL_CERT_FILE": "/etc/ssl/certs/ca-certificates.crt"}):
+        clean = {k: v for k, v in os.environ.items() if k not in ("SSL_CERT_FILE", "SSL_CERT_DIR")}
+        out = subprocess.run([sys.executable, "-c", probe], env=clean | env, capture_output=True, text=True,
+                             timeout=60, check=True).stdout.split()
+        assert out[0] == "0", "aiohttp's default context loaded CAs"
+        assert int(out[1]) > 0, "a context built afterwards must still see the system CAs"

@@ -1,0 +1,253 @@
+"""NPD system-log-monitor files load unchanged; mistakes come back as FILE: field.path: message."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from pathlib import Path
+
+import pytest
+
+from agent.npd.logmonitor_config import DEFAULT_MONITORS, ConfigError, DefaultCondition, Plugin, RuleType, load, loads
+from agent.npd.re2 import compile_rule_pattern, translate_re2
+from agent.npd.timestamps import go_layout_to_strptime, parse_log_timestamp
+
+TESTDATA = Path(__file__).resolve().parents[3] / "testdata" / "agent" / "logmonitor"
+BAD = TESTDATA / "bad"
+
+
+def errors_of(path: Path) -> list[str]:
+    with pytest.raises(ConfigError) as caught:
+        load(path)
+    return caught.value.errors
+
+
+def test_an_npd_kernel_monitor_file_loads_with_its_values_and_defaults() -> None:
+    config = load(TESTDATA / "npd-kernel-monitor.json")
+
+    assert config.plugin is Plugin.KMSG
+    assert config.log_path == "/dev/kmsg"
+    assert config.source == "custom-kernel-monitor"
+    assert config.lookback == dt.timedelta(minutes=5)
+    assert config.delay == dt.timedelta(minutes=1)  # "Delay": Go's encoding/json matches keys case-insensitively
+    assert config.buffer_size == 5
+    assert config.metrics_reporting is False
+    assert config.skip_list == (" audit:",)
+    assert config.conditions == (
+        DefaultCondition("KernelDeadlock", "KernelHasNoDeadlock", "kernel has no deadlock"),
+        DefaultCondition("ReadonlyFilesystem", "FilesystemIsNotReadOnly", "Filesystem is not read-only"),
+    )
+    assert [(r.type, r.condition, r.reason) for r in config.rules] == [
+        (RuleType.TEMPORARY, "", "OOMKilling"),
+        (RuleType.TEMPORARY, "", "TaskHung"),
+        (RuleType.PERMANENT, "KernelDeadlock", "DockerHung"),
+        (RuleType.PERMANENT, "ReadonlyFilesystem", "FilesystemIsReadOnly"),
+    ]
+    assert config.rules[0].pattern_generated_message_suffix == "see https://example.com/oom"
+    assert [r.spans_lines for r in config.rules] == [True, False, False, False]  # only the OOM rule has "\n"
+    assert config.warnings == (f"{TESTDATA / 'npd-kernel-monitor.json'}: vendorExtension: unknown field, ignored",)
+
+
+def test_defaults_apply_to_a_minimal_file() -> None:
+    config = loads('{"plugin": "kmsg", "rules": []}', path="min.json")
+
+    assert (config.log_path, config.lookback, config.delay, config.buffer_size, config.metrics_reporting) == (
+        "/dev/kmsg", dt.timedelta(0), dt.timedelta(0), 10, True)
+    assert config.source == ""
+    assert config.path == Path("min.json")
+
+
+def test_a_filelog_file_translates_its_go_timestamp_layout() -> None:
+    config = load(TESTDATA / "npd-filelog-monitor.json")
+
+    assert config.plugin is Plugin.FILELOG
+    assert config.log_path == "/var/log/kern.log"
+    assert config.plugin_config.timestamp_format == "Jan _2 15:04:05"
+    assert config.plugin_config.strptime_format == "%b %d %H:%M:%S"
+    assert config.plugin_config.message is not None
+    assert config.plugin_config.message.pattern == r"kernel: \[.*\] (.*)"
+
+
+@pytest.mark.parametrize("path", DEFAULT_MONITORS, ids=lambda p: p.name)
+def test_the_shipped_rule_files_load_without_warnings(path: Path) -> None:
+    config = load(path)
+    assert config.warnings == ()
+    assert config.source == path.stem
+    assert not any(rule.spans_lines for rule in config.rules), "single-line rules are matched on one line only"
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        pytest.param("syntax-error.json", ["syntax-error.json:6:3: invalid JSON: Expecting ',' delimiter"],
+                     id="json-syntax-with-line-and-column"),
+        pytest.param("bad-regex.json", [
+            "bad-regex.json: rules[3].pattern: invalid regular expression: missing closing )",
+            "bad-regex.json: rules[4].pattern: invalid regular expression: Unicode class \\p is not supported by "
+            "Python's re",
+        ], id="bad-regex"),
+        pytest.param("typo-required.json", [
+            "typo-required.json: plugin: required field is missing (found unknown field 'plugn'; a typo?)",
+            "typo-required.json: rules[0].reason: required field is missing (found unknown field 'reasn'; a typo?)",
+        ], id="typo-in-required-field"),
+        pytest.param("journald-no-source.json", [
+            'journald-no-source.json: pluginConfig.source: required for the journald plugin (the SYSLOG_IDENTIFIER '
+            'to read, e.g. "kubelet")',
+        ], id="journald-without-source"),
+        pytest.param("undeclared-condition.json", [
+            "undeclared-condition.json: rules[0].condition: 'KernelDedlock' is not declared in conditions[] (it needs "
+            "a default reason and message)",
+        ], id="permanent-rule-names-undeclared-condition"),
+        pytest.param("filelog-without-path.json", [
+            "filelog-without-path.json: pluginConfig.timestampFormat: timestamp and timestampFormat go together: "
+            "set both or neither",
+            "filelog-without-path.json: logPath: required for the filelog plugin (the file to tail)",
+        ], id="filelog-needs-path-and-layout"),
+        pytest.param("wrong-values.json", [
+            "wrong-values.json: plugin: must be one of kmsg, filelog, journald, got 'syslog'",
+            "wrong-values.json: conditions[0].type: 'Ready' is owned by the kubelet; choose another condition type",
+            "wrong-values.json: conditions[1].reason: must not be empty",
+            "wrong-values.json: conditions[2].type: duplicate condition type 'A'",
+            "wrong-values.json: rules[0].type: must be temporary or permanent, got 'sometimes'",
+            "wrong-values.json: rules[1].condition: required for a permanent rule",
+            "wrong-values.json: rules[2].pattern: must not be empty",
+            "wrong-values.json: lookback: not a duration: '5 minutes'; use a Go duration such as \"30s\", \"5m\", "
+            '"1h30m", "500ms" or "0"',
+            "wrong-values.json: delay: must not be negative, got '-1m'",
+            "wrong-values.json: skipList: must be a list of strings",
+            'wrong-values.json: bufferSize: must be an integer, got a string ("10")',
+            'wrong-values.json: metricsReporting: must be true or false, got a string ("yes")',
+        ], id="every-wrong-value-at-once"),
+    ],
+)
+def test_bad_files_report_every_error_with_file_and_field(name: str, expected: list[str]) -> None:
+    assert errors_of(BAD / name) == [f"{BAD}/{line}" for line in expected]
+
+
+@pytest.mark.parametrize(
+    ("document", "error"),
+    [
+        pytest.param("[]", "<document>: must be a JSON object, got a list ([])", id="not-an-object"),
+        pytest.param('{"plugin": "kmsg", "rules": {}}', "rules: must be a list, got an object ({})", id="rules-object"),
+        pytest.param('{"plugin": "kmsg", "rules": [], "bufferSize": 5000}',
+                     "bufferSize: must be between 1 and 1000 (0 means the default, 10), got 5000", id="huge-buffer"),
+        pytest.param('{"plugin": "kmsg", "rules": [], "pluginConfig": "x"}',
+                     'pluginConfig: must be a JSON object, got a string ("x")', id="plugin-config-not-object"),
+        pytest.param('{"plugin": "kmsg", "rules": [{"type": "temporary", "reason": "R", "pattern": "(?U)a+"}]}',
+                     "rules[0].pattern: invalid regular expression: flags 'U': only i, m and s have a Python "
+                     "equivalent", id="ungreedy-flag"),
+        pytest.param('{"plugin": "kmsg", "rules": [{"type": "temporary", "reason": "R", "pattern": "(a)\\\\1"}]}',
+                     "rules[0].pattern: invalid regular expression: backreference \\1 is not supported (RE2 has no "
+                     "backreferences)", id="backreference"),
+    ],
+)
+def test_structural_errors_name_the_field(document: str, error: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        loads(document, path="f.json")
+    assert caught.value.errors == [f"f.json: {error}"]
+
+
+def test_an_unreadable_file_is_a_config_error(tmp_path: Path) -> None:
+    assert errors_of(tmp_path / "missing.json")[0].startswith(f"{tmp_path / 'missing.json'}: cannot read: ")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "translated"),
+    [
+        pytest.param(r"task \w+:\d+ blocked", r"task \w+:\d+ blocked", id="unchanged"),
+        pytest.param(r"abc\z", r"abc\Z", id="end-of-text"),
+        pytest.param(r"a\Q.*+\Eb", r"a\.\*\+b", id="quoted-literal"),
+        pytest.param(r"\x{41}\x42", r"A\x42", id="hex-braces"),
+        pytest.param(r"\101\0", "A\x00", id="go-octal"),
+        pytest.param(r"(?<pid>\d+)", r"(?P<pid>\d+)", id="named-group"),
+        pytest.param(r"[[:digit:][:upper:]]", r"[0-9A-Z]", id="posix-classes"),
+        pytest.param(r"[[:^space:]]", r"[\S]", id="negated-posix"),
+        pytest.param(r"[a[&]", r"[a\[\&]", id="literal-bracket-in-class"),
+        pytest.param(r"[]a]", r"[\]a]", id="leading-bracket-in-class"),
+        pytest.param(r"(?i)oops", r"(?i:oops)", id="leading-flag-switch"),
+        pytest.param(r"a(?i)b|c", r"a(?i:b)|(?i:c)", id="switch-spans-alternatives"),
+        pytest.param(r"(x(?s).)y", r"(x(?s:.))y", id="switch-ends-with-its-group"),
+    ],
+)
+def test_re2_patterns_translate_to_python(pattern: str, translated: str) -> None:
+    assert translate_re2(pattern) == translated
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text", "matches"),
+    [
+        pytest.param("a|b", "a then x", False, id="alternation-anchored-as-a-whole"),
+        pytest.param("a|b", "x a", True, id="alternation-first-branch-at-end"),
+        pytest.param("error", "error!", False, id="must-reach-the-end"),
+        pytest.param("err", "an err", True, id="not-anchored-at-the-start"),
+        pytest.param(r"\d+", "١٢", False, id="digits-are-ascii-as-in-re2"),
+        pytest.param(r"first\nsecond", "first\nsecond", True, id="multi-line"),
+    ],
+)
+def test_rule_patterns_must_match_up_to_the_end(pattern: str, text: str, matches: bool) -> None:
+    regex, _ = compile_rule_pattern(pattern)
+    assert (regex.search(text) is not None) is matches
+
+
+@pytest.mark.parametrize(
+    ("pattern", "spans"),
+    [
+        (r"plain text \d+ .*", False),
+        (r"[^)\n]+", False),
+        (r"[\S ]+", False),
+        (r"[^)]+", True),
+        (r"a\sb", True),
+        (r"a\nb", True),
+        (r"(?s)a.b", True),
+        (r"[[:space:]]", True),
+        (r"\x{0a}", True),
+        (r"\x0a", True),
+        (r"\x41", False),
+    ],
+)
+def test_patterns_that_cannot_match_a_newline_are_detected(pattern: str, spans: bool) -> None:
+    assert compile_rule_pattern(pattern)[1] is spans
+
+
+@pytest.mark.parametrize(
+    ("layout", "expected"),
+    [
+        ("Jan _2 15:04:05", "%b %d %H:%M:%S"),
+        ("2006-01-02T15:04:05.000000Z07:00", "%Y-%m-%dT%H:%M:%S.%f%z"),
+        ("Mon Jan 2 15:04:05 MST 2006", "%a %b %d %H:%M:%S %Z %Y"),
+        ("02/01/06 03:04PM 100%", "%d/%m/%y %I:%M%p %m00%%"),
+    ],
+)
+def test_go_time_layouts_translate_to_strptime(layout: str, expected: str) -> None:
+    assert go_layout_to_strptime(layout) == expected
+
+
+def test_go_layouts_without_a_strptime_equivalent_are_rejected() -> None:
+    with pytest.raises(ValueError, match="-07"):
+        go_layout_to_strptime("15:04:05 -07")
+    with pytest.raises(ValueError, match="microseconds"):
+        go_layout_to_strptime("15:04:05.000000000")
+
+
+def test_syslog_timestamps_take_the_current_year_or_last_year_near_new_year() -> None:
+    now = dt.datetime(2025, 1, 1, 0, 5, tzinfo=dt.UTC)
+    assert parse_log_timestamp("Jan  1 00:04:59", "%b %d %H:%M:%S", now=now, tz=dt.UTC) == dt.datetime(
+        2025, 1, 1, 0, 4, 59, tzinfo=dt.UTC)
+    assert parse_log_timestamp("Dec 31 23:59:00", "%b %d %H:%M:%S", now=now, tz=dt.UTC) == dt.datetime(
+        2024, 12, 31, 23, 59, tzinfo=dt.UTC)
+    leap = dt.datetime(2024, 3, 1, tzinfo=dt.UTC)
+    assert parse_log_timestamp("Feb 29 12:00:00", "%b %d %H:%M:%S", now=leap, tz=dt.UTC).day == 29
+
+
+def test_timestamps_without_a_zone_use_the_given_zone_and_come_back_in_utc() -> None:
+    zone = dt.timezone(dt.timedelta(hours=2))
+    now = dt.datetime(2025, 6, 1, 12, tzinfo=dt.UTC)
+    assert parse_log_timestamp("Jun  1 13:00:00", "%b %d %H:%M:%S", now=now, tz=zone) == dt.datetime(
+        2025, 6, 1, 11, tzinfo=dt.UTC)
+    assert parse_log_timestamp("2025-06-01T13:00:00+02:00", "%Y-%m-%dT%H:%M:%S%z", now=now, tz=None) == dt.datetime(
+        2025, 6, 1, 11, tzinfo=dt.UTC)
+
+
+def test_compiled_rule_patterns_are_ascii_like_re2() -> None:
+    regex, _ = compile_rule_pattern(r"\w+")
+    assert regex.flags & re.ASCII

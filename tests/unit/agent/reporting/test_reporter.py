@@ -1,0 +1,136 @@
+"""The reporter: owned conditions only, retired types deleted, latest state kept while the API is away,
+events aggregated and rate-limited with a counter for what was not sent."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from agent.model import ConditionReport, EventReport, Observation, Status
+from agent.reporting.conditions import ConditionBook
+from agent.reporting.kube import ApiError
+from agent.reporting.reporter import Reporter, StateFile, TokenBucket
+
+NOW = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.UTC)
+
+
+class FakeKube:
+    def __init__(self, fail: int = 0) -> None:
+        self.fail = fail
+        self.calls: list[tuple[str, str, Any]] = []
+
+    async def request(self, method: str, path: str, body: Any = None, **_: Any) -> Any:
+        self.calls.append((method, path, body))
+        if self.fail:
+            self.fail -= 1
+            raise ApiError(0, path, "connection refused")
+        if method == "GET":
+            return {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+        return {}
+
+
+def reporter(tmp_path: Path, kube: FakeKube, previously: set[str] | None = None) -> tuple[Reporter, ConditionBook]:
+    state = StateFile(tmp_path / "state.json")
+    if previously:
+        state.save(previously)
+    book = ConditionBook({"kernel": ["KernelDeadlock"]})
+    r = Reporter(kube, "n1", book, state=state, registry=CollectorRegistry(), log=logging.getLogger("t"),  # type: ignore[arg-type]
+                 events_per_second=0.0, event_burst=2)
+    return r, book
+
+
+def test_the_status_patch_carries_only_owned_conditions_and_deletes_retired_types(tmp_path: Path) -> None:
+    kube = FakeKube()
+    r, book = reporter(tmp_path, kube, previously={"KernelDeadlock", "NTPProblem"})
+    book.apply(Observation("kernel", NOW, (ConditionReport("KernelDeadlock", Status.TRUE, "TaskHung", "m"),)))
+    asyncio.run(r.write_conditions())
+    method, path, body = kube.calls[-1]
+    assert (method, path) == ("PATCH", "/api/v1/nodes/n1/status")
+    types = [(c["type"], c.get("status"), c.get("$patch")) for c in body["status"]["conditions"]]
+    assert types == [("KernelDeadlock", "True", None), ("NTPProblem", None, "delete")]
+    assert StateFile(tmp_path / "state.json").load() == {"KernelDeadlock"}
+    asyncio.run(r.write_conditions())
+    assert [c["type"] for c in kube.calls[-1][2]["status"]["conditions"]] == ["KernelDeadlock"]
+
+
+def test_while_the_api_is_away_the_reporter_backs_off_and_then_writes_the_latest_state(tmp_path: Path) -> None:
+    kube = FakeKube(fail=2)
+    r, book = reporter(tmp_path, kube)
+
+    async def main() -> None:
+        task = asyncio.create_task(r.run())
+        book.apply(Observation("kernel", NOW, (ConditionReport("KernelDeadlock", Status.TRUE, "TaskHung"),)))
+        while not any(m == "PATCH" for m, _, _ in kube.calls[2:]):
+            await asyncio.sleep(0.05)
+        task.cancel()
+
+    asyncio.run(asyncio.wait_for(main(), 10))
+    patches = [b for m, _, b in kube.calls if m == "PATCH"]
+    assert patches[-1]["status"]["conditions"][0]["status"] == "True"
+
+
+def test_repeated_events_are_aggregated_and_excess_ones_are_counted_not_sent(tmp_path: Path) -> None:
+    kube = FakeKube()
+    r, _ = reporter(tmp_path, kube)
+    e = EventReport("OOMKilling", "Killed process 1 (x)")
+    for _ in range(4):
+        asyncio.run(r.event(e, source="kernel-monitor"))
+    sent = [(m, p) for m, p, _ in kube.calls]
+    assert sent[0] == ("POST", "/api/v1/namespaces/default/events")
+    assert sent[1][0] == "PATCH" and kube.calls[1][2]["count"] == 2
+    assert len(sent) == 2  # burst of 2, no refill: the 3rd and 4th are suppressed
+    assert r.suppressed.labels("OOMKilling")._value.get() == 2
+
+
+def test_the_token_bucket_refills_with_time() -> None:
+    t = [0.0]
+    b = TokenBucket(1, 1.0, clock=lambda: t[0])
+    assert b.take() and not b.take()
+    t[0] = 1.0
+    assert b.take()
+
+
+class SlowKube(FakeKube):
+    """Answers after a few loop turns, as a real API server does: concurrent requests overlap."""
+
+    async def request(self, method: str, path: str, body: Any = None, **kw: Any) -> Any:
+        self.calls.append((method, path, body))
+        for _ in range(3):
+            await asyncio.sleep(0)
+        if self.fail:
+            self.fail -= 1
+            raise ApiError(0, path, "connection refused")
+        return {}
+
+
+def test_identical_events_sent_concurrently_make_one_event_with_a_count(tmp_path: Path) -> None:
+    kube = SlowKube()
+    r, _ = reporter(tmp_path, kube)
+    r.bucket = TokenBucket(10, 0.0)
+    e = EventReport("TaskHung", "task a blocked for more than 120 seconds")
+
+    async def main() -> None:
+        await asyncio.gather(*(r.event(e, source="kernel-monitor") for _ in range(3)))
+
+    asyncio.run(main())
+    assert [m for m, _, _ in kube.calls] == ["POST", "PATCH", "PATCH"]
+    assert [b["count"] for m, _, b in kube.calls if m == "PATCH"] == [2, 3]
+
+
+def test_when_the_creating_post_fails_the_next_identical_event_creates_it(tmp_path: Path) -> None:
+    kube = SlowKube(fail=1)
+    r, _ = reporter(tmp_path, kube)
+    r.bucket = TokenBucket(10, 0.0)
+    e = EventReport("TaskHung", "task a blocked for more than 120 seconds")
+
+    async def main() -> None:
+        await asyncio.gather(r.event(e, source="kernel-monitor"), r.event(e, source="kernel-monitor"))
+
+    asyncio.run(main())
+    assert [m for m, _, _ in kube.calls] == ["POST", "POST"]
+    assert kube.calls[1][2]["count"] == 1 and r.suppressed.labels("TaskHung")._value.get() == 1

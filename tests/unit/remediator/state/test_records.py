@@ -1,0 +1,153 @@
+"""API JSON → slim records: quantities, QoS, requests, volumes, selectors; odd data never raises."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from remediator.model import Effect, Taint
+from remediator.state import records
+from remediator.state.quantity import resources, to_int
+
+
+@pytest.mark.parametrize(
+    ("resource", "value", "expected"),
+    [
+        ("cpu", "100m", 100), ("cpu", "2", 2000), ("cpu", "1.5", 1500), ("cpu", "250u", 1),
+        ("memory", "64Mi", 64 * 2**20), ("memory", "1G", 10**9), ("memory", "1.5Gi", 3 * 2**29),
+        ("pods", "110", 110), ("memory", 1024, 1024), ("nvidia.com/gpu", "2", 2), ("memory", "2e3", 2000),
+    ],
+    ids=str,
+)
+def test_quantities_become_exact_integers(resource: str, value: str, expected: int) -> None:
+    assert to_int(resource, value) == expected
+
+
+def test_an_unparsable_quantity_is_skipped_not_raised() -> None:
+    assert resources({"cpu": "lots", "memory": "1Gi", "weird": None}) == {"memory": 2**30}
+
+
+def pod_json(**spec_extra: object) -> dict:
+    return {
+        "metadata": {"name": "p", "namespace": "ns", "uid": "u1", "labels": {"app": "x"},
+                     "ownerReferences": [{"kind": "ReplicaSet", "name": "rs", "uid": "rs1", "controller": True}],
+                     "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {"nodeName": "n1", "priority": 5,
+                 "containers": [{"name": "a", "resources": {"requests": {"cpu": "100m", "memory": "64Mi"},
+                                                            "limits": {"cpu": "100m", "memory": "64Mi"}}},
+                                {"name": "b", "resources": {"requests": {"cpu": "200m"}, "limits": {"cpu": "200m"}}}],
+                 "initContainers": [{"name": "init", "resources": {"requests": {"cpu": "1"}}}],
+                 **spec_extra},
+        "status": {"phase": "Running", "startTime": "2026-01-01T00:00:05Z"},
+    }
+
+
+def test_pod_requests_take_the_larger_of_app_containers_and_the_biggest_init_container() -> None:
+    p = records.pod(pod_json())
+    assert p.requests == {"cpu": 1000, "memory": 64 * 2**20}
+    assert p.key == "ns/p" and p.controller is not None and p.controller.uid == "rs1"
+    assert p.start_time == dt.datetime(2026, 1, 1, 0, 0, 5, tzinfo=dt.UTC)
+
+
+@pytest.mark.parametrize(
+    ("containers", "qos"),
+    [
+        ([{"name": "a"}], "BestEffort"),
+        ([{"name": "a", "resources": {"requests": {"cpu": "1"}}}], "Burstable"),
+        ([{"name": "a", "resources": {"requests": {"cpu": "1", "memory": "1Gi"},
+                                      "limits": {"cpu": "1", "memory": "1Gi"}}}], "Guaranteed"),
+        ([{"name": "a", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}], "Guaranteed"),
+    ],
+    ids=["no-resources", "requests-only", "requests-equal-limits", "limits-only"],
+)
+def test_qos_class_is_derived_when_the_status_does_not_say(containers: list, qos: str) -> None:
+    obj = {"metadata": {"name": "p"}, "spec": {"containers": containers}, "status": {}}
+    assert records.pod(obj).qos == qos
+
+
+def test_local_storage_pvc_tolerations_and_required_affinity_are_recorded() -> None:
+    p = records.pod(pod_json(
+        volumes=[{"name": "v", "emptyDir": {}}, {"name": "c", "persistentVolumeClaim": {"claimName": "x"}}],
+        tolerations=[{"key": "k", "operator": "Exists", "effect": "NoSchedule"}],
+        affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}}},
+    ))
+    assert p.has_local_storage and p.has_pvc
+    assert p.tolerations[0].operator == "Exists"
+    assert p.required_node_affinity[0].match_expressions[0].values == ("a",)
+
+
+def test_required_pod_anti_affinity_terms_are_recorded_with_their_namespaces_resolved() -> None:
+    web = {"matchLabels": {"app": "web"}}
+    p = records.pod(pod_json(affinity={"podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": web, "topologyKey": "kubernetes.io/hostname"},
+            {"labelSelector": web, "topologyKey": "topology.kubernetes.io/zone", "namespaces": ["a", "b"]},
+            {"labelSelector": web, "topologyKey": "kubernetes.io/hostname", "namespaceSelector": {}},
+            {"labelSelector": web},  # no topologyKey: the API server refuses it; nothing to evaluate
+        ],
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 1, "podAffinityTerm": {"labelSelector": web, "topologyKey": "kubernetes.io/hostname"}}],
+    }}))
+    own = p.namespace
+    assert [(t.topology_key, t.namespaces, t.any_namespace) for t in p.required_anti_affinity] == [
+        ("kubernetes.io/hostname", (own,), False), ("topology.kubernetes.io/zone", ("a", "b"), False),
+        ("kubernetes.io/hostname", (), True)]
+    assert p.required_anti_affinity[0].selector is not None
+    assert p.required_anti_affinity[0].selector.match_labels == (("app", "web"),)
+    assert p.required_affinity == ()
+    near = records.pod(pod_json(affinity={"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": web, "topologyKey": "topology.kubernetes.io/zone"}]}}))
+    assert [(t.topology_key, t.namespaces) for t in near.required_affinity] == [("topology.kubernetes.io/zone", (own,))]
+    assert near.required_anti_affinity == ()
+
+
+def test_spread_constraints_are_recorded_hard_and_soft_apart_with_match_label_keys_folded_in() -> None:
+    p = records.pod(pod_json(topologySpreadConstraints=[
+        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+         "labelSelector": {"matchLabels": {"app": "x"}}, "matchLabelKeys": ["app", "missing"], "minDomains": 3,
+         "nodeAffinityPolicy": "Ignore", "nodeTaintsPolicy": "Honor"},
+        {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway",
+         "labelSelector": {"matchLabels": {"app": "x"}}},
+        {"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"},
+        {"maxSkew": 2, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"},
+    ]))
+    first, second = p.hard_spread
+    assert (first.max_skew, first.topology_key, first.min_domains) == (1, "zone", 3)
+    assert not first.honor_node_affinity and first.honor_node_taints
+    assert first.selector is not None and [(r.key, r.operator, r.values) for r in first.selector.match_expressions] \
+        == [("app", "In", ("x",))], "only keys the pod has are folded in"
+    assert (second.max_skew, second.selector, second.honor_node_affinity, second.honor_node_taints) == (
+        2, None, True, False)
+    (soft,) = p.soft_spread
+    assert (soft.max_skew, soft.topology_key) == (1, "kubernetes.io/hostname") and soft.selector is not None
+
+
+def test_node_taints_conditions_and_allocatable_are_recorded_and_unknown_effects_dropped() -> None:
+    n = records.node({
+        "metadata": {"name": "n1", "annotations": {"a": "b"}},
+        "spec": {"taints": [{"key": "k", "value": "v", "effect": "NoSchedule"}, {"key": "x", "effect": "Bogus"}],
+                 "unschedulable": True},
+        "status": {"allocatable": {"cpu": "7910m", "memory": "31Gi", "pods": "110"},
+                   "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+                                  {"type": "KernelDeadlock", "status": "True", "lastTransitionTime": "garbage"}]},
+    })
+    assert n.taints == (Taint("k", "v", Effect.NO_SCHEDULE),)
+    assert n.unschedulable and n.ready
+    assert n.allocatable == {"cpu": 7910, "memory": 31 * 2**30, "pods": 110}
+    assert n.condition("KernelDeadlock") is not None and n.condition("KernelDeadlock").last_transition is None
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [{}, {"metadata": None, "spec": "x", "status": 3}, {"metadata": {"labels": ["not", "a", "map"]}},
+     {"spec": {"containers": "nope", "tolerations": [None, 1]}},
+     {"spec": {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+         None, 7, {"topologyKey": 5}, {"topologyKey": "k", "labelSelector": "x", "namespaces": "ns"}]}}}}],
+    ids=["empty", "wrong-types", "labels-list", "garbage-lists", "garbage-anti-affinity"],
+)
+def test_garbage_objects_yield_records_instead_of_exceptions(obj: dict) -> None:
+    records.pod(obj)
+    records.node(obj)
+    records.pdb(obj)
