@@ -1,5 +1,5 @@
 """The few REST calls the agent makes (aiohttp): read its Node, patch nodes/status, create/patch Events, and one
-watch of the pods bound to its Node (agent/pod_watch.py).
+watch of the pods bound to its Node (agent/reporting/pod_watch.py).
 
 Credentials come from a kubeconfig or the pod's service account (`agent.reporting.credentials`); the requests are plain
 aiohttp so the agent stays small. Every call is counted by verb and code.
