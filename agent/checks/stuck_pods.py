@@ -6,8 +6,8 @@ cleaned up: the kubelet or the container runtime is wedged on it (a container th
 will not unmount), and the node usually cannot be trusted with new pods either.
 
 The check gets plain data, pod name -> deletionTimestamp, from a source the agent attaches when it talks to the
-API server (agent/reporting/pod_watch.py: one watch scoped to this node); it knows nothing of Kubernetes. Until a source is
-attached (`nodemedic-agent check` has none) or has synced, it reports nothing.
+API server (agent/reporting/pod_watch.py: one watch scoped to this node); it knows nothing of Kubernetes. Until a
+source is attached (`nodemedic-agent check` has none) or has synced, it reports nothing.
 """
 
 from __future__ import annotations
