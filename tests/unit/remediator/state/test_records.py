@@ -66,6 +66,13 @@ def test_qos_class_is_derived_when_the_status_does_not_say(containers: list, qos
     assert records.pod(obj).qos == qos
 
 
+def test_container_images_are_recorded_sorted_init_containers_left_out() -> None:
+    obj = {"metadata": {"name": "p"}, "status": {}, "spec": {
+        "containers": [{"name": "b", "image": "sidecar:2"}, {"name": "a", "image": "app:1"}],
+        "initContainers": [{"name": "i", "image": "migrate:1"}]}}
+    assert records.pod(obj).images == ("app:1", "sidecar:2")  # RemoveDuplicates compares these
+
+
 def test_local_storage_pvc_tolerations_and_required_affinity_are_recorded() -> None:
     p = records.pod(pod_json(
         volumes=[{"name": "v", "emptyDir": {}}, {"name": "c", "persistentVolumeClaim": {"claimName": "x"}}],
