@@ -107,6 +107,18 @@ def _spread_balanced() -> Scenario:
     )
 
 
+def _bare_pod_counts() -> Scenario:
+    return Scenario(
+        "bare-pod-counts",
+        "zone-a: two web replicas and a bare pod labelled app=web (not evictable), zone-b: one replica",
+        (Node("c-a", A), Node("c-b", B)),
+        (*web({"c-a": (100, 110), "c-b": (120,)}, ZONE_SKEW_1), Pod("web", "c-a", 500, 512, 900, owner=None)),
+        {SPREAD: {}},
+        # descheduler counts only what it may evict (a 2, b 1: balanced); the scheduler sees a 3, b 1
+        only_nodemedic={"web-c-a-100": "tsc-count"},
+    )
+
+
 def _stacked() -> Scenario:
     return Scenario(
         "stacked",
@@ -141,7 +153,8 @@ def _duplicates_zone_worse() -> Scenario:
     )
 
 
-SCENARIOS = [_zone_came_back(), _zone_back_but_full(), _schedule_anyway(), _spread_balanced(), _stacked(),
+SCENARIOS = [_zone_came_back(), _zone_back_but_full(), _schedule_anyway(), _spread_balanced(), _bare_pod_counts(),
+             _stacked(),
              _stacked_excluded(), _duplicates_zone_worse()]
 ALL_IDS = sorted({i for s in SCENARIOS for i in (*s.only_descheduler.values(), *s.only_nodemedic.values())})
 
