@@ -81,6 +81,9 @@ class Cycle:
         self.released: dict[str, Room] = {}  # node -> requests of the pods planned to leave it
         # source node -> room promised on the new node like it that the autoscaler adds (autoscaler.addsNodes)
         self.new_nodes: dict[str, Room] = {}
+        # pod uid -> the node its planned eviction counted on (None: not asked, nodeFit off), for every eviction
+        # planned this cycle: a later strategy counts the pod there, not where it is
+        self.moved_to: dict[str, str | None] = {}
         self._requested: dict[str, Room] | None = None
         self._affinity: PodAffinityIndex | None = None
         self._spread: SpreadIndex | None = None
@@ -165,6 +168,9 @@ class Cycle:
             if destination is None:
                 self.plan.protected.append(Protected(c.pod, "no other node fits: " + why))
                 return
+            self.moved_to[c.pod.uid] = destination
+        else:
+            self.moved_to[c.pod.uid] = None
         self._commit(c)
 
     def _place_on_new_node(self, pod: PodRecord) -> str | None:
@@ -207,6 +213,7 @@ class Cycle:
         if destination is None:
             self._decide(Protected(pod, "no destination fits: " + why), protected=True)
             return Outcome(False)
+        self.moved_to[pod.uid] = destination
         self._commit(PlannedEviction(pod, c.strategy, f"{c.reason}; to {destination} or alike"))
         return Outcome(True, destination=destination)
 

@@ -134,7 +134,7 @@ class _Domains:
 def _balance(cycle: Cycle, domains: _Domains, pods: list[PodRecord], c: _Constraint,
              args: RemovePodsViolatingTopologySpreadConstraintArgs) -> str | None:
     s = c.spread
-    members = _members(domains, pods, s)
+    members = _members(domains, pods, s, cycle.moved_to)
     start = {d: len(ps) for d, ps in members.items()}
     unbalanced = _unbalanced(domains, start, s.max_skew)
     if unbalanced is None:
@@ -152,7 +152,7 @@ def _balance(cycle: Cycle, domains: _Domains, pods: list[PodRecord], c: _Constra
 
     for source, target, count in descheduler_moves([(d, live[d]) for d in order], average, s.max_skew):
         moved = 0
-        for pod in _eviction_candidates(members.get(source, []), args):
+        for pod in _eviction_candidates([p for p in members.get(source, []) if p.uid not in cycle.moved_to], args):
             if moved == count:
                 break
             reason = (f"{c.when} spread on {s.topology_key}: {source} holds {live[source]} matching pods, "
@@ -167,12 +167,15 @@ def _balance(cycle: Cycle, domains: _Domains, pods: list[PodRecord], c: _Constra
     return None
 
 
-def _members(domains: _Domains, pods: list[PodRecord], s: SpreadConstraint) -> dict[str, list[PodRecord]]:
-    """domain -> the matching pods in it; a domain without any is absent."""
+def _members(domains: _Domains, pods: list[PodRecord], s: SpreadConstraint,
+             moved_to: Mapping[str, str | None]) -> dict[str, list[PodRecord]]:
+    """domain -> the matching pods in it, those an earlier strategy moves this cycle where they are going (gone
+    when that is not known); a domain without any is absent."""
     members: dict[str, list[PodRecord]] = {}
     if s.selector is not None:
         for pod in pods:
-            domain = domains.of.get(pod.node_name)
+            node = moved_to.get(pod.uid, pod.node_name)  # None: moved, destination unknown
+            domain = domains.of.get(node) if node is not None else None
             if domain is not None and matches_labels(s.selector, pod.labels):
                 members.setdefault(domain, []).append(pod)
     return members

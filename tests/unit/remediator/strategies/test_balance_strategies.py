@@ -295,3 +295,20 @@ def test_the_total_limit_ends_both_strategies() -> None:
                     safety=Safety(max_tainted_nodes=None, max_tainted_nodes_percent=None))
     plan = plan_cycle(snapshot, policy, PlannerMemory())
     assert [(e.strategy, e.pod.name) for e in plan.evictions] == [("RemoveDuplicates", "dup-n1-0")]
+
+
+def test_the_spread_strategy_counts_the_moves_planned_before_it() -> None:
+    """RemoveDuplicates (first) already evens web out 2/2/2; the spread strategy sees that and tries nothing."""
+    nodes = zone_nodes(("a1", "a"), ("b1", "b"), ("c1", "c"))
+    pods = spread(replicas("web", "a1", 3) + replicas("web", "b1", 3), ZONE_SKEW_1)
+    by_node: dict[str, list[PodRecord]] = {}
+    for p in pods:
+        by_node.setdefault(p.node_name, []).append(p)
+    snapshot = Snapshot(now=NOW, nodes={n.name: n for n in nodes}, pods_by_node=by_node,
+                        pods_by_owner={"uid-web": pods})
+    policy = Policy(evictor=EvictorArgs(), strategies=(dup(), tsc()), limits=Limits(owner_cooldown=dt.timedelta(0)),
+                    safety=Safety(max_tainted_nodes=None, max_tainted_nodes_percent=None))
+    plan = plan_cycle(snapshot, policy, PlannerMemory())
+    assert [(e.strategy, e.pod.name) for e in plan.evictions] == [("RemoveDuplicates", "web-a1-0"),
+                                                                   ("RemoveDuplicates", "web-b1-0")]
+    assert plan.protected == [] and plan.deferred == []
