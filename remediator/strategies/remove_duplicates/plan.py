@@ -45,7 +45,7 @@ def plan(snapshot: Snapshot, args: RemoveDuplicatesArgs, cycle: Cycle) -> None:
     # which node fit tries them, are computed once per set of shapes.
     shape_fit: dict[Shape, list[str]] = {}
     by_shapes: dict[frozenset[Shape], tuple[list[str], list[str]]] = {}
-    for key, on_node in sorted(_duplicates(snapshot, args, set(nodes)).items()):
+    for key, on_node in sorted(_duplicates(snapshot, args, set(nodes), cycle.moved_to).items()):
         shapes = frozenset(_shape(p) for pods in on_node.values() for p in pods)
         if shapes not in by_shapes:
             targets = _target_nodes(snapshot, nodes, on_node, cycle.exclude, shape_fit)
@@ -63,8 +63,8 @@ def plan(snapshot: Snapshot, args: RemoveDuplicatesArgs, cycle: Cycle) -> None:
                 return
 
 
-def _duplicates(snapshot: Snapshot, args: RemoveDuplicatesArgs,
-                ready: set[str]) -> dict[DuplicateKey, dict[str, list[PodRecord]]]:
+def _duplicates(snapshot: Snapshot, args: RemoveDuplicatesArgs, ready: set[str],
+                moved_to: Mapping[str, str | None]) -> dict[DuplicateKey, dict[str, list[PodRecord]]]:
     """Duplicate key -> Ready node -> its live replicas there, for the keys with two or more on one node. Owner by
     owner: only an owner with two pods on one node is looked at closely (a 150,000-pod cluster has few)."""
     found: dict[DuplicateKey, dict[str, list[PodRecord]]] = {}
@@ -72,13 +72,14 @@ def _duplicates(snapshot: Snapshot, args: RemoveDuplicatesArgs,
         if len(group) < 2 or len({p.node_name for p in group}) == len(group):
             continue
         for pod in group:
-            if pod.node_name not in ready or pod.phase in TERMINAL_PHASES or pod.terminating:
+            node = moved_to.get(pod.uid, pod.node_name)  # where an earlier strategy moves it; None: gone
+            if node not in ready or pod.phase in TERMINAL_PHASES or pod.terminating:
                 continue
             key = _duplicate_key(pod, args)
             if key is None:
                 continue
             on_node = found.setdefault(key, {})
-            pods = on_node.setdefault(pod.node_name, [])
+            pods = on_node.setdefault(node, [])
             if len(pod.owners) == 1 or all(p is not pod for p in pods):  # a pod of two owners is in both groups
                 pods.append(pod)
     return {key: on_node for key, on_node in found.items() if any(len(pods) > 1 for pods in on_node.values())}
