@@ -147,6 +147,27 @@ TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})  # a pod in these phases ho
 
 
 @dataclass(frozen=True)
+class ContainerStatuses:
+    """What the deschedule strategies read of one kind of a pod's containers (app or init), folded together."""
+
+    restarts: int = 0  # restartCount summed
+    waiting: tuple[str, ...] = ()  # state.waiting.reason of the containers that have one
+    terminated: tuple[str, ...] = ()  # state.terminated.reason of the containers that have one
+    exit_codes: tuple[int, ...] = ()  # state.terminated.exitCode of the terminated containers
+
+
+NO_STATUSES = ContainerStatuses()  # shared by every pod whose containers have nothing to say (most of them)
+
+
+@dataclass(frozen=True)
+class PreferredNodeTerm:
+    """One preferredDuringSchedulingIgnoredDuringExecution entry of a pod's node affinity."""
+
+    weight: int
+    term: NodeSelectorTerm
+
+
+@dataclass(frozen=True)
 class PodRecord:
     namespace: str
     name: str
@@ -161,6 +182,7 @@ class PodRecord:
     tolerations: tuple[Toleration, ...] = ()
     node_selector: dict[str, str] = field(default_factory=dict)
     required_node_affinity: tuple[NodeSelectorTerm, ...] = ()  # empty = no required affinity
+    preferred_node_affinity: tuple[PreferredNodeTerm, ...] = ()
     required_anti_affinity: tuple[PodAffinityTerm, ...] = ()  # podAntiAffinity required...IgnoredDuringExecution
     required_affinity: tuple[PodAffinityTerm, ...] = ()  # podAffinity required...IgnoredDuringExecution
     hard_spread: tuple[SpreadConstraint, ...] = ()  # topologySpreadConstraints with DoNotSchedule
@@ -172,6 +194,9 @@ class PodRecord:
     terminating: bool = False  # deletionTimestamp set
     start_time: dt.datetime | None = None
     created: dt.datetime | None = None
+    reason: str = ""  # status.reason (e.g. Evicted, NodeLost, Shutdown)
+    containers: ContainerStatuses = NO_STATUSES
+    init_containers: ContainerStatuses = NO_STATUSES
 
     @property
     def key(self) -> str:
@@ -232,6 +257,22 @@ class Protected:
     why: str
 
 
+@dataclass(frozen=True)
+class CrashLoopNode:
+    """One node holds the restarting replicas of a workload whose replicas on other nodes are healthy: a problem of
+    the node that no check of the agent sees (found by RemovePodsHavingTooManyRestarts)."""
+
+    node: str
+    namespace: str
+    owner: str  # "ReplicaSet/web-7d9f"
+    restarting: tuple[str, ...]  # names of the owner's pods on the node at or over the threshold
+    healthy_elsewhere: int  # the owner's running pods on other nodes under the threshold
+
+    def describe(self) -> str:
+        return (f"{len(self.restarting)} pod(s) of {self.namespace}/{self.owner} restart on {self.node} "
+                f"while {self.healthy_elsewhere} on other nodes are healthy")
+
+
 class HoldReason(StrEnum):
     """Which safety rail holds a taint back; the `why` label of nodemedic_taints_held_total."""
 
@@ -263,6 +304,7 @@ class Plan:
     breaker_open: bool = False  # the tainted-node limit stopped at least one new taint this cycle
     tainted_limit: int = 0  # how many nodes may carry nodemedic taints at once (after count/percent/floor)
     next_check: dt.datetime | None = None  # earliest time a timer (`for`, recoverAfter) may change the plan
+    crash_loop_nodes: list[CrashLoopNode] = field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
         def change(c: TaintChange) -> dict[str, object]:
@@ -280,4 +322,7 @@ class Plan:
             "held": [{"node": h.node, "key": h.taint.key, "effect": str(h.taint.effect), "rule": ",".join(h.rules),
                       "why": h.why} for h in self.held],
             "breaker": {"open": self.breaker_open, "taintedLimit": self.tainted_limit},
+            "crashLoopNodes": [{"node": c.node, "namespace": c.namespace, "owner": c.owner,
+                                "pods": list(c.restarting), "healthyElsewhere": c.healthy_elsewhere}
+                               for c in self.crash_loop_nodes],
         }

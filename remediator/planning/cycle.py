@@ -15,7 +15,17 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from remediator.model import NodeRecord, PdbRecord, Plan, PlannedEviction, PodRecord, Protected, Snapshot, Taint
+from remediator.model import (
+    TERMINAL_PHASES,
+    NodeRecord,
+    PdbRecord,
+    Plan,
+    PlannedEviction,
+    PodRecord,
+    Protected,
+    Snapshot,
+    Taint,
+)
 from remediator.planning.defaultevictor import protection
 from remediator.planning.limits import LimitState
 from remediator.planning.taints import AUTOSCALER_TAINTS, duration, safety_hold
@@ -76,6 +86,7 @@ class Cycle:
         self.planned_taints = planned_taints
         self.consolidating = consolidating  # nodes carrying nodemedic's consolidation taint -> its age in seconds
         self.decided: set[str] = set()  # pod keys already evicted, protected or deferred this cycle
+        self._evicting: set[str] = set()  # pod keys planned for eviction this cycle
         self.reserved: dict[str, Room] = {}  # node -> requests (and "pods") promised to pods moving there
         self.released: dict[str, Room] = {}  # node -> requests of the pods planned to leave it
         # source node -> room promised on the new node like it that the autoscaler adds (autoscaler.addsNodes)
@@ -131,12 +142,18 @@ class Cycle:
         return hold.why if hold is not None else None
 
     # --- deschedule strategies: candidates -----------------------------------------------------------------
-    def admit(self, c: PlannedEviction) -> None:
-        """Safety rails, DefaultEvictor, limits, then node fit anywhere outside `exclude` (when nodeFit is on)."""
+    def evicting(self, pod_key: str) -> bool:
+        """Is the pod planned for eviction this cycle (by any strategy so far)?"""
+        return pod_key in self._evicting
+
+    def admit(self, c: PlannedEviction, *, terminal: bool = False) -> None:
+        """Safety rails, DefaultEvictor, limits, then node fit anywhere outside `exclude` (when nodeFit is on).
+        `terminal`: the strategy may evict Succeeded/Failed pods; such a pod needs no destination (it holds no
+        resources and nothing replaces it because of the eviction), so node fit is not asked (DS-TERM-1)."""
         if c.pod.key in self.decided:
             return  # the first strategy to claim a pod decides it
         self.decided.add(c.pod.key)
-        why = self.hold(c.pod.node_name) or protection(c.pod, self.snapshot, self.policy.evictor)
+        why = self.hold(c.pod.node_name) or protection(c.pod, self.snapshot, self.policy.evictor, terminal=terminal)
         if why is not None:
             self.plan.protected.append(Protected(c.pod, why))
             return
@@ -146,7 +163,7 @@ class Cycle:
         if why is not None:
             self.plan.deferred.append(Protected(c.pod, why))
             return
-        if self.policy.evictor.node_fit:
+        if self.policy.evictor.node_fit and c.pod.phase not in TERMINAL_PHASES:
             destination, why = self._place(c.pod, None, None, cache=True)
             if destination is None and self.policy.autoscaler.adds_nodes:
                 new_node_why = self._place_on_new_node(c.pod)
@@ -244,6 +261,7 @@ class Cycle:
 
     def _commit(self, c: PlannedEviction) -> None:
         self.decided.add(c.pod.key)
+        self._evicting.add(c.pod.key)
         self.limits.take(c)
         for key in self._pdbs_of(c.pod):
             self._pdb_used[key] += 1

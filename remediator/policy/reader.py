@@ -231,6 +231,21 @@ class Reader:
                 out.append(got)
         return tuple(out)
 
+    def integers(self, parent: Section, key: str, *, minimum: int, maximum: int) -> tuple[int, ...] | None:
+        items = self.sequence(parent, key)
+        if items is None:
+            return None
+        out: list[int] = []
+        for node, path in items:
+            got = self.value(node, path)
+            if isinstance(got, bool) or not isinstance(got, int):
+                self.wrong(node, path, "an integer", got)
+            elif not minimum <= got <= maximum:
+                self.error(node, path, f"must be from {minimum} to {maximum}, got {got}")
+            else:
+                out.append(got)
+        return tuple(out)
+
     def string_map(self, parent: Section, key: str, check_key: Callable[[str], str | None],
                    check_value: Callable[[str], str | None]) -> tuple[tuple[str, str], ...]:
         m = self.section(parent, key, None)

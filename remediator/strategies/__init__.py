@@ -10,6 +10,11 @@ from __future__ import annotations
 from remediator.strategies import (  # one line per strategy, and one in REGISTERED
     high_node_utilization,
     low_node_utilization,
+    pod_life_time,
+    remove_failed_pods,
+    remove_pods_having_too_many_restarts,
+    remove_pods_violating_inter_pod_anti_affinity,
+    remove_pods_violating_node_affinity,
     remove_pods_violating_node_taints,
 )
 from remediator.strategies.strategy import KINDS, Strategy
@@ -18,6 +23,11 @@ __all__ = ["KINDS", "STRATEGIES", "Strategy", "lookup"]
 
 REGISTERED = (
     remove_pods_violating_node_taints.STRATEGY,
+    remove_pods_violating_node_affinity.STRATEGY,
+    remove_pods_violating_inter_pod_anti_affinity.STRATEGY,
+    remove_pods_having_too_many_restarts.STRATEGY,
+    pod_life_time.STRATEGY,
+    remove_failed_pods.STRATEGY,
     low_node_utilization.STRATEGY,
     high_node_utilization.STRATEGY,
 )

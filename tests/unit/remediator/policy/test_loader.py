@@ -183,8 +183,8 @@ BAD_FILES = {
     "priority-threshold-value-and-name.yaml": ":5: evictor.priorityThreshold: value and name are mutually exclusive",
     "selector-bad-operator.yaml": ":8: evictor.labelSelector.matchExpressions[0].operator: must be one of",
     "included-and-excluded-taints.yaml": ":8: strategies[0].args.includedTaints: includedTaints and excludedTaints",
-    "unknown-strategy.yaml": ":6: strategies[1].name: unknown strategy 'RemoveDuplicates'; known: "
-                             "HighNodeUtilization, LowNodeUtilization, RemovePodsViolatingNodeTaints",
+    "unknown-strategy.yaml": ":6: strategies[1].name: unknown strategy 'RemoveEverything'; known: "
+                             "HighNodeUtilization, LowNodeUtilization, PodLifeTime, ",
     "duplicate-strategy.yaml": ":6: strategies[1].name: duplicate strategy",
     "lnu-target-below-threshold.yaml": ":8: strategies[0].args.targetThresholds.memory: 25 is below thresholds.memory",
     "lnu-different-resources.yaml": ":8: strategies[0].args.targetThresholds: must name the same resources",
@@ -201,6 +201,23 @@ BAD_FILES = {
     "sink-bad-url.yaml": ":7: notifications.sinks[0].url: invalid URL",
     "unknown-sink-type.yaml": ":8: notifications.sinks[1].type: unknown sink type 'pagerduty'",
     "sink-zero-attempts.yaml": ":8: notifications.sinks[0].maxAttempts: must be at least 1",
+    "node-affinity-unknown-type.yaml": ":8: strategies[0].args.nodeAffinityType[0]: must be one of "
+                                       "requiredDuringSchedulingIgnoredDuringExecution, preferredDuring",
+    "node-affinity-missing-type.yaml": ":6: strategies[0].args.nodeAffinityType: required",
+    "anti-affinity-bad-label-selector.yaml": ":9: strategies[0].args.labelSelector.matchExpressions[0].operator: "
+                                             "must be one of In, NotIn, Exists, DoesNotExist, got 'Within'",
+    "restarts-negative-threshold.yaml": ":7: strategies[0].args.podRestartThreshold: must be at least 1, got -1",
+    "restarts-unknown-state.yaml": ":8: strategies[0].args.states[0]: must be one of CrashLoopBackOff, Running, "
+                                   "got 'CrashLoopBackoff'",
+    "restarts-missing-threshold.yaml": ":6: strategies[0].args.podRestartThreshold: required",
+    "lifetime-namespaces-include-and-exclude.yaml": ":8: strategies[0].args.namespaces: include and exclude are "
+                                                    "mutually exclusive",
+    "lifetime-unknown-state.yaml": ":7: strategies[0].args.states[0]: must be one of Completed, ",
+    "lifetime-no-criterion.yaml": ":6: strategies[0].args: give at least one of maxPodLifeTimeSeconds, states, "
+                                  "exitCodes",
+    "lifetime-negative-max.yaml": ":7: strategies[0].args.maxPodLifeTimeSeconds: must be at least 0, got -60",
+    "failed-pods-bad-exit-code.yaml": ":7: strategies[0].args.exitCodes[1]: must be an integer, got string 'OOM'",
+    "failed-pods-negative-lifetime.yaml": ":8: strategies[0].args.minPodLifetimeSeconds: must be at least 0, got -5",
 }
 
 
