@@ -92,6 +92,7 @@ class Controller:
         self.held_seen: set[tuple[str, str, HoldReason]] = set()
         self.dry_run_seen: set[str] = set()
         self.breaker_was_open = False
+        self.crash_loops_seen: set[tuple[str, str, str]] = set()  # (node, namespace, owner) announced and in the gauge
         self.last_cycle = time.monotonic()
         self.background: set[asyncio.Task[None]] = set()  # fire-and-forget announcements, kept referenced
 
@@ -138,6 +139,7 @@ class Controller:
         self.last_cycle = time.monotonic()
         self.metrics.tainted_limit.set(plan.tainted_limit)
         self.metrics.breaker_open.set(1 if plan.breaker_open else 0)
+        await self._announce_crash_loops(plan)
         if self.dry_run:
             self._report_dry_run(plan)
         elif self.may_act():
@@ -204,6 +206,23 @@ class Controller:
         if plan.breaker_open and not self.breaker_was_open:
             self.metrics.breaker_trips.inc()
         self.breaker_was_open = plan.breaker_open
+
+    async def _announce_crash_loops(self, plan: Plan) -> None:
+        """A node holding a workload's only restarting pods: a gauge while it lasts (dry-run too: it is an
+        observation), and one Event when it starts (not in dry-run, which writes nothing). The leader only."""
+        if self.elector is not None and not self.elector.is_leader():
+            return
+        current = {(c.node, c.namespace, c.owner): c for c in plan.crash_loop_nodes}
+        for key in self.crash_loops_seen - set(current):
+            self.metrics.crash_loop_node.remove(*key)
+        for key, c in sorted(current.items()):
+            self.metrics.crash_loop_node.labels(*key).set(len(c.restarting))
+            if key not in self.crash_loops_seen and not self.dry_run:
+                await self.alerts.node(c.node, kind=AlertKind.CRASH_LOOP_NODE, type_="Warning",
+                                       reason="NodemedicCrashLoopNode", message=c.describe(),
+                                       details={"namespace": c.namespace, "owner": c.owner,
+                                                "pods": ",".join(c.restarting)})
+        self.crash_loops_seen = set(current)
 
     def _start_eviction(self, e: PlannedEviction, now: dt.datetime) -> None:
         # The cool-down (and a balance move's loop guard) starts when we decide, not when the eviction lands.

@@ -20,6 +20,7 @@ class Metrics:
     cycle_seconds: Histogram
     policy_reloads: Counter
     dry_run_planned: Counter
+    crash_loop_node: Gauge
 
 
 def create(registry: CollectorRegistry) -> Metrics:
@@ -45,4 +46,7 @@ def create(registry: CollectorRegistry) -> Metrics:
         policy_reloads=Counter("nodemedic_policy_reloads_total", "Policy file reloads", ["result"], registry=r),
         dry_run_planned=Counter("nodemedic_dry_run_actions_total", "Actions a dry run would have taken",
                                 ["action"], registry=r),
+        crash_loop_node=Gauge("nodemedic_crash_loop_node",
+                              "Pods of a workload restarting on this node while its pods on other nodes are healthy "
+                              "(RemovePodsHavingTooManyRestarts)", ["node", "namespace", "owner"], registry=r),
     )

@@ -12,7 +12,7 @@ STATES = ("Running", "Pending", "Succeeded", "Failed", "Unknown", "NodeAffinity"
           "UnexpectedAdmissionError", "PodInitializing", "ContainerCreating", "ImagePullBackOff", "CrashLoopBackOff",
           "CreateContainerConfigError", "ErrImagePull", "CreateContainerError", "InvalidImageName", "OOMKilled",
           "Error", "Completed", "DeadlineExceeded", "Evicted", "ContainerCannotRun", "StartError")
-_UNSUPPORTED = ("conditions", "includingEphemeralContainers")  # DS-LIFE-2
+_UNSUPPORTED = ("conditions", "includingEphemeralContainers")  # DS-LIFE-1
 _KEYS = (*SCOPE_KEYS, "maxPodLifeTimeSeconds", "states", "includingInitContainers", "ownerKinds", "exitCodes",
          *_UNSUPPORTED)
 INT32 = 2**31 - 1
@@ -41,7 +41,7 @@ def read_args(r: Reader, strategy: Section) -> PodLifeTimeArgs:
     m = r.section(strategy, "args", _KEYS, required=True)
     for key in _UNSUPPORTED:
         if key in m.values:
-            r.error(m.key_nodes[key], m.at(key), "not supported by nodemedic (docs/deschedule-strategies.md DS-LIFE-2)")
+            r.error(m.key_nodes[key], m.at(key), "not supported by nodemedic (docs/deschedule-strategies.md DS-LIFE-1)")
     kinds = r.section(m, "ownerKinds", ("include", "exclude"))
     include = r.strings(kinds, "include", _kind_problem) or ()
     exclude = r.strings(kinds, "exclude", _kind_problem) or ()
