@@ -49,7 +49,7 @@ def plan_cycle(snapshot: Snapshot, policy: Policy, memory: PlannerMemory) -> Pla
     for strategy, args in configured:
         if strategy.kind == "deschedule":
             for c in strategy.plan(snapshot, args, evict_taints=taints.evict_taints, planned_taints=planned_taints,
-                                   evicting=cycle.evicting):
+                                   evicting=cycle.evicting, fits=cycle.fits):
                 if isinstance(c, CrashLoopNode):
                     plan.crash_loop_nodes.append(c)
                 else:

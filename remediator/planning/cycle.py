@@ -142,6 +142,15 @@ class Cycle:
         return hold.why if hold is not None else None
 
     # --- deschedule strategies: candidates -----------------------------------------------------------------
+    def fits(self, pod: PodRecord, accept: Accept | None = None) -> str | None:
+        """A node the pod could go to now (`accept`ed, when given), or None; reserves nothing. For a deschedule
+        strategy whose rule is itself about a better node (node affinity), with the cycle's indexes and books."""
+        affinity, spread, _ = self._indexes()
+        self.by_room(())
+        return find_destination(pod, self.snapshot, exclude=self.exclude, planned_taints=self.planned_taints,
+                                reserved=self.reserved, requested=self.requested, pod_affinity=affinity, spread=spread,
+                                nodes=self._all_by_room, accept=accept, first_fit=True).node
+
     def evicting(self, pod_key: str) -> bool:
         """Is the pod planned for eviction this cycle (by any strategy so far)?"""
         return pod_key in self._evicting

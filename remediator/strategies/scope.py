@@ -18,6 +18,11 @@ class PodScope:
     namespaces: Namespaces = Namespaces()
     label_selector: LabelSelector | None = None
 
+    @property
+    def everything(self) -> bool:
+        """No namespace or label filter: every pod is selected (the common case, worth a fast path per pod)."""
+        return not self.namespaces.include and not self.namespaces.exclude and self.label_selector is None
+
     def selects(self, pod: PodRecord) -> bool:
         ns = self.namespaces
         if (ns.include and pod.namespace not in ns.include) or pod.namespace in ns.exclude:

@@ -1,11 +1,12 @@
 """What the registry knows of a strategy: its name, its kind, how to read its `args`, and its plan function.
 
 "deschedule" strategies run before "balance" ones, as descheduler runs its Deschedule extension point before
-Balance. A deschedule strategy yields candidates: `plan(snapshot, args, *, evict_taints, planned_taints, evicting)
--> Iterable[PlannedEviction | CrashLoopNode]`, taking the keywords it needs and `**_` for the others. The planner
-puts each candidate through the cycle's gate as it is yielded, so a strategy whose next candidate depends on the
-ones before (inter-pod anti-affinity) asks `evicting(pod_key)` whether the gate took them; a `CrashLoopNode` is a
-finding about a node that goes into the plan as it is. A balance strategy decides pod by pod what to try next from
+Balance. A deschedule strategy yields candidates: `plan(snapshot, args, *, evict_taints, planned_taints, evicting,
+fits) -> Iterable[PlannedEviction | CrashLoopNode]`, taking the keywords it needs and `**_` for the others. The
+planner puts each candidate through the cycle's gate as it is yielded, so a strategy whose next candidate depends
+on the ones before (inter-pod anti-affinity) asks `evicting(pod_key)` whether the gate took them, and one whose
+rule is about a better node (node affinity) asks `fits(pod, accept)` for one (reserving nothing); a `CrashLoopNode`
+is a finding about a node that goes into the plan as it is. A balance strategy decides pod by pod what to try next from
 what the gate let through: `plan(snapshot, args, cycle) -> None`, moving pods with `cycle.move`. Neither calls the
 API; both only add to the cycle's Plan.
 

@@ -10,6 +10,7 @@ listed); `exitCodes` matches a terminated container's exit code. Candidates from
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator
 
 from remediator.model import PlannedEviction, PodRecord, Snapshot
@@ -33,16 +34,15 @@ def matching_state(pod: PodRecord, states: tuple[str, ...], including_init_conta
     return None
 
 
-def _reason(pod: PodRecord, args: PodLifeTimeArgs, snapshot: Snapshot) -> str | None:
-    """Why the pod goes, or None when a given filter refuses it."""
+def _reason(pod: PodRecord, args: PodLifeTimeArgs, now: dt.datetime, born_by: dt.datetime | None) -> str | None:
+    """Why the pod goes, or None when a given filter refuses it. `born_by`: the latest creation time over the
+    maximum age (whole seconds strictly over maxPodLifeTimeSeconds, as descheduler counts)."""
     parts: list[str] = []
-    if args.max_pod_life_time_seconds is not None:
-        if pod.created is None:
+    if born_by is not None:
+        if pod.created is None or pod.created > born_by:
             return None
-        age = (snapshot.now - pod.created).total_seconds()
-        if age < 0 or int(age) <= args.max_pod_life_time_seconds:
-            return None
-        parts.append(f"age {int(age)}s > maxPodLifeTimeSeconds {args.max_pod_life_time_seconds}")
+        parts.append(f"age {int((now - pod.created).total_seconds())}s > maxPodLifeTimeSeconds "
+                     f"{args.max_pod_life_time_seconds}")
     if args.states:
         state = matching_state(pod, args.states, args.including_init_containers)
         if state is None:
@@ -64,9 +64,11 @@ def _reason(pod: PodRecord, args: PodLifeTimeArgs, snapshot: Snapshot) -> str | 
 
 def plan(snapshot: Snapshot, args: PodLifeTimeArgs, **_: object) -> Iterator[PlannedEviction]:
     found: list[PlannedEviction] = []
+    now, most = snapshot.now, args.max_pod_life_time_seconds
+    born_by = None if most is None else now - dt.timedelta(seconds=most + 1)
     for node in ready_nodes(snapshot):
         for pod in snapshot.pods(node.name):
-            if args.scope.selects(pod) and (reason := _reason(pod, args, snapshot)) is not None:
+            if args.scope.selects(pod) and (reason := _reason(pod, args, now, born_by)) is not None:
                 found.append(PlannedEviction(pod, NAME, reason))
     oldest = snapshot.now
     found.sort(key=lambda e: (e.pod.created or oldest, e.pod.namespace, e.pod.name))

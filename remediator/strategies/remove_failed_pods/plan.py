@@ -46,6 +46,7 @@ def _reason(pod: PodRecord, args: RemoveFailedPodsArgs, snapshot: Snapshot) -> s
 
 def plan(snapshot: Snapshot, args: RemoveFailedPodsArgs, **_: object) -> Iterator[PlannedEviction]:
     for node in ready_nodes(snapshot):
-        for pod in sorted(snapshot.pods(node.name), key=lambda p: (p.namespace, p.name)):
-            if pod.phase == "Failed" and args.scope.selects(pod) and (reason := _reason(pod, args, snapshot)):
+        failed = [p for p in snapshot.pods(node.name) if p.phase == "Failed"]
+        for pod in sorted(failed, key=lambda p: (p.namespace, p.name)):
+            if args.scope.selects(pod) and (reason := _reason(pod, args, snapshot)):
                 yield PlannedEviction(pod, NAME, reason)

@@ -15,12 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from remediator.model import CrashLoopNode, OwnerRef, PlannedEviction, PodRecord, Snapshot
+from remediator.model import NO_STATUSES, CrashLoopNode, OwnerRef, PlannedEviction, PodRecord, Snapshot
 from remediator.strategies.remove_pods_having_too_many_restarts.args import RemovePodsHavingTooManyRestartsArgs
 from remediator.strategies.scope import ready_nodes
 
 NAME = "RemovePodsHavingTooManyRestarts"
 KIND = "deschedule"
+# One restarting replica on a node says little (a bad pod, bad luck); two or more, there and nowhere else, is the
+# node's doing.
+MIN_RESTARTING = 2
 
 
 def restarts(pod: PodRecord, including_init_containers: bool) -> int:
@@ -41,7 +44,9 @@ def restarting(pod: PodRecord, args: RemovePodsHavingTooManyRestartsArgs) -> boo
 def plan(snapshot: Snapshot, args: RemovePodsHavingTooManyRestartsArgs, **_: object
          ) -> Iterator[PlannedEviction | CrashLoopNode]:
     for node in ready_nodes(snapshot):
-        found = [p for p in snapshot.pods(node.name) if args.scope.selects(p) and restarting(p, args)]
+        found = [p for p in snapshot.pods(node.name)  # the identity tests skip the healthy majority cheaply
+                 if (p.containers is not NO_STATUSES or p.init_containers is not NO_STATUSES)
+                 and restarting(p, args) and args.scope.selects(p)]
         if not found:
             continue
         yield from _crash_loop_nodes(snapshot, node.name, found, args)
@@ -53,8 +58,8 @@ def plan(snapshot: Snapshot, args: RemovePodsHavingTooManyRestartsArgs, **_: obj
 
 def _crash_loop_nodes(snapshot: Snapshot, node: str, found: list[PodRecord],
                       args: RemovePodsHavingTooManyRestartsArgs) -> Iterator[CrashLoopNode]:
-    """A workload (controller owner) whose every pod on `node` restarts, while all its pods elsewhere run
-    without reaching the threshold, and at least one does."""
+    """A workload (controller owner) with at least MIN_RESTARTING pods on `node`, every one of them restarting,
+    while all its pods elsewhere run without reaching the threshold, and at least one does."""
     by_owner: dict[OwnerRef, list[PodRecord]] = {}
     for p in found:
         owner = p.controller
@@ -64,7 +69,7 @@ def _crash_loop_nodes(snapshot: Snapshot, node: str, found: list[PodRecord],
         siblings = snapshot.pods_by_owner.get(owner.uid, [])
         here = [s for s in siblings if s.node_name == node]
         elsewhere = [s for s in siblings if s.node_name != node and s.node_name]
-        if len(here) != len(pods) or not elsewhere:
+        if len(pods) < MIN_RESTARTING or len(here) != len(pods) or not elsewhere:
             continue
         if any(s.phase != "Running" or restarts(s, args.including_init_containers) >= args.pod_restart_threshold
                for s in elsewhere):

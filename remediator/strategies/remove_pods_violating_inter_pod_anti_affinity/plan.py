@@ -22,6 +22,7 @@ from remediator.strategies.scope import PodScope, ready_nodes
 
 NAME = "RemovePodsViolatingInterPodAntiAffinity"
 KIND = "deschedule"
+SMALL_DOMAIN = 8  # nodes; a domain this small is read node by node (a hostname), a larger one through an index
 _QOS_RANK = {"BestEffort": 0, "Burstable": 1, "Guaranteed": 2}
 
 
@@ -31,36 +32,63 @@ def eviction_order(pod: PodRecord) -> tuple[bool, int, int, str, str]:
 
 
 class _Domains:
-    """In-scope pods by (topology key -> (namespace, value) -> pods), built per key on first use."""
+    """The listed pods (non-terminal, in scope, on Ready nodes) by topology domain and namespace, built lazily: a
+    node's own pods grouped by namespace on first use; a domain of a few nodes (a hostname) read from those, a large
+    one (a zone) from a per-key index built once."""
 
-    def __init__(self, nodes: list[NodeRecord], listed: dict[str, list[PodRecord]]) -> None:
-        self.nodes, self.listed = nodes, listed
-        self._by_key: dict[str, dict[tuple[str, str], list[PodRecord]]] = {}
+    def __init__(self, snapshot: Snapshot, nodes: list[NodeRecord], scope: PodScope) -> None:
+        self.snapshot, self.nodes, self.scope = snapshot, nodes, scope
+        self._on_node: dict[str, dict[str, list[PodRecord]]] = {}
+        self._nodes_by_key: dict[str, dict[str, list[str]]] = {}
+        self._pods_by_key: dict[str, dict[tuple[str, str], list[PodRecord]]] = {}
+        self._namespaces: list[str] | None = None
+
+    def on_node(self, node: str) -> dict[str, list[PodRecord]]:
+        grouped = self._on_node.get(node)
+        if grouped is None:
+            grouped = self._on_node[node] = {}
+            everything = self.scope.everything
+            for p in self.snapshot.pods(node):
+                if p.phase not in TERMINAL_PHASES and (everything or self.scope.selects(p)):
+                    grouped.setdefault(p.namespace, []).append(p)
+        return grouped
+
+    def namespaces(self) -> list[str]:
+        """Every namespace of a listed pod: what a term with a namespaceSelector looks at (DS-ANTI-1)."""
+        if self._namespaces is None:
+            self._namespaces = sorted({ns for n in self.nodes for ns in self.on_node(n.name)})
+        return self._namespaces
 
     def pods(self, key: str, namespace: str, value: str) -> list[PodRecord]:
-        index = self._by_key.get(key)
+        by_value = self._nodes_by_key.get(key)
+        if by_value is None:
+            by_value = self._nodes_by_key[key] = {}
+            for n in self.nodes:
+                if (v := n.labels.get(key)) is not None:
+                    by_value.setdefault(v, []).append(n.name)
+        names = by_value.get(value, [])
+        if len(names) <= SMALL_DOMAIN:
+            return [p for name in names for p in self.on_node(name).get(namespace, ())]
+        index = self._pods_by_key.get(key)
         if index is None:
-            index = self._by_key[key] = {}
-            for node in self.nodes:
-                v = node.labels.get(key)
-                if v is not None:
-                    for p in self.listed.get(node.name, ()):
-                        index.setdefault((p.namespace, v), []).append(p)
+            index = self._pods_by_key[key] = {}
+            for v, members in by_value.items():
+                for name in members:
+                    for ns, pods in self.on_node(name).items():
+                        index.setdefault((ns, v), []).extend(pods)
         return index.get((namespace, value), [])
 
 
 def plan(snapshot: Snapshot, args: RemovePodsViolatingInterPodAntiAffinityArgs, *,
          evicting: Callable[[str], bool], **_: object) -> Iterator[PlannedEviction]:
     nodes = ready_nodes(snapshot)
-    listed = {n.name: _listed(snapshot, n.name, args.scope) for n in nodes}
-    namespaces = sorted({p.namespace for pods in listed.values() for p in pods})
-    domains = _Domains(nodes, listed)
+    domains = _Domains(snapshot, nodes, args.scope)
     gone: set[str] = set()
     for node in nodes:
-        for pod in sorted(listed[node.name], key=eviction_order):
-            if not pod.required_anti_affinity:
-                continue
-            found = _violated_by(pod, node, domains=domains, listed=listed, namespaces=namespaces, gone=gone)
+        holders = [p for p in snapshot.pods(node.name)
+                   if p.required_anti_affinity and p.phase not in TERMINAL_PHASES and args.scope.selects(p)]
+        for pod in sorted(holders, key=eviction_order):
+            found = _violated_by(pod, node, domains=domains, gone=gone)
             if found is None:
                 continue
             other, term = found
@@ -71,17 +99,13 @@ def plan(snapshot: Snapshot, args: RemovePodsViolatingInterPodAntiAffinityArgs, 
                 gone.add(pod.key)
 
 
-def _listed(snapshot: Snapshot, node: str, scope: PodScope) -> list[PodRecord]:
-    return [p for p in snapshot.pods(node) if p.phase not in TERMINAL_PHASES and scope.selects(p)]
-
-
-def _violated_by(pod: PodRecord, node: NodeRecord, *, domains: _Domains, listed: dict[str, list[PodRecord]],
-                 namespaces: list[str], gone: set[str]) -> tuple[PodRecord, PodAffinityTerm] | None:
+def _violated_by(pod: PodRecord, node: NodeRecord, *, domains: _Domains,
+                 gone: set[str]) -> tuple[PodRecord, PodAffinityTerm] | None:
     for term in pod.required_anti_affinity:
         value = node.labels.get(term.topology_key)
-        for namespace in (namespaces if term.any_namespace else term.namespaces):
+        for namespace in (domains.namespaces() if term.any_namespace else term.namespaces):
             others = (domains.pods(term.topology_key, namespace, value) if value is not None
-                      else [p for p in listed[node.name] if p.namespace == namespace])
+                      else domains.on_node(node.name).get(namespace, []))
             for other in others:
                 if other.key != pod.key and other.key not in gone and _selects(term, other):
                     return other, term

@@ -109,6 +109,8 @@ def test_a_node_holding_the_only_restarting_replicas_of_a_healthy_workload_is_na
     ([restarting("w1", 30, "n1", owner_name="w"), restarting("w2", 0, "n1", owner_name="w"),
       restarting("w3", 0, "n2", owner_name="w")], "healthy-replica-on-the-same-node"),
     ([restarting("w1", 30, "n1", owner_name="w")], "no-replica-elsewhere"),
+    ([restarting("w1", 30, "n1", owner_name="w"), restarting("w2", 0, "n2", owner_name="w")],
+     "a-single-restarting-replica"),
     ([restarting("w1", 30, "n1", owner_name="w"), restarting("w2", 0, "n2", owner_name="w", phase="Pending")],
      "replica-elsewhere-not-running"),
 ], ids=lambda v: v if isinstance(v, str) else "")

@@ -12,7 +12,7 @@ from remediator.policy.limits import Limits
 from remediator.strategies.remove_pods_violating_inter_pod_anti_affinity.args import (
     RemovePodsViolatingInterPodAntiAffinityArgs,
 )
-from remediator.strategies.remove_pods_violating_inter_pod_anti_affinity.plan import NAME
+from remediator.strategies.remove_pods_violating_inter_pod_anti_affinity.plan import NAME, SMALL_DOMAIN
 from tests.unit.remediator.strategies.cluster import cycle, evicted, node, pod, snapshot
 
 ARGS = RemovePodsViolatingInterPodAntiAffinityArgs()
@@ -70,3 +70,14 @@ def test_the_reason_names_the_other_pod_and_the_domain() -> None:
     s = snapshot([node("n1", labels={HOST: "n1"}), node("n2", labels={HOST: "n2"})], [web("a"), web("b")])
     [e] = cycle(s, NAME, ARGS).evictions
     assert e.reason == "required anti-affinity violated by default/b on the same node n1"
+
+
+def test_a_large_domain_is_read_through_its_index_like_a_small_one() -> None:
+    """A zone of more nodes than SMALL_DOMAIN goes through the per-key pod index; the answer is the same."""
+    zone_a = [node(f"a{i:02d}", labels={HOST: f"a{i:02d}", ZONE: "a"}) for i in range(SMALL_DOMAIN + 2)]
+    zone_b = [node("b00", labels={HOST: "b00", ZONE: "b"})]
+    pods = [web("first", "a00", key=ZONE), pod("other", "a09", labels={"app": "web"})]
+    s = snapshot([*zone_a, *zone_b], pods)
+    [e] = cycle(s, NAME, ARGS).evictions
+    assert e.pod.name == "first"
+    assert e.reason == "required anti-affinity violated by default/other on the same topology.kubernetes.io/zone=a"
