@@ -218,6 +218,16 @@ class PdbRecord:
     disruptions_allowed: int = 0
 
 
+@dataclass(frozen=True)
+class NotablePods:
+    """Per node, the few pods the deschedule strategies look at, found in one pass over the snapshot instead of
+    one pass per strategy (150,000 pods in the 5,000-node benchmark, almost all of them in none of these lists)."""
+
+    statuses: dict[str, list[PodRecord]]  # container statuses with something to say, or a terminal phase
+    node_affinity: dict[str, list[PodRecord]]  # required or preferred node affinity
+    anti_affinity: dict[str, list[PodRecord]]  # required pod anti-affinity
+
+
 @dataclass
 class Snapshot:
     """One consistent view of the cluster for one planning cycle. Strategies must not mutate it."""
@@ -228,9 +238,28 @@ class Snapshot:
     pods_by_owner: dict[str, list[PodRecord]]  # owner UID -> pods (every pod with that owner, any node)
     pdbs: list[PdbRecord] = field(default_factory=list)
     priority_classes: dict[str, int] = field(default_factory=dict)  # PriorityClass name -> value
+    _notable: NotablePods | None = field(default=None, init=False, repr=False, compare=False)
 
     def pods(self, node: str) -> list[PodRecord]:
         return self.pods_by_node.get(node, [])
+
+    def notable(self) -> NotablePods:
+        """Built on first use and kept with the snapshot (one planning cycle)."""
+        if self._notable is None:
+            statuses: dict[str, list[PodRecord]] = {}
+            node_affinity: dict[str, list[PodRecord]] = {}
+            anti_affinity: dict[str, list[PodRecord]] = {}
+            for node, pods in self.pods_by_node.items():
+                for p in pods:
+                    if p.containers is not NO_STATUSES or p.init_containers is not NO_STATUSES \
+                            or p.phase in TERMINAL_PHASES:
+                        statuses.setdefault(node, []).append(p)
+                    if p.required_node_affinity or p.preferred_node_affinity:
+                        node_affinity.setdefault(node, []).append(p)
+                    if p.required_anti_affinity:
+                        anti_affinity.setdefault(node, []).append(p)
+            self._notable = NotablePods(statuses, node_affinity, anti_affinity)
+        return self._notable
 
 
 # --- the plan -------------------------------------------------------------------------------------

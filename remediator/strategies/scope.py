@@ -18,10 +18,14 @@ class PodScope:
     namespaces: Namespaces = Namespaces()
     label_selector: LabelSelector | None = None
 
-    @property
-    def everything(self) -> bool:
-        """No namespace or label filter: every pod is selected (the common case, worth a fast path per pod)."""
-        return not self.namespaces.include and not self.namespaces.exclude and self.label_selector is None
+    def select(self, pods: list[PodRecord]) -> list[PodRecord]:
+        """The selected ones of `pods`, with a comprehension per case (a node's pods, 150,000 of them a cycle)."""
+        if self.label_selector is None:
+            include, exclude = self.namespaces.include, self.namespaces.exclude
+            if include:
+                return [p for p in pods if p.namespace in include]
+            return [p for p in pods if p.namespace not in exclude] if exclude else pods
+        return [p for p in pods if self.selects(p)]
 
     def selects(self, pod: PodRecord) -> bool:
         ns = self.namespaces

@@ -67,8 +67,8 @@ def plan(snapshot: Snapshot, args: PodLifeTimeArgs, **_: object) -> Iterator[Pla
     now, most = snapshot.now, args.max_pod_life_time_seconds
     born_by = None if most is None else now - dt.timedelta(seconds=most + 1)
     for node in ready_nodes(snapshot):
-        for pod in snapshot.pods(node.name):
-            if args.scope.selects(pod) and (reason := _reason(pod, args, now, born_by)) is not None:
+        for pod in args.scope.select(snapshot.pods(node.name)):
+            if (reason := _reason(pod, args, now, born_by)) is not None:
                 found.append(PlannedEviction(pod, NAME, reason))
     oldest = snapshot.now
     found.sort(key=lambda e: (e.pod.created or oldest, e.pod.namespace, e.pod.name))

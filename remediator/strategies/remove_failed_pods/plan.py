@@ -45,8 +45,9 @@ def _reason(pod: PodRecord, args: RemoveFailedPodsArgs, snapshot: Snapshot) -> s
 
 
 def plan(snapshot: Snapshot, args: RemoveFailedPodsArgs, **_: object) -> Iterator[PlannedEviction]:
+    notable = snapshot.notable()  # terminal pods are among the notable ones
     for node in ready_nodes(snapshot):
-        failed = [p for p in snapshot.pods(node.name) if p.phase == "Failed"]
+        failed = [p for p in notable.statuses.get(node.name, ()) if p.phase == "Failed"]
         for pod in sorted(failed, key=lambda p: (p.namespace, p.name)):
             if args.scope.selects(pod) and (reason := _reason(pod, args, snapshot)):
                 yield PlannedEviction(pod, NAME, reason)

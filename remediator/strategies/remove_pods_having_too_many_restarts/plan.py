@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from remediator.model import NO_STATUSES, CrashLoopNode, OwnerRef, PlannedEviction, PodRecord, Snapshot
+from remediator.model import CrashLoopNode, OwnerRef, PlannedEviction, PodRecord, Snapshot
 from remediator.strategies.remove_pods_having_too_many_restarts.args import RemovePodsHavingTooManyRestartsArgs
 from remediator.strategies.scope import ready_nodes
 
@@ -43,10 +43,9 @@ def restarting(pod: PodRecord, args: RemovePodsHavingTooManyRestartsArgs) -> boo
 
 def plan(snapshot: Snapshot, args: RemovePodsHavingTooManyRestartsArgs, **_: object
          ) -> Iterator[PlannedEviction | CrashLoopNode]:
+    notable = snapshot.notable()  # a pod without container statuses to speak of has no restarts
     for node in ready_nodes(snapshot):
-        found = [p for p in snapshot.pods(node.name)  # the identity tests skip the healthy majority cheaply
-                 if (p.containers is not NO_STATUSES or p.init_containers is not NO_STATUSES)
-                 and restarting(p, args) and args.scope.selects(p)]
+        found = [p for p in notable.statuses.get(node.name, ()) if restarting(p, args) and args.scope.selects(p)]
         if not found:
             continue
         yield from _crash_loop_nodes(snapshot, node.name, found, args)

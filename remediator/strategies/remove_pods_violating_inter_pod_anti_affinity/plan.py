@@ -47,9 +47,8 @@ class _Domains:
         grouped = self._on_node.get(node)
         if grouped is None:
             grouped = self._on_node[node] = {}
-            everything = self.scope.everything
-            for p in self.snapshot.pods(node):
-                if p.phase not in TERMINAL_PHASES and (everything or self.scope.selects(p)):
+            for p in self.scope.select(self.snapshot.pods(node)):
+                if p.phase not in TERMINAL_PHASES:
                     grouped.setdefault(p.namespace, []).append(p)
         return grouped
 
@@ -83,10 +82,10 @@ def plan(snapshot: Snapshot, args: RemovePodsViolatingInterPodAntiAffinityArgs, 
          evicting: Callable[[str], bool], **_: object) -> Iterator[PlannedEviction]:
     nodes = ready_nodes(snapshot)
     domains = _Domains(snapshot, nodes, args.scope)
+    notable = snapshot.notable().anti_affinity
     gone: set[str] = set()
     for node in nodes:
-        holders = [p for p in snapshot.pods(node.name)
-                   if p.required_anti_affinity and p.phase not in TERMINAL_PHASES and args.scope.selects(p)]
+        holders = [p for p in notable.get(node.name, ()) if p.phase not in TERMINAL_PHASES and args.scope.selects(p)]
         for pod in sorted(holders, key=eviction_order):
             found = _violated_by(pod, node, domains=domains, gone=gone)
             if found is None:

@@ -37,11 +37,11 @@ Fits = Callable[..., str | None]  # Cycle.fits: (pod, accept=None) -> a node the
 
 def plan(snapshot: Snapshot, args: RemovePodsViolatingNodeAffinityArgs, *, fits: Fits,
          **_: object) -> Iterator[PlannedEviction]:
-    # One pass collects the pods with node affinity (few), then each type runs over them in descheduler's order.
+    # The pods with node affinity (few), then each type runs over them in descheduler's order.
     having: list[tuple[NodeRecord, PodRecord]] = []
+    notable = snapshot.notable().node_affinity
     for node in ready_nodes(snapshot):
-        having.extend((node, p) for p in snapshot.pods(node.name)
-                      if (p.required_node_affinity or p.preferred_node_affinity) and p.phase not in TERMINAL_PHASES)
+        having.extend((node, p) for p in notable.get(node.name, ()) if p.phase not in TERMINAL_PHASES)
     for affinity_type in args.node_affinity_type:
         required = affinity_type == REQUIRED
         for node, pod in having:
