@@ -172,6 +172,9 @@ class PodRecord:
     terminating: bool = False  # deletionTimestamp set
     start_time: dt.datetime | None = None
     created: dt.datetime | None = None
+    # The message of a PodScheduled=False/Unschedulable condition ("0/3 nodes are available: 3 Insufficient cpu."),
+    # "" when the scheduler has not given up on the pod: what the placement engine looks for.
+    unschedulable: str = ""
 
     @property
     def key(self) -> str:
@@ -203,6 +206,7 @@ class Snapshot:
     pods_by_owner: dict[str, list[PodRecord]]  # owner UID -> pods (every pod with that owner, any node)
     pdbs: list[PdbRecord] = field(default_factory=list)
     priority_classes: dict[str, int] = field(default_factory=dict)  # PriorityClass name -> value
+    pending: list[PodRecord] = field(default_factory=list)  # pods not bound to a node yet
 
     def pods(self, node: str) -> list[PodRecord]:
         return self.pods_by_node.get(node, [])
@@ -252,6 +256,15 @@ class Held:
     why: str  # for people: the rail and its particulars
 
 
+@dataclass(frozen=True)
+class Fragmentation:
+    """Pods pending although the cluster has room for them, only not on one node (the placement engine's view)."""
+
+    pending: tuple[PodRecord, ...]  # unschedulable for insufficient resources, yet their pool's free room adds up
+    stranded: dict[str, int]  # per resource: free room on the nodes of those pods' pools
+    made_room: tuple[tuple[PodRecord, str], ...] = ()  # (pending pod, node) the plan's evictions free for it
+
+
 @dataclass
 class Plan:
     taints_add: list[TaintChange] = field(default_factory=list)
@@ -263,6 +276,7 @@ class Plan:
     breaker_open: bool = False  # the tainted-node limit stopped at least one new taint this cycle
     tainted_limit: int = 0  # how many nodes may carry nodemedic taints at once (after count/percent/floor)
     next_check: dt.datetime | None = None  # earliest time a timer (`for`, recoverAfter) may change the plan
+    fragmentation: Fragmentation | None = None  # what the placement engine saw, when it is configured
 
     def to_json(self) -> dict[str, object]:
         def change(c: TaintChange) -> dict[str, object]:

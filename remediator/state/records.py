@@ -188,6 +188,8 @@ def pod(obj: dict[str, Any]) -> PodRecord:
         for t in map(_dict, _list(affinity.get("nodeSelectorTerms")))
     )
     priority = spec.get("priority")
+    scheduled = next((c for c in map(_dict, _list(status.get("conditions"))) if c.get("type") == "PodScheduled"), {})
+    refused = scheduled.get("status") == "False" and scheduled.get("reason") == "Unschedulable"
     return PodRecord(
         namespace=str(meta.get("namespace", "")),
         name=str(meta.get("name", "")),
@@ -221,6 +223,7 @@ def pod(obj: dict[str, Any]) -> PodRecord:
         terminating=meta.get("deletionTimestamp") is not None,
         start_time=parse_time(status.get("startTime")),
         created=parse_time(meta.get("creationTimestamp")),
+        unschedulable=str(scheduled.get("message") or "Unschedulable") if refused else "",
     )
 
 

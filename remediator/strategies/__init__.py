@@ -10,6 +10,7 @@ from __future__ import annotations
 from remediator.strategies import (  # one line per strategy, and one in REGISTERED
     high_node_utilization,
     low_node_utilization,
+    make_room_for_pending_pods,
     remove_pods_violating_node_taints,
 )
 from remediator.strategies.strategy import KINDS, Strategy
@@ -20,6 +21,7 @@ REGISTERED = (
     remove_pods_violating_node_taints.STRATEGY,
     low_node_utilization.STRATEGY,
     high_node_utilization.STRATEGY,
+    make_room_for_pending_pods.STRATEGY,
 )
 STRATEGIES: dict[str, Strategy] = {s.name: s for s in REGISTERED}
 

@@ -6,7 +6,7 @@ import itertools
 import random
 from collections.abc import Mapping, Sequence
 
-from remediator.strategies.placement.search import Found, Limits, Mover, Vector, covers, find_plan, sub
+from remediator.strategies.make_room_for_pending_pods.search import Found, Limits, Mover, Vector, covers, find_plan, sub
 
 MB = 1  # memory in MB: the article's units
 

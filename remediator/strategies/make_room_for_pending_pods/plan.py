@@ -1,0 +1,147 @@
+"""MakeRoomForPendingPods (the placement engine): evict the fewest pods that free one node for a pod pending
+because the cluster's free room is split across nodes, so the pod runs without the autoscaler buying a node.
+
+Per cycle: find the pods pending for fragmentation (detect.py), highest priority and oldest first; for each, search
+the smallest set of moves (search.py) over its pool and the roomiest other nodes, each evicted pod with a
+destination of its own (chains up to `chainDepth`, swaps onto the freed node allowed), never evicting a pod of
+higher priority than the pending one; then make the moves through the cycle's gate (DefaultEvictor, PDB budgets,
+limits, loop guard, node fit counting this cycle's moves) in chain order, and hold the freed room for the pending
+pod in the cycle's books. The whole search shares one time budget.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping, Sequence
+
+from remediator.model import TERMINAL_PHASES, Fragmentation, PlannedEviction, PodRecord, Snapshot
+from remediator.planning.cycle import Cycle
+from remediator.scheduling.nodefit import placement_reason
+from remediator.scheduling.podaffinity import PodAffinityIndex
+from remediator.scheduling.topologyspread import SpreadIndex
+from remediator.strategies.make_room_for_pending_pods.args import MakeRoomForPendingPodsArgs
+from remediator.strategies.make_room_for_pending_pods.detect import Stuck, free_vector, stuck_pods, vector
+from remediator.strategies.make_room_for_pending_pods.search import Found, Limits, Mover, find_plan
+
+NAME = "MakeRoomForPendingPods"
+KIND = "balance"
+TARGETS = 32  # pool nodes tried as the one to free, smallest deficit first
+ROOMY = 64  # other nodes the evicted pods may go to, roomiest first (at scale the search never looks further)
+# Evicting a pod of a StatefulSet or a Job costs more than one a ReplicaSet replaces at once.
+_OWNER_COST = {"ReplicaSet": 0, "ReplicationController": 0, "StatefulSet": 2, "Job": 3}
+
+
+def plan(snapshot: Snapshot, args: MakeRoomForPendingPodsArgs, cycle: Cycle) -> None:
+    usage = {n: cycle.usage(n) for n in snapshot.nodes}
+    stuck, stranded = stuck_pods(snapshot, usage, exclude=cycle.exclude, planned_taints=cycle.planned_taints)
+    report = Fragmentation(pending=tuple(s.pod for s in stuck), stranded=stranded)
+    deadline = time.monotonic() + args.time_budget.total_seconds()
+    made: list[tuple[PodRecord, str]] = []
+    for s in stuck[:args.max_pending_pods]:
+        if time.monotonic() > deadline:
+            break
+        found = _search(snapshot, args, cycle, s, deadline)
+        if found is not None and _commit(cycle, s, found):
+            made.append((s.pod, found.target))
+    cycle.plan.fragmentation = Fragmentation(report.pending, report.stranded, tuple(made))
+
+
+def _eligible(snapshot: Snapshot, cycle: Cycle) -> list[str]:
+    return [n for n, rec in snapshot.nodes.items()
+            if rec.ready and not rec.unschedulable and not rec.deleting and n not in cycle.exclude
+            and cycle.hold(n) is None]
+
+
+def _search(snapshot: Snapshot, args: MakeRoomForPendingPodsArgs, cycle: Cycle, s: Stuck,
+            deadline: float) -> Found | None:
+    resources = s.resources
+    free = {n: free_vector(snapshot.nodes[n], cycle.usage(n), resources) for n in _eligible(snapshot, cycle)}
+    targets = [n for n in s.pool if n in free and cycle.hold(n) is None and _pod_may_land(snapshot, s.pod, n)]
+    targets.sort(key=lambda n: (sum(max(0, q - f) for f, q in zip(free[n], s.need, strict=True)), n))
+    targets = targets[:TARGETS]
+    if not targets:
+        return None
+    roomy = sorted((n for n in free if n not in targets), key=lambda n: (-sum(_share(free[n], s.need)), n))[:ROOMY]
+    nodes = {n: free[n] for n in (*targets, *roomy)}
+    movers = _Movers(snapshot, args, cycle, pending=s.pod, resources=resources, nodes=set(targets) | set(roomy))
+    records: dict[str, PodRecord] = movers.records
+    fits: dict[tuple[str, str], bool] = {}
+
+    def can_go(m: Mover, node: str) -> bool:
+        key = (m.key, node)
+        if key not in fits:
+            fits[key] = placement_reason(records[m.key], snapshot.nodes[node], exclude=cycle.exclude,
+                                         planned=cycle.planned_taints.get(node, ())) is None
+        return fits[key]
+
+    limits = Limits(max_evictions=args.max_evictions_per_pod, depth=args.chain_depth, deadline=deadline)
+    return find_plan(s.need, targets, nodes, movers, can_go, headroom=movers.headroom, limits=limits)
+
+
+def _share(room: Sequence[int], need: Sequence[int]) -> Iterator[float]:
+    """Free room in units of the pending pod's requests (so cpu and bytes weigh alike)."""
+    return (min(r, 4 * q) / q for r, q in zip(room, need, strict=True) if q > 0)
+
+
+def _pod_may_land(snapshot: Snapshot, pod: PodRecord, node: str) -> bool:
+    """The pending pod's own inter-pod (anti-)affinity and hard spread accept `node` (room aside)."""
+    record = snapshot.nodes[node]
+    if (pod.required_affinity or pod.required_anti_affinity) and PodAffinityIndex(snapshot).conflict(pod, record):
+        return False
+    return not (pod.hard_spread and SpreadIndex(snapshot).violation(pod, record))
+
+
+class _Movers(Mapping[str, Sequence[Mover]]):
+    """node -> the pods the gate would let move for this pending pod, worked out when the search first asks."""
+
+    def __init__(self, snapshot: Snapshot, args: MakeRoomForPendingPodsArgs, cycle: Cycle, *, pending: PodRecord,
+                 resources: Sequence[str], nodes: set[str]) -> None:
+        self.snapshot, self.args, self.cycle, self.pending = snapshot, args, cycle, pending
+        self.resources, self.nodes = resources, nodes
+        self.records: dict[str, PodRecord] = {}
+        self.headroom: dict[str, int] = {}
+        self._cache: dict[str, list[Mover]] = {}
+
+    def __getitem__(self, node: str) -> Sequence[Mover]:
+        if node not in self.nodes:
+            raise KeyError(node)
+        found = self._cache.get(node)
+        if found is None:
+            found = self._cache[node] = [m for p in self.snapshot.pods(node) if (m := self._mover(p)) is not None]
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.nodes)
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def _mover(self, pod: PodRecord) -> Mover | None:
+        if pod.phase in TERMINAL_PHASES or pod.terminating or pod.namespace in self.args.evictable_namespaces_exclude:
+            return None
+        if (pod.priority or 0) > (self.pending.priority or 0):
+            return None  # never displace a pod that matters more than the one waiting
+        if self.cycle.refusal(PlannedEviction(pod, NAME, "")) is not None:
+            return None
+        headroom = self.cycle.pdb_headroom(pod)
+        self.headroom.update(headroom)
+        owner = pod.controller
+        tight = 1 if any(h <= 1 for h in headroom.values()) else 0
+        cost = (pod.priority or 0) * 100.0 + _OWNER_COST.get(owner.kind if owner else "", 1) * 10 + tight
+        self.records[pod.key] = pod
+        return Mover(pod.key, pod.node_name, vector(pod.requests, self.resources), cost, tuple(sorted(headroom)))
+
+
+def _commit(cycle: Cycle, s: Stuck, found: Found) -> bool:
+    """Make the moves in order through the gate; hold the freed room for the pending pod when all went."""
+    pods = {p.key: p for n in {m.pod.node for m in found.moves} for p in cycle.snapshot.pods(n)}
+    reason = f"makes room on {found.target} for pending {s.pod.key} ({len(found.moves)} move(s))"
+    # The pending pod's room first, so that node fit keeps it when a pod moves onto the target (a swap). If the
+    # gate stops a later move, the room stays held for the rest of the cycle: erring towards fewer moves.
+    cycle.promise(s.pod, found.target)
+    for move in found.moves:
+        outcome = cycle.move(PlannedEviction(pods[move.pod.key], NAME, reason), [move.destination],
+                             count_leaving=True)
+        if not outcome.evicted:
+            return False
+    return True
