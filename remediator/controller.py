@@ -138,6 +138,10 @@ class Controller:
         self.last_cycle = time.monotonic()
         self.metrics.tainted_limit.set(plan.tainted_limit)
         self.metrics.breaker_open.set(1 if plan.breaker_open else 0)
+        if plan.fragmentation is not None:
+            self.metrics.fragmentation_pending.set(len(plan.fragmentation.pending))
+            for resource in ("cpu", "memory"):
+                self.metrics.fragmentation_stranded.labels(resource).set(plan.fragmentation.stranded.get(resource, 0))
         if self.dry_run:
             self._report_dry_run(plan)
         elif self.may_act():
@@ -152,6 +156,15 @@ class Controller:
             if e.pod.node_name in failed_nodes:
                 continue  # its taint did not land; evicting now would only invite the pod back
             self._start_eviction(e, now)
+        for pod, node in plan.fragmentation.made_room if plan.fragmentation is not None else ():
+            message = f"pending because free room is split across nodes: nodemedic moves pods to free {node}"
+            self.log.info(message, extra={"event": "NodemedicMakingRoom", "pod": pod.key, "node": node})
+            task = asyncio.get_running_loop().create_task(self.alerts.object(
+                namespace=pod.namespace, type_="Normal", reason="NodemedicMakingRoom", message=message,
+                involved={"kind": "Pod", "apiVersion": "v1", "name": pod.name, "namespace": pod.namespace,
+                          "uid": pod.uid}))
+            self.background.add(task)
+            task.add_done_callback(self.background.discard)
         tainted = sum(1 for n in self.cache.nodes.values() if OWNED_TAINTS_ANNOTATION in n.annotations
                       and owned_taints.parse_owned(n.annotations[OWNED_TAINTS_ANNOTATION])[0])
         self.metrics.tainted_nodes.set(tainted)

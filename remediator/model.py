@@ -294,4 +294,9 @@ class Plan:
             "held": [{"node": h.node, "key": h.taint.key, "effect": str(h.taint.effect), "rule": ",".join(h.rules),
                       "why": h.why} for h in self.held],
             "breaker": {"open": self.breaker_open, "taintedLimit": self.tainted_limit},
+            **({} if self.fragmentation is None else {"fragmentation": {
+                "pending": [{"namespace": p.namespace, "name": p.name} for p in self.fragmentation.pending],
+                "stranded": dict(self.fragmentation.stranded),
+                "madeRoom": [{"namespace": p.namespace, "name": p.name, "node": n}
+                             for p, n in self.fragmentation.made_room]}}),
         }

@@ -20,6 +20,8 @@ class Metrics:
     cycle_seconds: Histogram
     policy_reloads: Counter
     dry_run_planned: Counter
+    fragmentation_pending: Gauge
+    fragmentation_stranded: Gauge
 
 
 def create(registry: CollectorRegistry) -> Metrics:
@@ -45,4 +47,10 @@ def create(registry: CollectorRegistry) -> Metrics:
         policy_reloads=Counter("nodemedic_policy_reloads_total", "Policy file reloads", ["result"], registry=r),
         dry_run_planned=Counter("nodemedic_dry_run_actions_total", "Actions a dry run would have taken",
                                 ["action"], registry=r),
+        fragmentation_pending=Gauge("nodemedic_fragmentation_pending_pods",
+                                    "Pods pending for resources although their pool's free room adds up to their "
+                                    "requests (MakeRoomForPendingPods)", registry=r),
+        fragmentation_stranded=Gauge("nodemedic_fragmentation_stranded",
+                                     "Free room on the pools of pods pending for fragmentation (cpu in millicores, "
+                                     "memory in bytes)", ["resource"], registry=r),
     )

@@ -46,6 +46,8 @@ class PlannerMemory:
     moved_off: dict[tuple[str, str], dt.datetime] = field(default_factory=dict)
     # node -> when a consolidation gave up on it (not picked again for the strategy's timeout)
     consolidation_released: dict[str, dt.datetime] = field(default_factory=dict)
+    # pending pod uid -> when a plan made room for it (not made again while its evictions play out)
+    made_room_for: dict[str, dt.datetime] = field(default_factory=dict)
 
     def record_eviction(self, pod: PodRecord, *, balance: bool, now: dt.datetime) -> None:
         owner = pod.controller
@@ -58,6 +60,8 @@ class PlannerMemory:
     def forget_before(self, horizon: dt.datetime) -> None:
         for key in [k for k, t in self.moved_off.items() if t < horizon]:
             del self.moved_off[key]
+        for uid in [k for k, t in self.made_room_for.items() if t < horizon]:
+            del self.made_room_for[uid]
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from remediator.policy.fields import read_evictable_namespaces
 from remediator.policy.reader import Reader, Section
 
-_KEYS = ("maxEvictionsPerPod", "chainDepth", "timeBudget", "maxPendingPods", "evictableNamespaces")
+_KEYS = ("maxEvictionsPerPod", "chainDepth", "timeBudget", "maxPendingPods", "retryAfter", "evictableNamespaces")
 # More than this many evictions to seat one pod disrupts more than a new node costs; deeper chains than this
 # are never worth their search time.
 MAX_EVICTIONS_PER_POD, MAX_CHAIN_DEPTH = 6, 3
@@ -20,6 +20,9 @@ class MakeRoomForPendingPodsArgs:
     chain_depth: int = 1  # links of a chain: 0 = evicted pods go only where there is room now
     time_budget: dt.timedelta = dt.timedelta(seconds=1)  # for the whole search of one cycle
     max_pending_pods: int = 20  # pending pods made room for per cycle, highest priority and oldest first
+    # once room was made for a pod, no more for it for this long: its evictions, their replacements and the
+    # scheduler's retry take a while, and a second plan meanwhile would evict for nothing
+    retry_after: dt.timedelta = dt.timedelta(minutes=2)
     evictable_namespaces_exclude: tuple[str, ...] = ()
 
 
@@ -46,5 +49,6 @@ def read_args(r: Reader, strategy: Section) -> MakeRoomForPendingPodsArgs:
         chain_depth=depth,
         time_budget=budget,
         max_pending_pods=r.integer(m, "maxPendingPods", d.max_pending_pods, minimum=1),
+        retry_after=r.duration(m, "retryAfter", d.retry_after, positive=True),
         evictable_namespaces_exclude=read_evictable_namespaces(r, m),
     )

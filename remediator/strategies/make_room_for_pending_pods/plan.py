@@ -37,13 +37,20 @@ def plan(snapshot: Snapshot, args: MakeRoomForPendingPodsArgs, cycle: Cycle) -> 
     report = Fragmentation(pending=tuple(s.pod for s in stuck), stranded=stranded)
     deadline = time.monotonic() + args.time_budget.total_seconds()
     made: list[tuple[PodRecord, str]] = []
-    for s in stuck[:args.max_pending_pods]:
+    waiting = [s for s in stuck if not _recently_helped(cycle, s.pod, args)]
+    for s in waiting[:args.max_pending_pods]:
         if time.monotonic() > deadline:
             break
         found = _search(snapshot, args, cycle, s, deadline)
         if found is not None and _commit(cycle, s, found):
             made.append((s.pod, found.target))
+            cycle.memory.made_room_for[s.pod.uid] = snapshot.now
     cycle.plan.fragmentation = Fragmentation(report.pending, report.stranded, tuple(made))
+
+
+def _recently_helped(cycle: Cycle, pod: PodRecord, args: MakeRoomForPendingPodsArgs) -> bool:
+    since = cycle.memory.made_room_for.get(pod.uid)
+    return since is not None and cycle.snapshot.now - since < args.retry_after
 
 
 def _eligible(snapshot: Snapshot, cycle: Cycle) -> list[str]:

@@ -118,3 +118,12 @@ def test_higher_priority_pods_and_exhausted_pdbs_are_not_moved() -> None:
 def test_a_pause_stops_it() -> None:
     paused = Policy(strategies=policy().strategies, safety=Safety(paused=True))
     assert plan_cycle(snapshot(NODES, [*article(), PENDING]), paused, PlannerMemory()).evictions == []
+
+
+def test_room_is_made_once_per_pod_until_retry_after() -> None:
+    memory = PlannerMemory()
+    snap = snapshot(NODES, [*article(), PENDING])
+    assert len(plan_cycle(snap, policy(), memory).evictions) == 1
+    assert plan_cycle(snap, policy(), memory).evictions == []  # its evictions are playing out
+    snap.now = NOW + dt.timedelta(minutes=3)
+    assert len(plan_cycle(snap, policy(), memory).evictions) == 1  # still pending after retryAfter: again
