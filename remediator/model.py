@@ -257,12 +257,19 @@ class Held:
 
 
 @dataclass(frozen=True)
+class MadeRoom:
+    pod: PodRecord  # the pending pod
+    node: str  # the node the plan's evictions free for it
+    moved: tuple[str, ...]  # keys of the pods evicted for it
+
+
+@dataclass(frozen=True)
 class Fragmentation:
     """Pods pending although the cluster has room for them, only not on one node (the placement engine's view)."""
 
     pending: tuple[PodRecord, ...]  # unschedulable for insufficient resources, yet their pool's free room adds up
     stranded: dict[str, int]  # per resource: free room on the nodes of those pods' pools
-    made_room: tuple[tuple[PodRecord, str], ...] = ()  # (pending pod, node) the plan's evictions free for it
+    made_room: tuple[MadeRoom, ...] = ()
 
 
 @dataclass
@@ -297,6 +304,6 @@ class Plan:
             **({} if self.fragmentation is None else {"fragmentation": {
                 "pending": [{"namespace": p.namespace, "name": p.name} for p in self.fragmentation.pending],
                 "stranded": dict(self.fragmentation.stranded),
-                "madeRoom": [{"namespace": p.namespace, "name": p.name, "node": n}
-                             for p, n in self.fragmentation.made_room]}}),
+                "madeRoom": [{"namespace": m.pod.namespace, "name": m.pod.name, "node": m.node, "moved": list(m.moved)}
+                             for m in self.fragmentation.made_room]}}),
         }

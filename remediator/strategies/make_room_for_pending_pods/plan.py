@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Mapping, Sequence
 
-from remediator.model import TERMINAL_PHASES, Fragmentation, PlannedEviction, PodRecord, Snapshot
+from remediator.model import TERMINAL_PHASES, Fragmentation, MadeRoom, PlannedEviction, PodRecord, Snapshot
 from remediator.planning.cycle import Cycle
 from remediator.scheduling.nodefit import placement_reason
 from remediator.scheduling.podaffinity import PodAffinityIndex
@@ -36,14 +36,14 @@ def plan(snapshot: Snapshot, args: MakeRoomForPendingPodsArgs, cycle: Cycle) -> 
     stuck, stranded = stuck_pods(snapshot, usage, exclude=cycle.exclude, planned_taints=cycle.planned_taints)
     report = Fragmentation(pending=tuple(s.pod for s in stuck), stranded=stranded)
     deadline = time.monotonic() + args.time_budget.total_seconds()
-    made: list[tuple[PodRecord, str]] = []
+    made: list[MadeRoom] = []
     waiting = [s for s in stuck if not _recently_helped(cycle, s.pod, args)]
     for s in waiting[:args.max_pending_pods]:
         if time.monotonic() > deadline:
             break
         found = _search(snapshot, args, cycle, s, deadline)
         if found is not None and _commit(cycle, s, found):
-            made.append((s.pod, found.target))
+            made.append(MadeRoom(s.pod, found.target, tuple(m.pod.key for m in found.moves)))
             cycle.memory.made_room_for[s.pod.uid] = snapshot.now
     cycle.plan.fragmentation = Fragmentation(report.pending, report.stranded, tuple(made))
 

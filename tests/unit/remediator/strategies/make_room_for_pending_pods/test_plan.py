@@ -79,7 +79,8 @@ def test_the_articles_cluster_gets_one_move_and_the_pending_pod_its_room() -> No
     assert e.strategy == "MakeRoomForPendingPods" and "for pending default/pending" in e.reason
     assert plan.fragmentation is not None
     assert [p.key for p in plan.fragmentation.pending] == ["default/pending"]
-    assert plan.fragmentation.made_room == ((PENDING, e.pod.node_name),)
+    (made,) = plan.fragmentation.made_room
+    assert (made.pod, made.node, made.moved) == (PENDING, e.pod.node_name, (e.pod.key,))
     assert plan.fragmentation.stranded == {"cpu": 700, "memory": 1900 * MB}
 
 
@@ -102,8 +103,8 @@ def test_a_pod_bound_to_one_pool_is_judged_against_that_pool() -> None:
     assert plan.fragmentation is not None and plan.fragmentation.pending == (pinned,)
     assert plan.fragmentation.stranded == {"cpu": 500, "memory": 1500 * MB}  # node-2 and node-3 only
     (e,) = plan.evictions
-    assert plan.fragmentation.made_room[0][1] in {"node-2", "node-3"}
-    assert e.pod.node_name == plan.fragmentation.made_room[0][1]
+    assert plan.fragmentation.made_room[0].node in {"node-2", "node-3"}
+    assert e.pod.node_name == plan.fragmentation.made_room[0].node
 
 
 def test_higher_priority_pods_and_exhausted_pdbs_are_not_moved() -> None:
