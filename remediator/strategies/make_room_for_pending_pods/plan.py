@@ -19,6 +19,7 @@ from remediator.planning.cycle import Cycle
 from remediator.scheduling.nodefit import placement_reason
 from remediator.scheduling.podaffinity import PodAffinityIndex
 from remediator.scheduling.topologyspread import SpreadIndex
+from remediator.scheduling.zonespread import ZoneSpread
 from remediator.strategies.make_room_for_pending_pods.args import MakeRoomForPendingPodsArgs
 from remediator.strategies.make_room_for_pending_pods.detect import Stuck, free_vector, stuck_pods, vector
 from remediator.strategies.make_room_for_pending_pods.search import Found, Limits, Mover, find_plan
@@ -63,7 +64,8 @@ def _search(snapshot: Snapshot, args: MakeRoomForPendingPodsArgs, cycle: Cycle, 
             deadline: float) -> Found | None:
     resources = s.resources
     free = {n: free_vector(snapshot.nodes[n], cycle.usage(n), resources) for n in _eligible(snapshot, cycle)}
-    targets = [n for n in s.pool if n in free and cycle.hold(n) is None and _pod_may_land(snapshot, s.pod, n)]
+    indexes = _Indexes(snapshot)
+    targets = [n for n in s.pool if n in free and cycle.hold(n) is None and _pod_may_land(snapshot, s.pod, n, indexes)]
     targets.sort(key=lambda n: (sum(max(0, q - f) for f, q in zip(free[n], s.need, strict=True)), n))
     targets = targets[:TARGETS]
     if not targets:
@@ -77,8 +79,10 @@ def _search(snapshot: Snapshot, args: MakeRoomForPendingPodsArgs, cycle: Cycle, 
     def can_go(m: Mover, node: str) -> bool:
         key = (m.key, node)
         if key not in fits:
-            fits[key] = placement_reason(records[m.key], snapshot.nodes[node], exclude=cycle.exclude,
-                                         planned=cycle.planned_taints.get(node, ())) is None
+            pod = records[m.key]
+            fits[key] = placement_reason(pod, snapshot.nodes[node], exclude=cycle.exclude,
+                                         planned=cycle.planned_taints.get(node, ())) is None and _pod_may_land(
+                snapshot, pod, node, indexes) and not indexes.zones().worse(pod, snapshot.nodes[node])
         return fits[key]
 
     limits = Limits(max_evictions=args.max_evictions_per_pod, depth=args.chain_depth, deadline=deadline)
@@ -90,12 +94,38 @@ def _share(room: Sequence[int], need: Sequence[int]) -> Iterator[float]:
     return (min(r, 4 * q) / q for r, q in zip(room, need, strict=True) if q > 0)
 
 
-def _pod_may_land(snapshot: Snapshot, pod: PodRecord, node: str) -> bool:
-    """The pending pod's own inter-pod (anti-)affinity and hard spread accept `node` (room aside)."""
+class _Indexes:
+    """The snapshot's pod (anti-)affinity and spread indexes, built when a pod with such constraints first asks."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        self._affinity: PodAffinityIndex | None = None
+        self._spread: SpreadIndex | None = None
+        self._zones: ZoneSpread | None = None
+
+    def affinity(self) -> PodAffinityIndex:
+        if self._affinity is None:
+            self._affinity = PodAffinityIndex(self.snapshot)
+        return self._affinity
+
+    def spread(self) -> SpreadIndex:
+        if self._spread is None:
+            self._spread = SpreadIndex(self.snapshot)
+        return self._spread
+
+    def zones(self) -> ZoneSpread:
+        if self._zones is None:
+            self._zones = ZoneSpread(self.snapshot)
+        return self._zones
+
+
+def _pod_may_land(snapshot: Snapshot, pod: PodRecord, node: str, indexes: _Indexes) -> bool:
+    """`pod`'s inter-pod (anti-)affinity, the anti-affinity of the pods there, and its hard spread accept `node`
+    (room aside). The gate checks again, counting this cycle's moves."""
     record = snapshot.nodes[node]
-    if (pod.required_affinity or pod.required_anti_affinity) and PodAffinityIndex(snapshot).conflict(pod, record):
+    if indexes.affinity().conflict(pod, record):
         return False
-    return not (pod.hard_spread and SpreadIndex(snapshot).violation(pod, record))
+    return not (pod.hard_spread and indexes.spread().violation(pod, record))
 
 
 class _Movers(Mapping[str, Sequence[Mover]]):
