@@ -58,6 +58,7 @@ def stuck_pods(snapshot: Snapshot, usage: Mapping[str, Mapping[str, int]], *, ex
     candidates.sort(key=lambda p: (-(p.priority or 0), p.created is None, p.created or snapshot.now, p.key))
     nodes = list(snapshot.nodes.values())
     pools: dict[tuple[object, ...], tuple[str, ...]] = {}  # pods of one workload share a pool: computed once
+    rooms: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[list[tuple[int, ...]], list[int]]] = {}
     for pod in candidates:
         shape = (pod.tolerations, tuple(sorted(pod.node_selector.items())), pod.required_node_affinity)
         names = pools.get(shape)
@@ -65,11 +66,16 @@ def stuck_pods(snapshot: Snapshot, usage: Mapping[str, Mapping[str, int]], *, ex
             names = pools[shape] = pool(pod, nodes, exclude=exclude, planned_taints=planned_taints)
         resources = dimensions(pod)
         need = vector(pod.requests, resources)
-        free = [free_vector(snapshot.nodes[n], usage.get(n, {}), resources) for n in names]
-        if not free or any(all(f >= q for f, q in zip(room, need, strict=True)) for room in free):
+        if (names, resources) not in rooms:
+            free = [free_vector(snapshot.nodes[n], usage.get(n, {}), resources) for n in names]
+            total = [sum(max(0, room[i]) for room in free) for i in range(len(resources))]
+            rooms[(names, resources)] = (_frontier(free), total)
+        frontier, total = rooms[(names, resources)]
+        if not frontier or any(all(f >= q for f, q in zip(room, need, strict=True)) for room in frontier):
             continue  # nowhere it could go at all, or room on one node already: the scheduler's business
-        total = [sum(max(0, room[i]) for room in free) for i in range(len(need))]
-        if all(t >= q for t, q in zip(total, need, strict=True)):
+        if all(t >= q for t, q in zip(total, need, strict=True)) and any(
+                all(snapshot.nodes[n].allocatable.get(r, 0) >= q for r, q in zip(resources, need, strict=True))
+                for n in names):  # (bigger than every node, even empty: only a bigger node helps)
             stuck.append(Stuck(pod, resources, need, names))
             pooled.update(names)
     stranded: dict[str, int] = {}
@@ -78,3 +84,12 @@ def stuck_pods(snapshot: Snapshot, usage: Mapping[str, Mapping[str, int]], *, ex
         for r in ("cpu", "memory"):
             stranded[r] = stranded.get(r, 0) + max(0, node.allocatable.get(r, 0) - usage.get(name, {}).get(r, 0))
     return stuck, stranded
+
+
+def _frontier(rooms: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """The rooms no other room covers in every resource: a pod fits some room iff it fits one of these."""
+    kept: list[tuple[int, ...]] = []
+    for room in sorted(set(rooms), reverse=True):
+        if not any(all(k >= r for k, r in zip(other, room, strict=True)) for other in kept):
+            kept.append(room)
+    return kept

@@ -33,20 +33,21 @@ _OWNER_COST = {"ReplicaSet": 0, "ReplicationController": 0, "StatefulSet": 2, "J
 
 
 def plan(snapshot: Snapshot, args: MakeRoomForPendingPodsArgs, cycle: Cycle) -> None:
-    usage = {n: cycle.usage(n) for n in snapshot.nodes}
-    stuck, stranded = stuck_pods(snapshot, usage, exclude=cycle.exclude, planned_taints=cycle.planned_taints)
-    report = Fragmentation(pending=tuple(s.pod for s in stuck), stranded=stranded)
+    books = _Books(snapshot, cycle)
+    stuck, stranded = stuck_pods(snapshot, books.usage, exclude=cycle.exclude, planned_taints=cycle.planned_taints)
     deadline = time.monotonic() + args.time_budget.total_seconds()
     made: list[MadeRoom] = []
     waiting = [s for s in stuck if not _recently_helped(cycle, s.pod, args)]
     for s in waiting[:args.max_pending_pods]:
         if time.monotonic() > deadline:
             break
-        found = _search(snapshot, args, cycle, s, deadline)
+        found = _search(books, args, s, deadline)
         if found is not None and _commit(cycle, s, found):
             made.append(MadeRoom(s.pod, found.target, tuple(m.pod.key for m in found.moves)))
             cycle.memory.made_room_for[s.pod.uid] = snapshot.now
-    cycle.plan.fragmentation = Fragmentation(report.pending, report.stranded, tuple(made))
+        if found is not None:
+            books.refresh({found.target} | {m.pod.node for m in found.moves} | {m.destination for m in found.moves})
+    cycle.plan.fragmentation = Fragmentation(tuple(s.pod for s in stuck), stranded, tuple(made))
 
 
 def _recently_helped(cycle: Cycle, pod: PodRecord, args: MakeRoomForPendingPodsArgs) -> bool:
@@ -54,25 +55,51 @@ def _recently_helped(cycle: Cycle, pod: PodRecord, args: MakeRoomForPendingPodsA
     return since is not None and cycle.snapshot.now - since < args.retry_after
 
 
-def _eligible(snapshot: Snapshot, cycle: Cycle) -> list[str]:
-    return [n for n, rec in snapshot.nodes.items()
-            if rec.ready and not rec.unschedulable and not rec.deleting and n not in cycle.exclude
-            and cycle.hold(n) is None]
+class _Books:
+    """What every search of the cycle shares: each node's requests after the cycle's moves, the nodes that may
+    receive pods, free room per set of resources, and the affinity indexes; refreshed where a plan moved pods."""
+
+    def __init__(self, snapshot: Snapshot, cycle: Cycle) -> None:
+        self.snapshot, self.cycle = snapshot, cycle
+        self.usage = {n: cycle.usage(n) for n in snapshot.nodes}
+        self.eligible = [n for n, rec in snapshot.nodes.items()
+                         if rec.ready and not rec.unschedulable and not rec.deleting and n not in cycle.exclude
+                         and cycle.hold(n) is None]
+        self.indexes = _Indexes(snapshot)
+        self._free: dict[tuple[str, ...], dict[str, tuple[int, ...]]] = {}
+
+    def free(self, resources: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
+        found = self._free.get(resources)
+        if found is None:
+            nodes = self.snapshot.nodes
+            found = self._free[resources] = {n: free_vector(nodes[n], self.usage[n], resources) for n in self.eligible}
+        return found
+
+    def refresh(self, names: set[str]) -> None:
+        for n in names:
+            self.usage[n] = self.cycle.usage(n)
+            for resources, free in self._free.items():
+                if n in free:
+                    free[n] = free_vector(self.snapshot.nodes[n], self.usage[n], resources)
 
 
-def _search(snapshot: Snapshot, args: MakeRoomForPendingPodsArgs, cycle: Cycle, s: Stuck,
-            deadline: float) -> Found | None:
-    resources = s.resources
-    free = {n: free_vector(snapshot.nodes[n], cycle.usage(n), resources) for n in _eligible(snapshot, cycle)}
-    indexes = _Indexes(snapshot)
-    targets = [n for n in s.pool if n in free and cycle.hold(n) is None and _pod_may_land(snapshot, s.pod, n, indexes)]
-    targets.sort(key=lambda n: (sum(max(0, q - f) for f, q in zip(free[n], s.need, strict=True)), n))
-    targets = targets[:TARGETS]
+def _search(books: _Books, args: MakeRoomForPendingPodsArgs, s: Stuck, deadline: float) -> Found | None:
+    snapshot, cycle, indexes, resources = books.snapshot, books.cycle, books.indexes, s.resources
+    free = books.free(resources)
+    ranked = sorted((n for n in s.pool if n in free),
+                    key=lambda n: (sum(max(0, q - f) for f, q in zip(free[n], s.need, strict=True)), n))
+    targets: list[str] = []
+    for n in ranked:  # smallest deficit first, until enough the pending pod's own constraints accept
+        if _pod_may_land(snapshot, s.pod, n, indexes):
+            targets.append(n)
+            if len(targets) == TARGETS:
+                break
     if not targets:
         return None
-    roomy = sorted((n for n in free if n not in targets), key=lambda n: (-sum(_share(free[n], s.need)), n))[:ROOMY]
+    chosen = set(targets)
+    roomy = sorted((n for n in free if n not in chosen), key=lambda n: (-sum(_share(free[n], s.need)), n))[:ROOMY]
     nodes = {n: free[n] for n in (*targets, *roomy)}
-    movers = _Movers(snapshot, args, cycle, pending=s.pod, resources=resources, nodes=set(targets) | set(roomy))
+    movers = _Movers(snapshot, args, cycle, pending=s.pod, resources=resources, nodes=chosen | set(roomy))
     records: dict[str, PodRecord] = movers.records
     fits: dict[tuple[str, str], bool] = {}
 
