@@ -143,6 +143,9 @@ class Controller:
             self.metrics.fragmentation_pending.set(len(plan.fragmentation.pending))
             for resource in ("cpu", "memory"):
                 self.metrics.fragmentation_stranded.labels(resource).set(plan.fragmentation.stranded.get(resource, 0))
+        if plan.resource_mix is not None:
+            self.metrics.resource_mix_deviation.labels("before").set(plan.resource_mix.before)
+            self.metrics.resource_mix_deviation.labels("after").set(plan.resource_mix.after)
         if self.dry_run:
             self._report_dry_run(plan)
         elif self.may_act():

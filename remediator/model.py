@@ -272,6 +272,15 @@ class Fragmentation:
     made_room: tuple[MadeRoom, ...] = ()
 
 
+@dataclass(frozen=True)
+class ResourceMix:
+    """The balancing engine's measure: the summed distance of each node's cpu:memory mix from the cluster's."""
+
+    before: float  # percentage points, over the nodes in scope
+    after: float  # once this plan's moves are made
+    nodes: int
+
+
 @dataclass
 class Plan:
     taints_add: list[TaintChange] = field(default_factory=list)
@@ -284,6 +293,7 @@ class Plan:
     tainted_limit: int = 0  # how many nodes may carry nodemedic taints at once (after count/percent/floor)
     next_check: dt.datetime | None = None  # earliest time a timer (`for`, recoverAfter) may change the plan
     fragmentation: Fragmentation | None = None  # what the placement engine saw, when it is configured
+    resource_mix: ResourceMix | None = None  # the balancing engine's deviation, when it is configured
 
     def to_json(self) -> dict[str, object]:
         def change(c: TaintChange) -> dict[str, object]:
@@ -301,6 +311,9 @@ class Plan:
             "held": [{"node": h.node, "key": h.taint.key, "effect": str(h.taint.effect), "rule": ",".join(h.rules),
                       "why": h.why} for h in self.held],
             "breaker": {"open": self.breaker_open, "taintedLimit": self.tainted_limit},
+            **({} if self.resource_mix is None else {"resourceMix": {
+                "deviationBefore": round(self.resource_mix.before, 2),
+                "deviationAfter": round(self.resource_mix.after, 2), "nodes": self.resource_mix.nodes}}),
             **({} if self.fragmentation is None else {"fragmentation": {
                 "pending": [{"namespace": p.namespace, "name": p.name} for p in self.fragmentation.pending],
                 "stranded": dict(self.fragmentation.stranded),

@@ -22,6 +22,7 @@ class Metrics:
     dry_run_planned: Counter
     fragmentation_pending: Gauge
     fragmentation_stranded: Gauge
+    resource_mix_deviation: Gauge
 
 
 def create(registry: CollectorRegistry) -> Metrics:
@@ -53,4 +54,8 @@ def create(registry: CollectorRegistry) -> Metrics:
         fragmentation_stranded=Gauge("nodemedic_fragmentation_stranded",
                                      "Free room on the pools of pods pending for fragmentation (cpu in millicores, "
                                      "memory in bytes)", ["resource"], registry=r),
+        resource_mix_deviation=Gauge("nodemedic_resource_mix_deviation",
+                                     "Summed distance of the nodes' cpu:memory request mix from the cluster's, in "
+                                     "percentage points, before and after the plan's moves (BalanceResourceMix)",
+                                     ["when"], registry=r),
     )

@@ -8,6 +8,7 @@ it would evict), `__init__.py` (its `STRATEGY`). Adding one takes its folder, it
 from __future__ import annotations
 
 from remediator.strategies import (  # one line per strategy, and one in REGISTERED
+    balance_resource_mix,
     high_node_utilization,
     low_node_utilization,
     make_room_for_pending_pods,
@@ -22,6 +23,7 @@ REGISTERED = (
     low_node_utilization.STRATEGY,
     high_node_utilization.STRATEGY,
     make_room_for_pending_pods.STRATEGY,
+    balance_resource_mix.STRATEGY,
 )
 STRATEGIES: dict[str, Strategy] = {s.name: s for s in REGISTERED}
 
