@@ -52,7 +52,8 @@ class Pool:
     namespace: str
     tmp: Path
 
-    def deploy(self, name: str, replicas: int, cpu: str, memory: str, *, role: str = "", anti: bool = False) -> None:
+    def deploy(self, name: str, replicas: int, cpu: str, memory: str, *, role: str = "", anti: bool = False,
+               prefer: str = "") -> None:
         """A Deployment selecting its pods by `workload`; `app` is `role` when given (several workloads, one app)."""
         labels = {"workload": name, "app": role or name, **({"role": role} if role else {})}
         spec: dict[str, object] = {"nodeSelector": {POOL_LABEL: self.namespace}, "terminationGracePeriodSeconds": 0,
@@ -60,6 +61,10 @@ class Pool:
                                        "requests": {"cpu": cpu, "memory": memory}}}]}
         if anti:
             spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [ANCHOR_TERM]}}
+        if prefer:  # rather next to the pods of app `prefer` (only the scheduler reads it; nodemedic's moves do not)
+            spec["affinity"] = {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+                "weight": 100, "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": prefer}},
+                                                   "topologyKey": "kubernetes.io/hostname"}}]}}
         self.apps.create_namespaced_deployment(self.namespace, {
             "metadata": {"name": name},
             "spec": {"replicas": replicas, "selector": {"matchLabels": {"workload": name}},
@@ -73,14 +78,15 @@ class Pool:
             return pods if len(pods) == count else None
         return wait_until(probe, timeout=timeout, what=f"{count} running pods of {app} in {self.namespace}")
 
-    def fragmented_start(self) -> tuple[str, str]:
-        """C: cpu anchor 2700m + two small 500m pods; M: memory anchor 6500 MiB. Returns (C, M)."""
+    def fragmented_start(self, *, prefer_m: bool = False) -> tuple[str, str]:
+        """C: cpu anchor 2700m + two small 500m pods; M: memory anchor 6500 MiB. Returns (C, M). With `prefer_m`
+        the small pods would rather run beside the memory anchor, which did not exist when they were placed."""
         self.deploy("cpu-anchor", 1, "2700m", "512Mi", role="anchor", anti=True)
         (c,) = self.placed("cpu-anchor", 1).values()
         # Two workloads of one pod each (a workload of two would have its zone spread made worse by moving one
         # to M's zone, which balance moves never do), under one PDB: one of them may be down at a time.
         for name in SMALL:
-            self.deploy(name, 1, "500m", "256Mi", role="small")  # only C exists: both land there
+            self.deploy(name, 1, "500m", "256Mi", role="small", prefer="mem-anchor" if prefer_m else "")
             assert set(self.placed(name, 1).values()) == {c}
         self.policy_api.create_namespaced_pod_disruption_budget(self.namespace, {
             "metadata": {"name": "small"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "small"}}}})
@@ -186,3 +192,70 @@ def test_the_placement_engine_saves_the_node_karpenter_would_buy(
     assert base.nodes_added >= 1, "the scenario is not fragmented enough for Karpenter to buy a node"
     assert engine.nodes_added == 0
     assert saved >= 0.17
+
+
+def quantity(text: str) -> float:
+    """cpu in millicores or memory in bytes from the few forms these tests write ("500m", "2", "256Mi", "2Gi")."""
+    units = {"m": 1e-3, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
+    for suffix, factor in units.items():
+        if text.endswith(suffix):
+            return float(text[: -len(suffix)]) * factor
+    return float(text)
+
+
+def mix_deviation(core: client.CoreV1Api, pool: str) -> float:
+    """The summed distance of each pool node's cpu:memory request mix from the pool's (docs/fragmentation.md), from
+    what the API server holds: nodes' allocatable and the live pods' requests."""
+    nodes = {n.metadata.name: n for n in core.list_node(label_selector=f"{POOL_LABEL}={pool}").items
+             if n.metadata.deletion_timestamp is None}
+    used = {n: {"cpu": 0.0, "memory": 0.0} for n in nodes}
+    for p in core.list_pod_for_all_namespaces().items:
+        if p.spec.node_name in used and p.metadata.deletion_timestamp is None and p.status.phase == "Running":
+            for c in p.spec.containers:
+                for r in ("cpu", "memory"):
+                    used[p.spec.node_name][r] += quantity((c.resources.requests or {}).get(r, "0"))
+    alloc = {n: {r: quantity(nodes[n].status.allocatable[r]) for r in ("cpu", "memory")} for n in nodes}
+
+    def lean(u: dict[str, float], a: dict[str, float]) -> float:
+        return 100 * u["cpu"] / a["cpu"] - 100 * u["memory"] / a["memory"]
+    cluster = lean({r: sum(u[r] for u in used.values()) for r in ("cpu", "memory")},
+                   {r: sum(a[r] for a in alloc.values()) for r in ("cpu", "memory")})
+    return sum(abs(lean(used[n], alloc[n]) - cluster) for n in nodes)
+
+
+def test_the_balancing_engine_evens_the_resource_mix_within_the_pdb(
+    karpenter_cluster: LocalCluster, pools: list[Pool], processes: list, tmp_path: Path,
+) -> None:
+    pool = new_pool(karpenter_cluster, tmp_path, pools)
+    # C leans to CPU, M to memory. kube-scheduler, not nodemedic, places the evicted pods' replacements: their
+    # preference for M's pods stands for what makes a re-scheduled pod land elsewhere than where it was.
+    _, m = pool.fragmented_start(prefer_m=True)
+    before = mix_deviation(pool.core, pool.namespace)
+    watch = PoolWatch(pool.core, pool.namespace, {(pool.namespace, "small"): 1}).start()
+    processes.append(start_remediator(tmp_path, karpenter_cluster.kubeconfig, f"""apiVersion: nodemedic.io/v1alpha1
+kind: RemediationPolicy
+rules: []
+strategies:
+- name: BalanceResourceMix
+  args: {{maxMovesPerCycle: 2, minImprovement: 5, maxUtilization: 90}}
+evictor: {{nodeFit: true, namespaces: {{include: [{pool.namespace}]}}}}
+limits: {{ownerCooldown: 0s}}
+""", name=f"remediator-{pool.namespace}", lease_namespace=pool.namespace))
+    def settled() -> list[str] | None:
+        """Where the small pods run once the engine has moved what it would (two evictions) and both serve."""
+        if len(nodemedic_events(pool.core, pool.namespace, "NodemedicEvicted")) < 2:
+            return None
+        pods = pool.core.list_namespaced_pod(pool.namespace, label_selector="app=small").items
+        live = [p.spec.node_name for p in pods if p.metadata.deletion_timestamp is None and p.status.phase == "Running"]
+        return live if len(live) == 2 else None
+    where = wait_until(settled, timeout=90, what="two moves made and both small pods serving again")
+    after = mix_deviation(pool.core, pool.namespace)
+    watch.stop()
+    watch.assert_held(may_remove=set())
+    evicted = len(nodemedic_events(pool.core, pool.namespace, "NodemedicEvicted"))
+    print(f"\nbalancing: resource-mix deviation {before:.1f} -> {after:.1f} points with {evicted} evictions; "
+          f"small pods now on {'M' if where[0] == m else 'C'} and {'M' if where[1] == m else 'C'} "
+          f"(kube-scheduler places the replacements); fewest serving small pods "
+          f"{watch.fewest[(pool.namespace, 'small')]} (PDB minAvailable 1); nodes added: {len(watch.added)}")
+    assert after < before and m in where
+    assert not watch.added
