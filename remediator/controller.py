@@ -17,6 +17,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from remediator.actions.evictor import EvictionResult, Outcome, evict
+from remediator.actions.nominator import nominate
 from remediator.actions.taintwriter import write_node_taints
 from remediator.alerts.alert import AlertKind
 from remediator.alerts.announcer import Alerts
@@ -158,6 +159,13 @@ class Controller:
         self.metrics.tainted_limit.set(plan.tainted_limit)
         self.metrics.breaker_open.set(1 if plan.breaker_open else 0)
         await self._announce_crash_loops(plan)
+        if plan.fragmentation is not None:
+            self.metrics.fragmentation_pending.set(len(plan.fragmentation.pending))
+            for resource in ("cpu", "memory"):
+                self.metrics.fragmentation_stranded.labels(resource).set(plan.fragmentation.stranded.get(resource, 0))
+        if plan.resource_mix is not None:
+            self.metrics.resource_mix_deviation.labels("before").set(plan.resource_mix.before)
+            self.metrics.resource_mix_deviation.labels("after").set(plan.resource_mix.after)
         if self.dry_run:
             self._report_dry_run(plan)
         elif self.may_act():
@@ -168,9 +176,28 @@ class Controller:
     async def _apply(self, plan: Plan, now: dt.datetime) -> None:
         failed_nodes = await self._apply_taints(plan, now)
         await self._announce_held(plan)
+        # Nominate each pending pod for the node its evictions free before evicting (actions/nominator.py says
+        # why); a pod that cannot be nominated gets no evictions: the room would go to whoever comes first.
+        skip: set[str] = set()
+        for made in plan.fragmentation.made_room if plan.fragmentation is not None else ():
+            why = await nominate(self.kube, made.pod, made.node) if self.may_act() else "not leading"
+            if why is not None:
+                self.log.warning("pending pod not nominated; its evictions are skipped",
+                                 extra={"pod": made.pod.key, "node": made.node, "error": why})
+                skip.update(made.moved)
+                continue
+            message = f"pending because free room is split across nodes: nodemedic moves pods to free {made.node}"
+            self.log.info(message, extra={"event": "NodemedicMakingRoom", "pod": made.pod.key, "node": made.node,
+                                          "moved": list(made.moved)})
+            task = asyncio.get_running_loop().create_task(self.alerts.object(
+                namespace=made.pod.namespace, type_="Normal", reason="NodemedicMakingRoom", message=message,
+                involved={"kind": "Pod", "apiVersion": "v1", "name": made.pod.name, "namespace": made.pod.namespace,
+                          "uid": made.pod.uid}))
+            self.background.add(task)
+            task.add_done_callback(self.background.discard)
         for e in plan.evictions:
-            if e.pod.node_name in failed_nodes:
-                continue  # its taint did not land; evicting now would only invite the pod back
+            if e.pod.node_name in failed_nodes or e.pod.key in skip:
+                continue  # its taint did not land (evicting now would only invite the pod back), or no nomination
             self._start_eviction(e, now)
         tainted = sum(1 for n in self.cache.nodes.values() if OWNED_TAINTS_ANNOTATION in n.annotations
                       and owned_taints.parse_owned(n.annotations[OWNED_TAINTS_ANNOTATION])[0])

@@ -197,6 +197,9 @@ class PodRecord:
     reason: str = ""  # status.reason (e.g. Evicted, NodeLost, Shutdown)
     containers: ContainerStatuses = NO_STATUSES
     init_containers: ContainerStatuses = NO_STATUSES
+    # The message of a PodScheduled=False/Unschedulable condition ("0/3 nodes are available: 3 Insufficient cpu."),
+    # "" when the scheduler has not given up on the pod: what the placement engine looks for.
+    unschedulable: str = ""
 
     @property
     def key(self) -> str:
@@ -239,6 +242,7 @@ class Snapshot:
     pdbs: list[PdbRecord] = field(default_factory=list)
     priority_classes: dict[str, int] = field(default_factory=dict)  # PriorityClass name -> value
     _notable: NotablePods | None = field(default=None, init=False, repr=False, compare=False)
+    pending: list[PodRecord] = field(default_factory=list)  # pods not bound to a node yet
 
     def pods(self, node: str) -> list[PodRecord]:
         return self.pods_by_node.get(node, [])
@@ -322,6 +326,31 @@ class Held:
     why: str  # for people: the rail and its particulars
 
 
+@dataclass(frozen=True)
+class MadeRoom:
+    pod: PodRecord  # the pending pod
+    node: str  # the node the plan's evictions free for it
+    moved: tuple[str, ...]  # keys of the pods evicted for it
+
+
+@dataclass(frozen=True)
+class Fragmentation:
+    """Pods pending although the cluster has room for them, only not on one node (the placement engine's view)."""
+
+    pending: tuple[PodRecord, ...]  # unschedulable for insufficient resources, yet their pool's free room adds up
+    stranded: dict[str, int]  # per resource: free room on the nodes of those pods' pools
+    made_room: tuple[MadeRoom, ...] = ()
+
+
+@dataclass(frozen=True)
+class ResourceMix:
+    """The balancing engine's measure: the summed distance of each node's cpu:memory mix from the cluster's."""
+
+    before: float  # percentage points, over the nodes in scope
+    after: float  # once this plan's moves are made
+    nodes: int
+
+
 @dataclass
 class Plan:
     taints_add: list[TaintChange] = field(default_factory=list)
@@ -334,6 +363,8 @@ class Plan:
     tainted_limit: int = 0  # how many nodes may carry nodemedic taints at once (after count/percent/floor)
     next_check: dt.datetime | None = None  # earliest time a timer (`for`, recoverAfter) may change the plan
     crash_loop_nodes: list[CrashLoopNode] = field(default_factory=list)
+    fragmentation: Fragmentation | None = None  # what the placement engine saw, when it is configured
+    resource_mix: ResourceMix | None = None  # the balancing engine's deviation, when it is configured
 
     def to_json(self) -> dict[str, object]:
         def change(c: TaintChange) -> dict[str, object]:
@@ -354,4 +385,12 @@ class Plan:
             "crashLoopNodes": [{"node": c.node, "namespace": c.namespace, "owner": c.owner,
                                 "pods": list(c.restarting), "healthyElsewhere": c.healthy_elsewhere}
                                for c in self.crash_loop_nodes],
+            **({} if self.resource_mix is None else {"resourceMix": {
+                "deviationBefore": round(self.resource_mix.before, 2),
+                "deviationAfter": round(self.resource_mix.after, 2), "nodes": self.resource_mix.nodes}}),
+            **({} if self.fragmentation is None else {"fragmentation": {
+                "pending": [{"namespace": p.namespace, "name": p.name} for p in self.fragmentation.pending],
+                "stranded": dict(self.fragmentation.stranded),
+                "madeRoom": [{"namespace": m.pod.namespace, "name": m.pod.name, "node": m.node, "moved": list(m.moved)}
+                             for m in self.fragmentation.made_room]}}),
         }

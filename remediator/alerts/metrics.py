@@ -21,6 +21,9 @@ class Metrics:
     policy_reloads: Counter
     dry_run_planned: Counter
     crash_loop_node: Gauge
+    fragmentation_pending: Gauge
+    fragmentation_stranded: Gauge
+    resource_mix_deviation: Gauge
 
 
 def create(registry: CollectorRegistry) -> Metrics:
@@ -49,4 +52,14 @@ def create(registry: CollectorRegistry) -> Metrics:
         crash_loop_node=Gauge("nodemedic_crash_loop_node",
                               "Pods of a workload restarting on this node while its pods on other nodes are healthy "
                               "(RemovePodsHavingTooManyRestarts)", ["node", "namespace", "owner"], registry=r),
+        fragmentation_pending=Gauge("nodemedic_fragmentation_pending_pods",
+                                    "Pods pending for resources although their pool's free room adds up to their "
+                                    "requests (MakeRoomForPendingPods)", registry=r),
+        fragmentation_stranded=Gauge("nodemedic_fragmentation_stranded",
+                                     "Free room on the pools of pods pending for fragmentation (cpu in millicores, "
+                                     "memory in bytes)", ["resource"], registry=r),
+        resource_mix_deviation=Gauge("nodemedic_resource_mix_deviation",
+                                     "Summed distance of the nodes' cpu:memory request mix from the cluster's, in "
+                                     "percentage points, before and after the plan's moves (BalanceResourceMix)",
+                                     ["when"], registry=r),
     )

@@ -56,6 +56,8 @@ class PlannerMemory:
     moved_off: dict[tuple[str, str], dt.datetime] = field(default_factory=dict)
     # node -> when a consolidation gave up on it (not picked again for the strategy's timeout)
     consolidation_released: dict[str, dt.datetime] = field(default_factory=dict)
+    # pending pod uid -> when a plan made room for it (not made again while its evictions play out)
+    made_room_for: dict[str, dt.datetime] = field(default_factory=dict)
 
     def record_eviction(self, pod: PodRecord, *, balance: bool, now: dt.datetime) -> None:
         owner = pod.controller
@@ -68,6 +70,8 @@ class PlannerMemory:
     def forget_before(self, horizon: dt.datetime) -> None:
         for key in [k for k, t in self.moved_off.items() if t < horizon]:
             del self.moved_off[key]
+        for uid in [k for k, t in self.made_room_for.items() if t < horizon]:
+            del self.made_room_for[uid]
 
 
 @dataclass(frozen=True)
@@ -202,10 +206,39 @@ class Cycle:
         return why
 
     # --- balance strategies: one pod at a time ------------------------------------------------------------
-    def move(self, c: PlannedEviction, destinations: Sequence[str], *, accept: Accept | None = None) -> Outcome:
+    def refusal(self, c: PlannedEviction) -> str | None:
+        """Why `move` would refuse to let `c.pod` go, before any node fit; decides nothing (a strategy planning
+        several moves at once asks first, so that it does not start what the gate would stop halfway)."""
+        pod, lim = c.pod, self.policy.limits
+        if pod.key in self.decided:
+            return "already decided this cycle"
+        if lim.max_pods_to_evict_total is not None and self.limits.taken >= lim.max_pods_to_evict_total:
+            return "maxNoOfPodsToEvictTotal reached"
+        if (lim.max_pods_to_evict_per_node is not None
+                and self.limits.per_node[pod.node_name] >= lim.max_pods_to_evict_per_node):
+            return "maxNoOfPodsToEvictPerNode reached"
+        return (self.hold(pod.node_name) or protection(pod, self.snapshot, self.policy.evictor)
+                or self.loop_guard(pod) or self._pdb_refusal(pod) or self.limits.refusal(c))
+
+    def pdb_headroom(self, pod: PodRecord) -> dict[str, int]:
+        """PDB ("namespace/name") -> disruptions it still allows this cycle, for each PDB selecting `pod`."""
+        return {f"{b.namespace}/{b.name}": b.disruptions_allowed - self._pdb_used[(b.namespace, b.name)]
+                for b in self._pdbs_matching(pod)}
+
+    def promise(self, pod: PodRecord, node: str) -> None:
+        """Hold room on `node` for a pending pod the plan makes room for, so no later move of the cycle takes it."""
+        room = self.reserved.setdefault(node, {})
+        room[PODS] = room.get(PODS, 0) + 1
+        for resource, quantity in pod.requests.items():
+            room[resource] = room.get(resource, 0) + quantity
+
+    def move(self, c: PlannedEviction, destinations: Sequence[str], *, accept: Accept | None = None,
+             count_leaving: bool = False) -> Outcome:
         """Evict `c.pod` if it may go and fits one of `destinations` (always checked, whatever nodeFit says:
         a balance move is only worth making towards a node that takes the pod). `destinations` in the order to
-        try them: `by_room(...)` gives the roomiest first."""
+        try them: `by_room(...)` gives the roomiest first. `count_leaving`: room on a destination that pods
+        planned to leave it this cycle free counts (a chain of moves, made in order, each after the ones before
+        it have left); otherwise only room free now counts."""
         pod = c.pod
         if pod.key in self.decided:
             return Outcome(False)
@@ -223,7 +256,7 @@ class Cycle:
         if why is not None:
             self._decide(Protected(pod, why), protected=False)
             return Outcome(False)
-        destination, why = self._place(pod, destinations, accept, cache=False)
+        destination, why = self._place(pod, destinations, accept, cache=False, count_leaving=count_leaving)
         if destination is None:
             self._decide(Protected(pod, "no destination fits: " + why), protected=True)
             return Outcome(False)
@@ -309,7 +342,7 @@ class Cycle:
         return self._affinity, self._spread, self._zones
 
     def _place(self, pod: PodRecord, destinations: Collection[str] | None, accept: Accept | None, *,
-               cache: bool) -> tuple[str | None, str]:
+               cache: bool, count_leaving: bool = False) -> tuple[str | None, str]:
         """Reserve room for `pod` on a destination: (node, "") or (None, why there is none)."""
         shape: tuple[object, ...] = ()
         if cache:
@@ -332,8 +365,11 @@ class Cycle:
         if destinations is None:
             self.by_room(())
             destinations = self._all_by_room
+        reserved: Mapping[str, Room] = self.reserved
+        if count_leaving and destinations is not None:
+            reserved = {n: self._net_reserved(n) for n in destinations}
         result = find_destination(pod, self.snapshot, exclude=self.exclude, planned_taints=self.planned_taints,
-                                  reserved=self.reserved, requested=self.requested, pod_affinity=affinity,
+                                  reserved=reserved, requested=self.requested, pod_affinity=affinity,
                                   spread=spread, nodes=destinations, accept=check, first_fit=True)
         if result.node is None:
             if cache:
@@ -347,6 +383,13 @@ class Cycle:
         for resource, quantity in pod.requests.items():
             room[resource] = room.get(resource, 0) + quantity
         return result.node, ""
+
+    def _net_reserved(self, node: str) -> Room:
+        """Room promised on `node` less the room pods planned to leave it free."""
+        net = dict(self.reserved.get(node, {}))
+        for resource, quantity in self.released.get(node, {}).items():
+            net[resource] = net.get(resource, 0) - quantity
+        return net
 
     def _unplace(self, pod: PodRecord, node: str) -> None:
         affinity, spread, zones = self._indexes()

@@ -228,6 +228,8 @@ def pod(obj: dict[str, Any]) -> PodRecord:
     required = _dict(node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution"))
     terms = tuple(_node_term(t) for t in map(_dict, _list(required.get("nodeSelectorTerms"))))
     priority = spec.get("priority")
+    scheduled = next((c for c in map(_dict, _list(status.get("conditions"))) if c.get("type") == "PodScheduled"), {})
+    refused = scheduled.get("status") == "False" and scheduled.get("reason") == "Unschedulable"
     return PodRecord(
         namespace=str(meta.get("namespace", "")),
         name=str(meta.get("name", "")),
@@ -265,6 +267,7 @@ def pod(obj: dict[str, Any]) -> PodRecord:
         reason=str(status.get("reason", "") or ""),
         containers=container_statuses(status.get("containerStatuses")),
         init_containers=container_statuses(status.get("initContainerStatuses")),
+        unschedulable=str(scheduled.get("message") or "Unschedulable") if refused else "",
     )
 
 

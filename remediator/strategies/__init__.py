@@ -8,8 +8,10 @@ it would evict), `__init__.py` (its `STRATEGY`). Adding one takes its folder, it
 from __future__ import annotations
 
 from remediator.strategies import (  # one line per strategy, and one in REGISTERED
+    balance_resource_mix,
     high_node_utilization,
     low_node_utilization,
+    make_room_for_pending_pods,
     pod_life_time,
     remove_failed_pods,
     remove_pods_having_too_many_restarts,
@@ -30,6 +32,8 @@ REGISTERED = (
     remove_failed_pods.STRATEGY,
     low_node_utilization.STRATEGY,
     high_node_utilization.STRATEGY,
+    make_room_for_pending_pods.STRATEGY,
+    balance_resource_mix.STRATEGY,
 )
 STRATEGIES: dict[str, Strategy] = {s.name: s for s in REGISTERED}
 

@@ -184,8 +184,12 @@ BAD_FILES = {
     "selector-bad-operator.yaml": ":8: evictor.labelSelector.matchExpressions[0].operator: must be one of",
     "included-and-excluded-taints.yaml": ":8: strategies[0].args.includedTaints: includedTaints and excludedTaints",
     "unknown-strategy.yaml": ":6: strategies[1].name: unknown strategy 'RemoveEverything'; known: "
-                             "HighNodeUtilization, LowNodeUtilization, PodLifeTime, ",
+                             "BalanceResourceMix, HighNodeUtilization, LowNodeUtilization, MakeRoomForPendingPods, "
+                             "PodLifeTime, ",
     "duplicate-strategy.yaml": ":6: strategies[1].name: duplicate strategy",
+    "make-room-too-many-evictions.yaml": ":8: strategies[0].args.maxEvictionsPerPod: must be at most 6, got 12",
+    "make-room-time-budget.yaml": ":7: strategies[0].args.timeBudget: must be at most 10s",
+    "balance-too-many-moves.yaml": ":7: strategies[0].args.maxMovesPerCycle: must be at most 50, got 500",
     "lnu-target-below-threshold.yaml": ":8: strategies[0].args.targetThresholds.memory: 25 is below thresholds.memory",
     "lnu-different-resources.yaml": ":8: strategies[0].args.targetThresholds: must name the same resources",
     "lnu-include-namespaces.yaml": ":9: strategies[0].args.evictableNamespaces.include: only exclude is supported",
