@@ -18,6 +18,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from nodemedic_common import logs
+from nodemedic_common.durations import parse_go_duration
 from remediator import __version__
 from remediator.alerts import metrics as metrics_mod
 from remediator.alerts.announcer import Alerts
@@ -30,7 +31,7 @@ from remediator.planner import PlannerMemory, plan_cycle
 from remediator.policy.loader import PolicyError, load_policy, validate_main
 from remediator.server import app, loop_health, serve
 from remediator.state.caches import ClusterCache, snapshot_from_list
-from remediator.state.kube import ApiError, Kube, load_credentials
+from remediator.state.kube import ApiError, CredentialsError, Kube, load_credentials
 from remediator.state.records import parse_time
 
 LEASE_NAME = "nodemedic-remediator"
@@ -52,7 +53,12 @@ async def _run(args: argparse.Namespace) -> int:
     registry = CollectorRegistry()
     metrics = metrics_mod.create(registry)
     identity = args.identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
-    kube = Kube(load_credentials(args.kubeconfig), registry=registry)
+    try:
+        kube = Kube(load_credentials(args.kubeconfig), registry=registry)
+    except CredentialsError as e:
+        log.error("no credentials for the API server", extra={"error": str(e)})
+        print(f"nodemedic-remediator: {e}", file=sys.stderr)
+        return 2
     cache = ClusterCache(kube, log=log)
     notifier = Notifier(policy.notifications, cluster=args.cluster_name, registry=registry, log=log)
     await notifier.start()
@@ -150,6 +156,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     else:
         try:
             doc = asyncio.run(_live_items(args.kubeconfig))
+        except CredentialsError as e:
+            print(f"nodemedic-remediator: {e}", file=sys.stderr)
+            return 2
         except ApiError as e:
             print(f"cannot read the cluster: {e}", file=sys.stderr)
             return 1
@@ -168,6 +177,17 @@ def cmd_autoscaler_flags(args: argparse.Namespace) -> int:
     return 0
 
 
+def _seconds(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        return parse_go_duration(text).total_seconds()
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="nodemedic-remediator", description="nodemedic cluster remediator")
     ap.add_argument("--version", action="version", version=f"nodemedic-remediator {__version__}")
@@ -183,9 +203,13 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--listen", default=":8080", help="metrics, /healthz and /plan ('' to disable)")
     run.add_argument("--identity", default="")
     run.add_argument("--cluster-name", default="")
-    run.add_argument("--lease-duration", type=float, default=15.0)
-    run.add_argument("--renew-deadline", type=float, default=10.0)
-    run.add_argument("--retry-period", type=float, default=2.0)
+    # Seconds or a duration ("15s"); checked together below as client-go checks them.
+    run.add_argument("--lease-duration", type=_seconds, default=LeaseTimings.lease_duration,
+                     help="a standby takes over a lease not renewed for this long (default 15s)")
+    run.add_argument("--renew-deadline", type=_seconds, default=LeaseTimings.renew_deadline,
+                     help="the leader stops acting when it could not renew for this long (default 10s)")
+    run.add_argument("--retry-period", type=_seconds, default=LeaseTimings.retry_period,
+                     help="how often each replica tries to acquire or renew (default 2s)")
     run.add_argument("--log-level", default="INFO")
     val = sub.add_parser("validate", help="check a policy file: exit 0, or 2 with file:line: field errors")
     val.add_argument("--policy", required=True)
@@ -201,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
                            help="print the cluster-autoscaler --status-taint flags for the taints the policy owns")
     flags.add_argument("--policy", required=True)
     args = ap.parse_args(argv)
+    if args.cmd == "run" and (problems := LeaseTimings(args.lease_duration, args.renew_deadline,
+                                                       args.retry_period).errors()):
+        run.exit(2, "".join(f"{run.prog}: {p}\n" for p in problems))  # before anything starts
     if args.cmd == "autoscaler-flags":
         return cmd_autoscaler_flags(args)
     if args.cmd == "validate":

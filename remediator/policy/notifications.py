@@ -8,9 +8,11 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from remediator.policy.fields import check_backoff
+from remediator.policy.fields import MIN_BACKOFF, check_backoff
 from remediator.policy.reader import Reader, Section
 
+MAX_QUEUE_SIZE = 100_000
+MAX_ATTEMPTS = 100  # a sink retried for ever holds its queue slot for ever
 SINK_TYPES = ("webhook", "slack", "alertmanager")
 _NOTIFICATIONS_KEYS = ("queueSize", "sinks")
 _SINK_KEYS = ("type", "name", "url", "timeout", "maxAttempts", "initialBackoff", "maxBackoff", "headers")
@@ -56,8 +58,8 @@ def _sink(r: Reader, node: yaml.Node, path: str, index: int) -> SinkConfig:
         url=r.text(m, "url", required=True, check=_url_problem),
         name=r.text(m, "name", f"{kind}-{index}", check=lambda s: None if s else "must not be empty"),
         timeout=r.duration(m, "timeout", d.timeout, positive=True),
-        max_attempts=r.integer(m, "maxAttempts", d.max_attempts, minimum=1),
-        initial_backoff=r.duration(m, "initialBackoff", d.initial_backoff),
+        max_attempts=r.integer(m, "maxAttempts", d.max_attempts, minimum=1, maximum=MAX_ATTEMPTS),
+        initial_backoff=r.duration(m, "initialBackoff", d.initial_backoff, floor=MIN_BACKOFF),
         max_backoff=r.duration(m, "maxBackoff", d.max_backoff),
         headers=r.string_map(m, "headers", lambda k: None if k.strip() else "header names must not be empty",
                              lambda v: None),
@@ -74,5 +76,7 @@ def read_notifications(r: Reader, top: Section) -> Notifications:
         if any(s.name == sink.name for s in sinks):
             r.error(node, f"{path}.name", f"duplicate sink name {sink.name!r}; give each sink a distinct name")
         sinks.append(sink)
-    return Notifications(queue_size=r.integer(m, "queueSize", Notifications.queue_size, minimum=1),
+    # The queue holds alerts while sinks are slow; beyond this it is memory the remediator may not have.
+    return Notifications(queue_size=r.integer(m, "queueSize", Notifications.queue_size, minimum=1,
+                                              maximum=MAX_QUEUE_SIZE),
                          sinks=tuple(sinks))

@@ -146,3 +146,17 @@ def test_problems_are_counted_once_per_problem_not_once_per_observation() -> Non
     observe(Status.FALSE)
     assert sample("nodemedic_agent_condition_status", {"type": "KernelDeadlock", "status": "True"}) == 0
     assert sample("nodemedic_agent_condition_status", {"type": "KernelDeadlock", "status": "False"}) == 1
+
+
+@pytest.mark.parametrize("kubeconfig", ["missing", "no-context"])
+def test_run_with_an_unusable_kubeconfig_names_the_file_and_exits_2(
+        kubeconfig: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / f"{kubeconfig}.kubeconfig"
+    if kubeconfig == "no-context":
+        path.write_text("apiVersion: v1\nkind: Config\nclusters: []\n")
+    root = fixture_host(tmp_path, load1=0.1)
+    code = cli.main(["run", "--node-name", "n1", "--kubeconfig", str(path), "--config", str(config(tmp_path)),
+                     "--host-root", str(root), "--listen", "", "--state-dir", str(tmp_path / "state")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert f"nodemedic-agent: {path}: " in err and "Traceback" not in err, err

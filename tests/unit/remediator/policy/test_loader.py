@@ -201,6 +201,15 @@ BAD_FILES = {
     "sink-bad-url.yaml": ":7: notifications.sinks[0].url: invalid URL",
     "unknown-sink-type.yaml": ":8: notifications.sinks[1].type: unknown sink type 'pagerduty'",
     "sink-zero-attempts.yaml": ":8: notifications.sinks[0].maxAttempts: must be at least 1",
+    # Settings that would turn nodemedic against the cluster (docs/bounds.md).
+    "hnu-zero-consolidation-timeout.yaml": ":8: strategies[0].args.consolidationTimeout: must be at least 1m "
+                                           "(a node autoscaler needs time to remove the emptied node",
+    "eviction-zero-backoff.yaml": ":5: eviction.initialBackoff: must be at least 100ms (a shorter first retry is a "
+                                  "busy loop against the server), got 0s",
+    "sink-busy-retry.yaml": ":8: notifications.sinks[0].initialBackoff: must be at least 100ms",
+    "sink-too-many-attempts.yaml": ":8: notifications.sinks[0].maxAttempts: must be at least 1 and at most 100, "
+                                   "got 1000",
+    "queue-too-large.yaml": ":5: notifications.queueSize: must be at least 1 and at most 100000, got 100000000",
 }
 
 
