@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry
@@ -30,8 +31,8 @@ class FakeCheck:
         return Observation(self.name, now, (ConditionReport("X", Status.FALSE, "Fine"),))
 
 
-def sup(*checks: FakeCheck) -> Supervisor:
-    return Supervisor(checks, registry=CollectorRegistry(), log=logging.getLogger("t"))
+def sup(*checks: FakeCheck, publish: Callable[[Observation], None] = lambda obs: None) -> Supervisor:
+    return Supervisor(checks, registry=CollectorRegistry(), log=logging.getLogger("t"), publish=publish)
 
 
 def test_a_hung_check_times_out_into_an_error_observation() -> None:
@@ -48,11 +49,17 @@ def test_a_crashing_check_becomes_an_error_observation() -> None:
 
 def test_a_hung_check_does_not_block_a_healthy_one() -> None:
     async def main() -> list[Observation]:
-        s = sup(FakeCheck("stuck", "hang"), FakeCheck("fine", "ok"))
-        task = asyncio.create_task(s.run())
         got: list[Observation] = []
-        while sum(1 for o in got if o.check == "fine") < 3:
-            got.append(await asyncio.wait_for(s.queue.get(), 5))
+        three = asyncio.Event()
+
+        def publish(obs: Observation) -> None:
+            got.append(obs)
+            if sum(1 for o in got if o.check == "fine") >= 3:
+                three.set()
+
+        s = sup(FakeCheck("stuck", "hang"), FakeCheck("fine", "ok"), publish=publish)
+        task = asyncio.create_task(s.run())
+        await asyncio.wait_for(three.wait(), 5)
         task.cancel()
         return got
 
