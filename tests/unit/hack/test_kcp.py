@@ -13,7 +13,7 @@ from tests.waiting import wait_until
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "hack"))
 
-from kcp import build, controlplane, nodes, paths, procs
+from kcp import build, controlplane, karpenter, nodes, paths, procs
 
 
 def test_a_started_process_is_recorded_and_stopped_by_its_own_pid(tmp_path: Path) -> None:
@@ -97,3 +97,26 @@ def test_down_fails_loudly_when_a_process_naming_the_cluster_survives(tmp_path: 
         stray.kill()
         stray.wait()
     assert c.strays() == []
+
+
+def test_a_test_node_pool_makes_one_instance_type_and_consolidates_empty_nodes_within_seconds() -> None:
+    spec = karpenter.NodePool(name="chain").manifest()["spec"]
+    requirements = {r["key"]: r["values"] for r in spec["template"]["spec"]["requirements"]}
+    assert requirements["node.kubernetes.io/instance-type"] == [karpenter.INSTANCE_TYPE]
+    assert spec["template"]["spec"]["nodeClassRef"] == {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass",
+                                                        "name": "default"}
+    assert spec["disruption"] == {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "5s",
+                                  "budgets": [{"nodes": "100%"}]}
+
+
+def test_karpenter_counts_as_missing_without_its_crds_or_at_another_version(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NODEMEDIC_CACHE", str(tmp_path))
+    assert not build.karpenter_version_matches("1.15.0")  # nothing there
+    binary = paths.binary("karpenter")
+    binary.parent.mkdir(parents=True)
+    binary.write_bytes(b"not a Go binary")
+    (binary.parent / "crds").mkdir()
+    assert not build.karpenter_version_matches("1.15.0")  # no CRDs
+    (binary.parent / "crds" / "karpenter.sh_nodepools.yaml").write_text("kind: CustomResourceDefinition\n")
+    assert not build.karpenter_version_matches("1.15.0")  # `go version -m` finds no module version in it
