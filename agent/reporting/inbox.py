@@ -27,9 +27,9 @@ from agent.model import ConditionReport, EventReport, Observation
 
 @dataclass
 class _Pending:
-    at: dt.datetime
     failure: Observation | None = None  # the check's latest failed observation, if it failed since the last take
-    conditions: dict[str, ConditionReport] = field(default_factory=dict)  # reported after that failure
+    # type -> its latest report after that failure, and when it was observed (a transition is stamped with it)
+    conditions: dict[str, tuple[ConditionReport, dt.datetime]] = field(default_factory=dict)
 
 
 class Inbox:
@@ -41,12 +41,11 @@ class Inbox:
         self._ready = asyncio.Event()
 
     def put(self, obs: Observation) -> None:
-        pending = self._pending.setdefault(obs.check, _Pending(obs.at))
-        pending.at = obs.at
+        pending = self._pending.setdefault(obs.check, _Pending())
         if obs.error:
             pending.failure, pending.conditions = obs, {}
         else:
-            pending.conditions.update((c.type, c) for c in obs.conditions)
+            pending.conditions.update((c.type, (c, obs.at)) for c in obs.conditions)
         for event in obs.events:
             if len(self._events) >= self.max_events:
                 self._drop_oldest_event()
@@ -69,8 +68,7 @@ class Inbox:
         for check, pending in self._pending.items():
             if pending.failure is not None:
                 out.append(pending.failure)
-            if pending.conditions:
-                out.append(Observation(check, pending.at, conditions=tuple(pending.conditions.values())))
+            out += [Observation(check, at, conditions=(report,)) for report, at in pending.conditions.values()]
         out += [Observation(check, at, events=(event,)) for check, at, event in self._events]
         self._pending.clear()
         self._events.clear()

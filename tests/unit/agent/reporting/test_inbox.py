@@ -76,3 +76,14 @@ def test_nothing_dropped_nothing_counted() -> None:
         box.put(Observation("kernel", T0, events=(EventReport("TaskHung", f"h{i}"),)))
     assert len(asyncio.run(box.take())) == 10
     assert registry.get_sample_value("nodemedic_agent_events_suppressed_total", {"reason": "TaskHung"}) is None
+
+
+def test_each_coalesced_condition_keeps_the_time_it_was_observed() -> None:
+    box, _ = inbox()
+    early, late = T0, T0 + dt.timedelta(minutes=5)
+    box.put(Observation("kernel", early, conditions=(ConditionReport("KernelDeadlock", Status.TRUE, "TaskHung"),)))
+    box.put(Observation("kernel", late, conditions=(ConditionReport("XfsShutdown", Status.TRUE, "Shutdown"),)))
+    book = ConditionBook(TYPES)
+    for obs in asyncio.run(box.take()):
+        book.apply(obs)
+    assert {c.type: c.last_transition for c in book.conditions()} == {"KernelDeadlock": early, "XfsShutdown": late}
