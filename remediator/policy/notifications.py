@@ -59,6 +59,8 @@ class SinkConfig:
 class Notifications:
     queue_size: int = 1000
     sinks: tuple[SinkConfig, ...] = ()
+    # The files values were read from: the running remediator re-reads the policy when one changes (a rotated key).
+    secret_files: tuple[str, ...] = ()
 
 
 def _url_problem(url: str) -> str | None:
@@ -73,7 +75,7 @@ def _url_problem(url: str) -> str | None:
     return None
 
 
-def _secret_text(r: Reader, m: Section, key: str, *, required: bool,
+def _secret_text(r: Reader, m: Section, key: str, files: list[str], *, required: bool,
                  check: Callable[[str], str | None] | None = None) -> str:
     """m[key] as text, or read from `{file: PATH}` / `{env: NAME}`; errors name the source, never the value."""
     node = m.values.get(key)
@@ -93,6 +95,7 @@ def _secret_text(r: Reader, m: Section, key: str, *, required: bool,
         if not os.path.isabs(name):
             r.error(ref.values["file"], ref.at("file"), f"must be an absolute path, got {name!r}")
             return ""
+        files.append(name)
         try:
             with open(name, encoding="utf-8") as f:
                 value = f.read().strip()
@@ -112,18 +115,18 @@ def _secret_text(r: Reader, m: Section, key: str, *, required: bool,
     return value
 
 
-def _headers(r: Reader, m: Section) -> tuple[tuple[str, str], ...]:
+def _headers(r: Reader, m: Section, files: list[str]) -> tuple[tuple[str, str], ...]:
     section = r.section(m, "headers", None)
     out: list[tuple[str, str]] = []
     for name in section.values:
         if not name.strip():
             r.error(section.key_nodes[name], section.at(name), "header names must not be empty")
             continue
-        out.append((name, _secret_text(r, section, name, required=False)))
+        out.append((name, _secret_text(r, section, name, files, required=False)))
     return tuple(out)
 
 
-def _sink(r: Reader, node: yaml.Node, path: str, index: int) -> SinkConfig:
+def _sink(r: Reader, node: yaml.Node, path: str, index: int, files: list[str]) -> SinkConfig:
     m = r.mapping(node, path, _SINK_KEYS)
     kind = r.text(m, "type", required=True)
     if kind and kind not in SINK_TYPES:
@@ -131,13 +134,13 @@ def _sink(r: Reader, node: yaml.Node, path: str, index: int) -> SinkConfig:
     d = SinkConfig(type=kind, url="")
     sink = SinkConfig(
         type=kind,
-        url=_secret_text(r, m, "url", required=True, check=_url_problem),
+        url=_secret_text(r, m, "url", files, required=True, check=_url_problem),
         name=r.text(m, "name", f"{kind}-{index}", check=lambda s: None if s else "must not be empty"),
         timeout=r.duration(m, "timeout", d.timeout, positive=True),
         max_attempts=r.integer(m, "maxAttempts", d.max_attempts, minimum=1, maximum=MAX_ATTEMPTS),
         initial_backoff=r.duration(m, "initialBackoff", d.initial_backoff, floor=MIN_BACKOFF),
         max_backoff=r.duration(m, "maxBackoff", d.max_backoff),
-        headers=_headers(r, m),
+        headers=_headers(r, m, files),
     )
     check_backoff(r, m, sink.initial_backoff, sink.max_backoff)
     return sink
@@ -146,12 +149,13 @@ def _sink(r: Reader, node: yaml.Node, path: str, index: int) -> SinkConfig:
 def read_notifications(r: Reader, top: Section) -> Notifications:
     m = r.section(top, "notifications", _NOTIFICATIONS_KEYS)
     sinks: list[SinkConfig] = []
+    files: list[str] = []
     for index, (node, path) in enumerate(r.sequence(m, "sinks") or []):
-        sink = _sink(r, node, path, index)
+        sink = _sink(r, node, path, index, files)
         if any(s.name == sink.name for s in sinks):
             r.error(node, f"{path}.name", f"duplicate sink name {sink.name!r}; give each sink a distinct name")
         sinks.append(sink)
     # The queue holds alerts while sinks are slow; beyond this it is memory the remediator may not have.
     return Notifications(queue_size=r.integer(m, "queueSize", Notifications.queue_size, minimum=1,
                                               maximum=MAX_QUEUE_SIZE),
-                         sinks=tuple(sinks))
+                         sinks=tuple(sinks), secret_files=tuple(dict.fromkeys(files)))

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from remediator.policy.loader import PolicyError, parse_policy
+from remediator.controller import PolicySource
+from remediator.policy.loader import PolicyError, load_policy, parse_policy
 
 HEADER = "apiVersion: nodemedic.io/v1alpha1\nkind: RemediationPolicy\n"
 
@@ -58,3 +59,24 @@ def test_an_invalid_url_read_from_a_secret_is_refused_without_repeating_it(
     assert "s3cr3t" not in got
     (inline,) = errors(sinks("ftp://hooks.slack.com/services/T0/B0/s3cr3t"))
     assert inline.startswith("p.yaml:6: notifications.sinks[0].url: invalid URL") and "s3cr3t" not in inline
+
+
+def test_a_rotated_key_reloads_the_policy_and_a_removed_one_keeps_the_last_good(tmp_path: Path) -> None:
+    key = tmp_path / "url"
+    key.write_text("https://hooks.slack.com/services/T0/B0/old\n")
+    policy_file = tmp_path / "policy.yaml"
+    policy_file.write_text(sinks(f"{{file: {key}}}"))
+    source = PolicySource(str(policy_file), load_policy(policy_file))
+    assert source.policy.notifications.secret_files == (str(key),)
+    assert source.poll() == (False, [])
+
+    key.write_text("https://hooks.slack.com/services/T0/B0/new\n")  # the kubelet swaps a Secret's files the same way
+    assert source.poll() == (True, [])
+    assert source.policy.notifications.sinks[0].url.endswith("/new")
+    assert source.poll() == (False, [])
+
+    key.unlink()
+    changed, problems = source.poll()
+    assert not changed and problems == [f"{policy_file}:6: notifications.sinks[0].url.file: cannot read {key}: "
+                                        "No such file or directory"]
+    assert source.policy.notifications.sinks[0].url.endswith("/new")
