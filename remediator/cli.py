@@ -8,6 +8,7 @@ import contextlib
 import datetime as dt
 import gc
 import json
+import logging
 import os
 import signal
 import socket
@@ -15,6 +16,7 @@ import sys
 import uuid
 from typing import Any
 
+from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from nodemedic_common import logs
@@ -28,7 +30,7 @@ from remediator.controller import Controller, PolicySource
 from remediator.leader import LeaderElector, LeaseTimings
 from remediator.model import Plan
 from remediator.planner import PlannerMemory, plan_cycle
-from remediator.policy.loader import PolicyError, load_policy, validate_main
+from remediator.policy.loader import PolicyError, convert_policy, load_policy, validate_main
 from remediator.server import app, loop_health, serve
 from remediator.state.caches import ClusterCache, snapshot_from_list
 from remediator.state.kube import ApiError, CredentialsError, Kube, load_credentials
@@ -64,7 +66,7 @@ async def _run(args: argparse.Namespace) -> int:
     await notifier.start()
     alerts = Alerts(kube, notifier, identity=identity, log=log)
     elector = None
-    if not args.dry_run:  # a dry run writes nothing, not even a Lease
+    if not args.dry_run and not args.once:  # a dry run writes nothing, not even a Lease; a Job runs alone
         elector = LeaderElector(
             kube, namespace=args.lease_namespace, name=args.lease_name, identity=identity, log=log,
             timings=LeaseTimings(args.lease_duration, args.renew_deadline, args.retry_period),
@@ -81,7 +83,10 @@ async def _run(args: argparse.Namespace) -> int:
                                         lambda: all(i.synced.is_set() for i in cache.informers), 60.0),
         ), args.listen)
     log.info("remediator starting", extra={"identity": identity, "dry_run": args.dry_run, "version": __version__,
-                                           "rules": len(policy.rules)})
+                                           "rules": len(policy.rules), "once": args.once})
+    if args.once:
+        return await _once(controller, cache=cache, kube=kube, notifier=notifier, runner=runner, log=log,
+                           sync_timeout=args.sync_timeout)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -108,6 +113,26 @@ async def _run(args: argparse.Namespace) -> int:
         await runner.cleanup()
     await kube.close()
     log.info("remediator stopped")
+    return code
+
+
+async def _once(controller: Controller, *, cache: ClusterCache, kube: Kube, notifier: Notifier,
+                runner: web.AppRunner | None, log: logging.Logger, sync_timeout: float) -> int:
+    """`run --once`: one cycle, then exit 0, or 1 with the reason (a Job's or CronJob's run)."""
+    watching = asyncio.create_task(cache.run())
+    try:
+        code, summary = await controller.run_once(sync_timeout)
+    finally:
+        watching.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await watching
+        await notifier.close()
+        if runner is not None:
+            await runner.cleanup()
+        await kube.close()
+    (log.info if code == 0 else log.error)("one cycle done", extra={"summary": summary, "exit": code})
+    if code:
+        print(f"nodemedic-remediator run --once: {summary}", file=sys.stderr)
     return code
 
 
@@ -170,6 +195,29 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_convert(args: argparse.Namespace) -> int:
+    """A DeschedulerPolicy (or a nodemedic policy) as the nodemedic policy it is read as, to add rules to."""
+    try:
+        with open(args.policy, encoding="utf-8") as f:
+            text = f.read()
+        converted = convert_policy(text, source=args.policy)
+    except (OSError, UnicodeDecodeError) as e:
+        print(f"{args.policy}: cannot read the policy file: {e}", file=sys.stderr)
+        return 2
+    except PolicyError as e:
+        print("\n".join(e.errors), file=sys.stderr)
+        return 2
+    header = (f"# nodemedic RemediationPolicy converted from {os.path.basename(args.policy)} by nodemedic-remediator "
+              f"convert: it plans as the original does.\n# Add condition -> taint rules under `rules:` "
+              f"(docs/remediator.md).\n")
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(header + converted)
+    else:
+        sys.stdout.write(header + converted)
+    return 0
+
+
 def cmd_autoscaler_flags(args: argparse.Namespace) -> int:
     flags = status_taint_flags(_load_or_exit(args.policy))
     print(f"# cluster-autoscaler flags for the taints {args.policy} may put on nodes (docs/autoscalers.md):")
@@ -197,6 +245,10 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG") or None,
                      help="default: $KUBECONFIG, else in-cluster credentials")
     run.add_argument("--dry-run", action="store_true", help="plan and report, write nothing")
+    run.add_argument("--once", action="store_true",
+                     help="one cycle, then exit 0 (or 1 with the reason): for a Job or CronJob; no leader election")
+    run.add_argument("--sync-timeout", type=float, default=120.0,
+                     help="with --once: seconds to wait for the first LIST of nodes, pods and PDBs")
     run.add_argument("--lease-namespace", default="kube-system")
     run.add_argument("--lease-name", default=LEASE_NAME,
                      help="the Lease replicas elect a leader with (one per installation)")
@@ -221,6 +273,10 @@ def main(argv: list[str] | None = None) -> int:
                      "(priorityclasses only matter for evictor.priorityThreshold.name)")
     plan.add_argument("--json", action="store_true")
     plan.add_argument("--now", help="RFC3339 time to plan at (default: now)")
+    conv = sub.add_parser("convert", help="write a DeschedulerPolicy (descheduler/v1alpha2 or v1alpha1) as the "
+                                          "equivalent nodemedic policy")
+    conv.add_argument("--policy", required=True)
+    conv.add_argument("--output", "-o", help="file to write (default: stdout)")
     flags = sub.add_parser("autoscaler-flags",
                            help="print the cluster-autoscaler --status-taint flags for the taints the policy owns")
     flags.add_argument("--policy", required=True)
@@ -228,6 +284,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "run" and (problems := LeaseTimings(args.lease_duration, args.renew_deadline,
                                                        args.retry_period).errors()):
         run.exit(2, "".join(f"{run.prog}: {p}\n" for p in problems))  # before anything starts
+    if args.cmd == "convert":
+        return cmd_convert(args)
     if args.cmd == "autoscaler-flags":
         return cmd_autoscaler_flags(args)
     if args.cmd == "validate":

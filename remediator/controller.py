@@ -126,6 +126,24 @@ class Controller:
                 self.log.exception("planning cycle failed")
                 await asyncio.sleep(1.0)
 
+    async def run_once(self, sync_timeout: float) -> tuple[int, str]:
+        """One cycle, for a Job or a CronJob: wait for the caches, plan, act, wait for every eviction (each up to
+        its retry deadline) and every Event. (0, summary), or (1, why) when the cluster could not be read or an
+        eviction failed; a pod a PDB still protects at the deadline is not a failure: the next run tries again."""
+        try:
+            await asyncio.wait_for(self.cache.wait_synced(), sync_timeout)
+        except TimeoutError:
+            return 1, f"the caches did not sync within {sync_timeout:g}s (is the API server reachable?)"
+        plan = await self.cycle()
+        results = await asyncio.gather(*self.in_flight.values())
+        await asyncio.gather(*self.background, return_exceptions=True)
+        counts = {o: sum(1 for r in results if r.outcome == o) for o in Outcome}
+        summary = (f"{len(plan.taints_add)} tainted, {len(plan.taints_remove)} untainted, "
+                   + ", ".join(f"{n} {o}" for o, n in counts.items() if n) + f"; {len(plan.deferred)} deferred")
+        if counts[Outcome.FAILED]:
+            return 1, f"{counts[Outcome.FAILED]} eviction(s) failed: {summary}"
+        return 0, summary
+
     async def _wait_for_work(self) -> None:
         timeout = self.resync
         if self.plan.next_check is not None:

@@ -9,10 +9,10 @@ per-node requests are summed once per cycle, and a pod shape that fitted nowhere
 
 from __future__ import annotations
 
-from remediator.model import Plan, Snapshot, Taint, TaintChange
+from remediator.model import Plan, Protected, Snapshot, Taint, TaintChange
 from remediator.planning.cycle import LOOP_GUARD, Cycle, PlannerMemory
 from remediator.planning.taints import plan_taints
-from remediator.policy.model import Policy
+from remediator.policy.model import STRATEGY_PREFIX, Policy
 from remediator.strategies import KINDS, lookup
 from remediator.strategies.high_node_utilization.consolidation import (
     CONSOLIDATION_OWNER,
@@ -52,4 +52,17 @@ def plan_cycle(snapshot: Snapshot, policy: Policy, memory: PlannerMemory) -> Pla
                 cycle.admit(c)
         else:
             strategy.plan(snapshot, args, cycle)
+    if not policy.window.is_open(snapshot.now):
+        _close(plan, policy, snapshot)
     return plan
+
+
+def _close(plan: Plan, policy: Policy, snapshot: Snapshot) -> None:
+    """Outside the maintenance window: the plan still shows every eviction, as deferred, and no node is emptied for
+    a strategy; the rules' taints stay (keeping new pods off a sick node disrupts nothing)."""
+    why = f"outside the maintenance window ({policy.window.describe()})"
+    plan.deferred.extend(Protected(e.pod, f"{why}: {e.strategy}: {e.reason}") for e in plan.evictions)
+    plan.evictions = []
+    plan.taints_add = [c for c in plan.taints_add if not all(r.startswith(STRATEGY_PREFIX) for r in c.rules)]
+    opens = policy.window.next_open(snapshot.now)
+    plan.next_check = opens if plan.next_check is None else min(plan.next_check, opens)

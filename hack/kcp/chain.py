@@ -328,6 +328,12 @@ def run(cluster: Cluster, *, mode: str, namespace: str, pool: str, workdir: Path
         result.removed = sorted(watch.removed)
         result.fewest_serving = watch.fewest if watch.fewest is not None else 0
         result.evicted = evictions(api, namespace)
+        final: dict[str, int] = {}
+        for n in serving(api, namespace, pool_nodes(api, pool)).values():
+            final[n] = final.get(n, 0) + 1
+        say("nodes of the pool now:")
+        for n, count in sorted(final.items()):
+            say(f"    {n:<28} {count} pods{'  (added by Karpenter for the evicted pods)' if n in watch.added else ''}")
     finally:
         if agent is not None:
             agent.terminate()

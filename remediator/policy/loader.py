@@ -2,8 +2,8 @@
 
 This module only parses the file and dispatches: each top-level section is read by the module that defines it
 (`rules.py`, `evictor.py`, `strategies.py` -> each strategy's `args.py`, `limits.py`, `eviction.py`, `safety.py`,
-`notifications.py`, `autoscaler.py`), through one `reader.Reader` that records every error, so one `validate`
-run lists them all."""
+`notifications.py`, `autoscaler.py`, `window.py`), through one `reader.Reader` that records every error, so one
+`validate` run lists them all."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import yaml
 
+from remediator.policy import descheduler, descheduler_v1alpha1
 from remediator.policy.autoscaler import read_autoscaler
 from remediator.policy.eviction import read_eviction
 from remediator.policy.evictor import read_evictor
@@ -23,11 +24,13 @@ from remediator.policy.reader import DOCUMENT, Reader, is_null
 from remediator.policy.rules import read_rules
 from remediator.policy.safety import read_safety
 from remediator.policy.strategies import read_strategies
+from remediator.policy.window import read_window
 
 API_VERSION = "nodemedic.io/v1alpha1"
+DESCHEDULER_VERSIONS = (descheduler.V1ALPHA2, descheduler_v1alpha1.V1ALPHA1)
 KIND = "RemediationPolicy"
 _TOP_KEYS = ("apiVersion", "kind", "rules", "evictor", "strategies", "limits", "eviction", "safety", "notifications",
-             "autoscaler")
+             "autoscaler", "maintenanceWindow")
 
 
 class PolicyError(Exception):
@@ -39,7 +42,18 @@ class PolicyError(Exception):
 
 
 def parse_policy(text: str, *, source: str) -> Policy:
-    """The policy in `text`, or PolicyError listing every problem; `source` names the file in messages."""
+    """The policy in `text`, or PolicyError listing every problem; `source` names the file in messages. A
+    descheduler DeschedulerPolicy is read as it is (descheduler.py)."""
+    return _parse(text, source=source, convert=False)[0]
+
+
+def convert_policy(text: str, *, source: str) -> str:
+    """`text` as a nodemedic RemediationPolicy (for `convert`): a DeschedulerPolicy as the translation the loader
+    validated, so the result plans identically; PolicyError when it does not validate."""
+    return _parse(text, source=source, convert=True)[1]
+
+
+def _parse(text: str, *, source: str, convert: bool) -> tuple[Policy, str]:
     try:
         loader = yaml.SafeLoader(text)
     except yaml.YAMLError as e:  # a non-printable character, caught before parsing starts
@@ -50,7 +64,13 @@ def parse_policy(text: str, *, source: str) -> Policy:
             node = loader.get_node()
             if node is not None:
                 documents.append(node)
-        return _document(Reader(source, loader), documents)
+        r = Reader(source, loader)
+        policy, root = _document(r, documents)
+        converted = ""
+        if convert:
+            # Every value here is the user's own (a scalar, list or mapping of the file), moved under our keys.
+            converted = yaml.safe_dump(loader.construct_object(root, deep=True), sort_keys=False)
+        return policy, converted
     except yaml.YAMLError as e:
         raise PolicyError([_syntax_error(source, text, e)]) from None
     finally:
@@ -69,13 +89,20 @@ def _syntax_error(source: str, text: str, e: yaml.YAMLError) -> str:
     return f"{source}:{line}: {DOCUMENT}: YAML syntax error: {problem}"
 
 
-def _document(r: Reader, documents: list[yaml.Node]) -> Policy:
+def _document(r: Reader, documents: list[yaml.Node]) -> tuple[Policy, yaml.Node]:
     if not documents or (len(documents) == 1 and is_null(documents[0])):
         raise PolicyError([f"{r.source}:1: {DOCUMENT}: the file is empty; a policy needs at least "
                            f"apiVersion: {API_VERSION} and kind: {KIND}"])
     if len(documents) > 1:
         r.error(documents[1], DOCUMENT, "a policy file holds exactly one YAML document; this is a second one")
     root = documents[0]
+    version = descheduler.api_version(root)
+    if version in DESCHEDULER_VERSIONS:
+        if version == descheduler_v1alpha1.V1ALPHA1:
+            root = descheduler_v1alpha1.to_v1alpha2(r, root)
+        root = descheduler.translate(r, root, nodemedic_api=API_VERSION, nodemedic_kind=KIND)
+        if r.errors:
+            raise PolicyError([message for _, message in sorted(r.errors, key=lambda e: e[0])])
     if not isinstance(root, yaml.MappingNode):
         r.wrong(root, DOCUMENT, f"a mapping with keys {', '.join(_TOP_KEYS)}", r.value(root, DOCUMENT))
         raise PolicyError([message for _, message in sorted(r.errors, key=lambda e: e[0])])
@@ -83,15 +110,16 @@ def _document(r: Reader, documents: list[yaml.Node]) -> Policy:
     for key, expected in (("apiVersion", API_VERSION), ("kind", KIND)):
         got = r.text(top, key, required=True)
         if got and got != expected:
-            r.error(top.values[key], key, f"must be {expected}, got {got!r}")
+            also = f" (or {', '.join(DESCHEDULER_VERSIONS)} for a DeschedulerPolicy)" if key == "apiVersion" else ""
+            r.error(top.values[key], key, f"must be {expected}{also}, got {got!r}")
     strategies = read_strategies(r, top)
     policy = Policy(rules=read_rules(r, top), evictor=read_evictor(r, top), strategies=strategies,
                     limits=read_limits(r, top), eviction=read_eviction(r, top), safety=read_safety(r, top),
                     notifications=read_notifications(r, top),
-                    autoscaler=read_autoscaler(r, top, [s.name for s in strategies]))
+                    autoscaler=read_autoscaler(r, top, [s.name for s in strategies]), window=read_window(r, top))
     if r.errors:
         raise PolicyError([message for _, message in sorted(r.errors, key=lambda e: e[0])])
-    return policy
+    return policy, root
 
 
 def load_policy(path: str | os.PathLike[str]) -> Policy:

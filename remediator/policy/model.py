@@ -16,6 +16,7 @@ from remediator.policy.limits import Limits
 from remediator.policy.notifications import Notifications
 from remediator.policy.rules import TaintRule
 from remediator.policy.safety import Safety
+from remediator.policy.window import MaintenanceWindow
 
 OWNED_TAINTS_ANNOTATION = "nodemedic.io/owned-taints"
 # A taint a strategy owns records "strategy:<name>" where a rule's taint records the rule names.
@@ -38,3 +39,4 @@ class Policy:
     safety: Safety = Safety()
     notifications: Notifications = Notifications()
     autoscaler: AutoscalerSettings = AutoscalerSettings()
+    window: MaintenanceWindow = MaintenanceWindow()

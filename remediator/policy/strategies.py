@@ -32,3 +32,8 @@ def read_strategies(r: Reader, top: Section) -> tuple[StrategyConfig, ...]:
         seen[name] = path
         out.append(StrategyConfig(name, STRATEGIES[name].read_args(r, m)))
     return tuple(out)
+
+
+def strategy_kinds() -> dict[str, str]:
+    """Each registered strategy's name -> its kind ("deschedule" or "balance"), descheduler's extension points."""
+    return {name: s.kind for name, s in STRATEGIES.items()}

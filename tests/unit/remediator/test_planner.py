@@ -16,6 +16,7 @@ from remediator.policy.limits import Limits
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION, Policy, StrategyConfig
 from remediator.policy.rules import TaintRule
 from remediator.policy.safety import Safety
+from remediator.policy.window import MaintenanceWindow
 from remediator.strategies.remove_pods_violating_node_taints.args import RemovePodsViolatingNodeTaintsArgs
 from remediator.strategies.remove_pods_violating_node_taints.plan import NAME
 
@@ -255,3 +256,18 @@ def test_the_new_node_is_filled_like_a_real_one_pods_that_would_not_fit_it_toget
     assert names(plan.evictions) == ["web-0", "web-1"]
     assert [(p.pod.name, p.why.rsplit("; ", 1)[1]) for p in plan.protected if p.pod.name == "web-2"] == [
         ("web-2", "insufficient cpu even on a new node")]
+
+
+def test_outside_the_maintenance_window_nothing_is_evicted_but_the_sick_node_is_still_tainted() -> None:
+    window = MaintenanceWindow(start=dt.time(1), end=dt.time(5), time_zone="UTC")  # NOW is 12:00 UTC
+    s = snap([node("sick", sick=True), node("ok")], [pod("web")])
+    closed = plan_cycle(s, dataclasses.replace(policy(), window=window), PlannerMemory())
+    assert [(c.node, c.taint) for c in closed.taints_add] == [("sick", DEADLOCK)]
+    assert closed.evictions == []
+    assert [(d.pod.name, d.why.split(": ")[0]) for d in closed.deferred] == [
+        ("web", "outside the maintenance window (01:00-05:00 UTC, every day)")]
+    assert closed.next_check == dt.datetime(2024, 5, 2, 1, 0, tzinfo=dt.UTC)
+
+    opened = dataclasses.replace(window, start=dt.time(11), end=dt.time(13))
+    plan = plan_cycle(s, dataclasses.replace(policy(), window=opened), PlannerMemory())
+    assert names(plan.evictions) == ["web"]

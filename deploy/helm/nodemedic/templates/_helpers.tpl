@@ -80,3 +80,12 @@ system:serviceaccount:{{ .Release.Namespace }}:{{ include "nodemedic.agent.name"
 {{- define "nodemedic.fileBlock" -}}
 {{- regexReplaceAll "(?m)^[ \t]+$" (.content | trimAll "\n" | nindent (int .indent)) "" -}}
 {{- end -}}
+
+{{/* How the remediator runs: "deployment" (the controller) or "cronjob" (one cycle per run); anything else fails. */}}
+{{- define "nodemedic.remediator.mode" -}}
+{{- $mode := .Values.remediator.mode | default "deployment" -}}
+{{- if not (has $mode (list "deployment" "cronjob")) -}}
+{{- fail (printf "remediator.mode: must be deployment or cronjob, got %q" $mode) -}}
+{{- end -}}
+{{- $mode -}}
+{{- end }}

@@ -1,0 +1,225 @@
+"""A descheduler `DeschedulerPolicy` (descheduler/v1alpha2) read as it is: translated into nodemedic's own policy tree.
+
+The translation works on YAML nodes, not values: each plugin's `args` and each DefaultEvictor argument is the user's
+own node, moved under nodemedic's keys (`strategies[i].args`, `evictor`, `limits`, `eviction`). The ordinary loader
+then validates the result with every strategy's own reader, so an error names the user's file and line, and
+`nodemedic-remediator convert` writes exactly the policy that was validated. What this module itself checks is what
+only a DeschedulerPolicy has: profiles, extension points, and the fields nodemedic cannot honour (each an error
+saying why, never ignored).
+
+Profiles run in descheduler's order: the deschedule plugins of every profile, then the balance plugins of every
+profile. nodemedic has one evictor for every strategy, so profiles must agree on the DefaultEvictor's arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import yaml
+
+from remediator.policy.reader import Reader, Section
+from remediator.policy.strategies import strategy_kinds
+
+V1ALPHA2 = "descheduler/v1alpha2"
+KIND = "DeschedulerPolicy"
+DEFAULT_EVICTOR = "DefaultEvictor"
+_TOP_KEYS = ("apiVersion", "kind", "profiles", "nodeSelector", "maxNoOfPodsToEvictPerNode",
+             "maxNoOfPodsToEvictPerNamespace", "maxNoOfPodsToEvictTotal", "evictionFailureEventNotification",
+             "metricsCollector", "metricsProviders", "prometheus", "gracePeriodSeconds")
+_LIMIT_KEYS = ("maxNoOfPodsToEvictPerNode", "maxNoOfPodsToEvictPerNamespace", "maxNoOfPodsToEvictTotal")
+_PROFILE_KEYS = ("name", "pluginConfig", "plugins")
+# descheduler decodes through JSON, whose field names match case-insensitively: both spellings occur in the wild.
+_EXTENSION_POINTS = {"presort": "preSort", "sort": "sort", "deschedule": "deschedule", "balance": "balance",
+                     "filter": "filter", "preevictionfilter": "preEvictionFilter"}
+_PLUGIN_SET_KEYS = ("enabled", "disabled")
+_EVICTOR_KEYS = ("evictLocalStoragePods", "evictDaemonSetPods", "evictSystemCriticalPods", "evictFailedBarePods",
+                 "ignorePvcPods", "priorityThreshold", "labelSelector", "minReplicas", "minPodAge", "nodeFit")
+UNSUPPORTED = {
+    "nodeSelector": "nodemedic considers every node; scope the pods with namespaces or labelSelector instead",
+    "metricsCollector": "nodemedic plans on requests, as kube-scheduler does (metricsUtilization is not built yet)",
+    "metricsProviders": "nodemedic plans on requests, as kube-scheduler does (metricsUtilization is not built yet)",
+    "prometheus": "nodemedic plans on requests, as kube-scheduler does (metricsUtilization is not built yet)",
+    "namespaceLabelSelector": "not supported; list the namespaces in a plugin's namespaces.include/exclude",
+    "noEvictionPolicy": "not supported: nodemedic never evicts a pod annotated descheduler.alpha.kubernetes.io/"
+                        "prefer-no-eviction last, but still may; remove the field",
+    "podProtections": "not supported; use the evictLocalStoragePods, evictDaemonSetPods, evictSystemCriticalPods, "
+                      "evictFailedBarePods and ignorePvcPods arguments",
+    "ignorePodsWithoutPDB": "not supported: nodemedic may evict a pod no PodDisruptionBudget covers",
+}
+
+_STR, _MAP, _SEQ = "tag:yaml.org,2002:str", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
+Pairs = list[tuple[yaml.Node, yaml.Node]]
+
+
+def scalar(text: str, like: yaml.Node) -> yaml.ScalarNode:
+    return yaml.ScalarNode(_STR, text, like.start_mark, like.end_mark)
+
+
+def mapping(pairs: Pairs, like: yaml.Node) -> yaml.MappingNode:
+    return yaml.MappingNode(_MAP, pairs, like.start_mark, like.end_mark)
+
+
+def sequence(items: Sequence[yaml.Node], like: yaml.Node) -> yaml.SequenceNode:
+    return yaml.SequenceNode(_SEQ, list(items), like.start_mark, like.end_mark)
+
+
+def api_version(root: yaml.Node) -> str | None:
+    """The document's apiVersion when it is a plain string at the top of a mapping, else None."""
+    if isinstance(root, yaml.MappingNode):
+        for key, value in root.value:
+            if isinstance(key, yaml.ScalarNode) and key.value == "apiVersion" and isinstance(value, yaml.ScalarNode):
+                return str(value.value)
+    return None
+
+
+def translate(r: Reader, root: yaml.Node, *, nodemedic_api: str, nodemedic_kind: str) -> yaml.MappingNode:
+    """A descheduler/v1alpha2 DeschedulerPolicy's nodes as a nodemedic RemediationPolicy's."""
+    top = r.mapping(root, "", _TOP_KEYS)
+    kind = r.text(top, "kind", required=True)
+    if kind and kind != KIND:
+        r.error(top.values["kind"], "kind", f"must be {KIND} for apiVersion {V1ALPHA2}, got {kind!r}")
+    for key, why in UNSUPPORTED.items():
+        if key in top.values:
+            r.error(top.key_nodes[key], key, f"cannot be honoured: {why}")
+    if r.flag(top, "evictionFailureEventNotification", True) is False:
+        r.error(top.values["evictionFailureEventNotification"], "evictionFailureEventNotification",
+                "cannot be false: nodemedic reports every failed eviction (an Event and an alert)")
+    evictor, deschedule, balance = _profiles(r, top)
+    pairs: Pairs = [
+        (scalar("apiVersion", root), scalar(nodemedic_api, root)),
+        (scalar("kind", root), scalar(nodemedic_kind, root)),
+        (scalar("rules", root), sequence([], root)),
+        (scalar("strategies", root), sequence(deschedule + balance, root)),
+        (scalar("evictor", root), mapping(evictor, root)),
+    ]
+    limits = [(top.key_nodes[k], top.values[k]) for k in _LIMIT_KEYS if k in top.values]
+    if limits:
+        pairs.append((scalar("limits", root), mapping(limits, root)))
+    if "gracePeriodSeconds" in top.values:
+        pairs.append((scalar("eviction", root),
+                      mapping([(top.key_nodes["gracePeriodSeconds"], top.values["gracePeriodSeconds"])], root)))
+    return mapping(pairs, root)
+
+
+def _profiles(r: Reader, top: Section) -> tuple[Pairs, list[yaml.Node], list[yaml.Node]]:
+    """(DefaultEvictor arguments, deschedule strategy entries, balance strategy entries) over every profile."""
+    evictor: Pairs | None = None
+    evictor_value: object = None
+    evictor_from = ""
+    entries: dict[str, list[yaml.Node]] = {"deschedule": [], "balance": []}
+    seen: dict[str, str] = {}
+    for node, path in r.sequence(top, "profiles") or []:
+        profile = r.mapping(node, path, _PROFILE_KEYS)
+        r.text(profile, "name", required=True)
+        configs = _plugin_configs(r, profile)
+        args_pairs, value = _default_evictor(r, configs.get(DEFAULT_EVICTOR))
+        if evictor is None:
+            evictor, evictor_value, evictor_from = args_pairs, value, path
+        elif value != evictor_value:
+            where = configs.get(DEFAULT_EVICTOR, profile)
+            r.error(where.where(), where.path, f"DefaultEvictor arguments differ from those of {evictor_from}: "
+                                               "nodemedic applies one evictor to every strategy, so profiles must "
+                                               "agree on them")
+        points = _extension_points(r, profile)
+        for point in ("deschedule", "balance"):
+            for name_node, name, at in points.get(point, []):
+                entry = _strategy_entry(r, name_node, name, at=at, point=point, configs=configs, seen=seen)
+                if entry is not None:
+                    entries[point].append(entry)
+    return evictor or [], entries["deschedule"], entries["balance"]
+
+
+def _plugin_configs(r: Reader, profile: Section) -> dict[str, Section]:
+    out: dict[str, Section] = {}
+    for node, path in r.sequence(profile, "pluginConfig") or []:
+        config = r.mapping(node, path, ("name", "args"))
+        name = r.text(config, "name", required=True)
+        if not name:
+            continue
+        if name in out:
+            r.error(config.values["name"], config.at("name"), f"duplicate pluginConfig {name!r} in this profile")
+        elif name != DEFAULT_EVICTOR and name not in strategy_kinds():
+            r.error(config.values["name"], config.at("name"),
+                    f"unknown plugin {name!r}; nodemedic has {DEFAULT_EVICTOR}, {', '.join(sorted(strategy_kinds()))}")
+        else:
+            out[name] = config
+    return out
+
+
+def _default_evictor(r: Reader, config: Section | None) -> tuple[Pairs, object]:
+    """The DefaultEvictor's supported arguments as (key, value) node pairs, and their values to compare profiles."""
+    if config is None:
+        return [], {}
+    args = r.section(config, "args", None)
+    pairs: Pairs = []
+    for key, value in args.values.items():
+        if key in UNSUPPORTED:
+            r.error(args.key_nodes[key], args.at(key), f"cannot be honoured: {UNSUPPORTED[key]}")
+        elif key not in _EVICTOR_KEYS:
+            r.error(args.key_nodes[key], args.at(key), f"unknown DefaultEvictor argument; valid: "
+                                                        f"{', '.join(_EVICTOR_KEYS)}")
+        else:
+            pairs.append((args.key_nodes[key], value))
+    return pairs, {k.value: r.loader.construct_object(v, deep=True) for k, v in pairs}
+
+
+def _extension_points(r: Reader, profile: Section) -> dict[str, list[tuple[yaml.Node, str, str]]]:
+    """Extension point -> its enabled plugins (name node, name, path), `disabled` taken out; unsupported points
+    and filters other than DefaultEvictor are errors."""
+    plugins = r.section(profile, "plugins", None)
+    out: dict[str, list[tuple[yaml.Node, str, str]]] = {}
+    for key in plugins.values:
+        point = _EXTENSION_POINTS.get(key.lower())
+        if point is None:
+            r.error(plugins.key_nodes[key], plugins.at(key),
+                    f"unknown extension point; valid: {', '.join(_EXTENSION_POINTS.values())}")
+            continue
+        plugin_set = r.section(plugins, key, _PLUGIN_SET_KEYS)
+        enabled = _names(r, plugin_set, "enabled")
+        disabled = {name for _, name, _ in _names(r, plugin_set, "disabled")}
+        if point in ("filter", "preEvictionFilter"):
+            for node, name, at in enabled:
+                if name != DEFAULT_EVICTOR:
+                    r.error(node, at, f"cannot be honoured: nodemedic's only {point} plugin is {DEFAULT_EVICTOR}")
+            if DEFAULT_EVICTOR in disabled or "*" in disabled:
+                r.error(plugin_set.values["disabled"], plugin_set.at("disabled"),
+                        f"cannot be honoured: nodemedic always applies {DEFAULT_EVICTOR} (its safety filters)")
+        elif point in ("preSort", "sort"):
+            if enabled:
+                r.error(enabled[0][0], enabled[0][2], "cannot be honoured: nodemedic orders evictions itself "
+                                                      "(descheduler's default order, see docs/utilization.md)")
+        else:
+            out[point] = [(n, name, at) for n, name, at in enabled if name not in disabled and "*" not in disabled]
+    return out
+
+
+def _names(r: Reader, plugin_set: Section, key: str) -> list[tuple[yaml.Node, str, str]]:
+    out = []
+    for node, path in r.sequence(plugin_set, key) or []:
+        name = r.value(node, path)
+        if isinstance(name, str) and name:
+            out.append((node, name, path))
+        else:
+            r.wrong(node, path, "a plugin name", name)
+    return out
+
+
+def _strategy_entry(r: Reader, name_node: yaml.Node, name: str, *, at: str, point: str,
+                    configs: dict[str, Section], seen: dict[str, str]) -> yaml.Node | None:
+    """nodemedic's `strategies` item for one enabled plugin: its name and its pluginConfig's args node."""
+    kind = strategy_kinds().get(name)
+    if kind is None:
+        r.error(name_node, at, f"unknown {point} plugin {name!r}; nodemedic has {', '.join(sorted(strategy_kinds()))}")
+        return None
+    if kind != point:
+        r.error(name_node, at, f"{name} is a {kind} plugin, not a {point} one")
+        return None
+    if name in seen:
+        r.error(name_node, at, f"{name} is enabled twice (also {seen[name]}): nodemedic runs each strategy once")
+        return None
+    seen[name] = at
+    pairs: Pairs = [(scalar("name", name_node), name_node)]
+    config = configs.get(name)
+    if config is not None and "args" in config.values:
+        pairs.append((config.key_nodes["args"], config.values["args"]))
+    return mapping(pairs, name_node)
