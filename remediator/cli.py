@@ -225,6 +225,13 @@ def cmd_autoscaler_flags(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_flag_problems(args: argparse.Namespace) -> list[str]:
+    problems = LeaseTimings(args.lease_duration, args.renew_deadline, args.retry_period).errors()
+    if not args.sync_timeout > 0:  # 0 would fail every --once run before its first LIST could finish
+        problems.append(f"--sync-timeout: must be greater than zero, got {args.sync_timeout:g}s")
+    return problems
+
+
 def _seconds(text: str) -> float:
     try:
         return float(text)
@@ -247,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--dry-run", action="store_true", help="plan and report, write nothing")
     run.add_argument("--once", action="store_true",
                      help="one cycle, then exit 0 (or 1 with the reason): for a Job or CronJob; no leader election")
-    run.add_argument("--sync-timeout", type=float, default=120.0,
+    run.add_argument("--sync-timeout", type=_seconds, default=120.0,
                      help="with --once: seconds to wait for the first LIST of nodes, pods and PDBs")
     run.add_argument("--lease-namespace", default="kube-system")
     run.add_argument("--lease-name", default=LEASE_NAME,
@@ -281,8 +288,7 @@ def main(argv: list[str] | None = None) -> int:
                            help="print the cluster-autoscaler --status-taint flags for the taints the policy owns")
     flags.add_argument("--policy", required=True)
     args = ap.parse_args(argv)
-    if args.cmd == "run" and (problems := LeaseTimings(args.lease_duration, args.renew_deadline,
-                                                       args.retry_period).errors()):
+    if args.cmd == "run" and (problems := _run_flag_problems(args)):
         run.exit(2, "".join(f"{run.prog}: {p}\n" for p in problems))  # before anything starts
     if args.cmd == "convert":
         return cmd_convert(args)

@@ -217,6 +217,13 @@ def test_notification_credentials_are_mounted_from_a_secret_never_carried_in_a_c
     assert "{file: /etc/nodemedic/secrets/slack-url}" in (ROOT / "deploy" / "policy" / "default.yaml").read_text()
     assert not [d for d in objs if d["kind"] == "Secret"]
 
+    cronjob = [d for d in yaml.safe_load_all(manifests.run_helm(
+        "template", "nodemedic", str(manifests.CHART), "--set", "remediator.mode=cronjob")) if d]
+    job = next(d for d in cronjob if d["kind"] == "CronJob")["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    assert {v["name"]: v for v in job["volumes"]}["notification-secrets"] == volumes["notification-secrets"]
+    assert {m["name"]: m for m in job["containers"][0]["volumeMounts"]}["notification-secrets"] == mounts[
+        "notification-secrets"]
+
     unmounted = [d for d in yaml.safe_load_all(manifests.run_helm(
         "template", "nodemedic", str(manifests.CHART), "--set", "remediator.notificationsSecret=")) if d]
     spec = next(d for d in unmounted if d["kind"] == "Deployment")["spec"]["template"]["spec"]

@@ -62,3 +62,10 @@ def test_a_kubeconfig_without_a_context_is_named_with_exit_2(tmp_path: Path,
     err = capsys.readouterr().err
     assert f"nodemedic-remediator: {empty}: " in err and "current-context" in err
     assert "Traceback" not in err
+
+
+def test_run_refuses_a_sync_timeout_of_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["run", "--policy", POLICY, "--once", "--sync-timeout", "0s", "--listen", ""])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == "nodemedic-remediator run: --sync-timeout: must be greater than zero, got 0s\n"
