@@ -22,6 +22,10 @@ RUN /opt/nodemedic/bin/pip install --no-deps /src \
 
 FROM ${PYTHON_IMAGE}
 # libudev1 (pyudev's library, for disk model/serial in the blockdev check) is already in the Debian base.
+# journalctl (Debian's systemd package) is how the journald log monitors read the host's journal.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends systemd \
+ && rm -rf /var/lib/apt/lists/*
 COPY --from=build /opt/nodemedic /opt/nodemedic
 # The remediator needs no privilege and runs as this user (the image default). The agent's pod overrides it with
 # root and privileged: it reads /dev/kmsg, the CRI socket and the host's /proc, /sys (see docs/deploy.md).

@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test setup build lint unit e2e bench-cluster bench-remediator bench-agent bench-plan bench-descheduler bench-chain
+.PHONY: demo test setup build lint unit e2e bench-cluster bench-remediator bench-agent bench-agent-npd bench-plan bench-descheduler bench-chain
 
 demo: build
 	$(BIN)/python hack/demo
@@ -42,6 +42,9 @@ bench-remediator: build
 
 bench-agent: build
 	$(BIN)/python hack/bench/agent.py --samples 50
+
+bench-agent-npd: build
+	$(BIN)/python hack/bench/agent_vs_npd.py --samples 30
 
 bench-plan: setup
 	$(BIN)/python hack/bench/plan_cycle.py

@@ -21,6 +21,7 @@ from agent import __version__
 from agent.checks import BUILTIN
 from agent.checks.custom_plugin import CustomPluginMonitor
 from agent.checks.logmonitor import LogMonitor
+from agent.checks.stuck_pods import StuckPods
 from agent.config import AgentConfig, ConfigError, load_config
 from agent.host import HostRoot
 from agent.model import Check, Observation, Status
@@ -30,6 +31,7 @@ from agent.reporting.conditions import ConditionBook
 from agent.reporting.credentials import CredentialsError
 from agent.reporting.inbox import Inbox
 from agent.reporting.kube import Kube
+from agent.reporting.pod_watch import PodWatch
 from agent.reporting.reporter import Reporter, StateFile
 from agent.reporting.status_server import Answer, StatusServer
 from agent.supervisor import Supervisor
@@ -38,7 +40,7 @@ from nodemedic_common import logs
 DEFAULTS = Path(__file__).with_name("defaults")
 # readonly-monitor.json is shipped for node-problem-detector users; by default the filesystem check owns
 # ReadonlyFilesystem (it sees the current mount state, a log line only says a remount happened once).
-DEFAULT_LOG_MONITORS = (DEFAULTS / "kernel-monitor.json",)
+DEFAULT_LOG_MONITORS = (DEFAULTS / "kernel-monitor.json", DEFAULTS / "gpu-monitor.json")
 
 
 def build_checks(cfg: AgentConfig, host: HostRoot) -> list[Check]:
@@ -157,8 +159,16 @@ def _types_of(checks: list[Check], name: str) -> tuple[str, ...]:
 
 
 # --- run --------------------------------------------------------------------------------------------
+def unmetered(checks: list[Check]) -> dict[str, tuple[str, ...]]:
+    """NPD monitors with `metricsReporting: false`: check name -> its condition types, kept out of the metrics."""
+    return {c.name: c.condition_types for c in checks
+            if isinstance(c, LogMonitor | CustomPluginMonitor) and not c.config.metrics_reporting}
+
+
 class _Metrics:
-    def __init__(self, registry: CollectorRegistry) -> None:
+    def __init__(self, registry: CollectorRegistry, *, unmetered: dict[str, tuple[str, ...]]) -> None:
+        self.unmetered_checks = set(unmetered)
+        self.unmetered_types = {t for types in unmetered.values() for t in types}
         self.status = Gauge("nodemedic_agent_condition_status", "1 for the current status of each condition type",
                             ["type", "status"], registry=registry)
         self.problems = Counter("nodemedic_agent_problems_total",
@@ -169,11 +179,15 @@ class _Metrics:
         """Condition status gauges from the book: called when it changes, not on every observation (the kmsg
         monitor observes five times a second, and a node may carry dozens of condition types)."""
         for c in book.conditions():
+            if c.type in self.unmetered_types:
+                continue
             for s in Status:
                 self.status.labels(c.type, str(s)).set(1 if c.status == s else 0)
 
     def count(self, obs: Observation, was_true: set[str]) -> None:
         """One per problem, not per observation: a condition counts when it turns True, an event each time."""
+        if obs.check in self.unmetered_checks:
+            return
         for rep in obs.conditions:
             if rep.status == Status.TRUE and rep.type not in was_true:
                 self.problems.labels(rep.type, rep.reason).inc()
@@ -208,6 +222,23 @@ async def _serve(listen: str, registry: CollectorRegistry, health: Any) -> Statu
     return server
 
 
+def _pod_watch(checks: list[Check], kube: Kube, node: str, log: logging.Logger) -> PodWatch | None:
+    """The pods of this node being deleted, watched for the stuckPods check (none without that check)."""
+    stuck = [c for c in checks if isinstance(c, StuckPods)]
+    if not stuck:
+        return None
+    watch = PodWatch(kube, node, log=log)
+    for check in stuck:
+        check.attach(watch.terminating)
+    return watch
+
+
+def _close_log_sources(checks: list[Check]) -> None:
+    for check in checks:
+        if isinstance(check, LogMonitor):
+            check.close()  # a journald source stops its journalctl
+
+
 async def _run(args: argparse.Namespace, log: logging.Logger) -> int:
     try:
         cfg, checks, host = _load(args)
@@ -226,10 +257,12 @@ async def _run(args: argparse.Namespace, log: logging.Logger) -> int:
     state_dir = Path(args.state_dir) if args.state_dir else host.path("/var/lib/nodemedic")
     reporter = Reporter(kube, args.node_name, book, state=StateFile(state_dir / f"agent-{args.node_name}.json"),
                         registry=registry, log=log, heartbeat=cfg.heartbeat.total_seconds(),
-                        defaults=[d for c in checks if isinstance(c, LogMonitor) for d in c.initial_conditions()])
+                        defaults=[d for c in checks if isinstance(c, LogMonitor | CustomPluginMonitor)
+                                  for d in c.initial_conditions()])
     inbox = Inbox(suppressed=reporter.suppressed, log=log)
     supervisor = Supervisor(checks, registry=registry, log=log, publish=inbox.put)
-    metrics = _Metrics(registry)
+    pod_watch = _pod_watch(checks, kube, args.node_name, log)
+    metrics = _Metrics(registry, unmetered=unmetered(checks))
     try:
         server = await _serve(args.listen, registry, supervisor.health) if args.listen else None
     except (ValueError, OSError) as e:
@@ -263,7 +296,10 @@ async def _run(args: argparse.Namespace, log: logging.Logger) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    tasks = [asyncio.create_task(t) for t in (supervisor.run(), consume(), reporter.run(), _return_free_heap())]
+    background = [supervisor.run(), consume(), reporter.run(), _return_free_heap()]
+    if pod_watch is not None:
+        background.append(pod_watch.run())
+    tasks = [asyncio.create_task(t) for t in background]
     stopper = asyncio.create_task(stop.wait())
     done, _ = await asyncio.wait([*tasks, stopper], return_when=asyncio.FIRST_COMPLETED)
     code = 0
@@ -276,6 +312,7 @@ async def _run(args: argparse.Namespace, log: logging.Logger) -> int:
     for t in tasks:
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await t
+    _close_log_sources(checks)
     if server is not None:
         await server.close()
     await kube.close()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from nodemedic_common.durations import below_floor
 
@@ -79,8 +79,18 @@ class Check(Protocol):
     """What the supervisor runs: `observe()` every `timing.interval`, cancelled after `timing.timeout`."""
 
     name: str
-    timing: CheckTiming
     condition_types: tuple[str, ...]  # every condition type this check may report (for ownership and deletion)
+
+    @property
+    def timing(self) -> CheckTiming: ...  # read each round: a log monitor's changes once it knows its source
 
     async def observe(self, now: dt.datetime) -> Observation: ...
 
+
+@runtime_checkable
+class WaitsForInput(Protocol):
+    """A check whose source can tell when it has new input (the `/dev/kmsg` device, a journalctl pipe): the
+    supervisor runs it as soon as `input_fd()` is readable, and at least every `timing.interval` for its timers,
+    instead of polling. `input_fd()` is None while there is nothing to wait on (then the interval is a poll)."""
+
+    def input_fd(self) -> int | None: ...

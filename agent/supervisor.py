@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from agent.model import Check, Observation
+from agent.model import Check, Observation, WaitsForInput
 
 
 class Supervisor:
@@ -50,11 +50,16 @@ class Supervisor:
         return obs
 
     async def _loop(self, check: Check) -> None:
-        interval = check.timing.interval.total_seconds()
         while True:
             t0 = time.monotonic()
             self.publish(await self.run_once(check))
-            await asyncio.sleep(max(0.0, interval - (time.monotonic() - t0)))
+            # read each time: a check's timing may change once it knows its source (see WaitsForInput)
+            delay = max(0.0, check.timing.interval.total_seconds() - (time.monotonic() - t0))
+            fd = check.input_fd() if isinstance(check, WaitsForInput) else None
+            if fd is None:
+                await asyncio.sleep(delay)
+            else:
+                await _readable(fd, delay)
 
     async def run(self) -> None:
         await asyncio.gather(*(self._loop(c) for c in self.checks))
@@ -69,3 +74,25 @@ class Supervisor:
             if now - last > allowed:
                 late.append(f"{c.name} ({now - last:.0f}s > {allowed:.0f}s)")
         return (not late, "ok" if not late else "checks not completing: " + ", ".join(late))
+
+
+async def _readable(fd: int, timeout: float) -> None:
+    """Return when `fd` is readable or after `timeout` seconds, whichever comes first."""
+    loop = asyncio.get_running_loop()
+    ready: asyncio.Future[None] = loop.create_future()
+
+    def wake() -> None:
+        if not ready.done():
+            ready.set_result(None)
+
+    try:
+        loop.add_reader(fd, wake)
+    except (OSError, ValueError):  # not pollable after all: wait the interval
+        await asyncio.sleep(timeout)
+        return
+    try:
+        await asyncio.wait_for(ready, timeout)
+    except TimeoutError:
+        pass
+    finally:
+        loop.remove_reader(fd)

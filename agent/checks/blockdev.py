@@ -12,14 +12,17 @@ have no hardware; optical drives count "no medium" as I/O errors):
   counted before the agent saw the device have no known time.
 
 sysfs read through the host root is the only source of truth, so fixtures and pods work alike. pyudev only adds
-model and serial to messages, and only when the host root is `/` (libudev reads the real /sys and /run/udev,
-which a fixture or a pod's host mount would not match). When pyudev or libudev.so is missing, messages simply
-lack that detail; `BlockDeviceCheck.enrichment` says why.
+model and serial to messages, and only when the udev database libudev reads (`/run/udev/data` of the agent's own
+root, next to /sys, which shows the host's block devices in a container too) is the host's: the host root is
+`/`, or the DaemonSet mounts the host's /run/udev there, so it is the same directory as `<host-root>/run/udev/data`.
+A fixture root has no such twin, so its messages stay free of this machine's disks. When pyudev or libudev.so is
+missing, messages simply lack that detail; `BlockDeviceCheck.enrichment` says why.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +35,7 @@ CONDITION = "DiskHardwareError"
 DeviceInfo = Callable[[str], Mapping[str, str]]  # device name ("sda") -> udev properties worth showing
 
 _UDEV_KEYS = ("ID_MODEL", "ID_SERIAL_SHORT", "ID_PATH")
+UDEV_DATA = Path("/run/udev/data")  # where libudev looks, in the agent's own mount namespace
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,13 @@ def load_udev_device_info() -> tuple[DeviceInfo | None, str]:
     return info, "pyudev"
 
 
+def _same_directory(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samestat(a.stat(), b.stat())
+    except OSError:
+        return False
+
+
 class BlockDeviceCheck:
     name = "blockdev"
     condition_types = (CONDITION,)
@@ -90,10 +101,11 @@ class BlockDeviceCheck:
         if device_info is not None:
             self._device_info: DeviceInfo | None = device_info
             self.enrichment = "injected"
-        elif host.root == Path("/"):
+        elif host.root == Path("/") or _same_directory(UDEV_DATA, host.path("/run/udev/data")):
             self._device_info, self.enrichment = load_udev_device_info()
         else:
-            self._device_info, self.enrichment = None, f"off (host root is {host.root}, libudev sees only /)"
+            self._device_info, self.enrichment = None, (
+                f"off (host root is {host.root} and {UDEV_DATA} is not its /run/udev/data; libudev sees only /)")
         self._ioerr: dict[str, int] = {}  # device -> ioerr_cnt at the last observation
         self._last_io_error: dict[str, tuple[dt.datetime, int]] = {}  # device -> (when it last rose, count)
 

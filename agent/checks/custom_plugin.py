@@ -10,7 +10,10 @@ One `observe()` runs every rule that is due, at most `concurrency` plugins at a 
 
 Differences from NPD, on purpose: a plugin that can't tell (Unknown) raises no event from a temporary rule, because
 its reason would claim a problem nobody saw; and a declared condition that no permanent rule feeds is never
-reported, because without evidence nodemedic keeps what is on the node (NPD's `skip_initial_status` as the rule).
+reported, because without evidence nodemedic keeps what is on the node. `skip_initial_status` is honoured for
+what it is for: without it, `initial_conditions()` gives the declared defaults, which the agent writes only for
+types the Node does not carry yet (a restart never resets a True condition, NPD's #304); with it, a type appears
+only once its plugins have run.
 """
 
 from __future__ import annotations
@@ -59,6 +62,13 @@ class CustomPluginMonitor:
         self._last_run: dict[int, dt.datetime] = {}  # rule index -> when it last ran
         self._verdicts: dict[int, PluginResult] = {}  # permanent rule index -> its latest result
         self._reported: dict[str, ConditionReport] = {}  # condition type -> what we said last time
+
+    def initial_conditions(self) -> tuple[ConditionReport, ...]:
+        """The declared defaults (False), or none with `skip_initial_status`."""
+        if self.config.plugin_config.skip_initial_status:
+            return ()
+        return tuple(ConditionReport(type=c.type, status=Status.FALSE, reason=c.reason, message=c.message)
+                     for c in self.config.conditions)
 
     async def observe(self, now: dt.datetime) -> Observation:
         due = [i for i, rule in enumerate(self.config.rules) if self._is_due(i, rule, now)]

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from agent.host import HostRoot
 from agent.logsources.filelog import FileLogReader
+from agent.logsources.journald import JournalReader
 from agent.logsources.kmsg import KmsgReader
 from agent.model import CheckTiming, ConditionReport, EventReport, Observation, Status
 from agent.npd.logmonitor_config import LogMonitorConfig, Plugin
@@ -30,9 +31,12 @@ from agent.npd.timestamps import parse_log_timestamp
 from agent.npd.vocabulary import RuleType
 
 DEFAULT_RECOVER_AFTER = dt.timedelta(minutes=10)
-# Kernel line -> condition on the API server within about a second needs a short poll; a poll of an empty
-# non-blocking /dev/kmsg costs one syscall.
+# Kernel line -> condition on the API server within about a second needs a short poll of a source that cannot
+# say when it has input (a log file, a kmsg fixture file); a poll of an empty file costs one syscall.
 DEFAULT_TIMING = CheckTiming(interval=dt.timedelta(milliseconds=200), timeout=dt.timedelta(seconds=5))
+# A source that can (the /dev/kmsg device, journalctl's pipe) wakes the monitor itself (WaitsForInput); then the
+# interval only paces the quiet-period timers.
+WAITING_TIMING = CheckTiming(interval=dt.timedelta(seconds=30), timeout=dt.timedelta(seconds=5))
 UNREADABLE_REASON = "LogUnreadable"
 
 
@@ -62,18 +66,22 @@ class LogMonitor:
     def __init__(self, config: LogMonitorConfig, *, host: HostRoot,
                  recover_after: dt.timedelta | None = DEFAULT_RECOVER_AFTER, timing: CheckTiming = DEFAULT_TIMING,
                  tz: dt.tzinfo | None = None) -> None:
-        if config.plugin not in (Plugin.KMSG, Plugin.FILELOG):
-            raise ValueError(f"{config.path}: plugin {config.plugin.value!r} is not supported by this build")
         self.config = config
         self.name = config.source or config.path.stem
-        self.timing = timing
+        self._timing = timing
         self.condition_types = tuple(condition.type for condition in config.conditions)
         self._host = host
         self._recover_after = recover_after
         self._tz = tz
         log_path = host.path(config.log_path)
-        self._reader: KmsgReader | FileLogReader = (
-            KmsgReader(log_path) if config.plugin is Plugin.KMSG else FileLogReader(log_path))
+        self._reader: KmsgReader | FileLogReader | JournalReader
+        if config.plugin is Plugin.JOURNALD:
+            self._reader = JournalReader(host.root, identifiers=(config.plugin_config.source,),
+                                         directory=log_path if config.log_path else None)
+        elif config.plugin is Plugin.KMSG:
+            self._reader = KmsgReader(log_path)
+        else:
+            self._reader = FileLogReader(log_path)
         self._buffer: deque[str] = deque(maxlen=config.buffer_size)
         self._held: dict[str, _Held] = {}
         self._started_at: dt.datetime | None = None
@@ -81,6 +89,18 @@ class LogMonitor:
         self._history_from: dt.datetime | None = None  # lines before this are history to drop (lookback)
         self._in_history = False  # True until the backlog present at start has been read
         self._live_from: dt.datetime | None = None  # lines before boot + delay are never matched
+
+    @property
+    def timing(self) -> CheckTiming:
+        return WAITING_TIMING if self.input_fd() is not None else self._timing
+
+    def input_fd(self) -> int | None:
+        """The source's readable descriptor once it has one (see `WaitsForInput`)."""
+        return self._reader.fileno()
+
+    def close(self) -> None:
+        """Release the log source (a journald source stops its journalctl)."""
+        self._reader.close()
 
     def initial_conditions(self) -> tuple[ConditionReport, ...]:
         """The config's defaults (`conditions[]`): what to write for a type the Node does not carry yet."""
@@ -117,7 +137,8 @@ class LogMonitor:
         config = self.config
         if self._boot is not None and config.delay > dt.timedelta(0):
             self._live_from = self._boot + config.delay
-        dated = self._boot is not None if config.plugin is Plugin.KMSG else config.plugin_config.timestamp is not None
+        dated = {Plugin.KMSG: self._boot is not None, Plugin.JOURNALD: True,
+                 Plugin.FILELOG: config.plugin_config.timestamp is not None}[config.plugin]
         if config.lookback <= dt.timedelta(0) or not dated:
             # Nothing to replay, or no way to tell how old a line is: skip the history rather than guess.
             self._reader.seek_end()
@@ -126,12 +147,16 @@ class LogMonitor:
         if self._live_from is not None:
             self._history_from = max(self._history_from, self._live_from)
         self._in_history = True
+        if isinstance(self._reader, JournalReader):
+            self._reader.start_at(self._history_from)  # journalctl skips the older entries itself
 
     def _read(self, now: dt.datetime) -> list[_Line]:
         if isinstance(self._reader, KmsgReader):
             boot = self._boot
             lines = [_Line(r.message, boot + dt.timedelta(microseconds=r.usec) if boot else None)
                      for r in self._reader.read()]
+        elif isinstance(self._reader, JournalReader):
+            lines = [_Line(entry.message, entry.at) for entry in self._reader.read()]
         else:
             translated = (self._translate(text, now) for text in self._reader.read())
             lines = [line for line in translated if line is not None]

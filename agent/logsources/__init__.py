@@ -1,2 +1,3 @@
-"""Where log lines come from: the kernel log (`kmsg.py`) and text log files (`filelog.py`), tailed without
-threads (`tail.py`). They read; the log monitor check matches."""
+"""Where log lines come from: the kernel log (`kmsg.py`), text log files (`filelog.py`), tailed without
+threads (`tail.py`), and the systemd journal (`journald.py`, through journalctl). They read; the log monitor
+check matches."""

@@ -27,6 +27,10 @@ class FileLogReader:
     def seek_end(self) -> None:
         self._tail.seek_end()
 
+    def fileno(self) -> int | None:
+        """None: a regular file is always "readable" to poll(), so it is polled at the monitor's interval."""
+        return None
+
     def read(self) -> list[str]:
         return [line.decode("utf-8", "replace") for line in self._tail.read_lines()]
 

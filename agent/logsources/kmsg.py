@@ -87,6 +87,10 @@ class KmsgReader:
         else:
             self._skip_history = True
 
+    def fileno(self) -> int | None:
+        """The open /dev/kmsg device, which poll() reports readable when records are waiting; None for a file."""
+        return self._device_fd if self._mode == "device" else None
+
     def read(self) -> list[KmsgRecord]:
         if self._mode is None:
             self._mode = "device" if stat.S_ISCHR(os.stat(self.path).st_mode) else "tail"

@@ -7,8 +7,9 @@ a warning, and a missing required field is an error that names the unknown key i
 Every problem in a file is reported at once, each as `FILE: field.path: message`.
 
 Differences from NPD, on purpose:
-- `plugin: journald` is rejected (error on `plugin`): this build has no journald reader; `filelog` over a
-  syslog file covers the same lines.
+- `plugin: journald` reads the host's journal through journalctl (`agent/logsources/journald.py`);
+  `pluginConfig.source` is matched against SYSLOG_IDENTIFIER as in NPD, and `logPath` (a journal directory) is
+  optional: without it the host root's /var/log/journal and /run/log/journal are both read.
 - A permanent rule must name a condition declared in `conditions[]` (NPD silently never sets it), and a
   condition type the kubelet owns (`Ready`, `MemoryPressure`, ...) is refused.
 - Patterns are RE2 (Go) syntax. They are translated to Python's `re`: `\\z` -> `\\Z`, `\\Q...\\E`, `\\x{...}`,
@@ -60,6 +61,7 @@ class PluginConfig:
     message: re.Pattern[str] | None = None
     timestamp_format: str = ""  # the Go layout as written, e.g. "Jan _2 15:04:05"
     strptime_format: str = ""  # the same layout for datetime.strptime
+    source: str = ""  # journald: the SYSLOG_IDENTIFIER to read
 
 
 
@@ -206,20 +208,24 @@ class _Parser:
 
     def plugin(self, top: Mapping[str, object]) -> Plugin:
         value = top.get("plugin", Plugin.KMSG.value)
-        if value == Plugin.JOURNALD.value:
-            self.error("plugin", '"journald" is not supported by this build (no journald reader); use "kmsg", or '
-                                 '"filelog" with logPath pointing at a syslog file such as /var/log/syslog')
-            return Plugin.JOURNALD
-        if value not in (Plugin.KMSG.value, Plugin.FILELOG.value):
-            self.error("plugin", f"must be one of kmsg, filelog, got {value!r}")
+        if value not in tuple(Plugin):
+            self.error("plugin", f"must be one of kmsg, filelog, journald, got {value!r}")
             return Plugin.KMSG
-        return Plugin(value)
+        return Plugin(str(value))
+
+    def journald_config(self, source: str) -> PluginConfig:
+        if not source:
+            self.error("pluginConfig.source", "required for the journald plugin (the SYSLOG_IDENTIFIER to read, "
+                                              "e.g. \"kubelet\")")
+        return PluginConfig(source=source)
 
     def plugin_config(self, value: object, plugin: Plugin) -> PluginConfig:
         fields = self.fields(value, "pluginConfig", _PLUGIN_CONFIG_KEYS)
         if fields is None:
             return PluginConfig()
         texts = {key: self.string(fields, key, "pluginConfig") for key in _PLUGIN_CONFIG_KEYS}
+        if plugin is Plugin.JOURNALD:
+            return self.journald_config(texts["source"])
         if plugin is not Plugin.FILELOG:
             return PluginConfig()  # kmsg lines carry their own time and message
         regexes: dict[str, re.Pattern[str] | None] = {}

@@ -1,4 +1,5 @@
-"""The few REST calls the agent makes (aiohttp): read its Node, patch nodes/status, create/patch Events.
+"""The few REST calls the agent makes (aiohttp): read its Node, patch nodes/status, create/patch Events, and one
+watch of the pods bound to its Node (agent/reporting/pod_watch.py).
 
 Credentials come from a kubeconfig or the pod's service account (`agent.reporting.credentials`); the requests are plain
 aiohttp so the agent stays small. Every call is counted by verb and code.
@@ -7,6 +8,7 @@ aiohttp so the agent stays small. Every call is counted by verb and code.
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter
@@ -56,6 +58,23 @@ class Kube:
         except (aiohttp.ClientError, TimeoutError) as e:
             self.requests.labels(method, "error").inc()
             raise ApiError(0, f"{method} {path}", f"{type(e).__name__}: {e}") from e
+
+    async def stream(self, path: str, *, read_timeout: float) -> AsyncIterator[Any]:
+        """GET `path` and yield each JSON line of the response as it arrives (a watch); ApiError as `request`."""
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=self._creds.ssl_context, limit=4))
+        try:
+            async with self._session.get(self.server + path, headers=self._headers(None),
+                                         timeout=aiohttp.ClientTimeout(total=None, sock_connect=self._timeout,
+                                                                       sock_read=read_timeout)) as resp:
+                self.requests.labels("WATCH", str(resp.status)).inc()
+                if resp.status >= 400:
+                    raise ApiError(resp.status, f"GET {path}", await resp.text())
+                async for line in resp.content:
+                    if line.strip():
+                        yield json.loads(line)
+        except (aiohttp.ClientError, TimeoutError, ValueError) as e:
+            raise ApiError(0, f"GET {path}", f"{type(e).__name__}: {e}") from e
 
     async def close(self) -> None:
         if self._session is not None:

@@ -22,6 +22,7 @@ import yaml
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
+from agent.checks import BUILTIN
 from tests.e2e.conftest import LocalCluster
 from tests.e2e.fake_host import host_root
 from tests.e2e.remediator_harness import deployment, pods_of, start_remediator, taint_keys, wait_running
@@ -211,7 +212,9 @@ MATRIX = [
     (AGENT, "watch", "/nodes", "", "", False),
     (AGENT, "get", "/secrets", NS, "anything", False),
     (AGENT, "list", "/secrets", "", "", False),
-    (AGENT, "list", "/pods", "", "", False),
+    (AGENT, "list", "/pods", "", "", True),  # the stuckPods check's watch (fieldSelector spec.nodeName)
+    (AGENT, "watch", "/pods", "", "", True),
+    (AGENT, "patch", "/pods", "default", "web-1", False),
     (AGENT, "delete", "/pods", "default", "web-1", False),
     (AGENT, "create", "/pods/eviction", "default", "web-1", False),
     (AGENT, "create", "/events", "kube-system", "", False),
@@ -346,7 +349,7 @@ MONITOR = {
          "pattern": r"nodemedic deploy e2e problem \d+"},
     ],
 }
-BUILTINS = ("cpu", "memory", "disk", "ntp", "filesystem", "blockdev", "runtime", "kubelet")
+BUILTINS = tuple(BUILTIN)
 TAINT = "nodemedic.io/deploy-e2e"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import time
@@ -11,11 +12,12 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from agent import cli
+from agent.checks import BUILTIN
 from agent.model import ConditionReport, EventReport, Observation, Status
 from agent.reporting.conditions import ConditionBook
 
 KERNEL_MONITOR = Path(cli.__file__).with_name("defaults") / "kernel-monitor.json"
-OTHERS = ("memory", "disk", "ntp", "filesystem", "blockdev", "runtime", "kubelet")
+OTHERS = tuple(name for name in BUILTIN if name != "cpu")  # every built-in check but cpu
 
 
 def fixture_host(tmp_path: Path, *, load1: float, kmsg: str = "") -> Path:
@@ -120,7 +122,7 @@ def test_validate_warns_about_keys_npd_would_ignore(tmp_path: Path, capsys: pyte
 
 def test_problems_are_counted_once_per_problem_not_once_per_observation() -> None:
     registry = CollectorRegistry()
-    metrics, book = cli._Metrics(registry), ConditionBook({"kernel": ("KernelDeadlock",)})
+    metrics, book = cli._Metrics(registry, unmetered={}), ConditionBook({"kernel": ("KernelDeadlock",)})
     at = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
     def observe(status: Status, *events: str) -> None:
@@ -173,3 +175,30 @@ def test_check_reports_a_root_that_was_remounted_read_only_before_the_agent_star
     rows = {r["type"]: r for r in json.loads(capsys.readouterr().out)["conditions"]}
     assert (rows["ReadonlyFilesystem"]["status"], rows["ReadonlyFilesystem"]["message"]) == (
         "True", "/ (/dev/sda1, ext4) is read-only; the kernel logged: EXT4-fs (sda1): Remounting filesystem read-only")
+
+
+def test_a_monitor_with_metrics_reporting_off_stays_out_of_the_metrics(tmp_path: Path) -> None:
+    quiet = tmp_path / "quiet-monitor.json"
+    quiet.write_text(json.dumps({
+        "plugin": "kmsg", "source": "quiet", "metricsReporting": False,
+        "conditions": [{"type": "QuietProblem", "reason": "Fine"}],
+        "rules": [{"type": "permanent", "condition": "QuietProblem", "reason": "Bad", "pattern": "bad"}]}))
+    checks = cli.build_checks(cli.load_config(None, registry={}), cli.HostRoot(tmp_path))
+    checks += cli.build_checks(dataclasses.replace(cli.load_config(None, registry={}), system_log_monitors=(quiet,)),
+                               cli.HostRoot(tmp_path))
+    registry = CollectorRegistry()
+    metrics = cli._Metrics(registry, unmetered=cli.unmetered(checks))
+    book = ConditionBook({c.name: c.condition_types for c in checks})
+    at = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    for check, kind in (("quiet", "QuietProblem"), ("kernel-monitor", "KernelDeadlock")):
+        obs = Observation(check, at, (ConditionReport(kind, Status.TRUE, "Bad"),), (EventReport("Boom", "m"),))
+        book.apply(obs)
+        metrics.count(obs, set())
+    metrics.show(book)
+
+    assert cli.unmetered(checks) == {"quiet": ("QuietProblem",)}
+    sample = registry.get_sample_value
+    assert sample("nodemedic_agent_problems_total", {"type": "QuietProblem", "reason": "Bad"}) is None
+    assert sample("nodemedic_agent_condition_status", {"type": "QuietProblem", "status": "True"}) is None
+    assert sample("nodemedic_agent_problems_total", {"type": "KernelDeadlock", "reason": "Bad"}) == 1
+    assert sample("nodemedic_agent_problems_total", {"type": "", "reason": "Boom"}) == 1

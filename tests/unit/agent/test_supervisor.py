@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import logging
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -14,6 +16,7 @@ from agent.model import CheckTiming, ConditionReport, Observation, Status
 from agent.supervisor import Supervisor
 
 FAST = CheckTiming(interval=dt.timedelta(seconds=0.05), timeout=dt.timedelta(seconds=0.2))
+SLOW = CheckTiming(interval=dt.timedelta(minutes=10), timeout=dt.timedelta(seconds=1))
 
 
 @dataclass
@@ -73,3 +76,45 @@ def test_health_fails_when_a_check_has_not_completed_in_time() -> None:
     s.started -= 100  # pretend we started long ago and the check never completed
     ok, why = s.health()
     assert not ok and "fine" in why
+
+
+@dataclass
+class PipeCheck:
+    """A check whose source is a pipe: it drains the pipe and counts its runs."""
+
+    fd: int
+    name: str = "pipe"
+    timing: CheckTiming = SLOW
+    condition_types: tuple[str, ...] = ()
+    runs: int = 0
+
+    def input_fd(self) -> int | None:
+        return self.fd
+
+    async def observe(self, now: dt.datetime) -> Observation:
+        self.runs += 1
+        with contextlib.suppress(BlockingIOError):
+            os.read(self.fd, 4096)
+        return Observation(self.name, now)
+
+
+def test_a_check_that_waits_for_input_runs_when_its_input_arrives_not_on_its_interval() -> None:
+    read_end, write_end = os.pipe()
+    os.set_blocking(read_end, False)
+    check = PipeCheck(read_end)
+
+    async def scenario() -> int:
+        published: asyncio.Queue[Observation] = asyncio.Queue()
+        s = sup(check, publish=published.put_nowait)  # type: ignore[arg-type]
+        task = asyncio.create_task(s.run())
+        await asyncio.wait_for(published.get(), 5)  # the first run, at start
+        os.write(write_end, b"a kernel record\n")
+        await asyncio.wait_for(published.get(), 5)  # far sooner than the 10-minute interval: woken by the input
+        task.cancel()
+        return check.runs
+
+    try:
+        assert asyncio.run(scenario()) == 2
+    finally:
+        os.close(read_end)
+        os.close(write_end)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.checks import blockdev
 from agent.checks.blockdev import BlockDeviceCheck, Config, load_udev_device_info, validate
 from agent.host import HostRoot
 from agent.model import ConditionReport, Observation, Status
@@ -162,6 +163,20 @@ def test_udev_enrichment_is_off_for_a_fixture_root_and_loads_or_explains_itself_
     assert (info is not None and why == "pyudev") or (info is None and why.startswith("unavailable"))
     if info is not None:
         assert info("no-such-device-xyz") == {}
+
+
+def test_udev_enrichment_is_on_when_the_agents_udev_database_is_the_host_roots(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The DaemonSet mounts the host's /run/udev at the agent's /run/udev: the same directory as <host-root>/run/udev.
+    own = tmp_path / "container-run-udev-data"
+    own.mkdir()
+    (tmp_path / "host/run/udev").mkdir(parents=True)
+    (tmp_path / "host/run/udev/data").symlink_to(own)
+    monkeypatch.setattr(blockdev, "UDEV_DATA", own)
+
+    check = BlockDeviceCheck(Config(), HostRoot(tmp_path / "host"))
+
+    assert check.enrichment == "pyudev" or check.enrichment.startswith("unavailable")
 
 
 def test_a_missing_libudev_degrades_to_sysfs_only_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -274,3 +274,15 @@ def shipped_monitor(marker: Path) -> CustomPluginMonitor:
     assert shipped.rules[0].args == ("/var/run/reboot-required",)
     rules = tuple(dataclasses.replace(r, args=(str(marker),)) for r in shipped.rules)
     return CustomPluginMonitor(dataclasses.replace(shipped, rules=rules))
+
+
+@pytest.mark.parametrize(("skip", "expected"), [
+    (False, (ConditionReport("DiskProblem", Status.FALSE, "DiskIsHealthy", "all disks are healthy"),)),
+    (True, ()),
+], ids=["initial-status", "skip-initial-status"])
+def test_skip_initial_status_decides_whether_the_declared_defaults_are_offered(skip: bool, expected: tuple) -> None:
+    base = config(rule("a"))
+    monitor = CustomPluginMonitor(dataclasses.replace(
+        base, plugin_config=dataclasses.replace(base.plugin_config, skip_initial_status=skip)), runner=FakeRunner())
+
+    assert monitor.initial_conditions() == expected

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.checks.logmonitor import LogMonitor
+from agent.checks.logmonitor import WAITING_TIMING, LogMonitor
 from agent.host import HostRoot
 from agent.model import ConditionReport, EventReport, Observation, Status
 from agent.npd.logmonitor_config import DEFAULT_MONITORS, LogMonitorConfig, load, loads
@@ -175,6 +175,39 @@ KERNEL_LINES: list[tuple[str, str, list[str], tuple[str, str] | None]] = [
      ("ReadonlyFilesystem", "XfsFilesystemShutDown")),
     (R, "EXT4-fs (sda1): re-mounted. Opts: errors=remount-ro", [], None),
     (R, "EXT4-fs (sda1): mounted filesystem with ordered data mode. Opts: errors=remount-ro", [], None),
+    # Conntrack: modern kernels print the prefix twice (pr_fmt + the message), old ones said ip_conntrack.
+    (K, "nf_conntrack: nf_conntrack: table full, dropping packet", ["ConntrackFull"], None),
+    (K, "nf_conntrack: table full, dropping packet", ["ConntrackFull"], None),
+    (K, "ip_conntrack: table full, dropping packet.", ["ConntrackFull"], None),
+    (K, "nf_conntrack: default automatic helper assignment has been turned off for security reasons", [], None),
+    (K, "nf_conntrack: falling back to vmalloc.", [], None),
+    # PIDs and file handles.
+    (K, "cgroup: fork rejected by pids controller in /kubepods.slice/kubepods-burstable.slice/"
+        "kubepods-burstable-pod1234.slice/cri-containerd-abcdef.scope", ["ForkRejected"], None),
+    (K, "cgroup: cgroup2: unknown option \"nsdelegate\"", [], None),
+    (K, "VFS: file-max limit 9223372036854775807 reached", ["FileMaxReached"], None),
+    (K, "VFS: Disk quotas dquot_6.6.0", [], None),
+    # User-space crashes (4.x, 6.x with the CPU suffix) and traps; the kernel's own faults are oopses, not these.
+    (K, "nginx[2345]: segfault at 0 ip 000055d2d8a3c0a1 sp 00007ffc8e5b4e10 error 4 in nginx[55d2d8a00000+c7000]",
+     ["Segfault"], None),
+    (K, "Web Content[777]: segfault at 8 ip 00007f2b1c2d3e4f sp 00007ffd9a8b7c60 error 6 in "
+        "libxul.so[7f2b1a000000+5a00000] likely on CPU 3 (core 3, socket 0)", ["Segfault"], None),
+    (K, "traps: java[4321] general protection fault ip:7f3e2c0a1b2c sp:7ffd1c2e3f40 error:0 in "
+        "libjvm.so[7f3e2b000000+1200000]", ["ProcessTrap"], None),
+    (K, "traps: a.out[99] trap divide error ip:4004f6 sp:7ffd5b5c5d50 error:0 in a.out[400000+1000]",
+     ["ProcessTrap"], None),
+    (K, "potentially unexpected fatal signal 11.", [], None),
+    (K, "show_signal_msg: 24 callbacks suppressed", [], None),
+    # NVMe: 4.x-5.x and 6.x timeout wording, controller resets and removal.
+    (K, "nvme nvme0: I/O 123 QID 4 timeout, aborting", ["NVMeTimeout"], None),
+    (K, "nvme nvme1: I/O tag 801 (1321) opcode 0x1 (Write) QID 7 timeout, aborting req_op:WRITE(1) size:131072",
+     ["NVMeTimeout"], None),
+    (K, "nvme nvme0: I/O 12 QID 0 timeout, reset controller", ["NVMeTimeout"], None),
+    (K, "nvme nvme0: controller is down; will reset: CSTS=0xffffffff, PCI_STATUS=0xffff", ["NVMeControllerReset"],
+     None),
+    (K, "nvme nvme2: Removing after probe failure status: -19", ["NVMeControllerReset"], None),
+    (K, "nvme nvme0: 8/0/0 default/read/poll queues", [], None),
+    (K, "nvme nvme0: Abort status: 0x0", [], None),
 ]
 MONITOR_FILES = {K: KERNEL_MONITOR, R: READONLY_MONITOR}
 
@@ -453,3 +486,19 @@ def test_filelog_translates_syslog_lines_and_applies_lookback_by_their_timestamp
     with log.open("a") as f:
         f.write("Mar  3 08:01:00 node kernel: [174000.2] task docker:7 blocked for more than 120 seconds.\n")
     assert conditions(observe(check, now + MINUTE)) == {"KernelDeadlock": (Status.TRUE, "DockerHung")}
+
+
+def test_on_the_kmsg_device_the_monitor_waits_for_records_instead_of_polling(tmp_path: Path) -> None:
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc" / "stat").write_text(f"btime {int(BOOT.timestamp())}\n")
+    (tmp_path / "dev").mkdir()
+    (tmp_path / "dev" / "kmsg").symlink_to("/dev/kmsg")  # the real device, as a pod sees the host's
+    monitor = LogMonitor(load(KERNEL_MONITOR), host=HostRoot(tmp_path))
+    try:
+        assert monitor.input_fd() is None  # nothing opened yet: poll
+        observe(monitor, START)
+
+        assert monitor.input_fd() is not None
+        assert monitor.timing == WAITING_TIMING
+    finally:
+        monitor.close()

@@ -165,3 +165,20 @@ def test_kmsg_reader_reads_the_real_kernel_log_one_record_per_read() -> None:
         assert reader.read() == []
     finally:
         reader.close()
+
+
+def test_the_kmsg_device_offers_its_descriptor_to_wait_on_and_a_file_does_not(tmp_path: Path) -> None:
+    device = KmsgReader(Path("/dev/kmsg"))
+    fixture = tmp_path / "kmsg"
+    fixture.write_text("6,1,100,-;hello\n")
+    tail = KmsgReader(fixture)
+    try:
+        device.seek_end()
+        device.read()
+        tail.read()
+
+        assert device.fileno() is not None
+        assert tail.fileno() is None
+    finally:
+        device.close()
+        tail.close()

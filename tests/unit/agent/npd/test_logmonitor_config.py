@@ -90,10 +90,10 @@ def test_the_shipped_rule_files_load_without_warnings(path: Path) -> None:
             "typo-required.json: plugin: required field is missing (found unknown field 'plugn'; a typo?)",
             "typo-required.json: rules[0].reason: required field is missing (found unknown field 'reasn'; a typo?)",
         ], id="typo-in-required-field"),
-        pytest.param("journald.json", [
-            'journald.json: plugin: "journald" is not supported by this build (no journald reader); use "kmsg", or '
-            '"filelog" with logPath pointing at a syslog file such as /var/log/syslog',
-        ], id="journald-unsupported"),
+        pytest.param("journald-no-source.json", [
+            'journald-no-source.json: pluginConfig.source: required for the journald plugin (the SYSLOG_IDENTIFIER '
+            'to read, e.g. "kubelet")',
+        ], id="journald-without-source"),
         pytest.param("undeclared-condition.json", [
             "undeclared-condition.json: rules[0].condition: 'KernelDedlock' is not declared in conditions[] (it needs "
             "a default reason and message)",
@@ -104,7 +104,7 @@ def test_the_shipped_rule_files_load_without_warnings(path: Path) -> None:
             "filelog-without-path.json: logPath: required for the filelog plugin (the file to tail)",
         ], id="filelog-needs-path-and-layout"),
         pytest.param("wrong-values.json", [
-            "wrong-values.json: plugin: must be one of kmsg, filelog, got 'syslog'",
+            "wrong-values.json: plugin: must be one of kmsg, filelog, journald, got 'syslog'",
             "wrong-values.json: conditions[0].type: 'Ready' is owned by the kubelet; choose another condition type",
             "wrong-values.json: conditions[1].reason: must not be empty",
             "wrong-values.json: conditions[2].type: duplicate condition type 'A'",

@@ -1,0 +1,147 @@
+"""NVIDIA GPU presence and the NVSwitch fabric, without NVML or DCGM: `GPUMissing`, `NVSwitchFabricDown`.
+
+`GPUMissing` compares three counts that agree on a healthy GPU node:
+- NVIDIA GPU functions on the PCI bus: `/sys/bus/pci/devices/*` with `vendor` 0x10de and a display class
+  (`class` 0x0300xx VGA or 0x0302xx 3D controller; the GPU's audio and USB functions are other classes).
+  Functions bound to `vfio-pci` are handed to virtual machines on purpose and are left out.
+- device nodes `/dev/nvidia<N>` (in any of `device_dirs`: a driver container creates them under
+  `/run/nvidia/driver/dev`), created by the driver for each GPU it manages;
+- the most GPU functions seen since the agent started: a GPU that fell off the bus leaves the PCI bus, so the
+  count drops below what was there.
+Fewer device nodes than functions (the driver did not take a GPU) or fewer functions than seen before (a GPU
+left the bus) is True, naming the bus ids. A node with no NVIDIA GPU reports nothing, so the type never appears
+there.
+
+`NVSwitchFabricDown`: on HGX-style hosts the NVSwitches (`/dev/nvidia-nvswitch<N>`, or NVIDIA PCI functions of
+class 0x0680xx) need the fabric manager daemon (`nv-fabricmanager`) running, or multi-GPU jobs fail to start.
+Its process is looked up by name in the host's `/proc`, which needs no systemd bus in a pod.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+
+from agent.host import HostRoot
+from agent.model import CheckTiming, ConditionReport, Observation, Status
+
+NAME = "gpu"
+MISSING = "GPUMissing"
+FABRIC = "NVSwitchFabricDown"
+NVIDIA_VENDOR = "0x10de"
+_GPU_CLASSES = ("0x0300", "0x0302")
+_BRIDGE_CLASS = "0x0680"  # NVSwitch
+_DEVICE_NODE = re.compile(r"nvidia\d+")
+_NVSWITCH_NODE = re.compile(r"nvidia-nvswitch\d+")
+
+
+@dataclass(frozen=True)
+class Config:
+    timing: CheckTiming = field(default_factory=CheckTiming)
+    device_dirs: tuple[str, ...] = ("/dev", "/run/nvidia/driver/dev")
+    fabric_manager_process: str = "nv-fabricmanager"
+
+
+def validate(config: Config) -> list[str]:
+    errors = config.timing.errors()
+    for i, path in enumerate(config.device_dirs):
+        if not path.startswith("/"):
+            errors.append(f"device_dirs[{i}]: must be an absolute path")
+    if not config.fabric_manager_process or "/" in config.fabric_manager_process:
+        errors.append("fabric_manager_process: must be a process name (its /proc/<pid>/comm)")
+    return errors
+
+
+@dataclass(frozen=True)
+class PciInventory:
+    gpus: frozenset[str]  # bus ids of GPU functions the host's driver should own
+    nvswitches: frozenset[str]
+
+
+def read_pci(host: HostRoot) -> PciInventory:
+    gpus, switches = set(), set()
+    root = host.path("/sys/bus/pci/devices")
+    if not root.is_dir():
+        return PciInventory(frozenset(), frozenset())
+    for device in root.iterdir():
+        try:
+            if (device / "vendor").read_text().strip() != NVIDIA_VENDOR:
+                continue
+            pci_class = (device / "class").read_text().strip()
+        except OSError:  # a device that went away while we looked
+            continue
+        if pci_class.startswith(_GPU_CLASSES):
+            driver = device / "driver"
+            if driver.is_symlink() and driver.resolve().name == "vfio-pci":
+                continue
+            gpus.add(device.name)
+        elif pci_class.startswith(_BRIDGE_CLASS):
+            switches.add(device.name)
+    return PciInventory(frozenset(gpus), frozenset(switches))
+
+
+class GPUCheck:
+    def __init__(self, config: Config, host: HostRoot) -> None:
+        self.name = NAME
+        self.timing = config.timing
+        self.condition_types: tuple[str, ...] = (MISSING, FABRIC)
+        self._config = config
+        self._host = host
+        self._seen: frozenset[str] = frozenset()  # every GPU bus id seen since start
+
+    async def observe(self, now: dt.datetime) -> Observation:
+        pci = read_pci(self._host)
+        nodes = self._device_nodes()
+        self._seen |= pci.gpus
+        reports: list[ConditionReport] = []
+        if self._seen:
+            reports.append(self._missing(pci.gpus, nodes[0]))
+        if pci.nvswitches or nodes[1]:
+            reports.append(self._fabric(len(pci.nvswitches) or nodes[1]))
+        return Observation(self.name, now, conditions=tuple(reports))
+
+    def _device_nodes(self) -> tuple[int, int]:
+        """(GPU device nodes, NVSwitch device nodes) in the first device dir that has any."""
+        for directory in self._config.device_dirs:
+            path = self._host.path(directory)
+            try:
+                names = [p.name for p in path.iterdir() if p.name.startswith("nvidia")]
+            except OSError:
+                continue
+            gpus = sum(1 for n in names if _DEVICE_NODE.fullmatch(n))
+            switches = sum(1 for n in names if _NVSWITCH_NODE.fullmatch(n))
+            if gpus or switches:
+                return gpus, switches
+        return 0, 0
+
+    def _missing(self, present: frozenset[str], device_nodes: int) -> ConditionReport:
+        gone = sorted(self._seen - present)
+        if gone:
+            return ConditionReport(MISSING, Status.TRUE, "GPUGoneFromBus",
+                                   f"GPU {', '.join(gone)} left the PCI bus ({len(present)} of {len(self._seen)} "
+                                   "seen are present)")
+        if device_nodes < len(present):
+            return ConditionReport(MISSING, Status.TRUE, "GPUWithoutDeviceNode",
+                                   f"{len(present)} NVIDIA GPUs on the PCI bus ({', '.join(sorted(present))}) but "
+                                   f"{device_nodes} /dev/nvidia<N> device nodes: the driver does not manage them all")
+        return ConditionReport(MISSING, Status.FALSE, "AllGPUsPresent",
+                               f"{len(present)} NVIDIA GPUs on the PCI bus, {device_nodes} device nodes")
+
+    def _fabric(self, switches: int) -> ConditionReport:
+        wanted = self._config.fabric_manager_process
+        if self._process_running(wanted):
+            return ConditionReport(FABRIC, Status.FALSE, "FabricManagerRunning",
+                                   f"{switches} NVSwitches, {wanted} is running")
+        return ConditionReport(FABRIC, Status.TRUE, "FabricManagerNotRunning",
+                               f"{switches} NVSwitches but no {wanted} process: multi-GPU jobs cannot start")
+
+    def _process_running(self, comm: str) -> bool:
+        for entry in self._host.path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    if (entry / "comm").read_text().strip() == comm[:15]:  # the kernel keeps 15 characters
+                        return True
+                except OSError:
+                    continue
+        return False

@@ -1,0 +1,130 @@
+"""Sustained I/O stalls: `DiskIOStall`, a condition of its own (a full disk and a slow disk need different fixes).
+
+An observation is "over" when any signal crosses its threshold:
+- `/proc/pressure/io` `full avg60`: the share of the last minute in which every non-idle task waited on I/O;
+- per-device await from `/proc/diskstats` deltas between two observations: (ms spent reading + ms spent writing)
+  / (reads + writes completed), for devices that completed at least `min_ios` requests in between;
+- a device with requests in flight that completed none while it was busy for most of the interval: stuck I/O.
+Whole disks only (those in `/sys/block`), minus `ignore_prefixes`. The condition follows `psi.Sustained`: it
+turns True only after `window` of "over" observations and False after `window` of quiet ones, and says nothing
+until the first full window. NVMe timeouts and controller resets are events from the shipped kernel monitor.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+from agent.checks.psi import StickyReport, Sustained, format_duration, read_pressure
+from agent.host import HostRoot
+from agent.model import CheckTiming, ConditionReport, Observation, Status
+
+NAME = "iostall"
+CONDITION = "DiskIOStall"
+
+
+@dataclass(frozen=True)
+class Config:
+    timing: CheckTiming = field(default_factory=CheckTiming)
+    window: dt.timedelta = dt.timedelta(minutes=5)
+    full_avg60: float = 30.0  # percent of time every non-idle task waited on I/O
+    max_await_ms: float = 2000.0  # a healthy disk answers in milliseconds; seconds mean a dying or choked one
+    min_ios: int = 10  # fewer completions than this in an interval say too little about latency
+    ignore_prefixes: tuple[str, ...] = ("loop", "ram", "zram", "sr", "fd")
+
+
+def validate(config: Config) -> list[str]:
+    errors = config.timing.errors()
+    if config.window < dt.timedelta(0):
+        errors.append("window: must not be negative")
+    if not 0 < config.full_avg60 <= 100:
+        errors.append("full_avg60: must be above 0 and at most 100")
+    if config.max_await_ms <= 0:
+        errors.append("max_await_ms: must be positive")
+    if config.min_ios < 1:
+        errors.append("min_ios: must be at least 1")
+    return errors
+
+
+@dataclass(frozen=True)
+class DiskStat:
+    completed: int  # reads + writes completed
+    busy_ms: int  # ms spent reading + writing (summed over requests)
+    in_flight: int
+    io_ms: int  # ms the device had at least one request in flight
+
+
+def read_diskstats(host: HostRoot) -> dict[str, DiskStat]:
+    stats: dict[str, DiskStat] = {}
+    for number, line in enumerate(host.read_sensor("/proc/diskstats").splitlines(), 1):
+        fields = line.split()
+        if not fields:
+            continue
+        try:
+            reads, read_ms, writes, write_ms, in_flight, io_ms = (int(fields[i]) for i in (3, 6, 7, 10, 11, 12))
+        except (IndexError, ValueError):
+            raise ValueError(f"/proc/diskstats: line {number} has not the 14+ numeric fields of a device") from None
+        stats[fields[2]] = DiskStat(reads + writes, read_ms + write_ms, in_flight, io_ms)
+    return stats
+
+
+class IOStallCheck:
+    def __init__(self, config: Config, host: HostRoot) -> None:
+        self.name = NAME
+        self.timing = config.timing
+        self.condition_types: tuple[str, ...] = (CONDITION,)
+        self._config = config
+        self._host = host
+        self._sustained = Sustained(config.window)
+        self._sticky = StickyReport()
+        self._last: tuple[dt.datetime, dict[str, DiskStat]] | None = None
+
+    async def observe(self, now: dt.datetime) -> Observation:
+        try:
+            pressure = read_pressure(self._host, "/proc/pressure/io")
+            disks = self._disks()
+            stats = {name: s for name, s in read_diskstats(self._host).items() if name in disks}
+        except (OSError, ValueError) as e:
+            self._sustained.interrupt()
+            report = ConditionReport(CONDITION, Status.UNKNOWN, "BadSensorData", str(e))
+            return Observation(self.name, now, conditions=(self._sticky(report, (report.status, report.message)),))
+        findings = self._slow_devices(now, stats)
+        full = pressure.full.avg60 if pressure is not None and pressure.full is not None else None
+        if full is not None and full > self._config.full_avg60:
+            findings.insert(0, f"io PSI full avg60={full:.1f}% (threshold {self._config.full_avg60:g}%)")
+        state = self._sustained.update(bool(findings), now)
+        if state is None:
+            return Observation(self.name, now)
+        window = f"for {format_duration(self._config.window)}" if self._config.window else "now"
+        if state:
+            report = ConditionReport(CONDITION, Status.TRUE, "IOStalled",
+                                     f"I/O stalled {window}: {'; '.join(findings) or 'recovering'}")
+        else:
+            psi = f"io PSI full avg60={full:.1f}%" if full is not None else "io PSI unavailable"
+            report = ConditionReport(CONDITION, Status.FALSE, "IOFlowing", f"no I/O stall {window} ({psi})")
+        return Observation(self.name, now, conditions=(self._sticky(report, report.status),))
+
+    def _disks(self) -> set[str]:
+        return {p.name for p in self._host.path("/sys/block").iterdir()
+                if not p.name.startswith(self._config.ignore_prefixes)}
+
+    def _slow_devices(self, now: dt.datetime, stats: dict[str, DiskStat]) -> list[str]:
+        last, self._last = self._last, (now, stats)
+        if last is None:
+            return []
+        elapsed_ms = (now - last[0]).total_seconds() * 1000
+        findings = []
+        for name, cur in sorted(stats.items()):
+            prev = last[1].get(name)
+            if prev is None or cur.completed < prev.completed:  # new device or counters reset
+                continue
+            done = cur.completed - prev.completed
+            if done >= self._config.min_ios:
+                await_ms = (cur.busy_ms - prev.busy_ms) / done
+                if await_ms > self._config.max_await_ms:
+                    findings.append(f"{name} await {await_ms:.0f} ms over {done} requests "
+                                    f"(threshold {self._config.max_await_ms:g} ms)")
+            elif done == 0 and cur.in_flight > 0 and elapsed_ms > 0 and (cur.io_ms - prev.io_ms) >= 0.9 * elapsed_ms:
+                findings.append(f"{name} has {cur.in_flight} requests in flight and completed none in "
+                                f"{elapsed_ms / 1000:.0f}s")
+        return findings

@@ -1,0 +1,75 @@
+"""zram fill level and huge process environments, from fixture /sys/block/zram* and /proc/<pid>."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from pathlib import Path
+
+from agent.checks import environ, zram
+from agent.host import HostRoot
+
+NOW = dt.datetime(2025, 5, 1, 12, 0, tzinfo=dt.UTC)
+MIB = 1 << 20
+
+
+def zram_device(root: Path, name: str, stored: int, size: int) -> None:
+    device = root / "sys/block" / name
+    device.mkdir(parents=True, exist_ok=True)
+    (device / "disksize").write_text(f"{size}\n")
+    # orig_data_size compr_data_size mem_used_total mem_limit mem_used_max same_pages pages_compacted huge_pages
+    (device / "mm_stat").write_text(f"{stored:>16} {stored // 3:>16} {stored // 3:>16} 0 {stored // 3:>16} 12 0 0\n")
+
+
+def test_zram_over_the_threshold_is_reported_once_per_crossing(tmp_path: Path) -> None:
+    zram_device(tmp_path, "zram0", 600 * MIB, 1024 * MIB)
+    zram_device(tmp_path, "zram1", 100 * MIB, 1024 * MIB)
+    (tmp_path / "sys/block/sda").mkdir()
+    check = zram.ZramCheck(zram.Config(max_percent=50), HostRoot(tmp_path))
+
+    first = asyncio.run(check.observe(NOW))
+    again = asyncio.run(check.observe(NOW))
+    zram_device(tmp_path, "zram0", 100 * MIB, 1024 * MIB)
+    asyncio.run(check.observe(NOW))
+    zram_device(tmp_path, "zram0", 700 * MIB, 1024 * MIB)
+    crossed = asyncio.run(check.observe(NOW))
+
+    assert [e.message for e in first.events] == ["zram0 holds 600 MiB of 1024 MiB (59%, threshold 50%)"]
+    assert again.events == ()
+    assert [e.reason for e in crossed.events] == [zram.EVENT]
+
+
+def test_a_node_without_zram_or_with_an_unset_device_reports_nothing(tmp_path: Path) -> None:
+    zram_device(tmp_path, "zram0", 0, 0)
+
+    assert asyncio.run(zram.ZramCheck(zram.Config(), HostRoot(tmp_path)).observe(NOW)).events == ()
+    assert asyncio.run(zram.ZramCheck(zram.Config(), HostRoot(tmp_path / "none")).observe(NOW)).events == ()
+
+
+def process(root: Path, pid: int, comm: str, variables: int, start: int = 1000) -> None:
+    d = root / "proc" / str(pid)
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "environ").write_bytes(b"".join(f"SVC_{i}_SERVICE_HOST=10.0.0.{i % 250}\0".encode() for i in range(variables)))
+    rest = " ".join(["0"] * 12)  # fields 10..21, so the start time is field 22
+    (d / "stat").write_text(f"{pid} ({comm}) S 1 {pid} {pid} 0 -1 4194560 {rest} {start} 0 0\n")
+
+
+def test_a_process_with_too_many_variables_is_reported_once(tmp_path: Path) -> None:
+    process(tmp_path, 10, "nginx", 1500)
+    process(tmp_path, 11, "sh", 20)
+    check = environ.EnvironCheck(environ.Config(max_variables=1000), HostRoot(tmp_path))
+
+    first = asyncio.run(check.observe(NOW))
+    again = asyncio.run(check.observe(NOW))
+    process(tmp_path, 10, "java", 1500, start=2000)  # the pid reused by another process
+    reused = asyncio.run(check.observe(NOW))
+
+    assert [e.message.split(":")[0] for e in first.events] == [
+        "process 10 (nginx) has 1500 environment variables (threshold 1000)"]
+    assert again.events == ()
+    assert [e.reason for e in reused.events] == [environ.EVENT]
+
+
+def test_validation_names_the_bad_fields() -> None:
+    assert zram.validate(zram.Config(max_percent=0)) == ["max_percent: must be above 0 and at most 100"]
+    assert environ.validate(environ.Config(max_variables=0)) == ["max_variables: must be at least 1"]
