@@ -53,7 +53,7 @@ bench-descheduler: build
 	$(BIN)/python hack/bench/cycle_vs_descheduler.py
 
 bench-chain: build
-	$(BIN)/python hack/bench/chain.py --runs 10
+	$(BIN)/python hack/bench/chain.py --runs 10 --strict-runs 3
 
 # Re-render deploy/manifests/ (and the chart's copies of the shipped configs) from deploy/helm/nodemedic.
 .PHONY: manifests

@@ -10,6 +10,8 @@ One local control plane with no static node and Karpenter (kwok provider, consol
 * `repair`    the same fault with Karpenter's node repair alone (feature gate NodeRepair, no nodemedic): it tolerates
               the condition 30 s, pre-spins a replacement, drains through PDBs for at most 45 s, then deletes.
 Prints each run as it ends, then per step and in total: median and p95; pods disrupted at once; PDB violations.
+`--strict-runs N` adds the same fault under a PDB that allows no disruption (minAvailable = replicas), for both:
+nodemedic must keep every pod (and so the node) for 90 s; repair deletes the pods once its drain bound expires.
 """
 
 from __future__ import annotations
@@ -48,19 +50,27 @@ def policy() -> str:
     return yaml.safe_dump(doc, sort_keys=False)
 
 
-def series(cluster: controlplane.Cluster, mode: str, runs: int, tmp: Path) -> list[chain.RunResult]:
+USUAL = chain.Workload()  # 4 replicas, minAvailable 3: the PDB allows one disruption
+STRICT = chain.Workload(min_available=4)  # the PDB allows none
+
+
+def series(cluster: controlplane.Cluster, mode: str, runs: int, tmp: Path, *,
+           workload: chain.Workload = USUAL, label: str = "") -> list[chain.RunResult]:
     out = []
+    label = label or mode
     for i in range(runs):
-        work = tmp / f"{mode}-{i}"
+        work = tmp / f"{label}-{i}"
         work.mkdir()
-        r = chain.run(cluster, mode=mode, namespace=f"{mode}-{i}", pool=f"{mode}-{i}", workdir=work)
+        r = chain.run(cluster, mode=mode, namespace=f"{label}-{i}", pool=f"{label}-{i}", workdir=work,
+                      workload=workload)
         out.append(r)
         steps = "  ".join(f"{s:.1f}" for _, s in r.steps)
-        print(f"{mode:<9} run {i + 1:>2}/{runs}: fault -> node removed {r.total:6.1f}s  steps [{steps}]  "
+        ending = "node kept (held)" if r.held else f"fault -> node removed {r.total:6.1f}s"
+        print(f"{label:<16} run {i + 1:>2}/{runs}: {ending}  steps [{steps}]  "
               f"evicted {r.evicted}  disrupted at once {r.disrupted_at_once}  fewest serving {r.fewest_serving}"
               f"{'  PDB VIOLATED' if r.pdb_violated else ''}"
               f"{'  UNEXPECTED removals ' + str(r.unexpected_removals) if r.unexpected_removals else ''}", flush=True)
-        wait_pool_gone(cluster, f"{mode}-{i}")
+        wait_pool_gone(cluster, f"{label}-{i}")
     return out
 
 
@@ -77,19 +87,31 @@ def report(name: str, results: list[chain.RunResult]) -> None:
     for index, (step, _) in enumerate(results[0].steps):
         values = [r.steps[index][1] for r in results]
         print(f"  {step:<48} median {statistics.median(values):6.2f}s  p95 {percentile(values, 0.95):6.2f}s")
-    totals = [r.total for r in results]
-    print(f"  {'fault -> node removed':<48} median {statistics.median(totals):6.2f}s  p95 "
-          f"{percentile(totals, 0.95):6.2f}s")
+    totals = [r.total for r in results if not r.held]
+    if totals:
+        print(f"  {'fault -> node removed':<48} median {statistics.median(totals):6.2f}s  p95 "
+              f"{percentile(totals, 0.95):6.2f}s")
+    print(f"  node kept, every pod in place (PDB allows no disruption): {sum(r.held for r in results)} runs")
     print(f"  pods disrupted at once (max over runs): {max(r.disrupted_at_once for r in results)} of "
           f"{results[0].replicas}; PDB violations: {sum(r.pdb_violated for r in results)} runs; "
           f"evicted through the Eviction API: {sum(r.evicted for r in results)} pods; "
           f"unexpected node removals: {sum(len(r.unexpected_removals) for r in results)}", flush=True)
 
 
+def run_all(cluster: controlplane.Cluster, plans: list[tuple[str, str, chain.Workload]], args: argparse.Namespace,
+            tmp: Path, results: dict[str, list[chain.RunResult]]) -> None:
+    for mode, label, workload in plans:
+        runs = args.strict_runs if workload is STRICT else args.runs
+        results[label] = series(cluster, mode, runs, tmp, workload=workload, label=label)
+        report(label, results[label])
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--series", default="kernel,condition,repair")
+    ap.add_argument("--strict-runs", type=int, default=0, help="runs of condition and repair under a PDB that "
+                                                                "allows no disruption")
     args = ap.parse_args()
     if build.missing():
         print(f"control plane not built ({', '.join(build.missing())}): run `make build`", file=sys.stderr)
@@ -106,21 +128,22 @@ def main() -> int:
     remediator = None
     try:
         cluster.up(0)
-        if {"kernel", "condition"} & set(wanted):
+        nodemedic = [(m, m, USUAL) for m in ("kernel", "condition") if m in wanted]
+        repair = [("repair", "repair", USUAL)] if "repair" in wanted else []
+        if args.strict_runs:
+            nodemedic.append(("condition", "condition-strict", STRICT))
+            repair.append(("repair", "repair-strict", STRICT))
+        if nodemedic:
             karpenter.start(cluster, karpenter.Options(node_pools=(), node_repair=False))
             remediator = chain.start_remediator(cluster, policy(), tmp)
-            for mode in ("kernel", "condition"):
-                if mode in wanted:
-                    results[mode] = series(cluster, mode, args.runs, tmp)
-                    report(mode, results[mode])
+            run_all(cluster, nodemedic, args, tmp, results)
             remediator.terminate()
             remediator.wait(15)
             remediator = None
             karpenter.stop(cluster)
-        if "repair" in wanted:
+        if repair:
             karpenter.start(cluster, karpenter.Options(node_pools=(), node_repair=True))
-            results["repair"] = series(cluster, "repair", args.runs, tmp)
-            report("repair", results["repair"])
+            run_all(cluster, repair, args, tmp, results)
     finally:
         if remediator is not None:
             remediator.terminate()

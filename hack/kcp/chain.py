@@ -62,6 +62,7 @@ class RunResult:
     fewest_serving: int = 0
     replicas: int = 0
     min_available: int = 0
+    held: bool = False  # the PDB allowed no disruption and nodemedic kept every pod (and so the node) in place
 
     @property
     def total(self) -> float:
@@ -234,9 +235,11 @@ def fixture_host(base: Path) -> Path:
 
 def start_agent(cluster: Cluster, node: str, workdir: Path) -> tuple[subprocess.Popen[bytes], Path]:
     """The agent with only the shipped kernel monitor (the fixture host has no /proc or /sys for the rest)."""
+    # The demo and the bench run under the project's venv: the agent's registry names every built-in check.
+    from agent.checks import BUILTIN  # noqa: PLC0415 - the rest of hack/kcp runs without the venv
+
     root = fixture_host(workdir)
-    checks = "\n".join(f"  {c}: {{enabled: false}}" for c in
-                       ("cpu", "memory", "disk", "ntp", "filesystem", "blockdev", "runtime", "kubelet"))
+    checks = "\n".join(f"  {c}: {{enabled: false}}" for c in BUILTIN)
     config = workdir / "agent.yaml"
     config.write_text(f"apiVersion: nodemedic.io/v1alpha1\nkind: AgentConfig\nchecks:\n{checks}\n"
                       f"systemLogMonitors: [{ROOT / 'agent' / 'defaults' / 'kernel-monitor.json'}]\n")
@@ -255,15 +258,28 @@ def append_kmsg(root: Path, message: str) -> None:
         f.write(f"3,1,{int((time.time() - boot) * 1e6)},-;{message}\n")
 
 
+def _hold(api: Api, namespace: str, node: str, *, pods: int, seconds: float, watch: PoolWatch) -> None:
+    """Watch `seconds` long that the node keeps its pods and stays; RuntimeError the moment either is not so."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not node_exists(api, node) or node in watch.removed:
+            raise RuntimeError(f"{node} was removed although its PDB allows no disruption")
+        on_node = [n for n in serving(api, namespace, {node}).values() if n == node]
+        if len(on_node) < pods:
+            raise RuntimeError(f"a pod left {node} although its PDB allows no disruption")
+        time.sleep(POLL)
+
+
 def evictions(api: Api, namespace: str) -> int:
     return sum(1 for e in api.get(f"/api/v1/namespaces/{namespace}/events?fieldSelector=reason%3DNodemedicEvicted")[
         "items"])
 
 
 def run(cluster: Cluster, *, mode: str, namespace: str, pool: str, workdir: Path, workload: Workload = Workload(),
-        say: Say = lambda _: None, timeout: float = 240) -> RunResult:
+        say: Say = lambda _: None, timeout: float = 240, hold: float = 90) -> RunResult:
     """One run (`mode` kernel, condition or repair) on a fresh pool; the remediator (modes kernel and condition) or
-    Karpenter with NodeRepair (mode repair) must already be running. Cleans up the namespace and pool afterwards."""
+    Karpenter with NodeRepair (mode repair) must already be running. Cleans up the namespace and pool afterwards.
+    With a PDB that allows no disruption, nodemedic's runs end after `hold` seconds of nothing leaving the node."""
     api = cluster.api()
     deploy(api, namespace, pool, workload)
     say(f"deployment {namespace}/{APP}: {workload.replicas} pods x {workload.cpu} on NodePool {pool}, "
@@ -312,16 +328,22 @@ def run(cluster: Cluster, *, mode: str, namespace: str, pool: str, workdir: Path
                 taint = KERNEL_TAINT if mode == "kernel" else REPAIRABLE_TAINT
                 wait(lambda: taint in taint_keys(api, sick), 60, f"nodemedic's taint {taint}", poll=POLL)
                 step("condition -> tainted (remediator)")
-                wait(lambda: len([n for n in serving(api, namespace, watch.nodes | {sick}).values() if n == sick])
-                     < on_sick, 60, "the first pod leaving", poll=POLL)
-                step("taint -> first eviction")
-            wait(lambda: watch.added, timeout, "a replacement node from Karpenter", poll=POLL)
-            step("-> replacement node added (Karpenter)")
-            wait(lambda: (s := serving(api, namespace, watch.nodes)) and len(s) == workload.replicas
-                 and sick not in s.values(), timeout, "every pod serving elsewhere", poll=POLL)
-            step(f"-> all {workload.replicas} pods serving elsewhere")
-            wait(lambda: not node_exists(api, sick), timeout, f"{sick} removed by Karpenter", poll=POLL)
-            step("-> node removed (Karpenter)")
+                if workload.min_available >= workload.replicas:
+                    _hold(api, namespace, sick, pods=on_sick, seconds=hold, watch=watch)
+                    step(f"held {hold:g}s: no pod evicted, node kept (the PDB allows no disruption)")
+                    result.held = True
+                else:
+                    wait(lambda: len([n for n in serving(api, namespace, watch.nodes | {sick}).values()
+                                      if n == sick]) < on_sick, 60, "the first pod leaving", poll=POLL)
+                    step("taint -> first eviction")
+            if not result.held:
+                wait(lambda: watch.added, timeout, "a replacement node from Karpenter", poll=POLL)
+                step("-> replacement node added (Karpenter)")
+                wait(lambda: (s := serving(api, namespace, watch.nodes)) and len(s) == workload.replicas
+                     and sick not in s.values(), timeout, "every pod serving elsewhere", poll=POLL)
+                step(f"-> all {workload.replicas} pods serving elsewhere")
+                wait(lambda: not node_exists(api, sick), timeout, f"{sick} removed by Karpenter", poll=POLL)
+                step("-> node removed (Karpenter)")
         if watch.errors:
             raise RuntimeError(f"watching the pool failed: {watch.errors[:3]}")
         result.added = sorted(watch.added)
@@ -343,7 +365,7 @@ def run(cluster: Cluster, *, mode: str, namespace: str, pool: str, workdir: Path
 
 
 def to_json(r: RunResult) -> dict[str, Any]:
-    return {"mode": r.mode, "node": r.node, "steps": r.steps, "total": r.total, "evicted": r.evicted,
+    return {"mode": r.mode, "node": r.node, "held": r.held, "steps": r.steps, "total": r.total, "evicted": r.evicted,
             "added": r.added, "removed": r.removed, "fewest_serving": r.fewest_serving,
             "disrupted_at_once": r.disrupted_at_once, "pdb_violated": r.pdb_violated}
 
