@@ -38,7 +38,8 @@ RECENT_EVICTION_MEMORY = 600.0  # seconds a pod we evicted is never planned agai
 
 
 class PolicySource:
-    """The policy file, re-read when its content changes; a bad new file keeps the last good policy."""
+    """The policy file, re-read when its content changes, or the content of a file it reads a notification secret
+    from (a rotated key in a mounted Secret); a bad new file keeps the last good policy."""
 
     def __init__(self, path: str, policy: Policy) -> None:
         self.path = Path(path)
@@ -46,18 +47,31 @@ class PolicySource:
         self.stat = self._stat()
         self.digest = self._digest()
 
-    def _stat(self) -> tuple[float, int, int]:
-        try:
-            st = self.path.stat()
-        except OSError:
-            return (0.0, 0, 0)
-        return (st.st_mtime, st.st_size, st.st_ino)
+    def _files(self) -> list[Path]:
+        return [self.path, *(Path(f) for f in self.policy.notifications.secret_files)]
+
+    def _stat(self) -> tuple[tuple[float, int, int], ...]:
+        stats = []
+        for file in self._files():
+            try:
+                st = file.stat()
+            except OSError:
+                stats.append((0.0, 0, 0))
+                continue
+            stats.append((st.st_mtime, st.st_size, st.st_ino))
+        return tuple(stats)
 
     def _digest(self) -> str:
         try:
-            return hashlib.sha256(self.path.read_bytes()).hexdigest()
+            policy = hashlib.sha256(self.path.read_bytes())
         except OSError:
             return ""
+        for file in self._files()[1:]:
+            try:
+                policy.update(hashlib.sha256(file.read_bytes()).digest())
+            except OSError:
+                policy.update(b"unreadable")  # reported by the reload that follows
+        return policy.hexdigest()
 
     def poll(self) -> tuple[bool, list[str]]:
         """(changed to a new good policy, errors of a bad new file). Cheap when nothing changed: one stat()."""
@@ -73,6 +87,7 @@ class PolicySource:
             self.policy = load_policy(self.path)
         except PolicyError as e:
             return False, e.errors
+        self.stat, self.digest = self._stat(), self._digest()  # the new policy may read other secret files
         return True, []
 
 

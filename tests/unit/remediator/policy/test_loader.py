@@ -222,6 +222,15 @@ BAD_FILES = {
     "lifetime-negative-max.yaml": ":7: strategies[0].args.maxPodLifeTimeSeconds: must be at least 0, got -60",
     "failed-pods-bad-exit-code.yaml": ":7: strategies[0].args.exitCodes[1]: must be an integer, got string 'OOM'",
     "failed-pods-negative-lifetime.yaml": ":8: strategies[0].args.minPodLifetimeSeconds: must be at least 0, got -5",
+    # Settings that would turn nodemedic against the cluster (docs/bounds.md).
+    "hnu-zero-consolidation-timeout.yaml": ":8: strategies[0].args.consolidationTimeout: must be at least 1m "
+                                           "(a node autoscaler needs time to remove the emptied node",
+    "eviction-zero-backoff.yaml": ":5: eviction.initialBackoff: must be at least 100ms (a shorter first retry is a "
+                                  "busy loop against the server), got 0s",
+    "sink-busy-retry.yaml": ":8: notifications.sinks[0].initialBackoff: must be at least 100ms",
+    "sink-too-many-attempts.yaml": ":8: notifications.sinks[0].maxAttempts: must be at least 1 and at most 100, "
+                                   "got 1000",
+    "queue-too-large.yaml": ":5: notifications.queueSize: must be at least 1 and at most 100000, got 100000000",
 }
 
 
