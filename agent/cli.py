@@ -29,6 +29,7 @@ from agent.npd import logmonitor_config as npd_logmonitor_config
 from agent.npd import plugin_config as npd_plugin_config
 from agent.reporting.conditions import ConditionBook
 from agent.reporting.credentials import CredentialsError
+from agent.reporting.inbox import Inbox
 from agent.reporting.kube import Kube
 from agent.reporting.pod_watch import PodWatch
 from agent.reporting.reporter import Reporter, StateFile
@@ -258,7 +259,8 @@ async def _run(args: argparse.Namespace, log: logging.Logger) -> int:
                         registry=registry, log=log, heartbeat=cfg.heartbeat.total_seconds(),
                         defaults=[d for c in checks if isinstance(c, LogMonitor | CustomPluginMonitor)
                                   for d in c.initial_conditions()])
-    supervisor = Supervisor(checks, registry=registry, log=log)
+    inbox = Inbox(suppressed=reporter.suppressed, log=log)
+    supervisor = Supervisor(checks, registry=registry, log=log, publish=inbox.put)
     pod_watch = _pod_watch(checks, kube, args.node_name, log)
     metrics = _Metrics(registry, unmetered=unmetered(checks))
     try:
@@ -278,17 +280,17 @@ async def _run(args: argparse.Namespace, log: logging.Logger) -> int:
         await reporter.seeded.wait()
         metrics.show(book)
         while True:
-            obs = await supervisor.queue.get()
-            was_true = {r.type for r in obs.conditions if r.status == Status.TRUE
-                        and (c := book.current.get(r.type)) is not None and c.status == Status.TRUE}
-            if book.apply(obs):
-                reporter.notify_changed()
-                metrics.show(book)
-            metrics.count(obs, was_true)
-            for ev in obs.events:
-                task = asyncio.create_task(reporter.event(ev, source=obs.check))
-                pending.add(task)
-                task.add_done_callback(pending.discard)
+            for obs in await inbox.take():
+                was_true = {r.type for r in obs.conditions if r.status == Status.TRUE
+                            and (c := book.current.get(r.type)) is not None and c.status == Status.TRUE}
+                if book.apply(obs):
+                    reporter.notify_changed()
+                    metrics.show(book)
+                metrics.count(obs, was_true)
+                for ev in obs.events:
+                    task = asyncio.create_task(reporter.event(ev, source=obs.check))
+                    pending.add(task)
+                    task.add_done_callback(pending.discard)
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

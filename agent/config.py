@@ -32,7 +32,7 @@ from typing import Any
 import yaml
 
 from agent.model import CheckTiming
-from nodemedic_common.durations import parse_duration
+from nodemedic_common.durations import below_floor, parse_duration
 
 
 class ConfigError(Exception):
@@ -58,6 +58,21 @@ class AgentConfig:
     custom_plugin_monitors: tuple[Path, ...] = ()
     # Quiet period after which a log-based (permanent) condition goes back to False; None = never (NPD).
     log_monitor_recover_after: dt.timedelta | None = dt.timedelta(minutes=10)
+
+
+# The smallest values that do no harm (docs/bounds.md). The heartbeat is a status PATCH per node: the kubelet's
+# own node-status-update-frequency (10s) is what an API server is sized for; 0s was 20 PATCHes a second per node.
+MIN_HEARTBEAT = (dt.timedelta(seconds=10), "one status PATCH per node per heartbeat; the kubelet's own rate is 10s")
+# A log condition that clears sooner is gone before a remediation rule's `for`, or a person, can see it, and each
+# repeat of its kernel line would cost two PATCHes (0s cleared it the moment it was set).
+MIN_RECOVER_AFTER = (dt.timedelta(minutes=1), "a log condition must stay set long enough to be seen and acted on; "
+                                             "use never to keep it")
+
+
+def _at_least(value: dt.timedelta, floor: dt.timedelta, why: str) -> dt.timedelta:
+    if problem := below_floor(value, floor, why):
+        raise ValueError(problem)
+    return value
 
 
 def _snake(key: str) -> str:
@@ -196,14 +211,14 @@ def parse_config(text: str, *, source: str, registry: Mapping[str, CheckSpec]) -
     heartbeat = AgentConfig.heartbeat
     if "heartbeat" in doc:
         try:
-            heartbeat = parse_duration(doc["heartbeat"])
+            heartbeat = _at_least(parse_duration(doc["heartbeat"]), *MIN_HEARTBEAT)
         except ValueError as e:
             errors.append(f"{source}:{lines['heartbeat']}: heartbeat: {e}")
     recover: dt.timedelta | None = AgentConfig.log_monitor_recover_after
     if "logMonitorRecoverAfter" in doc:
         value = doc["logMonitorRecoverAfter"]
         try:
-            recover = None if value in (None, "never") else parse_duration(value)
+            recover = None if value in (None, "never") else _at_least(parse_duration(value), *MIN_RECOVER_AFTER)
         except ValueError as e:
             errors.append(f"{source}:{lines['logMonitorRecoverAfter']}: logMonitorRecoverAfter: {e}")
     raw_checks = doc.get("checks") or {}

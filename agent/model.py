@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
+from nodemedic_common.durations import below_floor
+
 
 class Status(StrEnum):
     TRUE = "True"  # the problem is present
@@ -48,6 +50,9 @@ class Observation:
     error: str = ""  # set when the check itself failed; its conditions are then Unknown
 
 
+MIN_INTERVAL = dt.timedelta(seconds=1)
+
+
 @dataclass(frozen=True)
 class CheckTiming:
     interval: dt.timedelta = dt.timedelta(seconds=30)
@@ -60,6 +65,9 @@ class CheckTiming:
         errors = []
         if self.interval <= dt.timedelta(0):
             errors.append("timing.interval: must be positive")
+        elif problem := below_floor(self.interval, MIN_INTERVAL, "a check's findings reach the Node at most once a "
+                                                               "second; sampling faster only costs CPU"):
+            errors.append(f"timing.interval: {problem}")
         if timeout_within_interval and not dt.timedelta(0) < self.timeout <= self.interval:
             errors.append("timing.timeout: must be positive and not longer than timing.interval")
         elif self.timeout <= dt.timedelta(0):

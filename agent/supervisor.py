@@ -1,6 +1,6 @@
 """Runs every check in its own task: on its interval, cancelled at its timeout, restarted with back-off
 if it crashes. A hung or broken check turns its own conditions Unknown and never blocks the others.
-Results flow through one queue to the condition book and the reporter.
+Each observation is handed to `publish` (the CLI's `reporting.inbox.Inbox.put`), which never blocks a check.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import asyncio
 import datetime as dt
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
@@ -17,10 +17,11 @@ from agent.model import Check, Observation, WaitsForInput
 
 
 class Supervisor:
-    def __init__(self, checks: Sequence[Check], *, registry: CollectorRegistry, log: logging.Logger) -> None:
+    def __init__(self, checks: Sequence[Check], *, registry: CollectorRegistry, log: logging.Logger,
+                 publish: Callable[[Observation], None] = lambda obs: None) -> None:
         self.checks = list(checks)
         self.log = log
-        self.queue: asyncio.Queue[Observation] = asyncio.Queue(maxsize=1000)
+        self.publish = publish
         self.started = time.monotonic()
         self.last_completed: dict[str, float] = {}
         self.duration = Histogram("nodemedic_agent_check_duration_seconds", "Time one check run took", ["check"],
@@ -51,10 +52,7 @@ class Supervisor:
     async def _loop(self, check: Check) -> None:
         while True:
             t0 = time.monotonic()
-            obs = await self.run_once(check)
-            if self.queue.full():
-                self.queue.get_nowait()  # keep the newest: the book only needs the latest state
-            self.queue.put_nowait(obs)
+            self.publish(await self.run_once(check))
             # read each time: a check's timing may change once it knows its source (see WaitsForInput)
             delay = max(0.0, check.timing.interval.total_seconds() - (time.monotonic() - t0))
             fd = check.input_fd() if isinstance(check, WaitsForInput) else None

@@ -60,3 +60,22 @@ def _parse_text(text: str, hint: str, *, shown: str | None = None) -> dt.timedel
         return dt.timedelta(seconds=-seconds if text.startswith("-") else seconds)
     except OverflowError:
         raise ValueError(f"duration {shown if shown is not None else text!r} is too long") from None
+
+
+def format_duration(value: dt.timedelta) -> str:
+    """`value` in the same grammar, for messages: 0s, 500ms, 45s, 1m30s, 2h."""
+    total_ms = round(value.total_seconds() * 1000)
+    if total_ms < 1000:
+        return f"{total_ms}ms" if total_ms else "0s"
+    hours, rest = divmod(total_ms, 3_600_000)
+    minutes, rest = divmod(rest, 60_000)
+    seconds = f"{rest / 1000:g}s" if rest else ""
+    return f"{hours}h" * bool(hours) + f"{minutes}m" * bool(minutes) + seconds
+
+
+def below_floor(value: dt.timedelta, floor: dt.timedelta, why: str) -> str | None:
+    """The message for a setting under the smallest value that does no harm ("must be at least 10s (why), got
+    0s"), or None. Each bound is chosen, and its reason given, where the setting is read (docs/bounds.md)."""
+    if value >= floor:
+        return None
+    return f"must be at least {format_duration(floor)} ({why}), got {format_duration(value)}"

@@ -20,6 +20,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from nodemedic_common import logs
+from nodemedic_common.durations import parse_go_duration
 from remediator import __version__
 from remediator.alerts import metrics as metrics_mod
 from remediator.alerts.announcer import Alerts
@@ -32,7 +33,7 @@ from remediator.planner import PlannerMemory, plan_cycle
 from remediator.policy.loader import PolicyError, convert_policy, load_policy, validate_main
 from remediator.server import app, loop_health, serve
 from remediator.state.caches import ClusterCache, snapshot_from_list
-from remediator.state.kube import ApiError, Kube, load_credentials
+from remediator.state.kube import ApiError, CredentialsError, Kube, load_credentials
 from remediator.state.records import parse_time
 
 LEASE_NAME = "nodemedic-remediator"
@@ -54,7 +55,12 @@ async def _run(args: argparse.Namespace) -> int:
     registry = CollectorRegistry()
     metrics = metrics_mod.create(registry)
     identity = args.identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
-    kube = Kube(load_credentials(args.kubeconfig), registry=registry)
+    try:
+        kube = Kube(load_credentials(args.kubeconfig), registry=registry)
+    except CredentialsError as e:
+        log.error("no credentials for the API server", extra={"error": str(e)})
+        print(f"nodemedic-remediator: {e}", file=sys.stderr)
+        return 2
     cache = ClusterCache(kube, log=log)
     notifier = Notifier(policy.notifications, cluster=args.cluster_name, registry=registry, log=log)
     await notifier.start()
@@ -175,6 +181,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     else:
         try:
             doc = asyncio.run(_live_items(args.kubeconfig))
+        except CredentialsError as e:
+            print(f"nodemedic-remediator: {e}", file=sys.stderr)
+            return 2
         except ApiError as e:
             print(f"cannot read the cluster: {e}", file=sys.stderr)
             return 1
@@ -216,6 +225,24 @@ def cmd_autoscaler_flags(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_flag_problems(args: argparse.Namespace) -> list[str]:
+    problems = LeaseTimings(args.lease_duration, args.renew_deadline, args.retry_period).errors()
+    if not args.sync_timeout > 0:  # 0 would fail every --once run before its first LIST could finish
+        problems.append(f"--sync-timeout: must be greater than zero, got {args.sync_timeout:g}s")
+    return problems
+
+
+def _seconds(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        return parse_go_duration(text).total_seconds()
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="nodemedic-remediator", description="nodemedic cluster remediator")
     ap.add_argument("--version", action="version", version=f"nodemedic-remediator {__version__}")
@@ -227,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--dry-run", action="store_true", help="plan and report, write nothing")
     run.add_argument("--once", action="store_true",
                      help="one cycle, then exit 0 (or 1 with the reason): for a Job or CronJob; no leader election")
-    run.add_argument("--sync-timeout", type=float, default=120.0,
+    run.add_argument("--sync-timeout", type=_seconds, default=120.0,
                      help="with --once: seconds to wait for the first LIST of nodes, pods and PDBs")
     run.add_argument("--lease-namespace", default="kube-system")
     run.add_argument("--lease-name", default=LEASE_NAME,
@@ -235,9 +262,13 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--listen", default=":8080", help="metrics, /healthz and /plan ('' to disable)")
     run.add_argument("--identity", default="")
     run.add_argument("--cluster-name", default="")
-    run.add_argument("--lease-duration", type=float, default=15.0)
-    run.add_argument("--renew-deadline", type=float, default=10.0)
-    run.add_argument("--retry-period", type=float, default=2.0)
+    # Seconds or a duration ("15s"); checked together below as client-go checks them.
+    run.add_argument("--lease-duration", type=_seconds, default=LeaseTimings.lease_duration,
+                     help="a standby takes over a lease not renewed for this long (default 15s)")
+    run.add_argument("--renew-deadline", type=_seconds, default=LeaseTimings.renew_deadline,
+                     help="the leader stops acting when it could not renew for this long (default 10s)")
+    run.add_argument("--retry-period", type=_seconds, default=LeaseTimings.retry_period,
+                     help="how often each replica tries to acquire or renew (default 2s)")
     run.add_argument("--log-level", default="INFO")
     val = sub.add_parser("validate", help="check a policy file: exit 0, or 2 with file:line: field errors")
     val.add_argument("--policy", required=True)
@@ -257,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
                            help="print the cluster-autoscaler --status-taint flags for the taints the policy owns")
     flags.add_argument("--policy", required=True)
     args = ap.parse_args(argv)
+    if args.cmd == "run" and (problems := _run_flag_problems(args)):
+        run.exit(2, "".join(f"{run.prog}: {p}\n" for p in problems))  # before anything starts
     if args.cmd == "convert":
         return cmd_convert(args)
     if args.cmd == "autoscaler-flags":

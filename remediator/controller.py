@@ -17,6 +17,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from remediator.actions.evictor import EvictionResult, Outcome, evict
+from remediator.actions.nominator import nominate
 from remediator.actions.taintwriter import write_node_taints
 from remediator.alerts.alert import AlertKind
 from remediator.alerts.announcer import Alerts
@@ -37,7 +38,8 @@ RECENT_EVICTION_MEMORY = 600.0  # seconds a pod we evicted is never planned agai
 
 
 class PolicySource:
-    """The policy file, re-read when its content changes; a bad new file keeps the last good policy."""
+    """The policy file, re-read when its content changes, or the content of a file it reads a notification secret
+    from (a rotated key in a mounted Secret); a bad new file keeps the last good policy."""
 
     def __init__(self, path: str, policy: Policy) -> None:
         self.path = Path(path)
@@ -45,18 +47,31 @@ class PolicySource:
         self.stat = self._stat()
         self.digest = self._digest()
 
-    def _stat(self) -> tuple[float, int, int]:
-        try:
-            st = self.path.stat()
-        except OSError:
-            return (0.0, 0, 0)
-        return (st.st_mtime, st.st_size, st.st_ino)
+    def _files(self) -> list[Path]:
+        return [self.path, *(Path(f) for f in self.policy.notifications.secret_files)]
+
+    def _stat(self) -> tuple[tuple[float, int, int], ...]:
+        stats = []
+        for file in self._files():
+            try:
+                st = file.stat()
+            except OSError:
+                stats.append((0.0, 0, 0))
+                continue
+            stats.append((st.st_mtime, st.st_size, st.st_ino))
+        return tuple(stats)
 
     def _digest(self) -> str:
         try:
-            return hashlib.sha256(self.path.read_bytes()).hexdigest()
+            policy = hashlib.sha256(self.path.read_bytes())
         except OSError:
             return ""
+        for file in self._files()[1:]:
+            try:
+                policy.update(hashlib.sha256(file.read_bytes()).digest())
+            except OSError:
+                policy.update(b"unreadable")  # reported by the reload that follows
+        return policy.hexdigest()
 
     def poll(self) -> tuple[bool, list[str]]:
         """(changed to a new good policy, errors of a bad new file). Cheap when nothing changed: one stat()."""
@@ -72,6 +87,7 @@ class PolicySource:
             self.policy = load_policy(self.path)
         except PolicyError as e:
             return False, e.errors
+        self.stat, self.digest = self._stat(), self._digest()  # the new policy may read other secret files
         return True, []
 
 
@@ -92,6 +108,7 @@ class Controller:
         self.held_seen: set[tuple[str, str, HoldReason]] = set()
         self.dry_run_seen: set[str] = set()
         self.breaker_was_open = False
+        self.crash_loops_seen: set[tuple[str, str, str]] = set()  # (node, namespace, owner) announced and in the gauge
         self.last_cycle = time.monotonic()
         self.background: set[asyncio.Task[None]] = set()  # fire-and-forget announcements, kept referenced
 
@@ -156,6 +173,14 @@ class Controller:
         self.last_cycle = time.monotonic()
         self.metrics.tainted_limit.set(plan.tainted_limit)
         self.metrics.breaker_open.set(1 if plan.breaker_open else 0)
+        await self._announce_crash_loops(plan)
+        if plan.fragmentation is not None:
+            self.metrics.fragmentation_pending.set(len(plan.fragmentation.pending))
+            for resource in ("cpu", "memory"):
+                self.metrics.fragmentation_stranded.labels(resource).set(plan.fragmentation.stranded.get(resource, 0))
+        if plan.resource_mix is not None:
+            self.metrics.resource_mix_deviation.labels("before").set(plan.resource_mix.before)
+            self.metrics.resource_mix_deviation.labels("after").set(plan.resource_mix.after)
         if self.dry_run:
             self._report_dry_run(plan)
         elif self.may_act():
@@ -166,9 +191,28 @@ class Controller:
     async def _apply(self, plan: Plan, now: dt.datetime) -> None:
         failed_nodes = await self._apply_taints(plan, now)
         await self._announce_held(plan)
+        # Nominate each pending pod for the node its evictions free before evicting (actions/nominator.py says
+        # why); a pod that cannot be nominated gets no evictions: the room would go to whoever comes first.
+        skip: set[str] = set()
+        for made in plan.fragmentation.made_room if plan.fragmentation is not None else ():
+            why = await nominate(self.kube, made.pod, made.node) if self.may_act() else "not leading"
+            if why is not None:
+                self.log.warning("pending pod not nominated; its evictions are skipped",
+                                 extra={"pod": made.pod.key, "node": made.node, "error": why})
+                skip.update(made.moved)
+                continue
+            message = f"pending because free room is split across nodes: nodemedic moves pods to free {made.node}"
+            self.log.info(message, extra={"event": "NodemedicMakingRoom", "pod": made.pod.key, "node": made.node,
+                                          "moved": list(made.moved)})
+            task = asyncio.get_running_loop().create_task(self.alerts.object(
+                namespace=made.pod.namespace, type_="Normal", reason="NodemedicMakingRoom", message=message,
+                involved={"kind": "Pod", "apiVersion": "v1", "name": made.pod.name, "namespace": made.pod.namespace,
+                          "uid": made.pod.uid}))
+            self.background.add(task)
+            task.add_done_callback(self.background.discard)
         for e in plan.evictions:
-            if e.pod.node_name in failed_nodes:
-                continue  # its taint did not land; evicting now would only invite the pod back
+            if e.pod.node_name in failed_nodes or e.pod.key in skip:
+                continue  # its taint did not land (evicting now would only invite the pod back), or no nomination
             self._start_eviction(e, now)
         tainted = sum(1 for n in self.cache.nodes.values() if OWNED_TAINTS_ANNOTATION in n.annotations
                       and owned_taints.parse_owned(n.annotations[OWNED_TAINTS_ANNOTATION])[0])
@@ -222,6 +266,23 @@ class Controller:
         if plan.breaker_open and not self.breaker_was_open:
             self.metrics.breaker_trips.inc()
         self.breaker_was_open = plan.breaker_open
+
+    async def _announce_crash_loops(self, plan: Plan) -> None:
+        """A node holding a workload's only restarting pods: a gauge while it lasts (dry-run too: it is an
+        observation), and one Event when it starts (not in dry-run, which writes nothing). The leader only."""
+        if self.elector is not None and not self.elector.is_leader():
+            return
+        current = {(c.node, c.namespace, c.owner): c for c in plan.crash_loop_nodes}
+        for key in self.crash_loops_seen - set(current):
+            self.metrics.crash_loop_node.remove(*key)
+        for key, c in sorted(current.items()):
+            self.metrics.crash_loop_node.labels(*key).set(len(c.restarting))
+            if key not in self.crash_loops_seen and not self.dry_run:
+                await self.alerts.node(c.node, kind=AlertKind.CRASH_LOOP_NODE, type_="Warning",
+                                       reason="NodemedicCrashLoopNode", message=c.describe(),
+                                       details={"namespace": c.namespace, "owner": c.owner,
+                                                "pods": ",".join(c.restarting)})
+        self.crash_loops_seen = set(current)
 
     def _start_eviction(self, e: PlannedEviction, now: dt.datetime) -> None:
         # The cool-down (and a balance move's loop guard) starts when we decide, not when the eviction lands.

@@ -17,12 +17,40 @@ from dataclasses import dataclass
 
 from remediator.state.kube import ApiError, Kube
 
+JITTER_FACTOR = 1.2  # client-go's leaderelection.JitterFactor: a retry may come this much later than retry_period
+MIN_RETRY_PERIOD = 1.0  # seconds; each try is a GET (and a PUT when leading) per replica
+
 
 @dataclass(frozen=True)
 class LeaseTimings:
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
+
+    def errors(self) -> list[str]:
+        """What would let two replicas lead at once, checked as client-go's NewLeaderElector does, plus what our
+        Lease record needs: a leader stops acting after renew_deadline without a renewal, and a standby takes over
+        only after lease_duration, so the deadline must end first, with room for a jittered retry in it."""
+        errors = [f"--{flag}: must be greater than zero, got {value:g}s" for flag, value in (
+            ("lease-duration", self.lease_duration), ("renew-deadline", self.renew_deadline),
+            ("retry-period", self.retry_period)) if not value > 0]
+        if errors:
+            return errors
+        if not float(self.lease_duration).is_integer():
+            # The Lease stores whole seconds: 1.5s would be written as 1s and a standby would take over early.
+            errors.append(f"--lease-duration: must be a whole number of seconds (the Lease stores "
+                          f"leaseDurationSeconds), got {self.lease_duration:g}s")
+        if self.lease_duration <= self.renew_deadline:
+            errors.append(f"--lease-duration ({self.lease_duration:g}s) must be greater than --renew-deadline "
+                          f"({self.renew_deadline:g}s): a standby could take over while the leader still acts")
+        if self.renew_deadline <= JITTER_FACTOR * self.retry_period:
+            errors.append(f"--renew-deadline ({self.renew_deadline:g}s) must be greater than --retry-period x "
+                          f"{JITTER_FACTOR:g} ({JITTER_FACTOR * self.retry_period:g}s): the leader would lose "
+                          f"the lease between two tries")
+        if self.retry_period < MIN_RETRY_PERIOD:
+            errors.append(f"--retry-period: must be at least {MIN_RETRY_PERIOD:g}s (each try is a request per "
+                          f"replica to the API server), got {self.retry_period:g}s")
+        return errors
 
 
 def _rfc3339_micro(t: dt.datetime) -> str:

@@ -147,6 +147,27 @@ TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})  # a pod in these phases ho
 
 
 @dataclass(frozen=True)
+class ContainerStatuses:
+    """What the deschedule strategies read of one kind of a pod's containers (app or init), folded together."""
+
+    restarts: int = 0  # restartCount summed
+    waiting: tuple[str, ...] = ()  # state.waiting.reason of the containers that have one
+    terminated: tuple[str, ...] = ()  # state.terminated.reason of the containers that have one
+    exit_codes: tuple[int, ...] = ()  # state.terminated.exitCode of the terminated containers
+
+
+NO_STATUSES = ContainerStatuses()  # shared by every pod whose containers have nothing to say (most of them)
+
+
+@dataclass(frozen=True)
+class PreferredNodeTerm:
+    """One preferredDuringSchedulingIgnoredDuringExecution entry of a pod's node affinity."""
+
+    weight: int
+    term: NodeSelectorTerm
+
+
+@dataclass(frozen=True)
 class PodRecord:
     namespace: str
     name: str
@@ -161,6 +182,7 @@ class PodRecord:
     tolerations: tuple[Toleration, ...] = ()
     node_selector: dict[str, str] = field(default_factory=dict)
     required_node_affinity: tuple[NodeSelectorTerm, ...] = ()  # empty = no required affinity
+    preferred_node_affinity: tuple[PreferredNodeTerm, ...] = ()
     required_anti_affinity: tuple[PodAffinityTerm, ...] = ()  # podAntiAffinity required...IgnoredDuringExecution
     required_affinity: tuple[PodAffinityTerm, ...] = ()  # podAffinity required...IgnoredDuringExecution
     hard_spread: tuple[SpreadConstraint, ...] = ()  # topologySpreadConstraints with DoNotSchedule
@@ -173,6 +195,12 @@ class PodRecord:
     terminating: bool = False  # deletionTimestamp set
     start_time: dt.datetime | None = None
     created: dt.datetime | None = None
+    reason: str = ""  # status.reason (e.g. Evicted, NodeLost, Shutdown)
+    containers: ContainerStatuses = NO_STATUSES
+    init_containers: ContainerStatuses = NO_STATUSES
+    # The message of a PodScheduled=False/Unschedulable condition ("0/3 nodes are available: 3 Insufficient cpu."),
+    # "" when the scheduler has not given up on the pod: what the placement engine looks for.
+    unschedulable: str = ""
 
     @property
     def key(self) -> str:
@@ -194,6 +222,16 @@ class PdbRecord:
     disruptions_allowed: int = 0
 
 
+@dataclass(frozen=True)
+class NotablePods:
+    """Per node, the few pods the deschedule strategies look at, found in one pass over the snapshot instead of
+    one pass per strategy (150,000 pods in the 5,000-node benchmark, almost all of them in none of these lists)."""
+
+    statuses: dict[str, list[PodRecord]]  # container statuses with something to say, or a terminal phase
+    node_affinity: dict[str, list[PodRecord]]  # required or preferred node affinity
+    anti_affinity: dict[str, list[PodRecord]]  # required pod anti-affinity
+
+
 @dataclass
 class Snapshot:
     """One consistent view of the cluster for one planning cycle. Strategies must not mutate it."""
@@ -204,9 +242,29 @@ class Snapshot:
     pods_by_owner: dict[str, list[PodRecord]]  # owner UID -> pods (every pod with that owner, any node)
     pdbs: list[PdbRecord] = field(default_factory=list)
     priority_classes: dict[str, int] = field(default_factory=dict)  # PriorityClass name -> value
+    _notable: NotablePods | None = field(default=None, init=False, repr=False, compare=False)
+    pending: list[PodRecord] = field(default_factory=list)  # pods not bound to a node yet
 
     def pods(self, node: str) -> list[PodRecord]:
         return self.pods_by_node.get(node, [])
+
+    def notable(self) -> NotablePods:
+        """Built on first use and kept with the snapshot (one planning cycle)."""
+        if self._notable is None:
+            statuses: dict[str, list[PodRecord]] = {}
+            node_affinity: dict[str, list[PodRecord]] = {}
+            anti_affinity: dict[str, list[PodRecord]] = {}
+            for node, pods in self.pods_by_node.items():
+                for p in pods:
+                    if p.containers is not NO_STATUSES or p.init_containers is not NO_STATUSES \
+                            or p.phase in TERMINAL_PHASES:
+                        statuses.setdefault(node, []).append(p)
+                    if p.required_node_affinity or p.preferred_node_affinity:
+                        node_affinity.setdefault(node, []).append(p)
+                    if p.required_anti_affinity:
+                        anti_affinity.setdefault(node, []).append(p)
+            self._notable = NotablePods(statuses, node_affinity, anti_affinity)
+        return self._notable
 
 
 # --- the plan -------------------------------------------------------------------------------------
@@ -233,6 +291,22 @@ class Protected:
     why: str
 
 
+@dataclass(frozen=True)
+class CrashLoopNode:
+    """One node holds the restarting replicas of a workload whose replicas on other nodes are healthy: a problem of
+    the node that no check of the agent sees (found by RemovePodsHavingTooManyRestarts)."""
+
+    node: str
+    namespace: str
+    owner: str  # "ReplicaSet/web-7d9f"
+    restarting: tuple[str, ...]  # names of the owner's pods on the node at or over the threshold
+    healthy_elsewhere: int  # the owner's running pods on other nodes under the threshold
+
+    def describe(self) -> str:
+        return (f"{len(self.restarting)} pod(s) of {self.namespace}/{self.owner} restart on {self.node} "
+                f"while {self.healthy_elsewhere} on other nodes are healthy")
+
+
 class HoldReason(StrEnum):
     """Which safety rail holds a taint back; the `why` label of nodemedic_taints_held_total."""
 
@@ -253,6 +327,31 @@ class Held:
     why: str  # for people: the rail and its particulars
 
 
+@dataclass(frozen=True)
+class MadeRoom:
+    pod: PodRecord  # the pending pod
+    node: str  # the node the plan's evictions free for it
+    moved: tuple[str, ...]  # keys of the pods evicted for it
+
+
+@dataclass(frozen=True)
+class Fragmentation:
+    """Pods pending although the cluster has room for them, only not on one node (the placement engine's view)."""
+
+    pending: tuple[PodRecord, ...]  # unschedulable for insufficient resources, yet their pool's free room adds up
+    stranded: dict[str, int]  # per resource: free room on the nodes of those pods' pools
+    made_room: tuple[MadeRoom, ...] = ()
+
+
+@dataclass(frozen=True)
+class ResourceMix:
+    """The balancing engine's measure: the summed distance of each node's cpu:memory mix from the cluster's."""
+
+    before: float  # percentage points, over the nodes in scope
+    after: float  # once this plan's moves are made
+    nodes: int
+
+
 @dataclass
 class Plan:
     taints_add: list[TaintChange] = field(default_factory=list)
@@ -264,6 +363,9 @@ class Plan:
     breaker_open: bool = False  # the tainted-node limit stopped at least one new taint this cycle
     tainted_limit: int = 0  # how many nodes may carry nodemedic taints at once (after count/percent/floor)
     next_check: dt.datetime | None = None  # earliest time a timer (`for`, recoverAfter) may change the plan
+    crash_loop_nodes: list[CrashLoopNode] = field(default_factory=list)
+    fragmentation: Fragmentation | None = None  # what the placement engine saw, when it is configured
+    resource_mix: ResourceMix | None = None  # the balancing engine's deviation, when it is configured
 
     def to_json(self) -> dict[str, object]:
         def change(c: TaintChange) -> dict[str, object]:
@@ -281,4 +383,15 @@ class Plan:
             "held": [{"node": h.node, "key": h.taint.key, "effect": str(h.taint.effect), "rule": ",".join(h.rules),
                       "why": h.why} for h in self.held],
             "breaker": {"open": self.breaker_open, "taintedLimit": self.tainted_limit},
+            "crashLoopNodes": [{"node": c.node, "namespace": c.namespace, "owner": c.owner,
+                                "pods": list(c.restarting), "healthyElsewhere": c.healthy_elsewhere}
+                               for c in self.crash_loop_nodes],
+            **({} if self.resource_mix is None else {"resourceMix": {
+                "deviationBefore": round(self.resource_mix.before, 2),
+                "deviationAfter": round(self.resource_mix.after, 2), "nodes": self.resource_mix.nodes}}),
+            **({} if self.fragmentation is None else {"fragmentation": {
+                "pending": [{"namespace": p.namespace, "name": p.name} for p in self.fragmentation.pending],
+                "stranded": dict(self.fragmentation.stranded),
+                "madeRoom": [{"namespace": m.pod.namespace, "name": m.pod.name, "node": m.node, "moved": list(m.moved)}
+                             for m in self.fragmentation.made_room]}}),
         }

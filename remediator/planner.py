@@ -9,7 +9,7 @@ per-node requests are summed once per cycle, and a pod shape that fitted nowhere
 
 from __future__ import annotations
 
-from remediator.model import Plan, Protected, Snapshot, Taint, TaintChange
+from remediator.model import CrashLoopNode, Plan, Protected, Snapshot, Taint, TaintChange
 from remediator.planning.cycle import LOOP_GUARD, Cycle, PlannerMemory
 from remediator.planning.taints import plan_taints
 from remediator.policy.model import STRATEGY_PREFIX, Policy
@@ -48,8 +48,12 @@ def plan_cycle(snapshot: Snapshot, policy: Policy, memory: PlannerMemory) -> Pla
     configured.sort(key=lambda sa: KINDS.index(sa[0].kind))  # stable: policy order within a kind
     for strategy, args in configured:
         if strategy.kind == "deschedule":
-            for c in strategy.plan(snapshot, args, evict_taints=taints.evict_taints, planned_taints=planned_taints):
-                cycle.admit(c)
+            for c in strategy.plan(snapshot, args, evict_taints=taints.evict_taints, planned_taints=planned_taints,
+                                   evicting=cycle.evicting, fits=cycle.fits):
+                if isinstance(c, CrashLoopNode):
+                    plan.crash_loop_nodes.append(c)
+                else:
+                    cycle.admit(c, terminal=strategy.terminal_pods)
         else:
             strategy.plan(snapshot, args, cycle)
     if not policy.window.is_open(snapshot.now):

@@ -7,8 +7,14 @@ from the start is normal on immutable distributions (a read-only `/`), so it is 
 `expect_rw` (default `/var/lib/kubelet`, which must always be writable). Remounting `rw` makes it False again.
 The mount table is read from `/proc/1/mounts` (init's mount namespace, i.e. the host's even when the agent
 runs in a pod with the host's /proc mounted) and, when that does not exist (fixtures), `/proc/mounts`.
-The "seen rw" memory lives in the process: after an agent restart a mount already `ro` counts as `ro` from the
-start; the kernel-log check covers that gap with the remount message.
+The "seen rw" memory lives in the process, so after an agent (re)start a mount that is already `ro` would look
+like one that was always `ro`. The kernel log fills that gap: the check reads the kernel's ring buffer
+(`kernel_log`, default `/dev/kmsg`, from its oldest record on the first observation, then what is new) for
+"Remounting filesystem read-only" (ext4, ext3) and "forced readonly" (btrfs), and a mount that is `ro` and whose
+device the kernel named in such a line is True as well. A line that names no device counts for every `ro` mount;
+`/dev/root` (the kernel's alias for the root device) counts with any device named. A kernel log that cannot be read
+(no CAP_SYSLOG, no such file) leaves the mount table alone to decide; a line the ring buffer has already overwritten
+cannot be seen.
 
 `FilesystemCorruption`: ext4 keeps an error count in its superblock, exposed as
 `/sys/fs/ext4/<dev>/errors_count` with `first_error_time`/`last_error_time` (Unix seconds, 0 when unset). A count
@@ -26,12 +32,19 @@ import re
 from dataclasses import dataclass, field
 
 from agent.host import HostRoot
+from agent.logsources.kmsg import KmsgReader
 from agent.model import CheckTiming, ConditionReport, EventReport, Observation, Status
 
 READONLY = "ReadonlyFilesystem"
 CORRUPTION = "FilesystemCorruption"
 
 _OCTAL_ESCAPE = re.compile(r"\\([0-7]{3})")  # the kernel escapes space, tab, newline and backslash this way
+# "EXT4-fs (sda1): Remounting filesystem read-only", "BTRFS error (device sda1): ... forced readonly"; ext3 wrote
+# the remount on a line of its own, after the error line that named the device.
+_REMOUNT_RO = re.compile(r"(?:\((?:device )?(?P<device>[^()\s]+)\)[^\n]*?)?"
+                         r"(?:[Rr]emounting filesystem read-only|forced readonly)")
+_ANY_DEVICE = "*"
+_MAX_KMSG_READS = 64  # per observation: the backlog of a ring buffer is read in bounded slices
 
 
 @dataclass(frozen=True)
@@ -40,6 +53,7 @@ class Config:
     mounts: tuple[str, ...] = ("/", "/var/lib/kubelet", "/var/lib/containerd", "/var/lib/docker")
     expect_rw: tuple[str, ...] = ("/var/lib/kubelet",)  # ro even at first sight is a problem for these
     mounts_files: tuple[str, ...] = ("/proc/1/mounts", "/proc/mounts")  # the first that exists is read
+    kernel_log: str = "/dev/kmsg"  # read for remount lines a restart would otherwise miss; "" = do not read
 
 
 def validate(config: Config) -> list[str]:
@@ -52,6 +66,9 @@ def validate(config: Config) -> list[str]:
                 errors.append(f"{name}[{i}]: duplicate of {name}[{values.index(value)}]")
     if not config.mounts_files:
         errors.append("mounts_files: must not be empty")
+    if config.kernel_log and (not config.kernel_log.startswith("/")
+                              or posixpath.normpath(config.kernel_log) != config.kernel_log):
+        errors.append('kernel_log: must be an absolute path, or "" not to read the kernel log')
     for i, value in enumerate(config.expect_rw):
         if value not in config.mounts:
             errors.append(f"expect_rw[{i}]: {value!r} is not one of mounts")
@@ -100,12 +117,41 @@ class FilesystemCheck:
         self._host = host
         self._seen_rw: set[str] = set()  # mount points seen writable at least once
         self._ext4_counts: dict[str, int] = {}  # device -> errors_count at the last observation
+        self._kmsg = KmsgReader(host.path(config.kernel_log)) if config.kernel_log else None
+        self._remounted_ro: dict[str, str] = {}  # device name (or _ANY_DEVICE) -> the kernel's remount line
 
     async def observe(self, now: dt.datetime) -> Observation:
         corruption, events = self._corruption()
         return Observation(self.name, now, conditions=(self._readonly(), corruption), events=events)
 
+    def _read_kernel_log(self) -> None:
+        if self._kmsg is None:
+            return
+        try:
+            for _ in range(_MAX_KMSG_READS):
+                for record in self._kmsg.read():
+                    if (match := _REMOUNT_RO.search(record.message)) is not None:
+                        self._remounted_ro[match.group("device") or _ANY_DEVICE] = record.message.strip()[:200]
+                if not self._kmsg.behind:
+                    return
+        except OSError:
+            # No kernel log here (no CAP_SYSLOG, no such file): the mount table alone decides, as before.
+            self._kmsg.close()
+            self._kmsg = None
+
+    def _remount_line(self, device: str) -> str | None:
+        """The kernel's remount-read-only line for `device`, if it logged one."""
+        name = posixpath.basename(device)
+        if name in self._remounted_ro:
+            return self._remounted_ro[name]
+        if _ANY_DEVICE in self._remounted_ro:
+            return self._remounted_ro[_ANY_DEVICE]
+        if name == "root" and self._remounted_ro:  # /dev/root: the kernel logs the real device name
+            return next(iter(self._remounted_ro.values()))
+        return None
+
     def _readonly(self) -> ConditionReport:
+        self._read_kernel_log()
         try:
             source = next((f for f in self._config.mounts_files if self._host.path(f).exists()),
                           self._config.mounts_files[-1])
@@ -124,6 +170,9 @@ class FilesystemCheck:
                 problems.append(f"{mount_point} ({mount.device}, {mount.fs_type}) was rw and is now read-only")
             elif mount_point in self._config.expect_rw:
                 problems.append(f"{mount_point} ({mount.device}, {mount.fs_type}) is read-only, expected rw")
+            elif (line := self._remount_line(mount.device)) is not None:
+                problems.append(f"{mount_point} ({mount.device}, {mount.fs_type}) is read-only; the kernel "
+                                f"logged: {line}")
         if problems:
             return ConditionReport(READONLY, Status.TRUE, "FilesystemIsReadOnly", "; ".join(problems))
         if not watched:

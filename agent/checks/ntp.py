@@ -29,6 +29,7 @@ import ntplib
 
 from agent.host import HostRoot
 from agent.model import CheckTiming, ConditionReport, Observation, Status
+from nodemedic_common.durations import below_floor
 
 NAME = "ntp"
 CONDITION = "NTPProblem"
@@ -36,6 +37,9 @@ CONDITION = "NTPProblem"
 STA_UNSYNC = 0x0040  # <linux/timex.h>: clock unsynchronised
 TIME_ERROR = 5  # adjtimex return value: clock not synchronised
 CLOCK_STATES = ("TIME_OK", "TIME_INS", "TIME_DEL", "TIME_OOP", "TIME_WAIT", "TIME_ERROR")
+
+
+MIN_QUERY_INTERVAL = dt.timedelta(seconds=16)  # NTP's minpoll (2^4 s); pools rate-limit faster clients
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,9 @@ def validate(config: Config) -> list[str]:
                       f"exceed timing.timeout ({config.timing.timeout.total_seconds():g}s)")
     if not config.kernel_sync and not config.servers:
         errors.append("servers: must name at least one server when kernel_sync is false")
+    if config.servers and (problem := below_floor(config.timing.interval, MIN_QUERY_INTERVAL,
+                                                  "NTP's shortest poll interval: every node asks every server")):
+        errors.append(f"timing.interval: {problem}")
     return errors
 
 

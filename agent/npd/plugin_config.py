@@ -22,11 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from agent.npd.vocabulary import DefaultCondition, RuleType
-from nodemedic_common.durations import parse_go_duration
+from nodemedic_common.durations import below_floor, parse_go_duration
 
 PLUGIN = "custom"
 DEFAULT_INVOKE_INTERVAL = dt.timedelta(seconds=30)
 DEFAULT_TIMEOUT = dt.timedelta(seconds=5)
+# Each invocation forks a process per rule: faster than once a second is a fork bomb on the node, not a check.
+MIN_INVOKE_INTERVAL = (dt.timedelta(seconds=1), "each run forks one process per rule")
 DEFAULT_MAX_OUTPUT_LENGTH = 80
 DEFAULT_CONCURRENCY = 3
 DOCUMENT = "<document>"  # the field path of errors about the file as a whole
@@ -147,7 +149,8 @@ class _Reader:
             return default
         return value
 
-    def duration(self, obj: dict[str, Any], key: str, where: str, default: dt.timedelta) -> dt.timedelta:
+    def duration(self, obj: dict[str, Any], key: str, where: str, default: dt.timedelta,
+                 floor: tuple[dt.timedelta, str] | None = None) -> dt.timedelta:
         if key not in obj:
             return default
         value = obj[key]
@@ -164,6 +167,9 @@ class _Reader:
             return default
         if parsed == dt.timedelta(0):
             self.error(_join(where, key), f"must be greater than 0, got {value!r}")
+            return default
+        if floor is not None and (problem := below_floor(parsed, *floor)):
+            self.error(_join(where, key), problem)
             return default
         return parsed
 
@@ -218,7 +224,7 @@ def _read_plugin_config(r: _Reader, raw: Any) -> PluginConfig:
     where = "pluginConfig"
     obj = r.mapping(raw, where, _PLUGIN_CONFIG_KEYS)
     return PluginConfig(
-        invoke_interval=r.duration(obj, "invoke_interval", where, DEFAULT_INVOKE_INTERVAL),
+        invoke_interval=r.duration(obj, "invoke_interval", where, DEFAULT_INVOKE_INTERVAL, MIN_INVOKE_INTERVAL),
         timeout=r.duration(obj, "timeout", where, DEFAULT_TIMEOUT),
         max_output_length=r.integer(obj, "max_output_length", where, DEFAULT_MAX_OUTPUT_LENGTH, minimum=1),
         concurrency=r.integer(obj, "concurrency", where, DEFAULT_CONCURRENCY, minimum=1),
@@ -277,7 +283,7 @@ def _read_rule(r: _Reader, raw: Any, where: str, *, plugin_config: PluginConfig,
     if timeout > plugin_config.timeout:
         r.error(_join(where, "timeout"), f"{obj['timeout']!r} is longer than the global pluginConfig.timeout "
                 f"({_format(plugin_config.timeout)}); raise the global one or shorten this one")
-    interval = r.duration(obj, "invoke_interval", where, plugin_config.invoke_interval)
+    interval = r.duration(obj, "invoke_interval", where, plugin_config.invoke_interval, MIN_INVOKE_INTERVAL)
     path = _resolve(r, r.string(obj, "path", where, required=True), _join(where, "path"), base)
     if len(r.errors) > errors_before or rule_type is None or path is None:
         return None

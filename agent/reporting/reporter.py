@@ -2,8 +2,8 @@
 
 Conditions: one strategic-merge PATCH of `nodes/<name>/status` carrying only the conditions the agent owns
 (merged by `type`, so kubelet/kwok conditions are untouched), plus `$patch: delete` entries for types it
-wrote before but no longer owns. Sent when the book changes (debounced) and on a heartbeat; while the API
-server is away it backs off exponentially and keeps only the latest state (the book), never a queue.
+wrote before but no longer owns. Sent when the book changes (debounced, at most once a second) and on a
+heartbeat; while the API server is away it backs off exponentially and keeps only the latest state (the book).
 
 Events: aggregated — the same reason and message within `aggregate_window` patches the existing Event's
 count instead of creating a new one — and rate-limited by a token bucket; every Event that is not sent is
@@ -82,12 +82,15 @@ class StateFile:
 
 class Reporter:
     def __init__(self, kube: Kube, node: str, book: ConditionBook, *, state: StateFile, registry: CollectorRegistry,
-                 log: logging.Logger, heartbeat: float = 300.0, debounce: float = 0.05,
+                 log: logging.Logger, heartbeat: float = 300.0, debounce: float = 0.05, min_write_gap: float = 1.0,
                  aggregate_window: float = 600.0, event_burst: int = 25, events_per_second: float = 0.5,
                  defaults: Sequence[ConditionReport] = ()) -> None:
         self.kube, self.node, self.book, self.state, self.log = kube, node, book, state, log
         self.defaults = tuple(defaults)
         self.heartbeat, self.debounce, self.aggregate_window = heartbeat, debounce, aggregate_window
+        # At most one status PATCH per `min_write_gap`, whatever the checks do: a condition flapping on every
+        # observation costs the API server one write a second per node, not one per observation.
+        self.min_write_gap = min_write_gap
         self.changed = asyncio.Event()
         self.seeded = asyncio.Event()  # observations wait for this: the Node's state comes first
         self.bucket = TokenBucket(event_burst, events_per_second)
@@ -141,10 +144,12 @@ class Reporter:
                 continue
             if self.book.version != version:
                 continue  # changed while we were writing
+            written_at = time.monotonic()
             self.changed.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.changed.wait(), self.heartbeat)
-            await asyncio.sleep(self.debounce)  # fold a burst of changes into one PATCH
+            # Fold a burst of changes into one PATCH, and keep writes at least min_write_gap apart.
+            await asyncio.sleep(max(self.debounce, self.min_write_gap - (time.monotonic() - written_at)))
 
     def notify_changed(self) -> None:
         self.changed.set()

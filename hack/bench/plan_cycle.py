@@ -4,10 +4,14 @@
 Builds 5,000 nodes and 150,000 pods with a realistic mix (three zones; GPU nodes with a taint; infra nodes with
 a dedicated taint; a few nodes with a kernel deadlock that nodemedic tainted, some cordoned, some NotReady;
 three DaemonSet pods per node; Deployments of 1-60 replicas with varied requests, priorities, QoS classes,
-local storage, zone topology spread constraints and PDBs; node fill from idle to hot), then times
-`plan_cycle` with RemovePodsViolatingNodeTaints, LowNodeUtilization, HighNodeUtilization, RemoveDuplicates
-(replicas dealt to nodes at random stack up: duplicates) and RemovePodsViolatingTopologySpreadConstraint (10 % of
-Deployments with a DoNotSchedule zone spread, 20 % with a ScheduleAnyway host spread, dealt without regard to it).
+local storage, zone topology spread constraints and PDBs; node fill from idle to hot; for the deschedule
+strategies: pods with restarts and a few crash-looping, Failed pods, required and preferred node affinity with a
+few nodes of an old pool that no longer match, host anti-affinity; one node where one Deployment crash-loops), then
+times `plan_cycle` with RemovePodsViolatingNodeTaints, RemovePodsViolatingNodeAffinity,
+RemovePodsViolatingInterPodAntiAffinity, RemovePodsHavingTooManyRestarts, PodLifeTime, RemoveFailedPods,
+RemoveDuplicates (replicas dealt to nodes at random stack up: duplicates),
+RemovePodsViolatingTopologySpreadConstraint (10 % of Deployments with a DoNotSchedule zone spread, 20 % with a
+ScheduleAnyway host spread, dealt without regard to it), LowNodeUtilization and HighNodeUtilization.
 Prints the median wall time of a few cycles, the plan's size and the peak RSS (targets: ≤ 1 s, ≤ 1 GiB).
 The snapshot is built once and not timed: keeping it is the watch caches' job, not the planner's.
 """
@@ -29,13 +33,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from remediator.heap import HeapFreezer
 from remediator.model import (
+    NO_STATUSES,
     Condition,
+    ContainerStatuses,
     Effect,
     LabelSelector,
     NodeRecord,
+    NodeSelectorTerm,
     OwnerRef,
     PdbRecord,
+    PodAffinityTerm,
     PodRecord,
+    PreferredNodeTerm,
+    SelectorRequirement,
     Snapshot,
     SpreadConstraint,
     Taint,
@@ -51,6 +61,11 @@ ZONES = ("zone-a", "zone-b", "zone-c")
 DEADLOCK = Taint("nodemedic.io/kernel-deadlock", "true", Effect.NO_SCHEDULE)
 GPU = Taint("nvidia.com/gpu", "present", Effect.NO_SCHEDULE)
 INFRA = Taint("dedicated", "infra", Effect.NO_SCHEDULE)
+INSTANCE_TYPE = "node.kubernetes.io/instance-type"
+# Workloads that must run on (or prefer) the current pool; nodes of the old pool (OLD_POOL_SHARE) no longer match.
+CURRENT_POOL = NodeSelectorTerm(match_expressions=(SelectorRequirement(INSTANCE_TYPE, "In", ("m5.4xlarge",)),))
+OLD_POOL_SHARE = 0.01
+CRASHING_NODE = "node-00100"  # one Deployment's replicas crash-loop here, and only here
 DAEMONSETS = (("kube-proxy", 100, 128 * MI), ("node-exporter", 50, 64 * MI), ("log-agent", 200, 256 * MI))
 
 POLICY = """apiVersion: nodemedic.io/v1alpha1
@@ -61,6 +76,16 @@ rules:
   taint: {key: nodemedic.io/kernel-deadlock, value: "true", effect: NoSchedule}
 strategies:
 - name: RemovePodsViolatingNodeTaints
+- name: RemovePodsViolatingNodeAffinity
+  args:
+    nodeAffinityType: [requiredDuringSchedulingIgnoredDuringExecution, preferredDuringSchedulingIgnoredDuringExecution]
+- name: RemovePodsViolatingInterPodAntiAffinity
+- name: RemovePodsHavingTooManyRestarts
+  args: {podRestartThreshold: 100, includingInitContainers: true}
+- name: PodLifeTime
+  args: {maxPodLifeTimeSeconds: 86400, namespaces: {include: [team-007]}}
+- name: RemoveFailedPods
+  args: {reasons: [OOMKilled, Error, Evicted], minPodLifetimeSeconds: 3600}
 # balance strategies in descheduler's usual profile order: duplicates and spread before utilization
 - name: RemoveDuplicates
   args:
@@ -95,8 +120,9 @@ def build(n_nodes: int, n_pods: int, seed: int) -> Snapshot:
     for i in range(n_nodes):
         name = f"node-{i:05d}"
         kind = rng.random()
+        old_pool = rng.random() < OLD_POOL_SHARE and name != CRASHING_NODE
         labels = {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": ZONES[i % 3],
-                  "node.kubernetes.io/instance-type": "m5.4xlarge"}
+                  INSTANCE_TYPE: "m5.2xlarge" if old_pool else "m5.4xlarge"}
         allocatable = {"cpu": 15_890, "memory": 60 * GI, "pods": 110, "ephemeral-storage": 100 * GI}
         taints: tuple[Taint, ...] = ()
         conditions, annotations, unschedulable = ready, {}, False
@@ -169,19 +195,50 @@ def build(n_nodes: int, n_pods: int, seed: int) -> Snapshot:
             pdbs.append(PdbRecord(namespace, f"{app}-pdb", LabelSelector(match_labels=(("app", app),)),
                                   disruptions_allowed=rng.choice((0, 1, 1, 2))))
         local_storage = rng.random() < 0.15
+        roll = rng.random()  # node affinity: 5% require the current pool, 10% prefer it
+        required = (CURRENT_POOL,) if roll < 0.05 else ()
+        preferred = (PreferredNodeTerm(50, CURRENT_POOL),) if 0.05 <= roll < 0.15 else ()
+        anti = (PodAffinityTerm(LabelSelector(match_labels=(("app", app),)), (namespace,), False,
+                                "kubernetes.io/hostname"),) if rng.random() < 0.1 else ()
+        crashing_here = d == 7  # this Deployment's pods crash-loop on CRASHING_NODE only
         qos = rng.choice(("Burstable", "Burstable", "Guaranteed", "BestEffort"))
-        for r, name in enumerate(rng.choices(pools[pool], cum_weights=cumulative[pool], k=replicas)):
+        placed = rng.choices(pools[pool], cum_weights=cumulative[pool], k=replicas)
+        if crashing_here:
+            placed[:2] = [CRASHING_NODE] * min(2, replicas)
+        for r, name in enumerate(placed):
             cpu = max(10, int(fill[name] * 15_890 / max(1.0, expected[name]) * rng.uniform(0.6, 1.4)))
             requests = {} if qos == "BestEffort" else {"cpu": cpu, "memory": int(cpu * rng.uniform(2, 6) * MI)}
             if pool == "gpu":
                 requests["nvidia.com/gpu"] = 1
+            phase, reason, containers = _status(rng, crashing=crashing_here and name == CRASHING_NODE)
             add(PodRecord(namespace=namespace, name=f"{app}-7d9f8-{r:03d}", uid=f"uid-{d}-{r}", node_name=name,
-                          phase="Running", labels={"app": app, "pod-template-hash": "7d9f8"}, owners=(rs,),
+                          phase=phase, labels={"app": app, "pod-template-hash": "7d9f8"}, owners=(rs,),
                           priority=priority, tolerations=tolerations, node_selector=selector,
+                          required_node_affinity=required, preferred_node_affinity=preferred,
+                          required_anti_affinity=anti,
                           hard_spread=spread, soft_spread=soft, requests=requests, qos=qos,
-                          has_local_storage=local_storage, images=(f"registry.example/{namespace}/{app}:1",),
+                          has_local_storage=local_storage, reason=reason, containers=containers,
+                          images=(f"registry.example/{namespace}/{app}:1",),
                           start_time=NOW - dt.timedelta(hours=r + 1), created=NOW - dt.timedelta(hours=r + 1)))
     return Snapshot(now=NOW, nodes=nodes, pods_by_node=by_node, pods_by_owner=by_owner, pdbs=pdbs)
+
+
+def _status(rng: random.Random, *, crashing: bool) -> tuple[str, str, ContainerStatuses]:
+    """Phase, status reason and container statuses: most pods healthy, 3% with a few restarts, 0.2% crash-looping,
+    0.5% Failed (OOMKilled, Error or Evicted)."""
+    if crashing:
+        return "Running", "", ContainerStatuses(rng.randint(150, 900), ("CrashLoopBackOff",))
+    u = rng.random()
+    if u < 0.005:
+        how = rng.choice(("OOMKilled", "Error", "Evicted"))
+        if how == "Evicted":
+            return "Failed", how, ContainerStatuses(0, (), ("Error",), (137,))
+        return "Failed", "", ContainerStatuses(rng.randint(0, 3), (), (how,), (137 if how == "OOMKilled" else 1,))
+    if u < 0.007:
+        return "Running", "", ContainerStatuses(rng.randint(100, 5000), ("CrashLoopBackOff",))
+    if u < 0.037:
+        return "Running", "", ContainerStatuses(rng.randint(1, 20))
+    return "Running", "", NO_STATUSES  # as state/records.py shares it for every healthy pod
 
 
 def main() -> int:
@@ -210,6 +267,7 @@ def main() -> int:
     print("plan: " + ", ".join(f"{n} evictions by {s}" for s, n in sorted(by_strategy.items())) +
           f"; {len(plan.protected)} protected, {len(plan.deferred)} deferred, {len(plan.taints_add)} taints added, "
           f"{len(plan.held)} held")
+    print("crash-loop nodes: " + ("; ".join(c.describe() for c in plan.crash_loop_nodes) or "none"))
     print(f"planning cycle: median {statistics.median(times):.3f} s over {args.runs} runs "
           f"(min {min(times):.3f}, max {max(times):.3f}); target <= 1 s")
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux

@@ -17,6 +17,7 @@ class AlertKind(StrEnum):
     EVICTION_FAILED = "EvictionFailed"
     BREAKER_OPEN = "CircuitBreakerOpen"
     HELD = "Held"
+    CRASH_LOOP_NODE = "CrashLoopNode"
 
 
 @dataclass(frozen=True)

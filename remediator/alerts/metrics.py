@@ -20,6 +20,10 @@ class Metrics:
     cycle_seconds: Histogram
     policy_reloads: Counter
     dry_run_planned: Counter
+    crash_loop_node: Gauge
+    fragmentation_pending: Gauge
+    fragmentation_stranded: Gauge
+    resource_mix_deviation: Gauge
 
 
 def create(registry: CollectorRegistry) -> Metrics:
@@ -45,4 +49,17 @@ def create(registry: CollectorRegistry) -> Metrics:
         policy_reloads=Counter("nodemedic_policy_reloads_total", "Policy file reloads", ["result"], registry=r),
         dry_run_planned=Counter("nodemedic_dry_run_actions_total", "Actions a dry run would have taken",
                                 ["action"], registry=r),
+        crash_loop_node=Gauge("nodemedic_crash_loop_node",
+                              "Pods of a workload restarting on this node while its pods on other nodes are healthy "
+                              "(RemovePodsHavingTooManyRestarts)", ["node", "namespace", "owner"], registry=r),
+        fragmentation_pending=Gauge("nodemedic_fragmentation_pending_pods",
+                                    "Pods pending for resources although their pool's free room adds up to their "
+                                    "requests (MakeRoomForPendingPods)", registry=r),
+        fragmentation_stranded=Gauge("nodemedic_fragmentation_stranded",
+                                     "Free room on the pools of pods pending for fragmentation (cpu in millicores, "
+                                     "memory in bytes)", ["resource"], registry=r),
+        resource_mix_deviation=Gauge("nodemedic_resource_mix_deviation",
+                                     "Summed distance of the nodes' cpu:memory request mix from the cluster's, in "
+                                     "percentage points, before and after the plan's moves (BalanceResourceMix)",
+                                     ["when"], registry=r),
     )

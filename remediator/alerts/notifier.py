@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import random
 from collections.abc import Awaitable, Callable
@@ -244,7 +245,7 @@ class Notifier:
         answer = _Answer(None)
         for attempt in range(1, attempts + 1):
             self._attempts.labels(sink.name).inc()
-            answer = await self._post(sink, payload)
+            answer = _redacted(await self._post(sink, payload), sink.config.secrets())
             if answer.delivered:
                 self.log.info("notification sent",
                                extra=self._fields(sink, alert, attempt=attempt, status=answer.status))
@@ -300,3 +301,12 @@ class Notifier:
             fields["pod"] = f"{alert.namespace}/{alert.pod}"
         fields.update({k: v for k, v in more.items() if v is not None and v != ""})
         return fields
+
+
+def _redacted(answer: _Answer, secrets: tuple[str, ...]) -> _Answer:
+    """The answer with the sink's URL and header values cut out of its error: aiohttp puts the URL in some of its
+    exceptions, and a server may echo the request in its error body; the error goes to logs."""
+    error = answer.error
+    for secret in sorted(secrets, key=len, reverse=True):
+        error = error.replace(secret, "<redacted>")
+    return answer if error == answer.error else dataclasses.replace(answer, error=error)

@@ -15,7 +15,17 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from remediator.model import NodeRecord, PdbRecord, Plan, PlannedEviction, PodRecord, Protected, Snapshot, Taint
+from remediator.model import (
+    TERMINAL_PHASES,
+    NodeRecord,
+    PdbRecord,
+    Plan,
+    PlannedEviction,
+    PodRecord,
+    Protected,
+    Snapshot,
+    Taint,
+)
 from remediator.planning.defaultevictor import protection
 from remediator.planning.limits import LimitState
 from remediator.planning.taints import AUTOSCALER_TAINTS, duration, safety_hold
@@ -46,6 +56,8 @@ class PlannerMemory:
     moved_off: dict[tuple[str, str], dt.datetime] = field(default_factory=dict)
     # node -> when a consolidation gave up on it (not picked again for the strategy's timeout)
     consolidation_released: dict[str, dt.datetime] = field(default_factory=dict)
+    # pending pod uid -> when a plan made room for it (not made again while its evictions play out)
+    made_room_for: dict[str, dt.datetime] = field(default_factory=dict)
 
     def record_eviction(self, pod: PodRecord, *, balance: bool, now: dt.datetime) -> None:
         owner = pod.controller
@@ -58,6 +70,8 @@ class PlannerMemory:
     def forget_before(self, horizon: dt.datetime) -> None:
         for key in [k for k, t in self.moved_off.items() if t < horizon]:
             del self.moved_off[key]
+        for uid in [k for k, t in self.made_room_for.items() if t < horizon]:
+            del self.made_room_for[uid]
 
 
 @dataclass(frozen=True)
@@ -77,6 +91,7 @@ class Cycle:
         self.planned_taints = planned_taints
         self.consolidating = consolidating  # nodes carrying nodemedic's consolidation taint -> its age in seconds
         self.decided: set[str] = set()  # pod keys already evicted, protected or deferred this cycle
+        self._evicting: set[str] = set()  # pod keys planned for eviction this cycle
         self.reserved: dict[str, Room] = {}  # node -> requests (and "pods") promised to pods moving there
         self.released: dict[str, Room] = {}  # node -> requests of the pods planned to leave it
         # source node -> room promised on the new node like it that the autoscaler adds (autoscaler.addsNodes)
@@ -140,12 +155,27 @@ class Cycle:
         return hold.why if hold is not None else None
 
     # --- deschedule strategies: candidates -----------------------------------------------------------------
-    def admit(self, c: PlannedEviction) -> None:
-        """Safety rails, DefaultEvictor, limits, then node fit anywhere outside `exclude` (when nodeFit is on)."""
+    def fits(self, pod: PodRecord, accept: Accept | None = None) -> str | None:
+        """A node the pod could go to now (`accept`ed, when given), or None; reserves nothing. For a deschedule
+        strategy whose rule is itself about a better node (node affinity), with the cycle's indexes and books."""
+        affinity, spread, _ = self._indexes()
+        self.by_room(())
+        return find_destination(pod, self.snapshot, exclude=self.exclude, planned_taints=self.planned_taints,
+                                reserved=self.reserved, requested=self.requested, pod_affinity=affinity, spread=spread,
+                                nodes=self._all_by_room, accept=accept, first_fit=True).node
+
+    def evicting(self, pod_key: str) -> bool:
+        """Is the pod planned for eviction this cycle (by any strategy so far)?"""
+        return pod_key in self._evicting
+
+    def admit(self, c: PlannedEviction, *, terminal: bool = False) -> None:
+        """Safety rails, DefaultEvictor, limits, then node fit anywhere outside `exclude` (when nodeFit is on).
+        `terminal`: the strategy may evict Succeeded/Failed pods; such a pod needs no destination (it holds no
+        resources and nothing replaces it because of the eviction), so node fit is not asked (DS-TERM-1)."""
         if c.pod.key in self.decided:
             return  # the first strategy to claim a pod decides it
         self.decided.add(c.pod.key)
-        why = self.hold(c.pod.node_name) or protection(c.pod, self.snapshot, self.policy.evictor)
+        why = self.hold(c.pod.node_name) or protection(c.pod, self.snapshot, self.policy.evictor, terminal=terminal)
         if why is not None:
             self.plan.protected.append(Protected(c.pod, why))
             return
@@ -155,7 +185,7 @@ class Cycle:
         if why is not None:
             self.plan.deferred.append(Protected(c.pod, why))
             return
-        if self.policy.evictor.node_fit:
+        if self.policy.evictor.node_fit and c.pod.phase not in TERMINAL_PHASES:
             destination, why = self._place(c.pod, None, None, cache=True)
             if destination is None and self.policy.autoscaler.adds_nodes:
                 new_node_why = self._place_on_new_node(c.pod)
@@ -188,10 +218,39 @@ class Cycle:
         return why
 
     # --- balance strategies: one pod at a time ------------------------------------------------------------
-    def move(self, c: PlannedEviction, destinations: Sequence[str], *, accept: Accept | None = None) -> Outcome:
+    def refusal(self, c: PlannedEviction) -> str | None:
+        """Why `move` would refuse to let `c.pod` go, before any node fit; decides nothing (a strategy planning
+        several moves at once asks first, so that it does not start what the gate would stop halfway)."""
+        pod, lim = c.pod, self.policy.limits
+        if pod.key in self.decided:
+            return "already decided this cycle"
+        if lim.max_pods_to_evict_total is not None and self.limits.taken >= lim.max_pods_to_evict_total:
+            return "maxNoOfPodsToEvictTotal reached"
+        if (lim.max_pods_to_evict_per_node is not None
+                and self.limits.per_node[pod.node_name] >= lim.max_pods_to_evict_per_node):
+            return "maxNoOfPodsToEvictPerNode reached"
+        return (self.hold(pod.node_name) or protection(pod, self.snapshot, self.policy.evictor)
+                or self.loop_guard(pod) or self._pdb_refusal(pod) or self.limits.refusal(c))
+
+    def pdb_headroom(self, pod: PodRecord) -> dict[str, int]:
+        """PDB ("namespace/name") -> disruptions it still allows this cycle, for each PDB selecting `pod`."""
+        return {f"{b.namespace}/{b.name}": b.disruptions_allowed - self._pdb_used[(b.namespace, b.name)]
+                for b in self._pdbs_matching(pod)}
+
+    def promise(self, pod: PodRecord, node: str) -> None:
+        """Hold room on `node` for a pending pod the plan makes room for, so no later move of the cycle takes it."""
+        room = self.reserved.setdefault(node, {})
+        room[PODS] = room.get(PODS, 0) + 1
+        for resource, quantity in pod.requests.items():
+            room[resource] = room.get(resource, 0) + quantity
+
+    def move(self, c: PlannedEviction, destinations: Sequence[str], *, accept: Accept | None = None,
+             count_leaving: bool = False) -> Outcome:
         """Evict `c.pod` if it may go and fits one of `destinations` (always checked, whatever nodeFit says:
         a balance move is only worth making towards a node that takes the pod). `destinations` in the order to
-        try them: `by_room(...)` gives the roomiest first."""
+        try them: `by_room(...)` gives the roomiest first. `count_leaving`: room on a destination that pods
+        planned to leave it this cycle free counts (a chain of moves, made in order, each after the ones before
+        it have left); otherwise only room free now counts."""
         pod = c.pod
         if pod.key in self.decided:
             return Outcome(False)
@@ -209,7 +268,7 @@ class Cycle:
         if why is not None:
             self._decide(Protected(pod, why), protected=False)
             return Outcome(False)
-        destination, why = self._place(pod, destinations, accept, cache=False)
+        destination, why = self._place(pod, destinations, accept, cache=False, count_leaving=count_leaving)
         if destination is None:
             self._decide(Protected(pod, "no destination fits: " + why), protected=True)
             return Outcome(False)
@@ -257,6 +316,7 @@ class Cycle:
 
     def _commit(self, c: PlannedEviction) -> None:
         self.decided.add(c.pod.key)
+        self._evicting.add(c.pod.key)
         self.limits.take(c)
         for key in self._pdbs_of(c.pod):
             self._pdb_used[key] += 1
@@ -295,7 +355,7 @@ class Cycle:
         return self._affinity, self._spread, self._zones
 
     def _place(self, pod: PodRecord, destinations: Collection[str] | None, accept: Accept | None, *,
-               cache: bool) -> tuple[str | None, str]:
+               cache: bool, count_leaving: bool = False) -> tuple[str | None, str]:
         """Reserve room for `pod` on a destination: (node, "") or (None, why there is none)."""
         shape: tuple[object, ...] = ()
         if cache:
@@ -318,8 +378,11 @@ class Cycle:
         if destinations is None:
             self.by_room(())
             destinations = self._all_by_room
+        reserved: Mapping[str, Room] = self.reserved
+        if count_leaving and destinations is not None:
+            reserved = {n: self._net_reserved(n) for n in destinations}
         result = find_destination(pod, self.snapshot, exclude=self.exclude, planned_taints=self.planned_taints,
-                                  reserved=self.reserved, requested=self.requested, pod_affinity=affinity,
+                                  reserved=reserved, requested=self.requested, pod_affinity=affinity,
                                   spread=spread, nodes=destinations, accept=check, first_fit=True)
         if result.node is None:
             if cache:
@@ -333,6 +396,13 @@ class Cycle:
         for resource, quantity in pod.requests.items():
             room[resource] = room.get(resource, 0) + quantity
         return result.node, ""
+
+    def _net_reserved(self, node: str) -> Room:
+        """Room promised on `node` less the room pods planned to leave it free."""
+        net = dict(self.reserved.get(node, {}))
+        for resource, quantity in self.released.get(node, {}).items():
+            net[resource] = net.get(resource, 0) - quantity
+        return net
 
     def _unplace(self, pod: PodRecord, node: str) -> None:
         affinity, spread, zones = self._indexes()

@@ -4,8 +4,9 @@ The checks and their order follow descheduler (see docs/reference descheduler.md
 failing check is reported, not just the first, so an operator sees all the reasons a pod is protected at once.
 
 nodemedic differs in two places, both on purpose:
-* terminal pods (Succeeded/Failed) are never candidates. descheduler drops them when it lists pods; here the
-  filter says so itself, so callers cannot forget. (This makes `evict_failed_bare_pods` moot for this filter.)
+* terminal pods (Succeeded/Failed) are candidates only for the strategies descheduler lists them for
+  (RemoveFailedPods, PodLifeTime, RemovePodsHavingTooManyRestarts: `terminal=True`). descheduler drops them when
+  the other strategies list pods; here the filter says so itself, so callers cannot forget.
 * `honor_safe_to_evict`: the node autoscalers' own pod opt-outs protect the pod too: cluster-autoscaler's
   `safe-to-evict: "false"` and Karpenter's `karpenter.sh/do-not-disrupt` ("true", or a duration after the pod
   started, read as Karpenter reads it: a malformed value protects nothing). The explicit descheduler evict
@@ -70,8 +71,7 @@ def _priority_reason(pod: PodRecord, snapshot: Snapshot, args: EvictorArgs) -> s
 
 
 def _bare_pod_reason(pod: PodRecord, args: EvictorArgs) -> str | None:
-    # Any owner kind counts, as in descheduler. The Failed exemption mirrors descheduler even though
-    # `protection` stops at terminal phases first; it keeps this check correct on its own.
+    # Any owner kind counts, as in descheduler; with evictFailedBarePods a Failed bare pod may go.
     if pod.owners or (args.evict_failed_bare_pods and pod.phase == "Failed"):
         return None
     return "bare pod (no owner)"
@@ -146,9 +146,10 @@ def _filter_reasons(pod: PodRecord, snapshot: Snapshot, args: EvictorArgs) -> li
     return reasons
 
 
-def protection(pod: PodRecord, snapshot: Snapshot, args: EvictorArgs) -> str | None:
-    """None when the DefaultEvictor filter lets `pod` be evicted, else every reason it does not, joined by "; "."""
-    if pod.phase in TERMINAL_PHASES:
+def protection(pod: PodRecord, snapshot: Snapshot, args: EvictorArgs, *, terminal: bool = False) -> str | None:
+    """None when the DefaultEvictor filter lets `pod` be evicted, else every reason it does not, joined by "; ".
+    `terminal`: the asking strategy may evict Succeeded/Failed pods (see the module docstring)."""
+    if pod.phase in TERMINAL_PHASES and not terminal:
         return f"terminal phase {pod.phase}"
     if EVICT_ANNOTATION in pod.annotations:
         # The owner asked for eviction: only the policy's own scope still applies (see the module docstring).

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from remediator.policy.fields import check_backoff
+from remediator.policy.fields import MIN_BACKOFF, check_backoff
 from remediator.policy.reader import Reader, Section
 
 _EVICTION_KEYS = ("retryDeadline", "initialBackoff", "maxBackoff", "gracePeriodSeconds")
@@ -24,7 +24,7 @@ def read_eviction(r: Reader, top: Section) -> EvictionSettings:
     d = EvictionSettings()
     settings = EvictionSettings(
         retry_deadline=r.duration(m, "retryDeadline", d.retry_deadline),
-        initial_backoff=r.duration(m, "initialBackoff", d.initial_backoff),
+        initial_backoff=r.duration(m, "initialBackoff", d.initial_backoff, floor=MIN_BACKOFF),
         max_backoff=r.duration(m, "maxBackoff", d.max_backoff),
         grace_period_seconds=r.optional_integer(m, "gracePeriodSeconds", d.grace_period_seconds),
     )

@@ -80,6 +80,10 @@ def read_evictable_namespaces(r: Reader, m: Section) -> tuple[str, ...]:
     return r.strings(section, "exclude", namespace_problem) or ()
 
 
+# A retry sooner than this is a busy loop against the API server (an eviction a PDB refuses) or a sink.
+MIN_BACKOFF = (dt.timedelta(milliseconds=100), "a shorter first retry is a busy loop against the server")
+
+
 def check_backoff(r: Reader, m: Section, initial: dt.timedelta, maximum: dt.timedelta) -> None:
     if maximum < initial:
         key = "maxBackoff" if "maxBackoff" in m.values else "initialBackoff"

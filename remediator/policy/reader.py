@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from nodemedic_common.durations import parse_duration
+from nodemedic_common.durations import below_floor, parse_duration
 
 DOCUMENT = "<document>"  # the field path of errors about the file as a whole
 BAD = object()  # marks a value whose error is already recorded
@@ -172,8 +172,8 @@ class Reader:
             return default
         return got
 
-    def integer(self, m: Section, key: str, default: int, *, minimum: int = 0) -> int:
-        got = self.optional_integer(m, key, default, minimum=minimum, nullable=False)
+    def integer(self, m: Section, key: str, default: int, *, minimum: int = 0, maximum: int | None = None) -> int:
+        got = self.optional_integer(m, key, default, minimum=minimum, maximum=maximum, nullable=False)
         return default if got is None else got
 
     def percent(self, m: Section, key: str, default: float | None) -> float | None:
@@ -192,7 +192,9 @@ class Reader:
         return float(got)
 
     def optional_duration(self, m: Section, key: str, default: dt.timedelta | None, *,
-                          nullable: bool = True, positive: bool = False) -> dt.timedelta | None:
+                          nullable: bool = True, positive: bool = False,
+                          floor: tuple[dt.timedelta, str] | None = None) -> dt.timedelta | None:
+        """A duration; `floor` is the smallest value that does no harm and why (docs/bounds.md)."""
         node = m.values.get(key)
         if node is None:
             return default
@@ -210,10 +212,14 @@ class Reader:
         if positive and not result:
             self.error(node, m.at(key), "must be more than 0s")
             return default
+        if floor is not None and (problem := below_floor(result, *floor)):
+            self.error(node, m.at(key), problem)
+            return default
         return result
 
-    def duration(self, m: Section, key: str, default: dt.timedelta, *, positive: bool = False) -> dt.timedelta:
-        got = self.optional_duration(m, key, default, nullable=False, positive=positive)
+    def duration(self, m: Section, key: str, default: dt.timedelta, *, positive: bool = False,
+                 floor: tuple[dt.timedelta, str] | None = None) -> dt.timedelta:
+        got = self.optional_duration(m, key, default, nullable=False, positive=positive, floor=floor)
         return default if got is None else got
 
     def strings(self, parent: Section, key: str, check: Callable[[str], str | None]) -> tuple[str, ...] | None:
@@ -227,6 +233,21 @@ class Reader:
                 self.wrong(node, path, "a string", got)
             elif problem := check(got):
                 self.error(node, path, problem)
+            else:
+                out.append(got)
+        return tuple(out)
+
+    def integers(self, parent: Section, key: str, *, minimum: int, maximum: int) -> tuple[int, ...] | None:
+        items = self.sequence(parent, key)
+        if items is None:
+            return None
+        out: list[int] = []
+        for node, path in items:
+            got = self.value(node, path)
+            if isinstance(got, bool) or not isinstance(got, int):
+                self.wrong(node, path, "an integer", got)
+            elif not minimum <= got <= maximum:
+                self.error(node, path, f"must be from {minimum} to {maximum}, got {got}")
             else:
                 out.append(got)
         return tuple(out)

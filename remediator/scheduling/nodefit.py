@@ -75,6 +75,13 @@ def _placement_reason(pod: PodRecord, node: NodeRecord, exclude: Collection[str]
     return None
 
 
+def placement_reason(pod: PodRecord, node: NodeRecord, *, exclude: Collection[str] = (),
+                     planned: Sequence[Taint] = ()) -> str | None:
+    """Why `pod` may not go to `node` whatever room it has (Ready, schedulable, not excluded, taints tolerated,
+    node selector and required node affinity), or None: the pool a pod can go to."""
+    return _placement_reason(pod, node, exclude, planned)
+
+
 def _room_reason(node: NodeRecord, wanted: Mapping[str, int], used: Mapping[str, int],
                  held: Mapping[str, int]) -> str | None:
     allocatable = node.allocatable

@@ -13,6 +13,7 @@ for affinity (stricter too): the records carry no namespace labels.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from remediator.model import TERMINAL_PHASES, NodeRecord, PodAffinityTerm, PodRecord, Snapshot
 from remediator.scheduling.selectors import matches_labels
@@ -35,9 +36,11 @@ class PodAffinityIndex:
         self._by_node = snapshot.pods_by_node
         self._arrivals: list[tuple[PodRecord, str]] = []  # planned this cycle
         self._domains: dict[str, dict[str, list[PodRecord]]] = {}  # topology key -> value -> pods, built lazily
-        # (pod, term, the pod's topology value) for every pod that keeps others away
-        self._holders: list[tuple[PodRecord, PodAffinityTerm, str]] = []
-        self._added_holders: dict[tuple[int, str], list[list[tuple[PodRecord, PodAffinityTerm, str]]]] = {}
+        # (topology key, the holder's value of it) -> (pod, term) for every pod that keeps others away: a node is
+        # checked against the holders of its own domains only, not against every holder in the cluster
+        self._holders: dict[tuple[str, str], list[tuple[PodRecord, PodAffinityTerm]]] = {}
+        self._holder_keys: set[str] = set()  # the topology keys of those terms (a few: hostname, zone)
+        self._added_holders: dict[tuple[int, str], list[list[tuple[str, str]]]] = {}
         for node, pods in snapshot.pods_by_node.items():
             for p in pods:
                 if p.required_anti_affinity and p.phase not in TERMINAL_PHASES:
@@ -54,11 +57,16 @@ class PodAffinityIndex:
         record = self._nodes.get(node)
         return record.labels.get(key) if record is not None else None
 
-    def _hold(self, pod: PodRecord, node: str) -> None:
+    def _hold(self, pod: PodRecord, node: str) -> list[tuple[str, str]]:
+        """Index the pod's anti-affinity terms; the domains it was added to."""
+        held = []
         for term in pod.required_anti_affinity:
             value = self._value(node, term.topology_key)
             if value is not None:
-                self._holders.append((pod, term, value))
+                self._holders.setdefault((term.topology_key, value), []).append((pod, term))
+                self._holder_keys.add(term.topology_key)
+                held.append((term.topology_key, value))
+        return held
 
     def _domain(self, key: str, value: str) -> list[PodRecord]:
         if key not in self._domains:
@@ -77,9 +85,7 @@ class PodAffinityIndex:
             value = self._value(node, key)
             if value is not None:
                 by_value.setdefault(value, []).append(pod)
-        before = len(self._holders)
-        self._hold(pod, node)
-        self._added_holders.setdefault((id(pod), node), []).append(self._holders[before:])
+        self._added_holders.setdefault((id(pod), node), []).append(self._hold(pod, node))
 
     def remove(self, pod: PodRecord, node: str) -> None:
         """Undo `add(pod, node)` (a trial placement that was given up)."""
@@ -90,15 +96,10 @@ class PodAffinityIndex:
         for key, by_value in self._domains.items():
             value = self._value(node, key)
             if value is not None:
-                pods = by_value[value]
-                for i in range(len(pods) - 1, -1, -1):
-                    if pods[i] is pod:
-                        del pods[i]
-                        break
+                _drop_last(by_value[value], pod)
         added = self._added_holders.get((id(pod), node))
-        if added:
-            gone = {id(h) for h in added.pop()}
-            self._holders = [h for h in self._holders if id(h) not in gone]
+        for domain in added.pop() if added else ():
+            _drop_last(self._holders[domain], pod)
 
     def conflict(self, pod: PodRecord, node: NodeRecord) -> str | None:
         """Why `pod` may not go to `node` (the first conflict found), or None."""
@@ -109,9 +110,11 @@ class PodAffinityIndex:
             for other in self._domain(term.topology_key, value):
                 if other.uid != pod.uid and _matches(term, other):
                     return "pod anti-affinity"
-        for holder, term, value in self._holders:
-            if holder.uid != pod.uid and node.labels.get(term.topology_key) == value and _matches(term, pod):
-                return "existing pods' anti-affinity"
+        for key in self._holder_keys:
+            value = node.labels.get(key)
+            for holder, term in self._holders.get((key, value), ()) if value is not None else ():
+                if holder.uid != pod.uid and _matches(term, pod):
+                    return "existing pods' anti-affinity"
         for term in pod.required_affinity:
             if not self._affinity_met(pod, term, node.labels.get(term.topology_key)):
                 return "pod affinity"
@@ -124,6 +127,15 @@ class PodAffinityIndex:
             return True
         # The first pod of a group may go anywhere its term would match itself, if no pod matches it yet.
         return _matches(affine, pod) and not any(o.uid != pod.uid and _matches(affine, o) for o, _ in self._pods())
+
+
+def _drop_last(items: list[Any], pod: PodRecord) -> None:
+    """Remove the last entry that is `pod` (or a tuple starting with it)."""
+    for i in range(len(items) - 1, -1, -1):
+        item = items[i]
+        if item is pod or (isinstance(item, tuple) and item[0] is pod):
+            del items[i]
+            return
 
 
 def _affine(term: PodAffinityTerm) -> PodAffinityTerm:

@@ -79,6 +79,7 @@ class ClusterCache:
         self.pods: dict[str, PodRecord] = {}  # "ns/name" -> record
         self.pods_by_node: dict[str, dict[str, PodRecord]] = {}
         self.pods_by_owner: dict[str, dict[str, PodRecord]] = {}
+        self.pending: dict[str, PodRecord] = {}  # pods without a node yet
         self.pdbs: dict[str, PdbRecord] = {}
         self.priority_classes: dict[str, int] = {}  # for evictor.priorityThreshold.name
         self.raw_nodes: dict[str, dict[str, Any]] = {}  # annotations/taints the taint writer patches from
@@ -124,10 +125,12 @@ class ClusterCache:
         self.pods.clear()
         self.pods_by_node.clear()
         self.pods_by_owner.clear()
+        self.pending.clear()
         for obj in items:
             self._apply_pod("ADDED", obj)
 
     def _unindex(self, rec: PodRecord) -> None:
+        self.pending.pop(rec.key, None)
         by_node = self.pods_by_node.get(rec.node_name)
         if by_node is not None:
             by_node.pop(rec.key, None)
@@ -149,6 +152,8 @@ class ClusterCache:
             self.pods[rec.key] = rec
             if rec.node_name:
                 self.pods_by_node.setdefault(rec.node_name, {})[rec.key] = rec
+            else:
+                self.pending[rec.key] = rec
             for o in rec.owners:
                 self.pods_by_owner.setdefault(o.uid, {})[rec.key] = rec
         self.changed.set()
@@ -190,6 +195,7 @@ class ClusterCache:
             pods_by_owner={o: list(p.values()) for o, p in self.pods_by_owner.items()},
             pdbs=list(self.pdbs.values()),
             priority_classes=dict(self.priority_classes),
+            pending=list(self.pending.values()),
         )
 
 
@@ -213,6 +219,7 @@ def snapshot_from_list(doc: dict[str, Any], now: dt.datetime) -> Snapshot:
     by_owner: dict[str, list[PodRecord]] = {}
     pdbs: list[PdbRecord] = []
     priority_classes: dict[str, int] = {}
+    pending: list[PodRecord] = []
     for obj in doc.get("items") or []:
         kind = obj.get("kind")
         if kind == "Node":
@@ -222,6 +229,8 @@ def snapshot_from_list(doc: dict[str, Any], now: dt.datetime) -> Snapshot:
             p = records.pod(obj)
             if p.node_name:
                 by_node.setdefault(p.node_name, []).append(p)
+            else:
+                pending.append(p)
             for o in p.owners:
                 by_owner.setdefault(o.uid, []).append(p)
         elif kind == "PodDisruptionBudget":
@@ -229,4 +238,4 @@ def snapshot_from_list(doc: dict[str, Any], now: dt.datetime) -> Snapshot:
         elif kind == "PriorityClass" and (rec := records.priority_class(obj)) is not None:
             priority_classes[rec[0]] = rec[1]
     return Snapshot(now=now, nodes=nodes, pods_by_node=by_node, pods_by_owner=by_owner, pdbs=pdbs,
-                    priority_classes=priority_classes)
+                    priority_classes=priority_classes, pending=pending)

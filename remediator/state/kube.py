@@ -8,6 +8,7 @@ themselves are plain aiohttp, which keeps watches cheap and the JSON raw (record
 from __future__ import annotations
 
 import json
+import os
 import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -52,13 +53,23 @@ class Credentials:
     refresh: Any = None  # kubernetes Configuration whose token hook refreshes bound tokens
 
 
+class CredentialsError(Exception):
+    """No usable credentials: the message names the kubeconfig file (or says why in-cluster ones are missing)."""
+
+
 def load_credentials(kubeconfig: str | None) -> Credentials:
     """From a kubeconfig file, or the pod's service account when `kubeconfig` is None."""
     cfg = client.Configuration()
-    if kubeconfig:
-        config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
-    else:
-        config.load_incluster_config(client_configuration=cfg)
+    try:
+        if kubeconfig:
+            if not os.path.isfile(kubeconfig):  # the library's own message would not name the file
+                raise CredentialsError(f"{kubeconfig}: kubeconfig file not found")
+            config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
+        else:
+            config.load_incluster_config(client_configuration=cfg)
+    except (config.ConfigException, OSError, ValueError, TypeError) as e:
+        where = kubeconfig or "in-cluster credentials (pass --kubeconfig outside a pod)"
+        raise CredentialsError(f"{where}: {e}") from None
     if cfg.verify_ssl:
         ctx: ssl.SSLContext | bool = ssl.create_default_context(cafile=cfg.ssl_ca_cert)
         if cfg.cert_file:

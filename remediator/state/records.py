@@ -10,7 +10,9 @@ import datetime as dt
 from typing import Any
 
 from remediator.model import (
+    NO_STATUSES,
     Condition,
+    ContainerStatuses,
     Effect,
     LabelSelector,
     NodeRecord,
@@ -19,6 +21,7 @@ from remediator.model import (
     PdbRecord,
     PodAffinityTerm,
     PodRecord,
+    PreferredNodeTerm,
     SelectorRequirement,
     SpreadConstraint,
     Taint,
@@ -176,18 +179,57 @@ def _spread(spec: dict[str, Any], labels: dict[str, str], when: str) -> tuple[Sp
     return tuple(out)
 
 
+def _node_term(raw: dict[str, Any]) -> NodeSelectorTerm:
+    return NodeSelectorTerm(match_expressions=_requirements(raw.get("matchExpressions")),
+                            match_fields=_requirements(raw.get("matchFields")))
+
+
+def _preferred_node_terms(node_affinity: dict[str, Any]) -> tuple[PreferredNodeTerm, ...]:
+    out = []
+    for t in map(_dict, _list(node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution"))):
+        weight = t.get("weight")
+        if isinstance(weight, int) and not isinstance(weight, bool) and weight > 0:
+            out.append(PreferredNodeTerm(weight, _node_term(_dict(t.get("preference")))))
+    return tuple(out)
+
+
+def container_statuses(raw: Any) -> ContainerStatuses:
+    """Restart counts, state reasons and exit codes of one list of container statuses; the shared empty value when
+    there is nothing to say (a healthy pod), so the cache keeps no per-pod object for it."""
+    restarts = 0
+    waiting: list[str] = []
+    terminated: list[str] = []
+    codes: list[int] = []
+    for cs in map(_dict, _list(raw)):
+        count = cs.get("restartCount")
+        if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+            restarts += count
+        state = _dict(cs.get("state"))
+        reason = _dict(state.get("waiting")).get("reason")
+        if isinstance(reason, str) and reason:
+            waiting.append(reason)
+        if isinstance(state.get("terminated"), dict):
+            ended = state["terminated"]
+            if isinstance(ended.get("reason"), str) and ended["reason"]:
+                terminated.append(ended["reason"])
+            code = ended.get("exitCode")
+            if isinstance(code, int) and not isinstance(code, bool):
+                codes.append(code)
+    if not (restarts or waiting or terminated or codes):
+        return NO_STATUSES
+    return ContainerStatuses(restarts, tuple(waiting), tuple(terminated), tuple(codes))
+
+
 def pod(obj: dict[str, Any]) -> PodRecord:
     meta, spec, status = _dict(obj.get("metadata")), _dict(obj.get("spec")), _dict(obj.get("status"))
     labels = _str_map(meta.get("labels"))
     volumes = list(map(_dict, _list(spec.get("volumes"))))
-    affinity = _dict(_dict(_dict(spec.get("affinity")).get("nodeAffinity")).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"))
-    terms = tuple(
-        NodeSelectorTerm(match_expressions=_requirements(t.get("matchExpressions")),
-                         match_fields=_requirements(t.get("matchFields")))
-        for t in map(_dict, _list(affinity.get("nodeSelectorTerms")))
-    )
+    node_affinity = _dict(_dict(spec.get("affinity")).get("nodeAffinity"))
+    required = _dict(node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution"))
+    terms = tuple(_node_term(t) for t in map(_dict, _list(required.get("nodeSelectorTerms"))))
     priority = spec.get("priority")
+    scheduled = next((c for c in map(_dict, _list(status.get("conditions"))) if c.get("type") == "PodScheduled"), {})
+    refused = scheduled.get("status") == "False" and scheduled.get("reason") == "Unschedulable"
     return PodRecord(
         namespace=str(meta.get("namespace", "")),
         name=str(meta.get("name", "")),
@@ -210,6 +252,7 @@ def pod(obj: dict[str, Any]) -> PodRecord:
         ),
         node_selector=_str_map(spec.get("nodeSelector")),
         required_node_affinity=terms,
+        preferred_node_affinity=_preferred_node_terms(node_affinity),
         required_anti_affinity=_pod_affinity_terms(spec, "podAntiAffinity", str(meta.get("namespace", ""))),
         required_affinity=_pod_affinity_terms(spec, "podAffinity", str(meta.get("namespace", ""))),
         hard_spread=_spread(spec, labels, "DoNotSchedule"),
@@ -222,6 +265,10 @@ def pod(obj: dict[str, Any]) -> PodRecord:
         terminating=meta.get("deletionTimestamp") is not None,
         start_time=parse_time(status.get("startTime")),
         created=parse_time(meta.get("creationTimestamp")),
+        reason=str(status.get("reason", "") or ""),
+        containers=container_statuses(status.get("containerStatuses")),
+        init_containers=container_statuses(status.get("initContainerStatuses")),
+        unschedulable=str(scheduled.get("message") or "Unschedulable") if refused else "",
     )
 
 

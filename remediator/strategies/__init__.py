@@ -8,9 +8,16 @@ it would evict), `__init__.py` (its `STRATEGY`). Adding one takes its folder, it
 from __future__ import annotations
 
 from remediator.strategies import (  # one line per strategy, and one in REGISTERED
+    balance_resource_mix,
     high_node_utilization,
     low_node_utilization,
+    make_room_for_pending_pods,
+    pod_life_time,
     remove_duplicates,
+    remove_failed_pods,
+    remove_pods_having_too_many_restarts,
+    remove_pods_violating_inter_pod_anti_affinity,
+    remove_pods_violating_node_affinity,
     remove_pods_violating_node_taints,
     remove_pods_violating_topology_spread_constraint,
 )
@@ -20,8 +27,15 @@ __all__ = ["KINDS", "STRATEGIES", "Strategy", "lookup"]
 
 REGISTERED = (
     remove_pods_violating_node_taints.STRATEGY,
+    remove_pods_violating_node_affinity.STRATEGY,
+    remove_pods_violating_inter_pod_anti_affinity.STRATEGY,
+    remove_pods_having_too_many_restarts.STRATEGY,
+    pod_life_time.STRATEGY,
+    remove_failed_pods.STRATEGY,
     low_node_utilization.STRATEGY,
     high_node_utilization.STRATEGY,
+    make_room_for_pending_pods.STRATEGY,
+    balance_resource_mix.STRATEGY,
     remove_duplicates.STRATEGY,
     remove_pods_violating_topology_spread_constraint.STRATEGY,
 )

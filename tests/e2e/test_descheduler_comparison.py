@@ -20,6 +20,7 @@ Run: .venv/bin/python -m pytest tests/e2e/test_descheduler_comparison.py -q -s  
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import re
@@ -77,6 +78,7 @@ class Node:
     name: str
     zone: str = nodes.ZONES[0]
     taints: tuple[tuple[str, str, str], ...] = ()  # (key, value, effect)
+    labels: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,15 @@ class Pod:
     owner: str | None = ""  # workload (ReplicaSet) name; "" = the pod's own name; None = a bare pod
     tolerations: tuple[dict[str, Any], ...] = ()
     spread: dict[str, Any] | None = None  # one topologySpreadConstraint (labelSelector on app=<owner>)
+    labels: tuple[tuple[str, str], ...] = ()  # besides app=<owner> and the scenario label
+    affinity: dict[str, Any] | None = None  # spec.affinity as written
+    # Written to the pod's status once kwok has it Running (restart counts, waiting reasons, phase Failed, ...):
+    # kwok's stages only act on Pending pods, so the status stays as written.
+    status: dict[str, Any] | None = None
+
+    @property
+    def terminal(self) -> bool:
+        return (self.status or {}).get("phase") in ("Succeeded", "Failed")
 
 
 @dataclass(frozen=True)
@@ -101,6 +112,7 @@ class Scenario:
     nodemedic_args: dict[str, dict[str, Any]] = field(default_factory=dict)  # nodemedic-only args per strategy
     pdbs: tuple[tuple[str, str, int], ...] = ()  # (name, app label, minAvailable), 0 disruptions allowed
     owner_cooldown: str = "0s"  # nodemedic only; 0s everywhere but where the cool-down is what is compared
+    pods_older_than: int = 0  # seconds: the build waits until every pod is older (for ages that PodLifeTime compares)
     # The differences: pod -> the ID of the documented difference that explains it.
     only_descheduler: dict[str, str] = field(default_factory=dict)
     only_nodemedic: dict[str, str] = field(default_factory=dict)
@@ -288,7 +300,6 @@ def _taint_violation() -> Scenario:
 
 SCENARIOS = [_taint_violation(), _balanced(), _hot_node(), _fragmented(), _idle_nodes(), _all_idle(), _taints(), _pdb(),
              _same_owner(), _spread()]
-ALL_IDS = sorted({i for s in SCENARIOS for i in (*s.only_descheduler.values(), *s.only_nodemedic.values())})
 
 
 # --- policies ----------------------------------------------------------------------------------------------
@@ -326,12 +337,10 @@ def nodemedic_policy(s: Scenario) -> str:
 @pytest.fixture(scope="module")
 def compare_cluster() -> Iterator[LocalCluster]:
     """A control plane of its own, with no nodes but the running scenario's (nodemedic has no node selector, so
-    a shared cluster's other nodes would take part), even when NODEMEDIC_TEST_KUBECONFIG names a shared one."""
+    a shared cluster's other nodes would take part), even when NODEMEDIC_TEST_KUBECONFIG names a shared one.
+    Module-scoped: a module of scenarios that imports this fixture gets a control plane of its own."""
     with _started(f"pytest-{os.getpid()}-compare-{secrets.token_hex(2)}", 0) as started:
         core = client.CoreV1Api(started.api)
-        sched = client.SchedulingV1Api(started.api)
-        for value in sorted({p.priority for s in SCENARIOS for p in s.pods if p.priority is not None}):
-            sched.create_priority_class({"metadata": {"name": f"compare-{value}"}, "value": value})
         assert not core.list_node().items, "the comparison cluster must start without nodes"
         yield started
 
@@ -342,7 +351,7 @@ def _ready(node: client.V1Node) -> bool:
 
 def _pod_manifest(s: Scenario, p: Pod, owners: dict[str, str]) -> dict[str, Any]:
     app = p.owner if p.owner else p.name
-    meta: dict[str, Any] = {"name": p.name, "labels": {"app": app, SCENARIO_LABEL: s.name}}
+    meta: dict[str, Any] = {"name": p.name, "labels": {"app": app, SCENARIO_LABEL: s.name, **dict(p.labels)}}
     if p.owner is not None:
         meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": app, "uid": owners[app]}]
     requests = {k: v for k, v in (("cpu", f"{p.cpu}m" if p.cpu else ""), ("memory", f"{p.mem}Mi" if p.mem else ""))
@@ -357,7 +366,32 @@ def _pod_manifest(s: Scenario, p: Pod, owners: dict[str, str]) -> dict[str, Any]
         spec["tolerations"] = [dict(t) for t in p.tolerations]
     if p.spread:
         spec["topologySpreadConstraints"] = [{**p.spread, "labelSelector": {"matchLabels": {"app": app}}}]
+    if p.affinity:
+        spec["affinity"] = p.affinity
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def _write_status(core: client.CoreV1Api, ns: str, p: Pod) -> None:
+    """Merge `p.status` into the pod's status (a container status is completed from the one kwok wrote), and wait
+    until the API server returns it."""
+    assert p.status is not None
+    current = core.read_namespaced_pod_status(p.name, ns).to_dict()["status"] or {}
+    kwok_written = {c["name"]: c for c in current.get("container_statuses") or []}
+    status = dict(p.status)
+    if "containerStatuses" in status:
+        status["containerStatuses"] = [
+            {"image": "registry.invalid/app:1", "imageID": "", "ready": False, "started": False,
+             "containerID": (kwok_written.get(c["name"]) or {}).get("container_id") or "",
+             **c} for c in status["containerStatuses"]]
+    core.patch_namespaced_pod_status(p.name, ns, {"status": status})
+
+    def written() -> bool:
+        st = core.read_namespaced_pod_status(p.name, ns).status
+        want = [c.get("restartCount", 0) for c in status.get("containerStatuses", [])]
+        have = [c.restart_count for c in st.container_statuses or []]
+        return st.phase == status.get("phase", st.phase) and have[:len(want)] == want
+
+    wait_until(written, timeout=30, what=f"{ns}/{p.name}: status written")
 
 
 @dataclass
@@ -372,12 +406,20 @@ def build(compare_cluster: LocalCluster) -> Iterator[Any]:
     core = client.CoreV1Api(compare_cluster.api)
     apps = client.AppsV1Api(compare_cluster.api)
     policy_api = client.PolicyV1Api(compare_cluster.api)
+    sched = client.SchedulingV1Api(compare_cluster.api)
     made_nodes: list[str] = []
     made_ns: list[str] = []
 
     def make(s: Scenario) -> Built:
+        for value in sorted({p.priority for p in s.pods if p.priority is not None}):
+            try:
+                sched.create_priority_class({"metadata": {"name": f"compare-{value}"}, "value": value})
+            except ApiException as e:
+                if e.status != 409:  # an earlier scenario made it
+                    raise
         for n in s.nodes:
-            m = nodes.node_manifest(n.name, n.zone, labels={SCENARIO_LABEL: s.name}, capacity=ALLOCATABLE,
+            m = nodes.node_manifest(n.name, n.zone, labels={SCENARIO_LABEL: s.name, **dict(n.labels)},
+                                    capacity=ALLOCATABLE,
                                     allocatable=ALLOCATABLE,
                                     taints=[{"key": k, "value": v, "effect": e} for k, v, e in n.taints])
             core.create_node(m)
@@ -424,6 +466,9 @@ def build(compare_cluster: LocalCluster) -> Iterator[Any]:
             return True
 
         wait_until(pods_running, timeout=60, what=f"{s.name}: every pod Running")
+        for p in s.pods:
+            if p.status is not None:
+                _write_status(core, ns, p)
 
         def pdbs_settled() -> bool:
             for name, _, min_available in s.pdbs:
@@ -434,7 +479,12 @@ def build(compare_cluster: LocalCluster) -> Iterator[Any]:
             return True
 
         wait_until(pdbs_settled, timeout=60, what=f"{s.name}: PDBs observed with 0 disruptions allowed")
-        view = descheduler.View({n.name: sum(1 for p in s.pods if p.node == n.name) for n in s.nodes})
+        if s.pods_older_than:
+            created = max(p.metadata.creation_timestamp for p in core.list_namespaced_pod(ns).items)
+            wait_until(lambda: (dt.datetime.now(dt.UTC) - created).total_seconds() > s.pods_older_than,
+                       timeout=s.pods_older_than + 30, what=f"{s.name}: every pod older than {s.pods_older_than}s")
+        view = descheduler.View({n.name: sum(1 for p in s.pods if p.node == n.name and not p.terminal)
+                                 for n in s.nodes})
         return Built(ns, view)
 
     yield make
@@ -519,11 +569,12 @@ def report(s: Scenario, d: Outcome, n: Outcome) -> str:
     return "\n".join(lines)
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
-def test_scenario(scenario: Scenario, compare_cluster: LocalCluster, build: Any, tmp_path: Path) -> None:
+def compare(scenario: Scenario, cluster: LocalCluster, build: Any, tmp_path: Path) -> None:
+    """Build the scenario, run both tools, and assert that what only one of them evicts is the declared
+    differences. A module of more scenarios calls this from its own test (and imports the two fixtures)."""
     built: Built = build(scenario)
-    d = run_descheduler(compare_cluster, scenario, built, tmp_path)
-    n = run_nodemedic(compare_cluster, scenario, built, tmp_path)
+    d = run_descheduler(cluster, scenario, built, tmp_path)
+    n = run_nodemedic(cluster, scenario, built, tmp_path)
     text = report(scenario, d, n)
     print("\n" + text)
     only_d, only_n = d.pods - n.pods, n.pods - d.pods
@@ -534,8 +585,19 @@ def test_scenario(scenario: Scenario, compare_cluster: LocalCluster, build: Any,
         f"  only nodemedic:   unexpected {_fmt(only_n - want_n)}, missing {_fmt(want_n - only_n)}")
 
 
+def undocumented(scenarios: list[Scenario], doc: Path) -> list[str]:
+    """The difference IDs the scenarios use that `doc` does not name."""
+    ids = sorted({i for s in scenarios for i in (*s.only_descheduler.values(), *s.only_nodemedic.values())})
+    assert doc.exists(), f"{doc} is missing; it must document the difference IDs {ids}"
+    text = doc.read_text()
+    return [i for i in ids if not re.search(rf"(?<![\w-]){re.escape(i)}(?![\w-])", text)]
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
+def test_scenario(scenario: Scenario, compare_cluster: LocalCluster, build: Any, tmp_path: Path) -> None:
+    compare(scenario, compare_cluster, build, tmp_path)
+
+
 def test_every_difference_id_is_documented() -> None:
-    assert DOC.exists(), f"{DOC} is missing; it must document the difference IDs {ALL_IDS}"
-    text = DOC.read_text()
-    missing = [i for i in ALL_IDS if not re.search(rf"(?<![\w-]){re.escape(i)}(?![\w-])", text)]
+    missing = undocumented(SCENARIOS, DOC)
     assert not missing, f"difference IDs used by the comparison but not in {DOC}: {missing}"

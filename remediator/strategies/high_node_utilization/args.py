@@ -11,6 +11,11 @@ from remediator.policy.reader import Reader, Section
 _HNU_ARGS_KEYS = ("thresholds", "numberOfNodes", "evictableNamespaces", "evictionModes", "taintDrainedNodes",
                   "maxConsolidatingNodes", "consolidationTimeout")
 EVICTION_MODES = ("OnlyThresholdingResources",)
+# Shorter than this and the taint on a node being emptied comes off before a node autoscaler could remove the node
+# (cluster-autoscaler waits scale-down-unneeded-time, 10m by default): at 0s HighNodeUtilization added and removed
+# its taint on alternate cycles and replanned the same evictions.
+MIN_CONSOLIDATION_TIMEOUT = (dt.timedelta(minutes=1), "a node autoscaler needs time to remove the emptied node; "
+                                                      "cluster-autoscaler waits 10m by default")
 
 
 @dataclass(frozen=True)
@@ -42,5 +47,6 @@ def read_args(r: Reader, strategy: Section) -> HighNodeUtilizationArgs:
         only_thresholding_resources="OnlyThresholdingResources" in (modes or ()),
         taint_drained_nodes=r.flag(m, "taintDrainedNodes", d.taint_drained_nodes),
         max_consolidating_nodes=r.integer(m, "maxConsolidatingNodes", d.max_consolidating_nodes, minimum=1),
-        consolidation_timeout=r.duration(m, "consolidationTimeout", d.consolidation_timeout),
+        consolidation_timeout=r.duration(m, "consolidationTimeout", d.consolidation_timeout,
+                                         floor=MIN_CONSOLIDATION_TIMEOUT),
     )

@@ -22,7 +22,7 @@ KIND = "deschedule"
 
 
 def plan(snapshot: Snapshot, args: RemovePodsViolatingNodeTaintsArgs, *, evict_taints: Mapping[str, Sequence[Taint]],
-         planned_taints: Mapping[str, Sequence[Taint]]) -> list[PlannedEviction]:
+         planned_taints: Mapping[str, Sequence[Taint]], **_: object) -> list[PlannedEviction]:
     effects = {Effect.NO_SCHEDULE, Effect.PREFER_NO_SCHEDULE} if args.include_prefer_no_schedule \
         else {Effect.NO_SCHEDULE}
     out: list[PlannedEviction] = []

@@ -150,6 +150,33 @@ def test_problems_are_counted_once_per_problem_not_once_per_observation() -> Non
     assert sample("nodemedic_agent_condition_status", {"type": "KernelDeadlock", "status": "False"}) == 1
 
 
+@pytest.mark.parametrize("kubeconfig", ["missing", "no-context"])
+def test_run_with_an_unusable_kubeconfig_names_the_file_and_exits_2(
+        kubeconfig: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / f"{kubeconfig}.kubeconfig"
+    if kubeconfig == "no-context":
+        path.write_text("apiVersion: v1\nkind: Config\nclusters: []\n")
+    root = fixture_host(tmp_path, load1=0.1)
+    code = cli.main(["run", "--node-name", "n1", "--kubeconfig", str(path), "--config", str(config(tmp_path)),
+                     "--host-root", str(root), "--listen", "", "--state-dir", str(tmp_path / "state")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert f"nodemedic-agent: {path}: " in err and "Traceback" not in err, err
+
+
+def test_check_reports_a_root_that_was_remounted_read_only_before_the_agent_started(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = fixture_host(tmp_path, load1=0.1, kmsg="EXT4-fs (sda1): Remounting filesystem read-only")
+    (root / "proc" / "mounts").write_text("/dev/sda1 / ext4 ro,relatime 0 0\n")
+    cfg = tmp_path / "fs.yaml"
+    cfg.write_text("checks:\n" + "".join(f"  {c}: {{enabled: false}}\n" for c in ("cpu", *OTHERS) if c != "filesystem")
+                   + "systemLogMonitors: []\n")
+    assert cli.main(["check", "--json", "--config", str(cfg), "--host-root", str(root)]) == 1
+    rows = {r["type"]: r for r in json.loads(capsys.readouterr().out)["conditions"]}
+    assert (rows["ReadonlyFilesystem"]["status"], rows["ReadonlyFilesystem"]["message"]) == (
+        "True", "/ (/dev/sda1, ext4) is read-only; the kernel logged: EXT4-fs (sda1): Remounting filesystem read-only")
+
+
 def test_a_monitor_with_metrics_reporting_off_stays_out_of_the_metrics(tmp_path: Path) -> None:
     quiet = tmp_path / "quiet-monitor.json"
     quiet.write_text(json.dumps({

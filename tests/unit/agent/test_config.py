@@ -75,14 +75,37 @@ def test_fields_are_converted_and_a_check_can_be_disabled() -> None:
         ("checks: {cpu: [\n", "agent.yaml:2: <document>:"),
         ("- just a list\n", "agent.yaml:1: <document>: must be a mapping"),
         ("checks:\n  cpu: {enabled: yes please}\n", "checks.cpu.enabled: must be true or false"),
+        # Settings that would flood the API server or make a condition meaningless (docs/bounds.md).
+        ("heartbeat: 0s\n", "agent.yaml:1: heartbeat: must be at least 10s (one status PATCH per node per "
+                              "heartbeat; the kubelet's own rate is 10s), got 0s"),
+        ("heartbeat: 9.5\n", "agent.yaml:1: heartbeat: must be at least 10s"),
+        ("logMonitorRecoverAfter: 0s\n", "agent.yaml:1: logMonitorRecoverAfter: must be at least 1m"),
+        ("logMonitorRecoverAfter: 59s\n", "agent.yaml:1: logMonitorRecoverAfter: must be at least 1m"),
     ],
     ids=["typo", "bad-duration", "unknown-check", "validator", "not-a-list", "negative", "wrong-kind",
-         "checks-list", "duplicate-key", "syntax", "not-a-mapping", "enabled-not-bool"],
+         "checks-list", "duplicate-key", "syntax", "not-a-mapping", "enabled-not-bool", "heartbeat-zero",
+         "heartbeat-under-floor", "recover-zero", "recover-under-floor"],
 )
 def test_mistakes_name_the_file_line_and_field(text: str, expected: str) -> None:
     with pytest.raises(ConfigError) as err:
         parse_config(text, source="agent.yaml", registry=REGISTRY)
     assert any(expected in e for e in err.value.errors), err.value.errors
+
+
+@pytest.mark.parametrize("check", sorted(BUILTIN))
+def test_every_shipped_check_refuses_an_interval_under_a_second(check: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config(f"checks:\n  {check}: {{interval: 100ms, timeout: 50ms}}\n", source="agent.yaml",
+                     registry=BUILTIN)
+    assert any(e.startswith(f"agent.yaml:2: checks.{check}.timing.interval: must be at least 1s") for e in
+               err.value.errors), err.value.errors
+
+
+def test_the_floors_themselves_are_accepted() -> None:
+    cfg = parse_config("heartbeat: 10s\nlogMonitorRecoverAfter: 1m\nchecks:\n  cpu: {interval: 1s, timeout: 1s}\n",
+                       source="agent.yaml", registry=BUILTIN)
+    assert (cfg.heartbeat, cfg.log_monitor_recover_after) == (dt.timedelta(seconds=10), dt.timedelta(minutes=1))
+    assert cfg.checks["cpu"].timing.interval == dt.timedelta(seconds=1)
 
 
 @pytest.mark.parametrize("check", sorted(BUILTIN))

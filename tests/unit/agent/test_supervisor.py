@@ -7,6 +7,7 @@ import contextlib
 import datetime as dt
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry
@@ -33,8 +34,8 @@ class FakeCheck:
         return Observation(self.name, now, (ConditionReport("X", Status.FALSE, "Fine"),))
 
 
-def sup(*checks: FakeCheck) -> Supervisor:
-    return Supervisor(checks, registry=CollectorRegistry(), log=logging.getLogger("t"))
+def sup(*checks: FakeCheck, publish: Callable[[Observation], None] = lambda obs: None) -> Supervisor:
+    return Supervisor(checks, registry=CollectorRegistry(), log=logging.getLogger("t"), publish=publish)
 
 
 def test_a_hung_check_times_out_into_an_error_observation() -> None:
@@ -51,11 +52,17 @@ def test_a_crashing_check_becomes_an_error_observation() -> None:
 
 def test_a_hung_check_does_not_block_a_healthy_one() -> None:
     async def main() -> list[Observation]:
-        s = sup(FakeCheck("stuck", "hang"), FakeCheck("fine", "ok"))
-        task = asyncio.create_task(s.run())
         got: list[Observation] = []
-        while sum(1 for o in got if o.check == "fine") < 3:
-            got.append(await asyncio.wait_for(s.queue.get(), 5))
+        three = asyncio.Event()
+
+        def publish(obs: Observation) -> None:
+            got.append(obs)
+            if sum(1 for o in got if o.check == "fine") >= 3:
+                three.set()
+
+        s = sup(FakeCheck("stuck", "hang"), FakeCheck("fine", "ok"), publish=publish)
+        task = asyncio.create_task(s.run())
+        await asyncio.wait_for(three.wait(), 5)
         task.cancel()
         return got
 
@@ -97,11 +104,12 @@ def test_a_check_that_waits_for_input_runs_when_its_input_arrives_not_on_its_int
     check = PipeCheck(read_end)
 
     async def scenario() -> int:
-        s = sup(check)  # type: ignore[arg-type]
+        published: asyncio.Queue[Observation] = asyncio.Queue()
+        s = sup(check, publish=published.put_nowait)  # type: ignore[arg-type]
         task = asyncio.create_task(s.run())
-        await asyncio.wait_for(s.queue.get(), 5)  # the first run, at start
+        await asyncio.wait_for(published.get(), 5)  # the first run, at start
         os.write(write_end, b"a kernel record\n")
-        await asyncio.wait_for(s.queue.get(), 5)  # far sooner than the 10-minute interval: woken by the input
+        await asyncio.wait_for(published.get(), 5)  # far sooner than the 10-minute interval: woken by the input
         task.cancel()
         return check.runs
 

@@ -202,3 +202,30 @@ def test_the_remediation_stuck_alert_watches_the_condition_types_of_the_policy_r
     expr = next(r["expr"] for r in rules() if r["alert"] == "NodemedicRemediationStuck")
     (alternatives,) = re.findall(r'type=~"([^"]*)"', expr)
     assert set(alternatives.split("|")) == types
+
+
+def test_notification_credentials_are_mounted_from_a_secret_never_carried_in_a_configmap(helm: Path) -> None:
+    objs = docs(manifests.MANIFESTS / "nodemedic.yaml")
+    spec = next(d for d in objs if d["kind"] == "Deployment")["spec"]["template"]["spec"]
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    (container,) = spec["containers"]
+    mounts = {m["name"]: m for m in container["volumeMounts"]}
+    assert volumes["notification-secrets"]["secret"] == {"secretName": "nodemedic-notifications", "optional": True}
+    assert mounts["notification-secrets"] == {"name": "notification-secrets", "mountPath": "/etc/nodemedic/secrets",
+                                              "readOnly": True}
+    # The policy's own example refers to the mounted keys, and the chart creates no Secret to hold a value itself.
+    assert "{file: /etc/nodemedic/secrets/slack-url}" in (ROOT / "deploy" / "policy" / "default.yaml").read_text()
+    assert not [d for d in objs if d["kind"] == "Secret"]
+
+    cronjob = [d for d in yaml.safe_load_all(manifests.run_helm(
+        "template", "nodemedic", str(manifests.CHART), "--set", "remediator.mode=cronjob")) if d]
+    job = next(d for d in cronjob if d["kind"] == "CronJob")["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    assert {v["name"]: v for v in job["volumes"]}["notification-secrets"] == volumes["notification-secrets"]
+    assert {m["name"]: m for m in job["containers"][0]["volumeMounts"]}["notification-secrets"] == mounts[
+        "notification-secrets"]
+
+    unmounted = [d for d in yaml.safe_load_all(manifests.run_helm(
+        "template", "nodemedic", str(manifests.CHART), "--set", "remediator.notificationsSecret=")) if d]
+    spec = next(d for d in unmounted if d["kind"] == "Deployment")["spec"]["template"]["spec"]
+    assert [v["name"] for v in spec["volumes"]] == ["policy"]
+    assert [m["name"] for m in spec["containers"][0]["volumeMounts"]] == ["policy"]

@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from nodemedic_common.durations import parse_duration, parse_go_duration
+from nodemedic_common.durations import below_floor, format_duration, parse_duration, parse_go_duration
 
 
 @pytest.mark.parametrize(
@@ -100,3 +100,16 @@ NOT_DURATIONS = [
 def test_parse_duration_rejects_malformed_and_negative_values(value: object, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         parse_duration(value)
+
+
+@pytest.mark.parametrize(("seconds", "text"), [(0, "0s"), (0.25, "250ms"), (45, "45s"), (90, "1m30s"), (7200, "2h"),
+                                              (3661.5, "1h1m1.5s")])
+def test_format_duration_writes_the_grammar_it_reads(seconds: float, text: str) -> None:
+    assert format_duration(dt.timedelta(seconds=seconds)) == text
+    assert parse_go_duration(text) == dt.timedelta(seconds=seconds)
+
+
+def test_below_floor_names_the_floor_the_reason_and_the_value() -> None:
+    floor = dt.timedelta(seconds=10)
+    assert below_floor(dt.timedelta(seconds=10), floor, "why") is None
+    assert below_floor(dt.timedelta(0), floor, "why") == "must be at least 10s (why), got 0s"

@@ -225,3 +225,47 @@ def test_missing_sysfs_is_unknown_but_a_host_without_ext4_is_fine(tmp_path: Path
         "no-mounts-file", "relative-mounts-file"])
 def test_validate_reports_each_bad_field(config: Config, errors: list[str]) -> None:
     assert validate(config) == errors
+
+
+def kernel_log(root: Path, *lines: str) -> None:
+    write(root, "/dev/kmsg", "".join(f"3,{i},{1000 + i},-;{line}\n" for i, line in enumerate(lines)))
+
+
+@pytest.mark.parametrize(("device", "line", "status"), [
+    ("/dev/sda0", "EXT4-fs (sda0): Remounting filesystem read-only", Status.TRUE),
+    ("/dev/root", "EXT4-fs (vda1): Remounting filesystem read-only", Status.TRUE),
+    ("/dev/sda0", "Remounting filesystem read-only", Status.TRUE),
+    ("/dev/sda0", "BTRFS info (device sda0): forced readonly", Status.TRUE),
+    ("/dev/sda0", "EXT4-fs (sdz9): Remounting filesystem read-only", Status.FALSE),
+    ("/dev/sda0", "EXT4-fs (sda0): mounted filesystem with ordered data mode", Status.FALSE),
+], ids=["ext4-same-device", "dev-root", "ext3-no-device", "btrfs", "another-device", "no-remount"])
+def test_a_mount_read_only_at_first_sight_is_flagged_when_the_kernel_logged_its_remount(
+        root: Path, device: str, line: str, status: Status) -> None:
+    # The agent (re)started after the remount: it never saw / writable, only the kernel log says what happened.
+    write(root, "/proc/mounts", f"{device} / ext4 ro,relatime 0 0\n/dev/sda1 /var/lib/kubelet ext4 rw 0 0\n")
+    kernel_log(root, "EXT4-fs error (device sda0): ext4_journal_check_start:83: Detected aborted journal", line)
+    report = condition(observe(FilesystemCheck(Config(), HostRoot(root))), READONLY)
+    assert report.status is status, report
+    if status is Status.TRUE:
+        assert report.message == f"/ ({device}, ext4) is read-only; the kernel logged: {line}"
+
+
+def test_a_remount_logged_while_running_is_seen_and_a_later_rw_remount_clears_it(root: Path) -> None:
+    check = FilesystemCheck(Config(), HostRoot(root))
+    write(root, "/proc/mounts", "/dev/sda0 / ext4 ro 0 0\n")
+    kernel_log(root)
+    assert condition(observe(check), READONLY).status is Status.FALSE  # an immutable root: normal
+    kernel_log(root, "EXT4-fs (sda0): Remounting filesystem read-only")
+    assert condition(observe(check), READONLY).status is Status.TRUE
+    write(root, "/proc/mounts", "/dev/sda0 / ext4 rw 0 0\n")
+    assert condition(observe(check), READONLY).status is Status.FALSE
+
+
+def test_without_a_readable_kernel_log_the_mount_table_alone_decides(root: Path) -> None:
+    write(root, "/proc/mounts", "/dev/sda0 / ext4 ro 0 0\n")  # no /dev/kmsg at all
+    assert condition(observe(FilesystemCheck(Config(), HostRoot(root))), READONLY).status is Status.FALSE
+    kernel_log(root, "EXT4-fs (sda0): Remounting filesystem read-only")
+    off = FilesystemCheck(Config(kernel_log=""), HostRoot(root))
+    assert condition(observe(off), READONLY).status is Status.FALSE
+    assert validate(Config(kernel_log="dev/kmsg")) == ['kernel_log: must be an absolute path, or "" not to read '
+                                                       'the kernel log']

@@ -260,6 +260,12 @@ def test_servers_may_name_a_port(server: str, parsed: tuple[str, int]) -> None:
                  id="nothing-to-check"),
     pytest.param(Config(timing=CheckTiming(interval=dt.timedelta(seconds=5), timeout=dt.timedelta(seconds=10))),
                  ["timing.timeout: must be positive and not longer than timing.interval"], id="timeout-over-interval"),
+    pytest.param(Config(servers=("a",), timing=CheckTiming(interval=dt.timedelta(seconds=5),
+                                                           timeout=dt.timedelta(seconds=5))),
+                 ["timing.interval: must be at least 16s (NTP's shortest poll interval: every node asks every "
+                  "server), got 5s"], id="servers-polled-too-often"),
+    pytest.param(Config(timing=CheckTiming(interval=dt.timedelta(seconds=5), timeout=dt.timedelta(seconds=5))),
+                 [], id="kernel-state-only-may-be-read-often"),
 ])
 def test_validate_reports_every_bad_field(config: Config, errors: list[str]) -> None:
     assert validate(config) == errors

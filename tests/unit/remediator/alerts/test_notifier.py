@@ -377,6 +377,43 @@ def test_a_rejection_is_logged_once_with_the_status_and_the_receivers_answer(
     assert not [r for r in caplog.records if r.getMessage() == "notification sent"]
 
 
+def test_an_error_that_repeats_the_sink_url_or_a_header_is_logged_with_them_cut_out(
+        caplog: pytest.LogCaptureFixture) -> None:
+    async def echo(request: web.Request) -> web.Response:  # as some proxies answer: the request, repeated
+        return web.Response(status=400, text=f"bad request {request.path_qs} {request.headers['Authorization']}")
+
+    async def body() -> None:
+        app = web.Application()
+        app.router.add_route("POST", "/{tail:.*}", echo)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        host, port = runner.addresses[0][:2]
+        h = harness(sink(f"http://{host}:{port}/services/T0/B0/urlsecret0123",
+                         headers=(("Authorization", "Bearer headersecret0123"),)))
+        await h.notifier.start()
+        h.notifier.notify(alert())
+        await eventually(lambda: h.count("webhook", Result.REJECTED) == 1, what="rejected")
+        await h.notifier.close()
+        await runner.cleanup()
+
+    with caplog.at_level(logging.INFO, logger=LOG.name):
+        run(body)
+    [record] = [r for r in caplog.records if r.getMessage() == "notification rejected"]
+    assert record.error == "bad request <redacted> <redacted>"  # type: ignore[attr-defined]
+    text = "\n".join(f"{r.getMessage()} {r.__dict__}" for r in caplog.records)
+    assert "urlsecret0123" not in text and "headersecret0123" not in text, text
+
+
+def test_the_secrets_of_a_sink_are_its_url_its_path_and_its_header_credentials() -> None:
+    config = sink("https://hooks.example/services/T0/B0/XYZsecret?k=v",
+                  headers=(("Authorization", "Bearer tok3n-value"), ("X-Debug", "1")))
+    assert set(config.secrets()) == {"https://hooks.example/services/T0/B0/XYZsecret?k=v",
+                                     "/services/T0/B0/XYZsecret?k=v", "Bearer tok3n-value", "tok3n-value"}
+    assert "XYZsecret" not in repr(config) and "tok3n" not in repr(config)
+
+
 # --- reconfigure (policy reload) ------------------------------------------------------------------------------
 
 

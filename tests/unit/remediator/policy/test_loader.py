@@ -184,8 +184,12 @@ BAD_FILES = {
     "selector-bad-operator.yaml": ":8: evictor.labelSelector.matchExpressions[0].operator: must be one of",
     "included-and-excluded-taints.yaml": ":8: strategies[0].args.includedTaints: includedTaints and excludedTaints",
     "unknown-strategy.yaml": ":6: strategies[1].name: unknown strategy 'RemoveEverything'; known: "
-                             "HighNodeUtilization, LowNodeUtilization, RemoveDuplicates, ",
+                             "BalanceResourceMix, HighNodeUtilization, LowNodeUtilization, MakeRoomForPendingPods, "
+                             "PodLifeTime, ",
     "duplicate-strategy.yaml": ":6: strategies[1].name: duplicate strategy",
+    "make-room-too-many-evictions.yaml": ":8: strategies[0].args.maxEvictionsPerPod: must be at most 6, got 12",
+    "make-room-time-budget.yaml": ":7: strategies[0].args.timeBudget: must be at most 10s",
+    "balance-too-many-moves.yaml": ":7: strategies[0].args.maxMovesPerCycle: must be at most 50, got 500",
     "lnu-target-below-threshold.yaml": ":8: strategies[0].args.targetThresholds.memory: 25 is below thresholds.memory",
     "lnu-different-resources.yaml": ":8: strategies[0].args.targetThresholds: must name the same resources",
     "lnu-include-namespaces.yaml": ":9: strategies[0].args.evictableNamespaces.include: only exclude is supported",
@@ -201,6 +205,32 @@ BAD_FILES = {
     "sink-bad-url.yaml": ":7: notifications.sinks[0].url: invalid URL",
     "unknown-sink-type.yaml": ":8: notifications.sinks[1].type: unknown sink type 'pagerduty'",
     "sink-zero-attempts.yaml": ":8: notifications.sinks[0].maxAttempts: must be at least 1",
+    "node-affinity-unknown-type.yaml": ":8: strategies[0].args.nodeAffinityType[0]: must be one of "
+                                       "requiredDuringSchedulingIgnoredDuringExecution, preferredDuring",
+    "node-affinity-missing-type.yaml": ":6: strategies[0].args.nodeAffinityType: required",
+    "anti-affinity-bad-label-selector.yaml": ":9: strategies[0].args.labelSelector.matchExpressions[0].operator: "
+                                             "must be one of In, NotIn, Exists, DoesNotExist, got 'Within'",
+    "restarts-negative-threshold.yaml": ":7: strategies[0].args.podRestartThreshold: must be at least 1, got -1",
+    "restarts-unknown-state.yaml": ":8: strategies[0].args.states[0]: must be one of CrashLoopBackOff, Running, "
+                                   "got 'CrashLoopBackoff'",
+    "restarts-missing-threshold.yaml": ":6: strategies[0].args.podRestartThreshold: required",
+    "lifetime-namespaces-include-and-exclude.yaml": ":8: strategies[0].args.namespaces: include and exclude are "
+                                                    "mutually exclusive",
+    "lifetime-unknown-state.yaml": ":7: strategies[0].args.states[0]: must be one of Completed, ",
+    "lifetime-no-criterion.yaml": ":6: strategies[0].args: give at least one of maxPodLifeTimeSeconds, states, "
+                                  "exitCodes",
+    "lifetime-negative-max.yaml": ":7: strategies[0].args.maxPodLifeTimeSeconds: must be at least 0, got -60",
+    "failed-pods-bad-exit-code.yaml": ":7: strategies[0].args.exitCodes[1]: must be an integer, got string 'OOM'",
+    "failed-pods-negative-lifetime.yaml": ":8: strategies[0].args.minPodLifetimeSeconds: must be at least 0, got -5",
+    # Settings that would turn nodemedic against the cluster (docs/bounds.md).
+    "hnu-zero-consolidation-timeout.yaml": ":8: strategies[0].args.consolidationTimeout: must be at least 1m "
+                                           "(a node autoscaler needs time to remove the emptied node",
+    "eviction-zero-backoff.yaml": ":5: eviction.initialBackoff: must be at least 100ms (a shorter first retry is a "
+                                  "busy loop against the server), got 0s",
+    "sink-busy-retry.yaml": ":8: notifications.sinks[0].initialBackoff: must be at least 100ms",
+    "sink-too-many-attempts.yaml": ":8: notifications.sinks[0].maxAttempts: must be at least 1 and at most 100, "
+                                   "got 1000",
+    "queue-too-large.yaml": ":5: notifications.queueSize: must be at least 1 and at most 100000, got 100000000",
     "remove-duplicates-owner-kind.yaml": ":7: strategies[0].args.excludeOwnerKinds[1]: must be an object kind",
     "topology-spread-unknown-constraint.yaml": ":7: strategies[0].args.constraints[1]: must be DoNotSchedule or "
                                                "ScheduleAnyway, got 'ScheduleAnyWay'",

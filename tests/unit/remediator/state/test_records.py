@@ -6,7 +6,15 @@ import datetime as dt
 
 import pytest
 
-from remediator.model import Effect, Taint
+from remediator.model import (
+    NO_STATUSES,
+    ContainerStatuses,
+    Effect,
+    NodeSelectorTerm,
+    PreferredNodeTerm,
+    SelectorRequirement,
+    Taint,
+)
 from remediator.state import records
 from remediator.state.quantity import resources, to_int
 
@@ -158,3 +166,37 @@ def test_garbage_objects_yield_records_instead_of_exceptions(obj: dict) -> None:
     records.pod(obj)
     records.node(obj)
     records.pdb(obj)
+
+
+def test_container_statuses_keep_restarts_state_reasons_and_exit_codes_per_kind() -> None:
+    rec = records.pod({
+        "metadata": {"name": "p", "namespace": "default"},
+        "status": {
+            "phase": "Failed", "reason": "Evicted",
+            "containerStatuses": [
+                {"restartCount": 3, "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                 "lastState": {"terminated": {"reason": "Error", "exitCode": 1}}},
+                {"restartCount": 2, "state": {"terminated": {"reason": "OOMKilled", "exitCode": 137}}},
+            ],
+            "initContainerStatuses": [{"restartCount": 4, "state": {"terminated": {"exitCode": 0}}}],
+        },
+    })
+    assert (rec.phase, rec.reason) == ("Failed", "Evicted")
+    assert rec.containers == ContainerStatuses(5, ("CrashLoopBackOff",), ("OOMKilled",), (137,))
+    assert rec.init_containers == ContainerStatuses(4, (), (), (0,))
+
+
+def test_a_healthy_pod_shares_the_one_empty_statuses_value() -> None:
+    status = {"containerStatuses": [{"restartCount": 0, "state": {"running": {"startedAt": "2024-05-01T00:00:00Z"}}}]}
+    rec = records.pod({"metadata": {"name": "p"}, "status": status})
+    assert rec.containers is NO_STATUSES and rec.init_containers is NO_STATUSES
+
+
+def test_preferred_node_affinity_keeps_weights_and_terms() -> None:
+    rec = records.pod({"metadata": {"name": "p"}, "spec": {"affinity": {"nodeAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 20, "preference": {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]}},
+            {"weight": 0, "preference": {}},
+        ]}}}})
+    assert rec.preferred_node_affinity == (PreferredNodeTerm(20, NodeSelectorTerm(
+        match_expressions=(SelectorRequirement("disk", "In", ("ssd",)),))),)

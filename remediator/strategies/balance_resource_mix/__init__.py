@@ -1,0 +1,9 @@
+"""BalanceResourceMix (the balancing engine): moves that bring each node's cpu:memory mix near the cluster's."""
+
+from __future__ import annotations
+
+from remediator.strategies.balance_resource_mix.args import read_args
+from remediator.strategies.balance_resource_mix.plan import KIND, NAME, plan
+from remediator.strategies.strategy import Strategy
+
+STRATEGY = Strategy(NAME, KIND, read_args, plan)

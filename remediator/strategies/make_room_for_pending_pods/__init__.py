@@ -1,0 +1,9 @@
+"""MakeRoomForPendingPods (the placement engine): the fewest moves that let a pod pending for fragmentation run."""
+
+from __future__ import annotations
+
+from remediator.strategies.make_room_for_pending_pods.args import read_args
+from remediator.strategies.make_room_for_pending_pods.plan import KIND, NAME, plan
+from remediator.strategies.strategy import Strategy
+
+STRATEGY = Strategy(NAME, KIND, read_args, plan)

@@ -1,0 +1,211 @@
+"""MakeRoomForPendingPods (the placement engine): evict the fewest pods that free one node for a pod pending
+because the cluster's free room is split across nodes, so the pod runs without the autoscaler buying a node.
+
+Per cycle: find the pods pending for fragmentation (detect.py), highest priority and oldest first; for each, search
+the smallest set of moves (search.py) over its pool and the roomiest other nodes, each evicted pod with a
+destination of its own (chains up to `chainDepth`, swaps onto the freed node allowed), never evicting a pod of
+higher priority than the pending one; then make the moves through the cycle's gate (DefaultEvictor, PDB budgets,
+limits, loop guard, node fit counting this cycle's moves) in chain order, and hold the freed room for the pending
+pod in the cycle's books. The whole search shares one time budget.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping, Sequence
+
+from remediator.model import TERMINAL_PHASES, Fragmentation, MadeRoom, PlannedEviction, PodRecord, Snapshot
+from remediator.planning.cycle import Cycle
+from remediator.scheduling.nodefit import placement_reason
+from remediator.scheduling.podaffinity import PodAffinityIndex
+from remediator.scheduling.topologyspread import SpreadIndex
+from remediator.scheduling.zonespread import ZoneSpread
+from remediator.strategies.make_room_for_pending_pods.args import MakeRoomForPendingPodsArgs
+from remediator.strategies.make_room_for_pending_pods.detect import Stuck, free_vector, stuck_pods, vector
+from remediator.strategies.make_room_for_pending_pods.search import Found, Limits, Mover, find_plan
+
+NAME = "MakeRoomForPendingPods"
+KIND = "balance"
+TARGETS = 32  # pool nodes tried as the one to free, smallest deficit first
+ROOMY = 64  # other nodes the evicted pods may go to, roomiest first (at scale the search never looks further)
+# Evicting a pod of a StatefulSet or a Job costs more than one a ReplicaSet replaces at once.
+_OWNER_COST = {"ReplicaSet": 0, "ReplicationController": 0, "StatefulSet": 2, "Job": 3}
+
+
+def plan(snapshot: Snapshot, args: MakeRoomForPendingPodsArgs, cycle: Cycle) -> None:
+    books = _Books(snapshot, cycle)
+    stuck, stranded = stuck_pods(snapshot, books.usage, exclude=cycle.exclude, planned_taints=cycle.planned_taints)
+    deadline = time.monotonic() + args.time_budget.total_seconds()
+    made: list[MadeRoom] = []
+    waiting = [s for s in stuck if not _recently_helped(cycle, s.pod, args)]
+    for s in waiting[:args.max_pending_pods]:
+        if time.monotonic() > deadline:
+            break
+        found = _search(books, args, s, deadline)
+        if found is not None and _commit(cycle, s, found):
+            made.append(MadeRoom(s.pod, found.target, tuple(m.pod.key for m in found.moves)))
+            cycle.memory.made_room_for[s.pod.uid] = snapshot.now
+        if found is not None:
+            books.refresh({found.target} | {m.pod.node for m in found.moves} | {m.destination for m in found.moves})
+    cycle.plan.fragmentation = Fragmentation(tuple(s.pod for s in stuck), stranded, tuple(made))
+
+
+def _recently_helped(cycle: Cycle, pod: PodRecord, args: MakeRoomForPendingPodsArgs) -> bool:
+    since = cycle.memory.made_room_for.get(pod.uid)
+    return since is not None and cycle.snapshot.now - since < args.retry_after
+
+
+class _Books:
+    """What every search of the cycle shares: each node's requests after the cycle's moves, the nodes that may
+    receive pods, free room per set of resources, and the affinity indexes; refreshed where a plan moved pods."""
+
+    def __init__(self, snapshot: Snapshot, cycle: Cycle) -> None:
+        self.snapshot, self.cycle = snapshot, cycle
+        self.usage = {n: cycle.usage(n) for n in snapshot.nodes}
+        self.eligible = [n for n, rec in snapshot.nodes.items()
+                         if rec.ready and not rec.unschedulable and not rec.deleting and n not in cycle.exclude
+                         and cycle.hold(n) is None]
+        self.indexes = _Indexes(snapshot)
+        self._free: dict[tuple[str, ...], dict[str, tuple[int, ...]]] = {}
+
+    def free(self, resources: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
+        found = self._free.get(resources)
+        if found is None:
+            nodes = self.snapshot.nodes
+            found = self._free[resources] = {n: free_vector(nodes[n], self.usage[n], resources) for n in self.eligible}
+        return found
+
+    def refresh(self, names: set[str]) -> None:
+        for n in names:
+            self.usage[n] = self.cycle.usage(n)
+            for resources, free in self._free.items():
+                if n in free:
+                    free[n] = free_vector(self.snapshot.nodes[n], self.usage[n], resources)
+
+
+def _search(books: _Books, args: MakeRoomForPendingPodsArgs, s: Stuck, deadline: float) -> Found | None:
+    snapshot, cycle, indexes, resources = books.snapshot, books.cycle, books.indexes, s.resources
+    free = books.free(resources)
+    ranked = sorted((n for n in s.pool if n in free),
+                    key=lambda n: (sum(max(0, q - f) for f, q in zip(free[n], s.need, strict=True)), n))
+    targets: list[str] = []
+    for n in ranked:  # smallest deficit first, until enough the pending pod's own constraints accept
+        if _pod_may_land(snapshot, s.pod, n, indexes):
+            targets.append(n)
+            if len(targets) == TARGETS:
+                break
+    if not targets:
+        return None
+    chosen = set(targets)
+    roomy = sorted((n for n in free if n not in chosen), key=lambda n: (-sum(_share(free[n], s.need)), n))[:ROOMY]
+    nodes = {n: free[n] for n in (*targets, *roomy)}
+    movers = _Movers(snapshot, args, cycle, pending=s.pod, resources=resources, nodes=chosen | set(roomy))
+    records: dict[str, PodRecord] = movers.records
+    fits: dict[tuple[str, str], bool] = {}
+
+    def can_go(m: Mover, node: str) -> bool:
+        key = (m.key, node)
+        if key not in fits:
+            pod = records[m.key]
+            fits[key] = placement_reason(pod, snapshot.nodes[node], exclude=cycle.exclude,
+                                         planned=cycle.planned_taints.get(node, ())) is None and _pod_may_land(
+                snapshot, pod, node, indexes) and not indexes.zones().worse(pod, snapshot.nodes[node])
+        return fits[key]
+
+    limits = Limits(max_evictions=args.max_evictions_per_pod, depth=args.chain_depth, deadline=deadline)
+    return find_plan(s.need, targets, nodes, movers, can_go, headroom=movers.headroom, limits=limits)
+
+
+def _share(room: Sequence[int], need: Sequence[int]) -> Iterator[float]:
+    """Free room in units of the pending pod's requests (so cpu and bytes weigh alike)."""
+    return (min(r, 4 * q) / q for r, q in zip(room, need, strict=True) if q > 0)
+
+
+class _Indexes:
+    """The snapshot's pod (anti-)affinity and spread indexes, built when a pod with such constraints first asks."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        self._affinity: PodAffinityIndex | None = None
+        self._spread: SpreadIndex | None = None
+        self._zones: ZoneSpread | None = None
+
+    def affinity(self) -> PodAffinityIndex:
+        if self._affinity is None:
+            self._affinity = PodAffinityIndex(self.snapshot)
+        return self._affinity
+
+    def spread(self) -> SpreadIndex:
+        if self._spread is None:
+            self._spread = SpreadIndex(self.snapshot)
+        return self._spread
+
+    def zones(self) -> ZoneSpread:
+        if self._zones is None:
+            self._zones = ZoneSpread(self.snapshot)
+        return self._zones
+
+
+def _pod_may_land(snapshot: Snapshot, pod: PodRecord, node: str, indexes: _Indexes) -> bool:
+    """`pod`'s inter-pod (anti-)affinity, the anti-affinity of the pods there, and its hard spread accept `node`
+    (room aside). The gate checks again, counting this cycle's moves."""
+    record = snapshot.nodes[node]
+    if indexes.affinity().conflict(pod, record):
+        return False
+    return not (pod.hard_spread and indexes.spread().violation(pod, record))
+
+
+class _Movers(Mapping[str, Sequence[Mover]]):
+    """node -> the pods the gate would let move for this pending pod, worked out when the search first asks."""
+
+    def __init__(self, snapshot: Snapshot, args: MakeRoomForPendingPodsArgs, cycle: Cycle, *, pending: PodRecord,
+                 resources: Sequence[str], nodes: set[str]) -> None:
+        self.snapshot, self.args, self.cycle, self.pending = snapshot, args, cycle, pending
+        self.resources, self.nodes = resources, nodes
+        self.records: dict[str, PodRecord] = {}
+        self.headroom: dict[str, int] = {}
+        self._cache: dict[str, list[Mover]] = {}
+
+    def __getitem__(self, node: str) -> Sequence[Mover]:
+        if node not in self.nodes:
+            raise KeyError(node)
+        found = self._cache.get(node)
+        if found is None:
+            found = self._cache[node] = [m for p in self.snapshot.pods(node) if (m := self._mover(p)) is not None]
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.nodes)
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def _mover(self, pod: PodRecord) -> Mover | None:
+        if pod.phase in TERMINAL_PHASES or pod.terminating or pod.namespace in self.args.evictable_namespaces_exclude:
+            return None
+        if (pod.priority or 0) > (self.pending.priority or 0):
+            return None  # never displace a pod that matters more than the one waiting
+        if self.cycle.refusal(PlannedEviction(pod, NAME, "")) is not None:
+            return None
+        headroom = self.cycle.pdb_headroom(pod)
+        self.headroom.update(headroom)
+        owner = pod.controller
+        tight = 1 if any(h <= 1 for h in headroom.values()) else 0
+        cost = (pod.priority or 0) * 100.0 + _OWNER_COST.get(owner.kind if owner else "", 1) * 10 + tight
+        self.records[pod.key] = pod
+        return Mover(pod.key, pod.node_name, vector(pod.requests, self.resources), cost, tuple(sorted(headroom)))
+
+
+def _commit(cycle: Cycle, s: Stuck, found: Found) -> bool:
+    """Make the moves in order through the gate; hold the freed room for the pending pod when all went."""
+    pods = {p.key: p for n in {m.pod.node for m in found.moves} for p in cycle.snapshot.pods(n)}
+    reason = f"makes room on {found.target} for pending {s.pod.key} ({len(found.moves)} move(s))"
+    # The pending pod's room first, so that node fit keeps it when a pod moves onto the target (a swap). If the
+    # gate stops a later move, the room stays held for the rest of the cycle: erring towards fewer moves.
+    cycle.promise(s.pod, found.target)
+    for move in found.moves:
+        outcome = cycle.move(PlannedEviction(pods[move.pod.key], NAME, reason), [move.destination],
+                             count_leaving=True)
+        if not outcome.evicted:
+            return False
+    return True

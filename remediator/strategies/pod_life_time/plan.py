@@ -1,0 +1,75 @@
+"""PodLifeTime: evict pods older than `maxPodLifeTimeSeconds` and/or in one of `states` (the talk's "restart
+everything nightly").
+
+descheduler's algorithm (`podlifetime/pod_lifetime.go`): over Ready nodes, every pod in scope, terminal ones too.
+Each given filter must pass: age since creationTimestamp strictly over maxPodLifeTimeSeconds (a pod from the
+future never); `states` matches the pod's phase, its status reason, or a waiting/terminated reason of a container
+(init containers' with `includingInitContainers`); `ownerKinds` include (some owner listed) or exclude (no owner
+listed); `exitCodes` matches a terminated container's exit code. Candidates from every node, oldest first.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+
+from remediator.model import PlannedEviction, PodRecord, Snapshot
+from remediator.strategies.pod_life_time.args import PodLifeTimeArgs
+from remediator.strategies.scope import ready_nodes
+
+NAME = "PodLifeTime"
+KIND = "deschedule"
+
+
+def matching_state(pod: PodRecord, states: tuple[str, ...], including_init_containers: bool) -> str | None:
+    if pod.phase in states:
+        return pod.phase
+    if pod.reason in states:
+        return pod.reason
+    groups = (pod.containers, pod.init_containers) if including_init_containers else (pod.containers,)
+    for c in groups:
+        for reason in (*c.waiting, *c.terminated):
+            if reason in states:
+                return reason
+    return None
+
+
+def _reason(pod: PodRecord, args: PodLifeTimeArgs, now: dt.datetime, born_by: dt.datetime | None) -> str | None:
+    """Why the pod goes, or None when a given filter refuses it. `born_by`: the latest creation time over the
+    maximum age (whole seconds strictly over maxPodLifeTimeSeconds, as descheduler counts)."""
+    parts: list[str] = []
+    if born_by is not None:
+        if pod.created is None or pod.created > born_by:
+            return None
+        parts.append(f"age {int((now - pod.created).total_seconds())}s > maxPodLifeTimeSeconds "
+                     f"{args.max_pod_life_time_seconds}")
+    if args.states:
+        state = matching_state(pod, args.states, args.including_init_containers)
+        if state is None:
+            return None
+        parts.append(f"state {state}")
+    kinds = {o.kind for o in pod.owners}
+    if args.owner_kinds_include and not kinds & set(args.owner_kinds_include):
+        return None
+    if args.owner_kinds_exclude and kinds & set(args.owner_kinds_exclude):
+        return None
+    if args.exit_codes:
+        codes = pod.containers.exit_codes + (pod.init_containers.exit_codes if args.including_init_containers else ())
+        hit = next((c for c in codes if c in args.exit_codes), None)
+        if hit is None:
+            return None
+        parts.append(f"exit code {hit}")
+    return "; ".join(parts)
+
+
+def plan(snapshot: Snapshot, args: PodLifeTimeArgs, **_: object) -> Iterator[PlannedEviction]:
+    found: list[PlannedEviction] = []
+    now, most = snapshot.now, args.max_pod_life_time_seconds
+    born_by = None if most is None else now - dt.timedelta(seconds=most + 1)
+    for node in ready_nodes(snapshot):
+        for pod in args.scope.select(snapshot.pods(node.name)):
+            if (reason := _reason(pod, args, now, born_by)) is not None:
+                found.append(PlannedEviction(pod, NAME, reason))
+    oldest = snapshot.now
+    found.sort(key=lambda e: (e.pod.created or oldest, e.pod.namespace, e.pod.name))
+    yield from found

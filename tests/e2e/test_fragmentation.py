@@ -1,0 +1,261 @@
+"""The placement engine against the real scheduler and the real autoscaler: a fragmented Karpenter pool and a stream
+of pending pods, once without nodemedic and once with MakeRoomForPendingPods, from the same start.
+
+The start (built the same way in a NodePool of its own each run, 4-CPU / 8 GiB kwok nodes): node C runs a CPU-heavy
+anchor and two small movable pods (200m free), node M a memory-heavy anchor (1.6 GiB free); the anchors repel each
+other. Then two pods of 600m / 2 GiB arrive 10 s apart: neither node has room for one, the pool has room for both.
+Without nodemedic, Karpenter buys a node. With it, one small pod moves from C to M for each, and no node is bought.
+The test prints the side-by-side table (nodes added, node-minutes over the same window, pods evicted, time to
+schedule each pending pod) and holds the article's bar: at least 17 % fewer node-minutes, no PDB violated.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+
+from tests.e2e.autoscaler_harness import POOL_LABEL, PoolWatch, node_pool, pool_nodes
+from tests.e2e.conftest import LocalCluster
+from tests.e2e.remediator_harness import nodemedic_events, start_remediator
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.e2e
+
+WINDOW = 75.0  # seconds of node-minutes counted from the first pending pod, the same for both runs
+ARRIVALS = (0.0, 10.0)  # when each pending pod is created, from the start of the stream
+SMALL = ("small-a", "small-b")
+ANCHOR_TERM = {"labelSelector": {"matchLabels": {"role": "anchor"}}, "topologyKey": "kubernetes.io/hostname"}
+
+
+@dataclass
+class Run:
+    nodes_added: int
+    node_minutes: float
+    evicted: int
+    to_schedule: list[float]  # seconds from creation to bound, per pending pod
+    wanted_nodes: set[str]
+    fewest_small: int
+
+
+@dataclass
+class Pool:
+    cluster: LocalCluster
+    core: client.CoreV1Api
+    apps: client.AppsV1Api
+    policy_api: client.PolicyV1Api
+    namespace: str
+    tmp: Path
+
+    def deploy(self, name: str, replicas: int, cpu: str, memory: str, *, role: str = "", anti: bool = False,
+               prefer: str = "") -> None:
+        """A Deployment selecting its pods by `workload`; `app` is `role` when given (several workloads, one app)."""
+        labels = {"workload": name, "app": role or name, **({"role": role} if role else {})}
+        spec: dict[str, object] = {"nodeSelector": {POOL_LABEL: self.namespace}, "terminationGracePeriodSeconds": 0,
+                                   "containers": [{"name": "app", "image": "registry.invalid/app:1", "resources": {
+                                       "requests": {"cpu": cpu, "memory": memory}}}]}
+        if anti:
+            spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [ANCHOR_TERM]}}
+        if prefer:  # rather next to the pods of app `prefer` (only the scheduler reads it; nodemedic's moves do not)
+            spec["affinity"] = {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+                "weight": 100, "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": prefer}},
+                                                   "topologyKey": "kubernetes.io/hostname"}}]}}
+        self.apps.create_namespaced_deployment(self.namespace, {
+            "metadata": {"name": name},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"workload": name}},
+                     "template": {"metadata": {"labels": labels}, "spec": spec}}})
+
+    def placed(self, app: str, count: int, timeout: float = 120, *, key: str = "workload") -> dict[str, str]:
+        def probe() -> dict[str, str] | None:
+            pods = {p.metadata.name: p.spec.node_name
+                    for p in self.core.list_namespaced_pod(self.namespace, label_selector=f"{key}={app}").items
+                    if p.metadata.deletion_timestamp is None and p.status.phase == "Running"}
+            return pods if len(pods) == count else None
+        return wait_until(probe, timeout=timeout, what=f"{count} running pods of {app} in {self.namespace}")
+
+    def fragmented_start(self, *, prefer_m: bool = False) -> tuple[str, str]:
+        """C: cpu anchor 2700m + two small 500m pods; M: memory anchor 6500 MiB. Returns (C, M). With `prefer_m`
+        the small pods would rather run beside the memory anchor, which did not exist when they were placed."""
+        self.deploy("cpu-anchor", 1, "2700m", "512Mi", role="anchor", anti=True)
+        (c,) = self.placed("cpu-anchor", 1).values()
+        # Two workloads of one pod each (a workload of two would have its zone spread made worse by moving one
+        # to M's zone, which balance moves never do), under one PDB: one of them may be down at a time.
+        for name in SMALL:
+            self.deploy(name, 1, "500m", "256Mi", role="small", prefer="mem-anchor" if prefer_m else "")
+            assert set(self.placed(name, 1).values()) == {c}
+        self.policy_api.create_namespaced_pod_disruption_budget(self.namespace, {
+            "metadata": {"name": "small"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "small"}}}})
+        self.deploy("mem-anchor", 1, "300m", "6500Mi", role="anchor", anti=True)
+        (m,) = self.placed("mem-anchor", 1).values()
+        assert c != m
+        return c, m
+
+    def stream(self, watch: PoolWatch) -> Run:
+        start_nodes = pool_nodes(self.core, self.namespace)
+        t0 = time.monotonic()
+        created: dict[str, float] = {}
+        for i, at in enumerate(ARRIVALS):
+            wait_until(lambda at=at: time.monotonic() - t0 >= at or None, timeout=at + 5, what="the next arrival")
+            name = f"wanted-{i}"
+            self.core.create_namespaced_pod(self.namespace, {
+                "metadata": {"name": name, "labels": {"app": "wanted"}},
+                "spec": {"nodeSelector": {POOL_LABEL: self.namespace}, "terminationGracePeriodSeconds": 0,
+                         "containers": [{"name": "app", "image": "registry.invalid/app:1",
+                                         "resources": {"requests": {"cpu": "600m", "memory": "2Gi"}}}]}})
+            created[name] = time.monotonic()
+        bound: dict[str, float] = {}
+        where: dict[str, str] = {}
+
+        def all_bound() -> bool | None:
+            for p in self.core.list_namespaced_pod(self.namespace, label_selector="app=wanted").items:
+                if p.spec.node_name and p.metadata.name not in bound:
+                    bound[p.metadata.name], where[p.metadata.name] = time.monotonic(), p.spec.node_name
+            return len(bound) == len(ARRIVALS) or None
+        wait_until(all_bound, timeout=WINDOW, what="every pending pod bound", interval=0.2)
+        wait_until(lambda: time.monotonic() - t0 >= WINDOW or None, timeout=WINDOW + 5, what="the end of the window")
+        watch.stop()
+        end = t0 + WINDOW
+        minutes = 0.0
+        for n in start_nodes | set(watch.added):
+            up, down = max(t0, watch.added.get(n, t0)), min(end, watch.removed.get(n, end))
+            minutes += max(0.0, down - up) / 60
+        evicted = len(nodemedic_events(self.core, self.namespace, "NodemedicEvicted"))
+        return Run(nodes_added=len(set(watch.added) - start_nodes), node_minutes=minutes, evicted=evicted,
+                   to_schedule=[bound[n] - created[n] for n in sorted(created)], wanted_nodes=set(where.values()),
+                   fewest_small=watch.fewest.get((self.namespace, "small"), 2))
+
+
+@pytest.fixture
+def pools(karpenter_cluster: LocalCluster, tmp_path: Path) -> Iterator[list[Pool]]:
+    made: list[Pool] = []
+    core = client.CoreV1Api(karpenter_cluster.api)
+    yield made
+    for p in made:
+        core.delete_namespace(p.namespace)
+
+
+def new_pool(cluster: LocalCluster, tmp: Path, pools: list[Pool]) -> Pool:
+    core = client.CoreV1Api(cluster.api)
+    name = f"frag-{secrets.token_hex(2)}"
+    core.create_namespace({"metadata": {"name": name}})
+    wait_until(lambda: core.list_namespaced_service_account(name).items, timeout=30, what=f"{name}/default SA")
+    node_pool(cluster, name)
+    pool = Pool(cluster, core, client.AppsV1Api(cluster.api), client.PolicyV1Api(cluster.api), name, tmp)
+    pools.append(pool)
+    return pool
+
+
+def policy(namespace: str) -> str:
+    return f"""apiVersion: nodemedic.io/v1alpha1
+kind: RemediationPolicy
+rules: []
+strategies:
+- name: MakeRoomForPendingPods
+  args: {{maxEvictionsPerPod: 2, chainDepth: 1}}
+evictor: {{nodeFit: true, namespaces: {{include: [{namespace}]}}}}
+limits: {{ownerCooldown: 0s}}
+eviction: {{retryDeadline: 60s, initialBackoff: 200ms, maxBackoff: 1s}}
+"""
+
+
+def test_the_placement_engine_saves_the_node_karpenter_would_buy(
+    karpenter_cluster: LocalCluster, pools: list[Pool], processes: list, tmp_path: Path,
+) -> None:
+    runs: dict[str, Run] = {}
+    for label in ("without nodemedic", "with MakeRoomForPendingPods"):
+        pool = new_pool(karpenter_cluster, tmp_path, pools)
+        c, m = pool.fragmented_start()
+        if label.startswith("with "):
+            processes.append(start_remediator(tmp_path, karpenter_cluster.kubeconfig, policy(pool.namespace),
+                                              name=f"remediator-{pool.namespace}", lease_namespace=pool.namespace))
+        watch = PoolWatch(pool.core, pool.namespace, {(pool.namespace, "small"): 1}).start()
+        runs[label] = run = pool.stream(watch)
+        watch.assert_held(may_remove=set())
+        if label.startswith("with "):
+            assert run.wanted_nodes == {c}, f"the pending pods ran on {run.wanted_nodes}, not on the freed {c}"
+            assert {n for s in SMALL for n in pool.placed(s, 1).values()} == {m}, "each small pod moved to M"
+    base, engine = runs["without nodemedic"], runs["with MakeRoomForPendingPods"]
+    saved = 1 - engine.node_minutes / base.node_minutes
+    print("\nfragmentation, the same start and stream twice (window "
+          f"{WINDOW:.0f} s from the first pending pod):")
+    print(f"  {'':30} {'nodes added':>11} {'node-minutes':>12} {'evicted':>7}  time to schedule each pending pod")
+    for label, r in runs.items():
+        times = ", ".join(f"{t:.1f}s" for t in r.to_schedule)
+        print(f"  {label:30} {r.nodes_added:>11} {r.node_minutes:>12.2f} {r.evicted:>7}  {times}"
+              f"  (fewest serving small pods {r.fewest_small}, PDB minAvailable 1)")
+    print(f"  node-minutes saved: {saved:.1%} (bar: 17 %)")
+    assert base.nodes_added >= 1, "the scenario is not fragmented enough for Karpenter to buy a node"
+    assert engine.nodes_added == 0
+    assert saved >= 0.17
+
+
+def quantity(text: str) -> float:
+    """cpu in millicores or memory in bytes from the few forms these tests write ("500m", "2", "256Mi", "2Gi")."""
+    units = {"m": 1e-3, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
+    for suffix, factor in units.items():
+        if text.endswith(suffix):
+            return float(text[: -len(suffix)]) * factor
+    return float(text)
+
+
+def mix_deviation(core: client.CoreV1Api, pool: str) -> float:
+    """The summed distance of each pool node's cpu:memory request mix from the pool's (docs/fragmentation.md), from
+    what the API server holds: nodes' allocatable and the live pods' requests."""
+    nodes = {n.metadata.name: n for n in core.list_node(label_selector=f"{POOL_LABEL}={pool}").items
+             if n.metadata.deletion_timestamp is None}
+    used = {n: {"cpu": 0.0, "memory": 0.0} for n in nodes}
+    for p in core.list_pod_for_all_namespaces().items:
+        if p.spec.node_name in used and p.metadata.deletion_timestamp is None and p.status.phase == "Running":
+            for c in p.spec.containers:
+                for r in ("cpu", "memory"):
+                    used[p.spec.node_name][r] += quantity((c.resources.requests or {}).get(r, "0"))
+    alloc = {n: {r: quantity(nodes[n].status.allocatable[r]) for r in ("cpu", "memory")} for n in nodes}
+
+    def lean(u: dict[str, float], a: dict[str, float]) -> float:
+        return 100 * u["cpu"] / a["cpu"] - 100 * u["memory"] / a["memory"]
+    cluster = lean({r: sum(u[r] for u in used.values()) for r in ("cpu", "memory")},
+                   {r: sum(a[r] for a in alloc.values()) for r in ("cpu", "memory")})
+    return sum(abs(lean(used[n], alloc[n]) - cluster) for n in nodes)
+
+
+def test_the_balancing_engine_evens_the_resource_mix_within_the_pdb(
+    karpenter_cluster: LocalCluster, pools: list[Pool], processes: list, tmp_path: Path,
+) -> None:
+    pool = new_pool(karpenter_cluster, tmp_path, pools)
+    # C leans to CPU, M to memory. kube-scheduler, not nodemedic, places the evicted pods' replacements: their
+    # preference for M's pods stands for what makes a re-scheduled pod land elsewhere than where it was.
+    _, m = pool.fragmented_start(prefer_m=True)
+    before = mix_deviation(pool.core, pool.namespace)
+    watch = PoolWatch(pool.core, pool.namespace, {(pool.namespace, "small"): 1}).start()
+    processes.append(start_remediator(tmp_path, karpenter_cluster.kubeconfig, f"""apiVersion: nodemedic.io/v1alpha1
+kind: RemediationPolicy
+rules: []
+strategies:
+- name: BalanceResourceMix
+  args: {{maxMovesPerCycle: 2, minImprovement: 5, maxUtilization: 90}}
+evictor: {{nodeFit: true, namespaces: {{include: [{pool.namespace}]}}}}
+limits: {{ownerCooldown: 0s}}
+""", name=f"remediator-{pool.namespace}", lease_namespace=pool.namespace))
+    def settled() -> list[str] | None:
+        """Where the small pods run once the engine has moved what it would (two evictions) and both serve."""
+        if len(nodemedic_events(pool.core, pool.namespace, "NodemedicEvicted")) < 2:
+            return None
+        pods = pool.core.list_namespaced_pod(pool.namespace, label_selector="app=small").items
+        live = [p.spec.node_name for p in pods if p.metadata.deletion_timestamp is None and p.status.phase == "Running"]
+        return live if len(live) == 2 else None
+    where = wait_until(settled, timeout=90, what="two moves made and both small pods serving again")
+    after = mix_deviation(pool.core, pool.namespace)
+    watch.stop()
+    watch.assert_held(may_remove=set())
+    evicted = len(nodemedic_events(pool.core, pool.namespace, "NodemedicEvicted"))
+    print(f"\nbalancing: resource-mix deviation {before:.1f} -> {after:.1f} points with {evicted} evictions; "
+          f"small pods now on {'M' if where[0] == m else 'C'} and {'M' if where[1] == m else 'C'} "
+          f"(kube-scheduler places the replacements); fewest serving small pods "
+          f"{watch.fewest[(pool.namespace, 'small')]} (PDB minAvailable 1); nodes added: {len(watch.added)}")
+    assert after < before and m in where
+    assert not watch.added

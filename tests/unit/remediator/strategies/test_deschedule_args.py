@@ -1,0 +1,76 @@
+"""The deschedule-kind strategies' args read from a policy file with descheduler's names, their defaults, and
+`plan --json` on a snapshot with all five."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from remediator.cli import main
+from remediator.model import LabelSelector, SelectorRequirement
+from remediator.policy.fields import Namespaces
+from remediator.policy.loader import load_policy
+from remediator.strategies.pod_life_time.args import PodLifeTimeArgs
+from remediator.strategies.remove_failed_pods.args import RemoveFailedPodsArgs
+from remediator.strategies.remove_pods_having_too_many_restarts.args import RemovePodsHavingTooManyRestartsArgs
+from remediator.strategies.remove_pods_violating_inter_pod_anti_affinity.args import (
+    RemovePodsViolatingInterPodAntiAffinityArgs,
+)
+from remediator.strategies.remove_pods_violating_node_affinity.args import (
+    PREFERRED,
+    REQUIRED,
+    RemovePodsViolatingNodeAffinityArgs,
+)
+from remediator.strategies.scope import PodScope
+
+GOOD = Path(__file__).parents[4] / "tests" / "testdata" / "policies" / "good"
+
+
+def test_every_argument_is_read_with_descheduler_names() -> None:
+    got = {s.name: s.args for s in load_policy(GOOD / "deschedule-strategies.yaml").strategies}
+    assert got == {
+        "RemovePodsViolatingNodeAffinity": RemovePodsViolatingNodeAffinityArgs(
+            scope=PodScope(Namespaces(exclude=("kube-system",))), node_affinity_type=(REQUIRED, PREFERRED)),
+        "RemovePodsViolatingInterPodAntiAffinity": RemovePodsViolatingInterPodAntiAffinityArgs(
+            scope=PodScope(label_selector=LabelSelector(match_expressions=(SelectorRequirement("app", "Exists"),)))),
+        "RemovePodsHavingTooManyRestarts": RemovePodsHavingTooManyRestartsArgs(
+            100, including_init_containers=True, states=("CrashLoopBackOff",)),
+        "PodLifeTime": PodLifeTimeArgs(
+            scope=PodScope(Namespaces(include=("batch",))), max_pod_life_time_seconds=86400,
+            states=("Running", "CrashLoopBackOff"), owner_kinds_exclude=("Job",)),
+        "RemoveFailedPods": RemoveFailedPodsArgs(
+            reasons=("OOMKilled", "NodeAffinity"), exit_codes=(137,), exclude_owner_kinds=("Job",),
+            min_pod_lifetime_seconds=600, including_init_containers=True),
+    }
+
+
+def test_descheduler_defaults() -> None:
+    assert RemoveFailedPodsArgs().min_pod_lifetime_seconds == 3600
+    assert RemoveFailedPodsArgs().reasons == () and RemoveFailedPodsArgs().exit_codes == ()
+    assert not RemovePodsHavingTooManyRestartsArgs(1).including_init_containers
+    assert PodLifeTimeArgs().max_pod_life_time_seconds is None
+
+
+def test_plan_json_on_a_snapshot_shows_each_strategy_with_its_reasons(capsys: pytest.CaptureFixture[str]) -> None:
+    root = GOOD.parents[1]
+    code = main(["plan", "--policy", str(GOOD / "deschedule-demo.yaml"), "--snapshot",
+                 str(root / "snapshots" / "deschedule-strategies.json"), "--now", "2026-11-24T12:00:00Z", "--json"])
+    assert code == 0
+    doc = json.loads(capsys.readouterr().out)
+    got = [(e["strategy"], e["name"], e["reason"]) for e in doc["evictions"]]
+    assert got == [
+        ("RemovePodsViolatingNodeAffinity", "db-0",
+         "node hdd-1 no longer matches its required node affinity; ssd-2 does"),
+        ("RemovePodsViolatingNodeAffinity", "api-0",
+         "preferred node affinity weight 0 on hdd-1; ssd-2 fits with weight 10"),
+        ("RemovePodsViolatingInterPodAntiAffinity", "cache-0",
+         "required anti-affinity violated by shop/cache-1 on the same node hdd-1"),
+        ("RemovePodsHavingTooManyRestarts", "web-0", "140 restarts >= podRestartThreshold 100"),
+        ("RemovePodsHavingTooManyRestarts", "web-1", "140 restarts >= podRestartThreshold 100"),
+        ("PodLifeTime", "nightly-0", "age 216000s > maxPodLifeTimeSeconds 86400"),
+        ("RemoveFailedPods", "report-0", "Failed for a pod 7200s old; reason OOMKilled"),
+    ]
+    assert doc["crashLoopNodes"] == [{"node": "bad-1", "namespace": "shop", "owner": "ReplicaSet/web",
+                                      "pods": ["web-0", "web-1"], "healthyElsewhere": 2}]

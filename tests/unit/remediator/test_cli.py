@@ -1,0 +1,71 @@
+"""`nodemedic-remediator run` refuses what would hurt before it starts: lease timings that let two replicas lead at
+once, a kubeconfig that does not exist or names no context (exit 2, the file named, no traceback)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from remediator.cli import main
+from remediator.leader import LeaseTimings
+
+ROOT = Path(__file__).resolve().parents[3]
+POLICY = str(ROOT / "deploy" / "policy" / "default.yaml")
+
+
+@pytest.mark.parametrize(("timings", "expected"), [
+    (LeaseTimings(15, 10, 2), []),
+    (LeaseTimings(6, 4, 1), []),
+    (LeaseTimings(10, 10, 2), ["--lease-duration (10s) must be greater than --renew-deadline (10s)"]),
+    (LeaseTimings(10, 15, 2), ["--lease-duration (10s) must be greater than --renew-deadline (15s)"]),
+    (LeaseTimings(15, 2.4, 2), ["--renew-deadline (2.4s) must be greater than --retry-period x 1.2 (2.4s)"]),
+    (LeaseTimings(15, 10, 0), ["--retry-period: must be greater than zero, got 0s"]),
+    (LeaseTimings(0, 10, 2), ["--lease-duration: must be greater than zero, got 0s"]),
+    (LeaseTimings(1.5, 1.2, 1), ["--lease-duration: must be a whole number of seconds",
+                                 "--renew-deadline (1.2s) must be greater than --retry-period x 1.2"]),
+    (LeaseTimings(15, 10, 0.5), ["--retry-period: must be at least 1s"]),
+], ids=["defaults", "e2e", "equal", "deadline-over-lease", "retry-fills-deadline", "zero-retry", "zero-lease",
+        "fractional-lease", "retry-floods"])
+def test_lease_timings_are_checked_as_client_go_checks_them(timings: LeaseTimings, expected: list[str]) -> None:
+    errors = timings.errors()
+    assert len(errors) == len(expected), errors
+    for error, start in zip(errors, expected, strict=True):
+        assert error.startswith(start), errors
+
+
+def test_run_refuses_bad_lease_timings_with_exit_2_before_starting(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["run", "--policy", POLICY, "--lease-duration", "10s", "--renew-deadline", "10s", "--listen", ""])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err == ("nodemedic-remediator run: --lease-duration (10s) must be greater than --renew-deadline (10s): "
+                   "a standby could take over while the leader still acts\n")
+
+
+@pytest.mark.parametrize("command", ["run", "plan"])
+def test_a_missing_kubeconfig_is_named_with_exit_2_and_no_traceback(
+        command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "nope.kubeconfig"
+    extra = ["--listen", ""] if command == "run" else []
+    assert main([command, "--policy", POLICY, "--kubeconfig", str(missing), *extra]) == 2
+    err = capsys.readouterr().err
+    assert f"nodemedic-remediator: {missing}: kubeconfig file not found" in err
+    assert "Traceback" not in err
+
+
+def test_a_kubeconfig_without_a_context_is_named_with_exit_2(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "empty.kubeconfig"
+    empty.write_text("apiVersion: v1\nkind: Config\nclusters: []\n")
+    assert main(["run", "--policy", POLICY, "--kubeconfig", str(empty), "--listen", ""]) == 2
+    err = capsys.readouterr().err
+    assert f"nodemedic-remediator: {empty}: " in err and "current-context" in err
+    assert "Traceback" not in err
+
+
+def test_run_refuses_a_sync_timeout_of_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["run", "--policy", POLICY, "--once", "--sync-timeout", "0s", "--listen", ""])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == "nodemedic-remediator run: --sync-timeout: must be greater than zero, got 0s\n"
