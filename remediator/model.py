@@ -167,7 +167,9 @@ class PreferredNodeTerm:
     term: NodeSelectorTerm
 
 
-@dataclass(frozen=True)
+# Slotted: 150,000 of these live in the caches, and past 29 attributes an instance __dict__ stops sharing its keys
+# (CPython), which made every pod 1.3 KiB larger.
+@dataclass(frozen=True, slots=True)
 class PodRecord:
     namespace: str
     name: str

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import random
 
@@ -84,6 +85,6 @@ def test_a_balanced_cluster_is_left_alone() -> None:
     snap = mixed_cluster(18)
     for n in snap.nodes:  # every node 10 % cpu and 10 % memory: the cluster's own mix everywhere
         first = snap.pods(n)[0]
-        snap.pods_by_node[n] = [PodRecord(**{**first.__dict__, "requests": {"cpu": 400, "memory": 16 * GiB // 10}})]
+        snap.pods_by_node[n] = [dataclasses.replace(first, requests={"cpu": 400, "memory": 16 * GiB // 10})]
     plan = plan_cycle(snap, policy(), PlannerMemory())
     assert plan.evictions == [] and plan.resource_mix is not None and plan.resource_mix.before < 1e-6
