@@ -20,11 +20,12 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, G
 from agent import __version__
 from agent.checks import BUILTIN
 from agent.checks.custom_plugin import CustomPluginMonitor
+from agent.checks.gpu import GPUCheck
 from agent.checks.logmonitor import LogMonitor
 from agent.checks.stuck_pods import StuckPods
 from agent.config import AgentConfig, ConfigError, load_config
 from agent.host import HostRoot
-from agent.model import Check, Observation, Status
+from agent.model import Check, HoldsResources, Observation, Status
 from agent.npd import logmonitor_config as npd_logmonitor_config
 from agent.npd import plugin_config as npd_plugin_config
 from agent.reporting.conditions import ConditionBook
@@ -233,10 +234,18 @@ def _pod_watch(checks: list[Check], kube: Kube, node: str, log: logging.Logger) 
     return watch
 
 
-def _close_log_sources(checks: list[Check]) -> None:
+def _attach_capacity(checks: list[Check], reporter: Reporter) -> None:
+    """The gpu check compares the host with the Node's nvidia.com/gpu capacity, read from the Node objects the
+    reporter gets anyway (agent/reporting/node_capacity.py)."""
     for check in checks:
-        if isinstance(check, LogMonitor):
-            check.close()  # a journald source stops its journalctl
+        if isinstance(check, GPUCheck):
+            check.attach_capacity(reporter.capacity.count)
+
+
+async def _release(checks: list[Check]) -> None:
+    for check in checks:
+        if isinstance(check, HoldsResources):
+            await check.close()  # a journald source stops its journalctl, the kubelet probe drops its session
 
 
 async def _run(args: argparse.Namespace, log: logging.Logger) -> int:
@@ -259,6 +268,7 @@ async def _run(args: argparse.Namespace, log: logging.Logger) -> int:
                         registry=registry, log=log, heartbeat=cfg.heartbeat.total_seconds(),
                         defaults=[d for c in checks if isinstance(c, LogMonitor | CustomPluginMonitor)
                                   for d in c.initial_conditions()])
+    _attach_capacity(checks, reporter)
     inbox = Inbox(suppressed=reporter.suppressed, log=log)
     supervisor = Supervisor(checks, registry=registry, log=log, publish=inbox.put)
     pod_watch = _pod_watch(checks, kube, args.node_name, log)
@@ -312,7 +322,7 @@ async def _run(args: argparse.Namespace, log: logging.Logger) -> int:
     for t in tasks:
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await t
-    _close_log_sources(checks)
+    await _release(checks)
     if server is not None:
         await server.close()
     await kube.close()

@@ -94,3 +94,11 @@ class WaitsForInput(Protocol):
     instead of polling. `input_fd()` is None while there is nothing to wait on (then the interval is a poll)."""
 
     def input_fd(self) -> int | None: ...
+
+
+@runtime_checkable
+class HoldsResources(Protocol):
+    """A check that keeps something open between observations (a journalctl child, an HTTP session with its
+    keep-alive connection): the agent awaits `close()` once, at shutdown."""
+
+    async def close(self) -> None: ...

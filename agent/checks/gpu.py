@@ -7,10 +7,17 @@
 - device nodes `/dev/nvidia<N>` (in any of `device_dirs`: a driver container creates them under
   `/run/nvidia/driver/dev`), created by the driver for each GPU it manages;
 - the most GPU functions seen since the agent started: a GPU that fell off the bus leaves the PCI bus, so the
-  count drops below what was there.
-Fewer device nodes than functions (the driver did not take a GPU) or fewer functions than seen before (a GPU
-left the bus) is True, naming the bus ids. A node with no NVIDIA GPU reports nothing, so the type never appears
-there.
+  count drops below what was there;
+- the Node's own capacity of `capacity_resource` (`nvidia.com/gpu`, set by the device plugin or the node's
+  provisioner), divided by `capacity_per_gpu` (the device plugin's time-slicing replicas, or MIG devices per GPU
+  with the `single` strategy). It catches a GPU lost before the agent started, which the count since start cannot.
+  The check knows nothing of Kubernetes: the reporting side, which reads the Node anyway, hands it a plain
+  resource -> count lookup (`attach_capacity`); until then, and for a Node that lists no such resource, there is
+  nothing to compare with. Only more GPUs promised than present is a problem: fewer (MIG `mixed`, a device plugin
+  still starting) is not.
+Fewer device nodes than functions (the driver did not take a GPU), fewer functions than seen before (a GPU left the
+bus) or than the Node's capacity promises is True, naming the bus ids. A node with no NVIDIA GPU, and no GPU
+capacity, reports nothing, so the type never appears there.
 
 `NVSwitchFabricDown`: on HGX-style hosts the NVSwitches (`/dev/nvidia-nvswitch<N>`, or NVIDIA PCI functions of
 class 0x0680xx) need the fabric manager daemon (`nv-fabricmanager`) running, or multi-GPU jobs fail to start.
@@ -21,6 +28,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agent.host import HostRoot
@@ -34,6 +42,8 @@ _GPU_CLASSES = ("0x0300", "0x0302")
 _BRIDGE_CLASS = "0x0680"  # NVSwitch
 _DEVICE_NODE = re.compile(r"nvidia\d+")
 _NVSWITCH_NODE = re.compile(r"nvidia-nvswitch\d+")
+_RESOURCE_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?(/[-A-Za-z0-9_.]+)?")
+Capacity = Callable[[str], int | None]  # resource name -> the Node's capacity of it; None: not known or not listed
 
 
 @dataclass(frozen=True)
@@ -41,6 +51,8 @@ class Config:
     timing: CheckTiming = field(default_factory=CheckTiming)
     device_dirs: tuple[str, ...] = ("/dev", "/run/nvidia/driver/dev")
     fabric_manager_process: str = "nv-fabricmanager"
+    capacity_resource: str = "nvidia.com/gpu"  # "" = do not compare with the Node's capacity
+    capacity_per_gpu: int = 1
 
 
 def validate(config: Config) -> list[str]:
@@ -50,6 +62,10 @@ def validate(config: Config) -> list[str]:
             errors.append(f"device_dirs[{i}]: must be an absolute path")
     if not config.fabric_manager_process or "/" in config.fabric_manager_process:
         errors.append("fabric_manager_process: must be a process name (its /proc/<pid>/comm)")
+    if config.capacity_resource and not _RESOURCE_NAME.fullmatch(config.capacity_resource):
+        errors.append(f"capacity_resource: {config.capacity_resource!r} is not a resource name (e.g. nvidia.com/gpu)")
+    if config.capacity_per_gpu < 1:
+        errors.append("capacity_per_gpu: must be at least 1")
     return errors
 
 
@@ -89,14 +105,20 @@ class GPUCheck:
         self._config = config
         self._host = host
         self._seen: frozenset[str] = frozenset()  # every GPU bus id seen since start
+        self._capacity: Capacity | None = None
+
+    def attach_capacity(self, capacity: Capacity) -> None:
+        """The Node's capacity lookup, given by the reporting side once it talks to the API server."""
+        self._capacity = capacity
 
     async def observe(self, now: dt.datetime) -> Observation:
         pci = read_pci(self._host)
         nodes = self._device_nodes()
         self._seen |= pci.gpus
+        promised = self._promised()
         reports: list[ConditionReport] = []
-        if self._seen:
-            reports.append(self._missing(pci.gpus, nodes[0]))
+        if self._seen or promised:
+            reports.append(self._missing(pci.gpus, nodes[0], promised))
         if pci.nvswitches or nodes[1]:
             reports.append(self._fabric(len(pci.nvswitches) or nodes[1]))
         return Observation(self.name, now, conditions=tuple(reports))
@@ -115,18 +137,36 @@ class GPUCheck:
                 return gpus, switches
         return 0, 0
 
-    def _missing(self, present: frozenset[str], device_nodes: int) -> ConditionReport:
+    def _promised(self) -> tuple[int, int] | None:
+        """(GPUs the Node's capacity promises, the capacity itself); None when there is nothing to compare with."""
+        resource, per_gpu = self._config.capacity_resource, self._config.capacity_per_gpu
+        count = self._capacity(resource) if self._capacity is not None and resource else None
+        if not count:
+            return None
+        return -(-count // per_gpu), count  # a partial GPU's worth of capacity still needs a whole GPU
+
+    def _missing(self, present: frozenset[str], device_nodes: int, promised: tuple[int, int] | None,
+                 ) -> ConditionReport:
         gone = sorted(self._seen - present)
         if gone:
             return ConditionReport(MISSING, Status.TRUE, "GPUGoneFromBus",
                                    f"GPU {', '.join(gone)} left the PCI bus ({len(present)} of {len(self._seen)} "
                                    "seen are present)")
+        if promised is not None and promised[0] > len(present):
+            gpus, count = promised
+            per_gpu = self._config.capacity_per_gpu
+            share = f" ({gpus} GPUs at {per_gpu} per GPU)" if per_gpu > 1 else ""
+            on_bus = f": {', '.join(sorted(present))}" if present else ""
+            return ConditionReport(MISSING, Status.TRUE, "GPUsBelowNodeCapacity",
+                                   f"the Node's capacity is {count} {self._config.capacity_resource}{share} but "
+                                   f"{len(present)} NVIDIA GPUs are on the PCI bus{on_bus}")
         if device_nodes < len(present):
             return ConditionReport(MISSING, Status.TRUE, "GPUWithoutDeviceNode",
                                    f"{len(present)} NVIDIA GPUs on the PCI bus ({', '.join(sorted(present))}) but "
                                    f"{device_nodes} /dev/nvidia<N> device nodes: the driver does not manage them all")
+        capacity = f", Node capacity {promised[1]} {self._config.capacity_resource}" if promised is not None else ""
         return ConditionReport(MISSING, Status.FALSE, "AllGPUsPresent",
-                               f"{len(present)} NVIDIA GPUs on the PCI bus, {device_nodes} device nodes")
+                               f"{len(present)} NVIDIA GPUs on the PCI bus, {device_nodes} device nodes{capacity}")
 
     def _fabric(self, switches: int) -> ConditionReport:
         wanted = self._config.fabric_manager_process

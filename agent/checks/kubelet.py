@@ -8,8 +8,11 @@ one failure says nothing yet), with the failure in the message. One successful p
 
 `FrequentKubeletRestart` comes from `restarts.RestartMonitor` (the `proc` or `systemd` source, see there).
 
-aiohttp is allowed here because HTTP is the check itself; a session lives for one probe, so there is nothing to
-close between observations.
+aiohttp is allowed here because HTTP is the check itself. One session (with its one keep-alive connection) serves
+every probe for the agent's life, created at the first probe (it needs the running loop) and closed by `close()` at
+shutdown: a session per probe cost a connector, a TCP handshake and a teardown every 10 s, the agent's largest idle
+cost. A connection the kubelet closed while idle is retried once by aiohttp (GET is idempotent), so a stale
+keep-alive connection never counts as a failed probe.
 """
 
 from __future__ import annotations
@@ -65,11 +68,18 @@ class KubeletCheck:
         self._failures = 0  # failed probes in a row
         self._settled: Status = Status.UNKNOWN  # the last status the debounce decided
         self._context: ssl.SSLContext | None = None  # for an https healthz_url, built on first use
+        self._session: aiohttp.ClientSession | None = None  # built at the first probe, closed by close()
         self._restarts = RestartMonitor(config.restarts, host, defaults=RESTARTS, condition_type=FREQUENT_RESTART,
                                         subject="kubelet", run=run, clock_ticks=clock_ticks)
 
     async def observe(self, now: dt.datetime) -> Observation:
         return Observation(self.name, now, conditions=(await self._health(), await self._restarts.observe(now)))
+
+    async def close(self) -> None:
+        """Release the probe's session and its keep-alive connection (see `HoldsResources`)."""
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
     async def _health(self) -> ConditionReport:
         url, threshold = self._config.healthz_url, self._config.failure_threshold
@@ -97,9 +107,11 @@ class KubeletCheck:
     async def _probe(self) -> str | None:
         """None when healthy, else what went wrong (stable wording: it becomes the condition message)."""
         timeout = self._config.request_timeout
+        if self._session is None:
+            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1),
+                                                  timeout=aiohttp.ClientTimeout(total=timeout.total_seconds()))
         try:
-            async with (aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout.total_seconds())) as s,
-                        s.get(self._config.healthz_url, allow_redirects=False, ssl=self._tls()) as response):
+            async with self._session.get(self._config.healthz_url, allow_redirects=False, ssl=self._tls()) as response:
                 if response.status == 200:
                     return None
                 body = (await response.text(errors="replace")).strip()[:80]

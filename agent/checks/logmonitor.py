@@ -98,8 +98,8 @@ class LogMonitor:
         """The source's readable descriptor once it has one (see `WaitsForInput`)."""
         return self._reader.fileno()
 
-    def close(self) -> None:
-        """Release the log source (a journald source stops its journalctl)."""
+    async def close(self) -> None:
+        """Release the log source (a journald source stops its journalctl); see `HoldsResources`."""
         self._reader.close()
 
     def initial_conditions(self) -> tuple[ConditionReport, ...]:

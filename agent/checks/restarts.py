@@ -2,9 +2,10 @@
 
 Two sources, chosen per check with `RestartConfig.source`:
 
-- `proc` (default): find the service's process by scanning `<root>/proc/*/comm` and read its start time from
-  `<root>/proc/<pid>/stat` (field 22, clock ticks after `btime` in `<root>/proc/stat`). A new start time is one
-  restart, dated exactly when it happened. Works through the host root (a pod needs only the host's /proc
+- `proc` (default): find the service's process by scanning `<root>/proc/*/stat` for its name and read its start
+  time there (field 22, clock ticks after `btime` in `<root>/proc/stat`). Once found, each sample re-reads only
+  that pid's stat; the full scan runs again only when the process is gone or its start time changed. A new start
+  time is one restart, dated exactly when it happened. Works through the host root (a pod needs only the host's /proc
   mounted), and sees every kind of restart (crash, `systemctl restart`, OOM kill). It only sees restarts while
   the agent runs, and two restarts within one check interval count as one.
 - `systemd`: `systemctl show -p LoadState,NRestarts <units>` through an injectable command runner. `NRestarts`
@@ -117,6 +118,7 @@ class RestartMonitor:
         self._last_start: dt.datetime | None = None  # proc: start time of the process seen last
         self._last_pid: int | None = None  # proc: avoids a full /proc scan while the process lives
         self._last_count: int | None = None  # systemd: NRestarts seen last
+        self._btime: float | None = None  # proc: the host's boot time, seconds since the epoch
 
     async def observe(self, now: dt.datetime) -> ConditionReport:
         try:
@@ -172,31 +174,40 @@ class RestartMonitor:
     def _find_process(self) -> _Process | None:
         btime = self._boot_time()
         names = set(self._config.process_names)
-        if self._last_pid is not None:
-            cached = self._read_process(self._last_pid, names, btime)
+        proc = str(self._host.path("/proc"))
+        if self._last_pid is not None:  # the common case: one file read re-verifies the process seen last
+            cached = self._read_process(proc, self._last_pid, names, btime)
             if cached is not None and cached.started == self._last_start:
                 return cached
         found = []
-        for entry in self._host.path("/proc").iterdir():  # OSError here -> Unknown
-            if entry.name.isdigit():
-                proc = self._read_process(int(entry.name), names, btime)
-                if proc is not None:
-                    found.append(proc)
+        with os.scandir(proc) as entries:  # OSError here -> Unknown
+            for entry in entries:
+                if entry.name.isdigit():
+                    process = self._read_process(proc, int(entry.name), names, btime)
+                    if process is not None:
+                        found.append(process)
         if not found:
             return None
         # a service started by systemd has ppid 1; nested runtimes (kind, docker-in-docker) do not
         top = [p for p in found if p.ppid == 1] or found
         return min(top, key=lambda p: p.started)
 
-    def _read_process(self, pid: int, names: set[str], btime: float) -> _Process | None:
+    def _read_process(self, proc: str, pid: int, names: set[str], btime: float) -> _Process | None:
+        """The process `pid` if its name is one of `names`. Only `<pid>/stat` is read: it carries the name (the
+        same as `comm`) too, so a scan costs one small read per process, plain string paths, no pathlib."""
         try:
-            if self._host.read_text(f"/proc/{pid}/comm").strip() not in names:
-                return None
-            stat = self._host.read_text(f"/proc/{pid}/stat")
+            fd = os.open(f"{proc}/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                stat = os.read(fd, 4096).decode(errors="replace")
+            finally:
+                os.close(fd)
         except OSError:  # processes come and go while we scan
             return None
         # the command name in parentheses may contain spaces and parentheses: split after the last ")"
-        fields = stat[stat.rfind(")") + 1:].split()
+        end = stat.rfind(")")
+        if stat[stat.find("(") + 1:end] not in names:
+            return None
+        fields = stat[end + 1:].split()
         try:
             ppid, ticks = int(fields[1]), int(fields[19])
             started = dt.datetime.fromtimestamp(btime + ticks / self._ticks, dt.UTC)
@@ -205,8 +216,13 @@ class RestartMonitor:
         return _Process(pid, ppid, started)
 
     def _boot_time(self) -> float:
-        for line in self._host.read_text("/proc/stat").splitlines():
-            key, _, value = line.partition(" ")
-            if key == "btime" and value.strip().isdigit():
-                return float(value)
-        raise SensorError("/proc/stat has no btime line")
+        """`btime` from the host's /proc/stat, read once: it only changes with a reboot, which restarts us too."""
+        if self._btime is None:
+            for line in self._host.read_text("/proc/stat").splitlines():
+                key, _, value = line.partition(" ")
+                if key == "btime" and value.strip().isdigit():
+                    self._btime = float(value)
+                    break
+            else:
+                raise SensorError("/proc/stat has no btime line")
+        return self._btime

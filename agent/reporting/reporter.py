@@ -28,6 +28,7 @@ from prometheus_client import CollectorRegistry, Counter
 from agent.model import ConditionReport, EventReport
 from agent.reporting.conditions import ConditionBook
 from agent.reporting.kube import ApiError, Kube
+from agent.reporting.node_capacity import NodeCapacity
 
 COMPONENT = "nodemedic-agent"
 
@@ -95,6 +96,7 @@ class Reporter:
         self.seeded = asyncio.Event()  # observations wait for this: the Node's state comes first
         self.bucket = TokenBucket(event_burst, events_per_second)
         self.sent: dict[tuple[str, str], _Sent] = {}
+        self.capacity = NodeCapacity()  # from the Node objects the GET and each PATCH return, for the checks
         self.written = state.load()
         self.retire = book.retired(self.written)
         self.suppressed = Counter("nodemedic_agent_events_suppressed_total", "Events not sent (rate limit or error)",
@@ -105,6 +107,7 @@ class Reporter:
     async def seed(self) -> None:
         """Read the Node once so a restart keeps the conditions already there."""
         node = await self.kube.request("GET", f"/api/v1/nodes/{self.node}")
+        self.capacity.update(node)
         self.book.seed((node.get("status") or {}).get("conditions") or [], self.defaults)
         self.seeded.set()
 
@@ -115,8 +118,9 @@ class Reporter:
 
     async def write_conditions(self) -> None:
         now = dt.datetime.now(dt.UTC)
-        await self.kube.request("PATCH", f"/api/v1/nodes/{self.node}/status", self.status_patch(now),
-                                content_type="application/strategic-merge-patch+json")
+        self.capacity.update(await self.kube.request("PATCH", f"/api/v1/nodes/{self.node}/status",
+                                                     self.status_patch(now),
+                                                     content_type="application/strategic-merge-patch+json"))
         written = {c.type for c in self.book.conditions()}
         if self.retire:
             self.log.info("deleted retired condition types", extra={"types": self.retire})

@@ -128,6 +128,88 @@ def test_nvswitches_need_the_fabric_manager(host: Host, running: str, expected: 
 
 
 def test_validation_names_the_bad_fields() -> None:
-    assert validate(Config(device_dirs=("dev",), fabric_manager_process="")) == [
+    assert validate(Config(device_dirs=("dev",), fabric_manager_process="", capacity_resource="nvidia.com/ gpu",
+                           capacity_per_gpu=0)) == [
         "device_dirs[0]: must be an absolute path",
-        "fabric_manager_process: must be a process name (its /proc/<pid>/comm)"]
+        "fabric_manager_process: must be a process name (its /proc/<pid>/comm)",
+        "capacity_resource: 'nvidia.com/ gpu' is not a resource name (e.g. nvidia.com/gpu)",
+        "capacity_per_gpu: must be at least 1"]
+    assert validate(Config(capacity_resource="")) == []  # "" turns the comparison off
+
+
+def eight_gpu_host(host: Host, present: int) -> None:
+    """`present` of an HGX board's eight GPUs on the bus, each with its device node and its audio function."""
+    for i in range(present):
+        host.pci(f"0000:{0x18 + 0x10 * i:02x}:00.0")
+        host.pci(f"0000:{0x18 + 0x10 * i:02x}:00.1", pci_class="0x040300", driver="snd_hda_intel")
+    host.dev(*(f"nvidia{i}" for i in range(present)), "nvidiactl", "nvidia-uvm")
+
+
+def with_capacity(check: GPUCheck, capacity: dict[str, int]) -> GPUCheck:
+    check.attach_capacity(capacity.get)
+    return check
+
+
+@pytest.mark.parametrize(("present", "capacity", "config", "expected"), [
+    (8, {"nvidia.com/gpu": 8}, Config(), (Status.FALSE, "AllGPUsPresent")),
+    (7, {"nvidia.com/gpu": 8}, Config(), (Status.TRUE, "GPUsBelowNodeCapacity")),
+    (0, {"nvidia.com/gpu": 8}, Config(), (Status.TRUE, "GPUsBelowNodeCapacity")),
+    (8, {"nvidia.com/gpu": 6}, Config(), (Status.FALSE, "AllGPUsPresent")),
+    (8, {"nvidia.com/gpu": 32}, Config(capacity_per_gpu=4), (Status.FALSE, "AllGPUsPresent")),
+    (7, {"nvidia.com/gpu": 32}, Config(capacity_per_gpu=4), (Status.TRUE, "GPUsBelowNodeCapacity")),
+    (7, {"nvidia.com/gpu": 8}, Config(capacity_resource=""), (Status.FALSE, "AllGPUsPresent")),
+    (7, {"nvidia.com/gpu.shared": 8}, Config(), (Status.FALSE, "AllGPUsPresent")),
+    (7, {"nvidia.com/gpu.shared": 8}, Config(capacity_resource="nvidia.com/gpu.shared"),
+     (Status.TRUE, "GPUsBelowNodeCapacity")),
+], ids=["eight-of-eight", "seven-of-eight", "none-of-eight", "fewer-promised-than-present-mig-mixed",
+        "time-sliced-four-ways", "time-sliced-one-gpu-short", "comparison-off", "resource-not-listed",
+        "renamed-shared-resource"])
+def test_the_gpus_on_the_bus_are_compared_with_the_nodes_capacity(
+        host: Host, present: int, capacity: dict[str, int], config: Config, expected: tuple[Status, str]) -> None:
+    eight_gpu_host(host, present)
+
+    observation = observe(with_capacity(GPUCheck(config, HostRoot(host.root)), capacity))
+
+    assert statuses(observation) == {MISSING: expected}
+
+
+def test_the_capacity_message_says_what_the_node_promises_and_what_is_on_the_bus(host: Host) -> None:
+    eight_gpu_host(host, 7)
+
+    (report,) = observe(with_capacity(GPUCheck(Config(), HostRoot(host.root)), {"nvidia.com/gpu": 8})).conditions
+
+    assert report.message.startswith("the Node's capacity is 8 nvidia.com/gpu but 7 NVIDIA GPUs are on the PCI bus: "
+                                     "0000:18:00.0, 0000:28:00.0,")
+    assert report.message.endswith("0000:78:00.0")  # the eighth, 0000:88:00.0, is the one missing
+
+
+def test_a_near_miss_capacity_the_host_meets_and_no_capacity_before_the_node_is_seen(host: Host) -> None:
+    eight_gpu_host(host, 7)
+    seen: dict[str, int] = {}
+    check = with_capacity(GPUCheck(Config(), HostRoot(host.root)), seen)
+
+    assert statuses(observe(check)) == {MISSING: (Status.FALSE, "AllGPUsPresent")}  # the Node not read yet
+    seen["nvidia.com/gpu"] = 7
+    assert statuses(observe(check)) == {MISSING: (Status.FALSE, "AllGPUsPresent")}
+    seen["nvidia.com/gpu"] = 8
+    assert statuses(observe(check)) == {MISSING: (Status.TRUE, "GPUsBelowNodeCapacity")}
+
+
+def test_a_gpu_gone_from_the_bus_is_named_before_the_capacity_shortfall(host: Host) -> None:
+    eight_gpu_host(host, 8)
+    check = with_capacity(GPUCheck(Config(), HostRoot(host.root)), {"nvidia.com/gpu": 8})
+    observe(check)
+    host.unplug("0000:88:00.0")
+
+    (report,) = observe(check).conditions
+
+    assert (report.status, report.reason) == (Status.TRUE, "GPUGoneFromBus")
+    assert "0000:88:00.0" in report.message
+
+
+def test_a_node_without_gpus_or_gpu_capacity_still_reports_nothing(host: Host) -> None:
+    host.pci("0000:00:02.0", vendor="0x8086", pci_class="0x030000", driver="i915")
+
+    check = with_capacity(GPUCheck(Config(), HostRoot(host.root)), {"cpu": 8, "nvidia.com/gpu": 0})
+
+    assert observe(check).conditions == ()

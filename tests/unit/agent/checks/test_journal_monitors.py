@@ -124,7 +124,7 @@ def test_a_shipped_journal_monitor_finds_its_lines_and_nothing_else(journal: Rea
 
         wait_until(probe, timeout=15, what=f"{len(want_events)} events from {name}")
     finally:
-        monitor.close()
+        asyncio.run(monitor.close())
 
     assert [e.reason for e in events] == want_events
     conditions = [reason for _, _, reason in table if reason]

@@ -18,7 +18,7 @@ from aiohttp import web
 from agent.checks.kubelet import FREQUENT_RESTART, UNHEALTHY, Config, KubeletCheck, validate
 from agent.checks.restarts import RestartConfig
 from agent.host import HostRoot
-from agent.model import ConditionReport, Status
+from agent.model import ConditionReport, Observation, Status
 
 NOW = dt.datetime(2024, 5, 1, 12, 0, 0, tzinfo=dt.UTC)
 MINUTE = dt.timedelta(minutes=1)
@@ -33,8 +33,10 @@ class FakeKubelet:
     def __init__(self) -> None:
         self.status: int | None = 200
         self.release = asyncio.Event()  # set before the server stops: aiohttp waits for pending handlers
+        self.peers: list[object] = []  # the client address of each request: one per connection
 
     async def healthz(self, request: web.Request) -> web.Response:
+        self.peers.append(request.transport.get_extra_info("peername") if request.transport else None)
         if self.status is None:
             await self.release.wait()
             return web.Response(status=503)
@@ -64,6 +66,7 @@ def probe_sequence(kubelet: FakeKubelet, statuses: Sequence[int | None], config:
                 assert [c.type for c in observation.conditions] == list(check.condition_types)
                 reports.append(next(c for c in observation.conditions if c.type == UNHEALTHY))
         finally:
+            await check.close()
             kubelet.release.set()
             await runner.cleanup()
         return reports
@@ -91,6 +94,39 @@ def test_kubelet_unhealthy_needs_three_failed_probes_in_a_row(
     assert [r.status for r in reports] == expected
 
 
+def test_one_keep_alive_connection_serves_every_probe() -> None:
+    kubelet = FakeKubelet()
+    reports = probe_sequence(kubelet, [200, 500, 200, 200])
+    assert [r.status for r in reports] == [Status.FALSE, Status.FALSE, Status.FALSE, Status.FALSE]
+    assert len(kubelet.peers) == 4 and len(set(kubelet.peers)) == 1
+
+
+def test_close_releases_the_session_and_a_later_probe_opens_a_new_one() -> None:
+    kubelet = FakeKubelet()
+
+    async def main() -> list[Status]:
+        app = web.Application()
+        app.router.add_get("/healthz", kubelet.healthz)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        host, port = runner.addresses[0][:2]
+        check = KubeletCheck(Config(healthz_url=f"http://{host}:{port}/healthz"), HostRoot(Path("/nonexistent")))
+        try:
+            statuses = [(await check.observe(NOW)).conditions[0].status]
+            await check.close()
+            statuses.append((await check.observe(NOW + MINUTE)).conditions[0].status)
+            await check.close()
+            await check.close()  # twice is harmless
+        finally:
+            await runner.cleanup()
+        return statuses
+
+    assert asyncio.run(main()) == [Status.FALSE, Status.FALSE]
+    assert len(set(kubelet.peers)) == 2
+
+
 def test_the_failure_message_says_what_failed_and_how_far_the_streak_is() -> None:
     reports = probe_sequence(FakeKubelet(), [500, None, 503])
     assert reports[0].message.endswith("/healthz: HTTP 500 '[-]syncloop failed' (1 failure(s) in a row, threshold 3)")
@@ -101,7 +137,14 @@ def test_the_failure_message_says_what_failed_and_how_far_the_streak_is() -> Non
 
 def test_a_refused_connection_is_a_failed_probe() -> None:
     check = KubeletCheck(Config(healthz_url="http://127.0.0.1:9/healthz", failure_threshold=1), HostRoot(Path("/x")))
-    report = asyncio.run(check.observe(NOW)).conditions[0]
+
+    async def observe() -> Observation:
+        try:
+            return await check.observe(NOW)
+        finally:
+            await check.close()
+
+    report = asyncio.run(observe()).conditions[0]
     assert (report.status, report.type) == (Status.TRUE, UNHEALTHY)
     assert "ClientConnectorError" in report.message
 
@@ -129,7 +172,13 @@ def proc_root(tmp_path: Path) -> Path:
 
 
 def restart_report(check: KubeletCheck, now: dt.datetime) -> ConditionReport:
-    observation = asyncio.run(check.observe(now))
+    async def observe() -> Observation:
+        try:
+            return await check.observe(now)
+        finally:
+            await check.close()  # its probe session belongs to this event loop, which ends here
+
+    observation = asyncio.run(observe())
     return next(c for c in observation.conditions if c.type == FREQUENT_RESTART)
 
 
@@ -198,7 +247,7 @@ def test_the_service_started_by_init_is_preferred_over_a_nested_one(proc_root: P
 ], ids=["kubelet-not-found", "proc-stat-without-btime", "garbage-process-stat", "no-proc-mounted"])
 def test_unusable_proc_data_makes_the_restart_condition_unknown(proc_root: Path, breakage: str, fragment: str) -> None:
     if breakage == "no-kubelet":
-        (proc_root / "proc/700/comm").write_text("kubelet-helper\n")
+        write_process(proc_root, 700, "kubelet-helper", ticks_at(NOW - 60 * MINUTE))
     elif breakage == "no-btime":
         (proc_root / "proc/stat").write_text("cpu 1 2 3\n")
     elif breakage == "stat-garbage":

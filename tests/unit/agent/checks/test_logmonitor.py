@@ -501,4 +501,4 @@ def test_on_the_kmsg_device_the_monitor_waits_for_records_instead_of_polling(tmp
         assert monitor.input_fd() is not None
         assert monitor.timing == WAITING_TIMING
     finally:
-        monitor.close()
+        asyncio.run(monitor.close())

@@ -136,7 +136,7 @@ def test_npds_systemd_monitor_runs_unchanged_on_a_real_journal(journal: RealJour
 
         wait_until(probe, timeout=10, what="three events from systemd-monitor.json")
     finally:
-        monitor.close()
+        asyncio.run(monitor.close())
 
     assert [(e.reason, e.message) for e in events] == [
         ("KubeletStart", "Started Kubernetes kubelet."),
@@ -155,7 +155,7 @@ def test_npds_docker_monitor_sets_its_condition_from_the_journal(journal: RealJo
         found = wait_until(lambda: asyncio.run(monitor.observe(dt.datetime.now(dt.UTC))).conditions, timeout=10,
                            what="CorruptDockerOverlay2")
     finally:
-        monitor.close()
+        asyncio.run(monitor.close())
 
     assert [(c.type, c.status, c.reason) for c in found] == [
         ("CorruptDockerOverlay2", Status.TRUE, "CorruptDockerOverlay2")]

@@ -23,6 +23,7 @@ class FakeKube:
     def __init__(self, fail: int = 0) -> None:
         self.fail = fail
         self.calls: list[tuple[str, str, Any]] = []
+        self.capacity: dict[str, str] = {"cpu": "8", "nvidia.com/gpu": "8"}  # what the Node says, in either answer
 
     async def request(self, method: str, path: str, body: Any = None, **_: Any) -> Any:
         self.calls.append((method, path, body))
@@ -30,7 +31,9 @@ class FakeKube:
             self.fail -= 1
             raise ApiError(0, path, "connection refused")
         if method == "GET":
-            return {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+            return {"status": {"conditions": [{"type": "Ready", "status": "True"}], "capacity": self.capacity}}
+        if path.endswith("/status"):
+            return {"status": {"capacity": self.capacity}}
         return {}
 
 
@@ -134,3 +137,17 @@ def test_when_the_creating_post_fails_the_next_identical_event_creates_it(tmp_pa
     asyncio.run(main())
     assert [m for m, _, _ in kube.calls] == ["POST", "POST"]
     assert kube.calls[1][2]["count"] == 1 and r.suppressed.labels("TaskHung")._value.get() == 1
+
+
+def test_the_nodes_capacity_comes_from_the_get_at_start_and_every_status_patch(tmp_path: Path) -> None:
+    kube = FakeKube()
+    r, _ = reporter(tmp_path, kube)
+    assert r.capacity.count("nvidia.com/gpu") is None  # nothing seen yet: nothing to compare with
+
+    asyncio.run(r.seed())
+    assert r.capacity.count("nvidia.com/gpu") == 8
+    kube.capacity = {"cpu": "8", "nvidia.com/gpu": "7"}  # the device plugin registered one device fewer
+    asyncio.run(r.write_conditions())
+
+    assert r.capacity.count("nvidia.com/gpu") == 7
+    assert [m for m, _, _ in kube.calls] == ["GET", "PATCH"]  # no request of its own
