@@ -50,12 +50,14 @@ class Supervisor:
         return obs
 
     async def _loop(self, check: Check) -> None:
+        # once, not per round: a runtime-checkable Protocol's isinstance walks the class's attributes every time
+        waiter = check if isinstance(check, WaitsForInput) else None
         while True:
             t0 = time.monotonic()
             self.publish(await self.run_once(check))
             # read each time: a check's timing may change once it knows its source (see WaitsForInput)
             delay = max(0.0, check.timing.interval.total_seconds() - (time.monotonic() - t0))
-            fd = check.input_fd() if isinstance(check, WaitsForInput) else None
+            fd = waiter.input_fd() if waiter is not None else None
             if fd is None:
                 await asyncio.sleep(delay)
             else:

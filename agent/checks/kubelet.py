@@ -88,10 +88,12 @@ class KubeletCheck:
             self._failures, self._settled = 0, Status.FALSE
             return ConditionReport(UNHEALTHY, Status.FALSE, "KubeletIsHealthy", f"{url} answers 200")
         self._failures += 1
-        message = f"GET {url}: {failure} ({self._failures} failure(s) in a row, threshold {threshold})"
         if self._failures >= threshold:
+            # No running count here: a message that changed with every probe made every probe a status write.
             self._settled = Status.TRUE
-            return ConditionReport(UNHEALTHY, Status.TRUE, "KubeletUnhealthy", message)
+            return ConditionReport(UNHEALTHY, Status.TRUE, "KubeletUnhealthy",
+                                   f"GET {url}: {failure} ({threshold} or more failures in a row)")
+        message = f"GET {url}: {failure} ({self._failures} failure(s) in a row, threshold {threshold})"
         reason = {Status.TRUE: "KubeletUnhealthy", Status.FALSE: "KubeletIsHealthy"}.get(self._settled,
                                                                                          "KubeletHealthUnknown")
         return ConditionReport(UNHEALTHY, self._settled, reason, message)

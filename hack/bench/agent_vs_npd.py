@@ -7,8 +7,9 @@ A private local control plane gets two kwok nodes, one played by each program:
 - node-problem-detector with its kmsg system-log-monitor: nodemedic's shipped kernel-monitor.json (NPD's format)
   plus a bench monitor with N permanent conditions `Bench00..`, each set by its own line;
 - nodemedic-agent with its defaults (every built-in check on, the shipped kernel and GPU monitors) plus the same
-  bench monitor, its host root showing this machine (`proc`, `sys`, `run`, `var/log`, and `dev/kmsg` -> the real
-  `/dev/kmsg`). `stuckPods` watches the pods of its node, as in a cluster.
+  bench monitor, with this machine's `/` as its host root, as the DaemonSet sees its node's (a root of symlinks to
+  the real directories would make the runtime check chase `run -> /run` round its re-rooting 40 times a socket).
+  `stuckPods` watches the pods of its node, as in a cluster.
 Both read the real `/dev/kmsg`, which the benchmark writes to (root): the lines are `nodemedic-bench: probe NN`,
 which no shipped rule of either program matches, so nothing else on the machine reacts to them.
 
@@ -86,17 +87,6 @@ def bench_monitor(n: int) -> dict:
         "rules": [{"type": "permanent", "condition": f"Bench{i:02d}", "reason": "Probe",
                    "pattern": LINE.format(i=i).replace(".", "\\.")} for i in range(n)],
     }
-
-
-def agent_host_root(base: Path) -> Path:
-    root = base / "host"
-    (root / "dev").mkdir(parents=True)
-    (root / "dev" / "kmsg").symlink_to("/dev/kmsg")
-    (root / "var").mkdir()
-    for d in ("proc", "sys", "run"):
-        (root / d).symlink_to(f"/{d}")
-    (root / "var" / "log").symlink_to("/var/log")
-    return root
 
 
 class NodeWatch:
@@ -180,11 +170,10 @@ def main() -> int:
         gpu = ROOT / "agent" / "defaults" / "gpu-monitor.json"
         (tmp / "agent.yaml").write_text("apiVersion: nodemedic.io/v1alpha1\nkind: AgentConfig\n"
                                         f"systemLogMonitors: [{kernel}, {gpu}, {tmp / 'bench-monitor.json'}]\n")
-        root = agent_host_root(tmp)
         with open(tmp / "agent.log", "wb") as log:
             procs["nodemedic-agent"] = subprocess.Popen(
                 [sys.executable, "-m", "agent", "run", "--node-name", AGENT_NODE, "--kubeconfig",
-                 str(cluster.kubeconfig), "--config", str(tmp / "agent.yaml"), "--host-root", str(root),
+                 str(cluster.kubeconfig), "--config", str(tmp / "agent.yaml"), "--host-root", "/",
                  "--state-dir", str(tmp / "state"), "--listen", ""],
                 stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
         with open(tmp / "npd.log", "wb") as log:

@@ -135,6 +135,13 @@ def test_the_failure_message_says_what_failed_and_how_far_the_streak_is() -> Non
     assert (reports[2].status, reports[2].reason) == (Status.TRUE, "KubeletUnhealthy")
 
 
+def test_a_kubelet_that_stays_down_keeps_one_message_so_the_node_is_not_rewritten_every_probe() -> None:
+    reports = probe_sequence(FakeKubelet(), [500] * 6)
+    assert [r.status for r in reports[2:]] == [Status.TRUE] * 4
+    assert {r.message for r in reports[2:]} == {reports[2].message}
+    assert reports[2].message.endswith("/healthz: HTTP 500 '[-]syncloop failed' (3 or more failures in a row)")
+
+
 def test_a_refused_connection_is_a_failed_probe() -> None:
     check = KubeletCheck(Config(healthz_url="http://127.0.0.1:9/healthz", failure_threshold=1), HostRoot(Path("/x")))
 
