@@ -10,10 +10,11 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import pytest
 from prometheus_client import CollectorRegistry
 
 from agent.model import CheckTiming, ConditionReport, Observation, Status
-from agent.supervisor import Supervisor
+from agent.supervisor import Supervisor, until_next_tick
 
 FAST = CheckTiming(interval=dt.timedelta(seconds=0.05), timeout=dt.timedelta(seconds=0.2))
 SLOW = CheckTiming(interval=dt.timedelta(minutes=10), timeout=dt.timedelta(seconds=1))
@@ -118,3 +119,17 @@ def test_a_check_that_waits_for_input_runs_when_its_input_arrives_not_on_its_int
     finally:
         os.close(read_end)
         os.close(write_end)
+
+
+@pytest.mark.parametrize(("elapsed", "interval", "expected"), [
+    (0.0, 30.0, 30.0),
+    (0.004, 30.0, 29.996),
+    (29.5, 30.0, 0.5),
+    (30.0, 10.0, 10.0),
+    (41.0, 10.0, 9.0),
+    (47.0, 30.0, 13.0),
+], ids=["at-start", "after-a-quick-run", "just-before-a-tick", "on-a-tick", "a-shorter-interval-on-the-same-grid",
+        "a-run-that-overran-waits-for-the-next-tick"])
+def test_checks_wake_on_one_grid_of_their_interval_from_the_start(elapsed: float, interval: float,
+                                                                   expected: float) -> None:
+    assert until_next_tick(elapsed, interval) == pytest.approx(expected)
