@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 
 import pytest
 
 from remediator import records
-from remediator.model import Effect, Taint
+from remediator.model import Effect, NodeRecord, PdbRecord, PodAffinityTerm, PodRecord, Taint, Toleration
 from remediator.quantity import resources, to_int
+from remediator.tolerations import tolerated
 
 
 @pytest.mark.parametrize(
@@ -139,15 +141,26 @@ def test_node_taints_conditions_and_allocatable_are_recorded_and_unknown_effects
     assert n.condition("KernelDeadlock") is not None and n.condition("KernelDeadlock").last_transition is None
 
 
+EMPTY_POD, EMPTY_NODE, EMPTY_PDB = PodRecord("", "", ""), NodeRecord(""), PdbRecord("", "", None)
+ANY_TAINT = [Taint("k", "", Effect.NO_SCHEDULE), Taint("k", "v", Effect.NO_EXECUTE)]  # a taint always has a key
+
+
 @pytest.mark.parametrize(
-    "obj",
-    [{}, {"metadata": None, "spec": "x", "status": 3}, {"metadata": {"labels": ["not", "a", "map"]}},
-     {"spec": {"containers": "nope", "tolerations": [None, 1]}},
-     {"spec": {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-         None, 7, {"topologyKey": 5}, {"topologyKey": "k", "labelSelector": "x", "namespaces": "ns"}]}}}}],
-    ids=["empty", "wrong-types", "labels-list", "garbage-lists", "garbage-anti-affinity"],
+    ("obj", "pod_fields"),
+    [({}, {}),
+     ({"metadata": None, "spec": "x", "status": 3}, {}),
+     ({"metadata": {"labels": ["not", "a", "map"], "annotations": "x", "ownerReferences": {"a": 1}}}, {}),
+     ({"spec": {"containers": "nope", "tolerations": [None, 1], "volumes": [3], "priority": "high"}},
+      {"tolerations": (Toleration(), Toleration())}),
+     ({"spec": {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+         None, 7, {"topologyKey": 5}, {"topologyKey": "k", "labelSelector": "x", "namespaces": "ns"}]}}}},
+      {"required_anti_affinity": (PodAffinityTerm(None, ("",), False, "k"),)}),
+     ({"status": {"phase": None, "startTime": 12, "conditions": "x", "allocatable": [1]}}, {})],
+    ids=["empty", "wrong-types", "maps-of-the-wrong-type", "garbage-lists", "garbage-anti-affinity", "garbage-status"],
 )
-def test_garbage_objects_yield_records_instead_of_exceptions(obj: dict) -> None:
-    records.pod(obj)
-    records.node(obj)
-    records.pdb(obj)
+def test_garbage_objects_yield_default_records_instead_of_exceptions(obj: dict, pod_fields: dict) -> None:
+    pod = records.pod(obj)
+    assert pod == dataclasses.replace(EMPTY_POD, **pod_fields)
+    assert not any(tolerated(pod.tolerations, t) for t in ANY_TAINT), "garbage tolerations tolerate nothing"
+    assert records.node(obj) == EMPTY_NODE
+    assert records.pdb(obj) == EMPTY_PDB
