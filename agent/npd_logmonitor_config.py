@@ -113,11 +113,15 @@ _GO_FRACTION = re.compile(r"[.,](?:0+|9+)(?![0-9])")  # fractional seconds: .000
 def go_layout_to_strptime(layout: str) -> str:
     """Translate a Go reference-time layout ("Jan _2 15:04:05", "2006-01-02T15:04:05.000000-07:00")."""
     out, pos = [], 0
+    used: dict[str, str] = {}  # directive -> the layout element that gave it: strptime refuses one used twice
     while pos < len(layout):
         fraction = _GO_FRACTION.match(layout, pos)
         if fraction is not None:
             if len(fraction.group()) - 1 > 6:
                 raise ValueError("fractional seconds beyond microseconds are not supported")
+            if "%f" in used:
+                raise ValueError("the layout has fractional seconds twice")
+            used["%f"] = fraction.group()
             out.append(f"{fraction.group()[0]}%f")
             pos = fraction.end()
             continue
@@ -125,6 +129,10 @@ def go_layout_to_strptime(layout: str) -> str:
             if layout.startswith(token, pos):
                 if directive is None:
                     raise ValueError(f"the layout element {token!r} has no strptime equivalent; use -0700 or -07:00")
+                if directive in used:
+                    raise ValueError(f"the layout elements {used[directive]!r} and {token!r} are the same field; "
+                                     "name each field once")
+                used[directive] = token
                 out.append(directive)
                 pos += len(token)
                 break
@@ -437,6 +445,8 @@ class _Parser:
         log_path = self.string(top, "logPath", "", default=_DEFAULT_LOG_PATHS.get(plugin, ""))
         if plugin is Plugin.FILELOG and not log_path:
             self.error("logPath", "required for the filelog plugin (the file to tail)")
+        if "\x00" in log_path:  # no file has one; os.stat would raise ValueError at the first read
+            self.error("logPath", "must not contain a NUL character")
         conditions = self.conditions(top.get("conditions", []))
         rules = self.rules(top.get("rules", []), {c.type for c in conditions})
         config = LogMonitorConfig(

@@ -422,6 +422,19 @@ def test_an_unreadable_log_is_an_error_not_an_exception(node: Node) -> None:
     assert "Is a directory" in observation.error
 
 
+def test_a_record_stamped_past_any_date_is_undated_and_the_records_read_with_it_still_count(node: Node) -> None:
+    # Found by tests/unit/fuzz: boot + usec past year 9999 raised OverflowError, losing the whole batch read with it.
+    check = LogMonitor(load(KERNEL_MONITOR), host=node.host)
+    observe(check, START)
+    node.kernel("INFO: task a:1 blocked for more than 120 seconds.")
+    with node.kmsg.open("a") as f:
+        f.write(f"3,99,{10**30},-;INFO: task corrupt:2 blocked for more than 120 seconds.\n")
+    node.kernel("INFO: task b:3 blocked for more than 120 seconds.")
+    observation = observe(check, START + MINUTE)
+    assert [e.message.split(":")[1] for e in observation.events] == [" task a", " task corrupt", " task b"]
+    assert conditions(observation) == {"KernelDeadlock": (Status.TRUE, "TaskHung")}
+
+
 def test_name_timing_and_condition_types_come_from_the_config(node: Node) -> None:
     check = LogMonitor(load(KERNEL_MONITOR), host=node.host)
     assert check.name == "kernel-monitor"

@@ -30,6 +30,14 @@ def test_an_unparsable_quantity_is_skipped_not_raised() -> None:
     assert resources({"cpu": "lots", "memory": "1Gi", "weird": None}) == {"memory": 2**30}
 
 
+@pytest.mark.parametrize("value", [float("inf"), float("nan"), "1e999999999", "9Ei", True, 2**70],
+                         ids=["inf", "nan", "huge-exponent", "beyond-int64", "bool", "huge-int"])
+def test_a_quantity_kubernetes_would_refuse_is_skipped(value: object) -> None:
+    # Found by tests/unit/fuzz: inf raised OverflowError from math.ceil, a bool raised InvalidOperation, and
+    # 1e999999999 built an integer of a billion digits.
+    assert resources({"cpu": value, "memory": "1Gi"}) == {"memory": 2**30}
+
+
 def pod_json(**spec_extra: object) -> dict:
     return {
         "metadata": {"name": "p", "namespace": "ns", "uid": "u1", "labels": {"app": "x"},
