@@ -14,6 +14,7 @@ import hashlib
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 from remediator import taints as owned_taints
@@ -79,11 +80,14 @@ class Controller:
     def __init__(self, *, kube: Kube, cache: ClusterCache, source: PolicySource, alerts: Alerts, metrics: Metrics,
                  log: logging.Logger, elector: LeaderElector | None, dry_run: bool, lease_namespace: str,
                  lease_name: str,
-                 resync: float = 10.0) -> None:
+                 resync: float = 10.0,
+                 clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
         self.kube, self.cache, self.source, self.alerts, self.metrics = kube, cache, source, alerts, metrics
         self.log, self.elector, self.dry_run = log, elector, dry_run
         self.lease_namespace, self.lease_name = lease_namespace, lease_name
         self.resync = resync
+        self.clock, self.monotonic = clock, monotonic
         self.memory = PlannerMemory()
         self.heap = HeapFreezer()
         self.plan = Plan()
@@ -92,7 +96,7 @@ class Controller:
         self.held_seen: set[tuple[str, str, str]] = set()
         self.dry_run_seen: set[str] = set()
         self.breaker_was_open = False
-        self.last_cycle = time.monotonic()
+        self.last_cycle = monotonic()
         self.cycles = 0
         self.background: set[asyncio.Task[None]] = set()  # fire-and-forget announcements, kept referenced
 
@@ -115,19 +119,19 @@ class Controller:
     async def _wait_for_work(self) -> None:
         timeout = self.resync
         if self.plan.next_check is not None:
-            due = (self.plan.next_check - dt.datetime.now(dt.UTC)).total_seconds()
+            due = (self.plan.next_check - self.clock()).total_seconds()
             timeout = max(0.0, min(timeout, due + 0.01))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.cache.changed.wait(), timeout)
         # Coalesce a burst of watch events into one cycle, and cap the cycle rate under constant pod churn
         # (a big cluster changes all the time; planning it 5 times a second is plenty for a 1 s latency goal).
-        since = time.monotonic() - self.last_cycle
+        since = self.monotonic() - self.last_cycle
         await asyncio.sleep(max(0.02, MIN_CYCLE_INTERVAL - since))
         self.cache.changed.clear()
 
     async def cycle(self) -> Plan:
         self._reload_policy()
-        now = dt.datetime.now(dt.UTC)
+        now = self.clock()
         t0 = time.perf_counter()  # the whole cycle: the snapshot of the caches and the plan
         snapshot = self.cache.snapshot(now)
         plan = plan_cycle(snapshot, self.source.policy, self.memory)
@@ -136,7 +140,7 @@ class Controller:
         plan.evictions = [e for e in plan.evictions
                           if e.pod.uid not in self.in_flight and e.pod.uid not in self.recently_evicted]
         self.plan = plan
-        self.last_cycle = time.monotonic()
+        self.last_cycle = self.monotonic()
         self.cycles += 1
         self.metrics.tainted_limit.set(plan.tainted_limit)
         self.metrics.breaker_open.set(1 if plan.breaker_open else 0)
@@ -221,7 +225,7 @@ class Controller:
             self.in_flight.pop(e.pod.uid, None)
         self.metrics.evictions.labels(e.strategy, str(result.outcome)).inc()
         if result.outcome in (Outcome.EVICTED, Outcome.GONE):
-            self.recently_evicted[e.pod.uid] = time.monotonic()
+            self.recently_evicted[e.pod.uid] = self.monotonic()
         if result.outcome == Outcome.EVICTED:
             await self.alerts.pod(e.pod, kind=AlertKind.EVICTED, type_="Normal", reason="NodemedicEvicted",
                                   message=f"evicted from {e.pod.node_name} by {e.strategy}: {e.reason}",
@@ -240,7 +244,7 @@ class Controller:
         return result
 
     def _forget_old_evictions(self) -> None:
-        horizon = time.monotonic() - RECENT_EVICTION_MEMORY
+        horizon = self.monotonic() - RECENT_EVICTION_MEMORY
         for uid in [u for u, t in self.recently_evicted.items() if t < horizon]:
             del self.recently_evicted[uid]
 
@@ -252,12 +256,15 @@ class Controller:
         assert isinstance(taints_doc, dict)
         actions += [("taint", a) for a in taints_doc["add"]] + [("untaint", a) for a in taints_doc["remove"]]
         actions += [("evict", a) for a in doc["evictions"]]  # type: ignore[union-attr]
+        current: set[str] = set()
         for kind, action in actions:
-            key = f"{kind}:{sorted(action.items())}"
+            # The action, not its explanation: a cause says "for 1h0m5s" and changes every cycle.
+            key = f"{kind}:{sorted((k, v) for k, v in action.items() if k not in ('cause', 'reason'))}"
+            current.add(key)
             if key not in self.dry_run_seen:
-                self.dry_run_seen.add(key)
                 self.metrics.dry_run_planned.labels(kind).inc()
                 self.log.info("dry-run: would " + kind, extra={"dry_run": True, "action": action})
+        self.dry_run_seen = current  # what the plan no longer holds is forgotten (and reported again if it returns)
 
     def _reload_policy(self) -> None:
         before = self.source.policy
