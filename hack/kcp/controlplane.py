@@ -312,7 +312,7 @@ class Cluster:
 
     def start_component(self, name: str, timeout: float = 60.0) -> None:
         """Start a stopped component again with the same flags, ports and data, and wait until it is healthy
-        (etcd: its own /health, then the API server's /readyz, which checks etcd)."""
+        (etcd: its own /health, then the API server's /readyz, which checks etcd, when the API server runs)."""
         argv = {"kube-apiserver": self._apiserver_args, "etcd": self._etcd_args}[name]()
         index = next(i for i, p in enumerate(self.processes) if p.name == name)
         rec = procs.start(name, argv, self.log_dir)
@@ -324,6 +324,8 @@ class Cluster:
         if name == "etcd":
             self._wait_healthy(rec, f"http://127.0.0.1:{self.ports['etcd']}/health", deadline, None)
             rec = next(p for p in self.processes if p.name == "kube-apiserver")
+            if not procs.is_ours_and_alive(rec):
+                return
         ca = ssl.create_default_context(cafile=str(self.pki_dir / "ca.crt"))
         self._wait_healthy(rec, f"{self.server}/readyz", deadline, ca)
 
