@@ -35,6 +35,9 @@ from remediator.taintwriter import write_node_taints
 
 MIN_CYCLE_INTERVAL = 0.2  # seconds between planning cycles at most
 RECENT_EVICTION_MEMORY = 600.0  # seconds a pod we evicted is never planned again (the cache may lag)
+# Seconds a held taint is remembered after it was last held: one that comes back within this is not announced again
+# (a condition flapping under an open breaker would otherwise raise an Event and a notification at every flap).
+HELD_MEMORY = 600.0
 
 
 class PolicySource:
@@ -93,7 +96,7 @@ class Controller:
         self.plan = Plan()
         self.in_flight: dict[str, asyncio.Task[EvictionResult]] = {}  # pod uid -> eviction task
         self.recently_evicted: dict[str, float] = {}  # pod uid -> monotonic time
-        self.held_seen: set[tuple[str, str, str]] = set()
+        self.held_seen: dict[tuple[str, str, str], float] = {}  # (node, taint, why) -> when last held (monotonic)
         self.dry_run_seen: set[str] = set()
         self.breaker_was_open = False
         self.last_cycle = monotonic()
@@ -194,10 +197,14 @@ class Controller:
         return failed
 
     async def _announce_held(self, plan: Plan) -> None:
-        current = {(h.node, h.taint.key, h.why.split(":")[0]) for h in plan.held}
+        now = self.monotonic()
+        for key in [k for k, t in self.held_seen.items() if now - t >= HELD_MEMORY]:
+            del self.held_seen[key]
         for h in plan.held:
             key = (h.node, h.taint.key, h.why.split(":")[0])
-            if key in self.held_seen:
+            announced = key in self.held_seen
+            self.held_seen[key] = now
+            if announced:
                 continue
             self.metrics.held.labels(h.why.split(":")[0]).inc()
             breaker = h.why.startswith("circuit breaker")
@@ -206,7 +213,6 @@ class Controller:
                                    reason="NodemedicCircuitBreakerOpen" if breaker else "NodemedicHeld",
                                    message=f"not tainting {h.taint.key}: {h.why}",
                                    details={"rule": ",".join(h.rules)})
-        self.held_seen = current
         if plan.breaker_open and not self.breaker_was_open:
             self.metrics.breaker_trips.inc()
         self.breaker_was_open = plan.breaker_open

@@ -282,6 +282,36 @@ def test_the_breaker_holds_the_extra_nodes_and_announces_each_once(tmp_path: Pat
     assert w.metric("nodemedic_circuit_breaker_trips_total") == 1
 
 
+def test_a_held_node_whose_condition_flaps_is_announced_once_until_it_has_been_quiet_for_the_memory(
+        tmp_path: Path) -> None:
+    # Found by tests/e2e/test_chaos_flapping.py: every flap of a held node raised a new Event and notification.
+    w = World(tmp_path, nodes=[node("sick-0", sick=True), node("sick-1", sick=True), node("well")], pods=[],
+              max_tainted=1)
+
+    def flap(status: str) -> None:
+        w.api.nodes["sick-1"]["status"]["conditions"][1].update(
+            status=status, lastTransitionTime=w.clock.now.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        w.watch_nodes()
+
+    w.cycle()
+    w.watch_nodes()
+    for _ in range(5):  # sick-1 is held; its condition goes away and comes back, 40 s each way
+        flap("False")
+        w.clock.advance(40)
+        w.cycle()
+        flap("True")
+        w.clock.advance(40)
+        w.cycle()
+    assert w.api.reasons().count("NodemedicCircuitBreakerOpen") == 1
+    flap("False")
+    w.clock.advance(controller_mod.HELD_MEMORY + 1)  # quiet long enough: the next hold is news again
+    w.cycle()
+    flap("True")
+    w.clock.advance(40)
+    w.cycle()
+    assert w.api.reasons().count("NodemedicCircuitBreakerOpen") == 2
+
+
 def test_a_bad_policy_edit_keeps_the_last_good_policy_and_says_so_on_the_lease(tmp_path: Path) -> None:
     w = World(tmp_path, nodes=[node("sick", sick=True), node("well")], pods=[])
     w.policy_path.write_text("apiVersion: nodemedic.io/v1alpha1\nkind: RemediationPolicy\nrules: 3\n")
