@@ -62,18 +62,21 @@ class LeaderElector:
                 self.on_change(leading)
 
     async def _try_acquire_or_renew(self) -> bool:
+        # Every request is bounded by the renew deadline, as client-go bounds its renew loop: an answer that comes
+        # later is useless (the fence has closed), and waiting for it (the API server blocks while etcd is away)
+        # would only delay the next try once the API server can answer again.
         now = dt.datetime.now(dt.UTC)
         spec = {"holderIdentity": self.identity, "leaseDurationSeconds": int(self.t.lease_duration),
                 "renewTime": _rfc3339_micro(now)}
         try:
-            lease = await self.kube.get(self.path)
+            lease = await self.kube.request("GET", self.path, timeout=self.t.renew_deadline)
         except ApiError as e:
             if e.status != 404:
                 raise
             body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                     "metadata": {"name": self.name, "namespace": self.namespace},
                     "spec": {**spec, "acquireTime": spec["renewTime"], "leaseTransitions": 0}}
-            await self.kube.request("POST", self.path.rsplit("/", 1)[0], body=body)
+            await self.kube.request("POST", self.path.rsplit("/", 1)[0], body=body, timeout=self.t.renew_deadline)
             return True
         old = lease.get("spec") or {}
         holder = old.get("holderIdentity") or ""
@@ -90,7 +93,7 @@ class LeaderElector:
             new_spec["leaseTransitions"] = int(old.get("leaseTransitions") or 0) + 1
         lease["spec"] = new_spec
         # PUT with the resourceVersion we read: two standbys racing for an expired lease cannot both win.
-        await self.kube.request("PUT", self.path, body=lease)
+        await self.kube.request("PUT", self.path, body=lease, timeout=self.t.renew_deadline)
         if holder != self.identity:
             self.transitions += 1
         return True

@@ -37,6 +37,7 @@ class LeaseServer:
         self.slow = 0.0  # seconds every answer takes to come back, on the fake clock (the request itself lands)
         self.landed = 0.0  # when the last write landed
         self.requests: list[tuple[str, str]] = []
+        self.timeouts: list[float] = []  # the client-side timeout of every request
 
     async def _arrive(self, method: str, path: str) -> None:
         self.requests.append((method, path))
@@ -51,7 +52,10 @@ class LeaseServer:
             raise ApiError(404, "GET", path, '{"message": "not found"}')
         return copy.deepcopy(self.lease)
 
-    async def request(self, method: str, path: str, *, body: Any = None, **_: Any) -> Any:
+    async def request(self, method: str, path: str, *, body: Any = None, timeout: float = 30.0, **_: Any) -> Any:
+        self.timeouts.append(timeout)
+        if method == "GET":
+            return await self.get(path)
         await self._arrive(method, path)
         stored = self._store(method, path, body)
         self.landed = self.clock.now
@@ -180,6 +184,16 @@ def test_a_renewal_that_answers_late_does_not_stretch_the_leaders_fence(server: 
     # then a must have stopped acting, so a's fence counts from when it sent the renewal, not from the answer.
     clock.now = server.landed + TIMINGS.lease_duration
     assert not a.is_leader()
+
+
+def test_no_lease_request_waits_longer_than_the_renew_deadline(server: LeaseServer, clock: Clock) -> None:
+    # Found by tests/e2e/test_chaos_etcd.py: with etcd away the API server holds a request open; waiting the
+    # client's default 30 s for it delayed leadership by up to that long once etcd was back.
+    a, b = elector(server, clock, "a"), elector(server, clock, "b")
+    step(a, b)
+    clock.now += TIMINGS.lease_duration + 1
+    step(b)
+    assert server.timeouts and max(server.timeouts) <= TIMINGS.renew_deadline, server.timeouts
 
 
 def test_two_standbys_racing_for_an_expired_lease_cannot_both_win(server: LeaseServer, clock: Clock) -> None:
