@@ -5,7 +5,8 @@ nodes. With the API server down, each node gets a kernel line (two hung tasks, o
 moment of the outage. When the API server is back:
 - every agent writes its node's condition within one heartbeat (0 conditions lost);
 - the remediator taints each node within one planning cycle (its resync) of seeing the condition;
-- every eviction the API server granted was of a pod the plan called for (one on a tainted node), each pod once.
+- every eviction the API server granted was of a pod the plan called for (one on a failed, tainted node), each pod
+  once, and every pod that ran on the failed nodes was moved.
 """
 
 from __future__ import annotations
@@ -120,9 +121,14 @@ def test_an_api_server_outage_loses_no_condition_and_brings_no_eviction_outside_
                                what="every pod moved off the failed nodes")
             granted = evictions(remediator_calls(audit_calls(cluster, since=t_stop - 60)))
             names = [c.name for c in granted]
-            outside = sorted(set(names) - planned)
+            # Where each evicted pod was, as the remediator planned it (a replacement may land on a failed node whose
+            # condition the API server has not seen yet, and be evicted in turn: that is still the plan).
+            planned_from = {e["pod"].split("/", 1)[1]: e["node"] for e in remediator.log_events()
+                            if e.get("event") == "NodemedicEvicted"}
+            outside = sorted(n for n in names if planned_from.get(n) not in SICK)
             twice = sorted({n for n in names if names.count(n) > 1})
             figures("evictions", len(names))
+            figures("of them replacements that had landed on a failed node not yet tainted", len(set(names) - planned))
             figures("evictions outside the plan", len(outside))
             figures("pods evicted twice", len(twice))
             lost_events = sum(a.log.read_text().count('"event not sent"') for a in agents)
@@ -130,8 +136,8 @@ def test_an_api_server_outage_loses_no_condition_and_brings_no_eviction_outside_
 
             assert max(written.values()) <= HEARTBEAT, written
             assert max(tainted.values()) <= RESYNC, tainted
-            assert outside == [] and twice == [], (outside, twice)
-            assert set(names) == planned, f"evicted {sorted(names)}, planned {sorted(planned)}; now on {moved}"
+            assert outside == [] and twice == [], (outside, twice, planned_from)
+            assert planned <= set(names), f"evicted {sorted(names)}, on the failed nodes {sorted(planned)}; {moved}"
         finally:
             if remediator is not None:
                 remediator.stop()

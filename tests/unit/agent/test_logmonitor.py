@@ -435,6 +435,20 @@ def test_a_record_stamped_past_any_date_is_undated_and_the_records_read_with_it_
     assert conditions(observation) == {"KernelDeadlock": (Status.TRUE, "TaskHung")}
 
 
+@pytest.mark.parametrize(("key", "replayed"), [("lookback", ["old:1"]), ("delay", [])],
+                         ids=["lookback-of-centuries-replays-everything", "delay-of-centuries-matches-nothing"])
+def test_a_lookback_or_delay_of_centuries_is_everything_or_never_not_an_overflow(
+        node: Node, key: str, replayed: list[str]) -> None:
+    # Found by tests/unit/fuzz: "9999999999h" is a valid Go duration; now - it raised OverflowError at start.
+    node.kernel("INFO: task old:1 blocked for more than 120 seconds.", at=START - 60 * MINUTE)
+    config = custom({"plugin": "kmsg", "lookback": "1h30m", key: "9999999999h",
+                     "rules": [{"type": "temporary", "reason": "TaskHung", "pattern": "task .+ blocked.*"}]})
+    check = LogMonitor(config, host=node.host)
+    assert [e.message.split(" ")[2] for e in observe(check, START).events] == replayed
+    node.kernel("INFO: task new:2 blocked for more than 120 seconds.")
+    assert len(observe(check, START + MINUTE).events) == (0 if key == "delay" else 1)
+
+
 def test_name_timing_and_condition_types_come_from_the_config(node: Node) -> None:
     check = LogMonitor(load(KERNEL_MONITOR), host=node.host)
     assert check.name == "kernel-monitor"
