@@ -65,15 +65,20 @@ _DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+
 def parse_duration(value: object) -> dt.timedelta:
     if isinstance(value, bool):
         raise ValueError(f"not a duration: {value!r}")
-    if isinstance(value, int | float):
-        if value < 0:
-            raise ValueError("must not be negative")
-        return dt.timedelta(seconds=value)
-    m = _DURATION.match(str(value).strip())
-    if not m or not any(m.groups()):
-        raise ValueError(f"not a duration: {value!r} (use 500ms, 30s, 5m, 1h or seconds)")
-    h, mi, s, ms = (float(g or 0) for g in m.groups())
-    return dt.timedelta(hours=h, minutes=mi, seconds=s, milliseconds=ms)
+    try:
+        if isinstance(value, int | float):
+            if value != value:  # noqa: PLR0124 - NaN, the one number unequal to itself
+                raise ValueError(f"not a duration: {value!r}")
+            if value < 0:
+                raise ValueError("must not be negative")
+            return dt.timedelta(seconds=value)
+        m = _DURATION.match(str(value).strip())
+        if not m or not any(m.groups()):
+            raise ValueError(f"not a duration: {value!r} (use 500ms, 30s, 5m, 1h or seconds)")
+        h, mi, s, ms = (float(g or 0) for g in m.groups())
+        return dt.timedelta(hours=h, minutes=mi, seconds=s, milliseconds=ms)
+    except OverflowError:  # inf, or beyond a timedelta's 999,999,999 days
+        raise ValueError(f"duration {value!r} is too long") from None
 
 
 def _snake(key: str) -> str:

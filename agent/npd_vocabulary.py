@@ -11,6 +11,7 @@ from enum import StrEnum
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
 _DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _DURATION_HINT = 'use a Go duration such as "30s", "5m", "1h30m", "500ms" or "0"'
+_GO_MAX_SECONDS = (2**63 - 1) / 1e9  # time.Duration is an int64 of nanoseconds: about 292 years
 
 
 class RuleType(StrEnum):
@@ -41,4 +42,6 @@ def parse_go_duration(text: str) -> dt.timedelta:
         pos = m.end()
     if not body:
         raise ValueError(f"not a duration: {text!r}; {_DURATION_HINT}")
+    if seconds > _GO_MAX_SECONDS:  # Go refuses it too ("invalid duration"); a timedelta would overflow
+        raise ValueError(f"duration {text!r} is out of range: a Go duration is at most 2562047h47m16s")
     return dt.timedelta(seconds=-seconds if text.startswith("-") else seconds)

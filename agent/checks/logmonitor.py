@@ -113,13 +113,13 @@ class LogMonitor:
         self._boot = _boot_time(self._host)
         config = self.config
         if self._boot is not None and config.delay > dt.timedelta(0):
-            self._live_from = _shifted(self._boot, config.delay)
+            self._live_from = self._boot + config.delay
         dated = self._boot is not None if config.plugin is Plugin.KMSG else config.plugin_config.timestamp is not None
         if config.lookback <= dt.timedelta(0) or not dated:
             # Nothing to replay, or no way to tell how old a line is: skip the history rather than guess.
             self._reader.seek_end()
             return
-        self._history_from = _shifted(now, -config.lookback)
+        self._history_from = now - config.lookback
         if self._live_from is not None:
             self._history_from = max(self._history_from, self._live_from)
         self._in_history = True
@@ -222,15 +222,6 @@ def _boot_time(host: HostRoot) -> dt.datetime | None:
     except (OSError, ValueError, IndexError):
         return None
     return None
-
-
-def _shifted(t: dt.datetime, delta: dt.timedelta) -> dt.datetime:
-    """t + delta, held at the first or last representable time: a lookback or delay of centuries (valid Go
-    durations) means "everything" or "never", not an OverflowError."""
-    try:
-        return t + delta
-    except OverflowError:
-        return (dt.datetime.max if delta > dt.timedelta(0) else dt.datetime.min).replace(tzinfo=dt.UTC)
 
 
 def _logged_at(boot: dt.datetime | None, usec: int) -> dt.datetime | None:

@@ -91,6 +91,14 @@ def test_durations(value: object, seconds: float) -> None:
     assert parse_duration(value).total_seconds() == seconds
 
 
+@pytest.mark.parametrize("value", ["99999999999h", float("inf"), float("nan"), 1e300],
+                         ids=["huge-text", "inf", "nan", "huge-number"])
+def test_a_duration_no_timedelta_can_hold_is_a_config_error_not_a_traceback(value: object) -> None:
+    # Seen while fixing the same overflow the fuzz tests found in the NPD loaders: `validate` printed a traceback.
+    with pytest.raises(ValueError, match=r"too long|not a duration"):
+        parse_duration(value)
+
+
 @pytest.mark.parametrize("check", sorted(BUILTIN))
 def test_every_shipped_check_rejects_a_timing_the_supervisor_cannot_run(check: str) -> None:
     text = f"checks:\n  {check}:\n    interval: 0s\n    timeout: 0s\n"
