@@ -187,7 +187,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
         except ApiError as e:
             print(f"cannot read the cluster: {e}", file=sys.stderr)
             return 1
-    plan = plan_cycle(snapshot_from_list(doc, now), policy, PlannerMemory())
+    try:
+        snapshot = snapshot_from_list(doc, now)
+    except ValueError as e:  # only a --snapshot file can be the wrong shape
+        print(f"{args.snapshot}: {e}", file=sys.stderr)
+        return 2
+    plan = plan_cycle(snapshot, policy, PlannerMemory())
     if args.json:
         print(json.dumps(plan.to_json(), indent=1))
     else:

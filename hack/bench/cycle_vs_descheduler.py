@@ -20,7 +20,8 @@ per-cycle limits), one after the other, never at the same time. Measured:
 (b) API requests per steady-state cycle: nodemedic from nodemedic_api_requests_total, both from the API server's
     audit log (requests per User-Agent between two scrapes; descheduler serves no client-go request metrics).
 
-Prints one table. Usage: .venv/bin/python hack/bench/cycle_vs_descheduler.py [--nodes 500] [--pods 15000]
+Prints each figure as soon as it is measured (so a failure later on loses none), then one table.
+Usage: .venv/bin/python hack/bench/cycle_vs_descheduler.py [--nodes 500] [--pods 15000]
 """
 
 from __future__ import annotations
@@ -80,6 +81,11 @@ EVICTOR: dict[str, Any] = {"nodeFit": True}
 
 def log(msg: str) -> None:
     print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+
+def figure(tool: str, what: str, value: object) -> None:
+    """One measured figure, on stdout at once: the table at the end repeats them side by side."""
+    print(f"{tool:<11}  {what}: {value}", flush=True)
 
 
 # --- the cluster's contents --------------------------------------------------------------------------------
@@ -228,6 +234,7 @@ def nodemedic_oneshot(kubeconfig: Path, policy_file: Path, samples: int) -> dict
         if proc.returncode != 0:
             raise RuntimeError(f"nodemedic-remediator plan failed:\n{proc.stderr[-3000:]}")
         evictions.append(len(json.loads(proc.stdout)["evictions"]))
+        figure("nodemedic", f"one-shot plan {len(walls)}", f"{walls[-1]:.2f}s, {evictions[-1]} evictions")
     return {"wall": walls, "evictions": evictions}
 
 
@@ -246,8 +253,8 @@ def descheduler_oneshot(kubeconfig: Path, policy: dict[str, Any], view: deschedu
         nodes_seen, pods_seen = descheduler.coverage(cycle, view)
         runs.append({"wall": wall, "cycle": cycle.seconds or float("nan"), "evictions": len(cycle.evictions),
                      "complete": why is None, "nodes_seen": nodes_seen, "pods_seen": pods_seen})
-        log(f"descheduler one-shot {i}: {wall:.2f}s, saw {nodes_seen:.0%} of the nodes and {pods_seen:.0%} of the "
-            f"pods{'' if why is None else ' (incomplete)'}, {len(cycle.evictions)} evictions")
+        figure("descheduler", f"one-shot {i}", f"{wall:.2f}s, saw {nodes_seen:.0%} of the nodes and {pods_seen:.0%} "
+               f"of the pods{'' if why is None else ' (incomplete)'}, {len(cycle.evictions)} evictions")
     return {"runs": runs}
 
 
@@ -264,6 +271,7 @@ def descheduler_first_complete(kubeconfig: Path, policy: dict[str, Any], view: d
                 done = [c for c in d.cycles() if descheduler.incomplete(c, view) is None and c.end_ms]
                 if done:
                     out.append(done[0].end_ms / 1000 - d.started_at)
+                    figure("descheduler", f"looping every 1s, first complete cycle {i} after", f"{out[-1]:.2f}s")
                     break
                 if time.monotonic() > deadline:
                     raise RuntimeError("descheduler never completed a cycle that saw the whole cluster")
@@ -290,13 +298,19 @@ def descheduler_steady(cluster: controlplane.Cluster, policy: dict[str, Any], vi
         return descheduler.metric_sum(m2, name) - descheduler.metric_sum(m1, name)
 
     n = delta("descheduler_loop_duration_seconds_count")
-    return {"cycles": n, "per_cycle": delta("descheduler_loop_duration_seconds_sum") / n,
-            # the plugins alone: the loop also waits for the dry run's evicted pods to be restored (100 ms polls)
-            "strategies_per_cycle": delta("descheduler_strategy_duration_seconds_sum") / n,
-            "first_cycle_evictions": len(first[0].evictions),
-            "requests_audit": audit.count(requests, DESCHEDULER_UA), "rss_mib": rss, "startup_requests": startup,
-            "evictions": [len(c.evictions) for c in window],
-            "complete": [descheduler.incomplete(c, view) is None for c in done]}
+    out = {"cycles": n, "per_cycle": delta("descheduler_loop_duration_seconds_sum") / n,
+           # the plugins alone: the loop also waits for the dry run's evicted pods to be restored (100 ms polls)
+           "strategies_per_cycle": delta("descheduler_strategy_duration_seconds_sum") / n,
+           "first_cycle_evictions": len(first[0].evictions),
+           "requests_audit": audit.count(requests, DESCHEDULER_UA), "rss_mib": rss, "startup_requests": startup,
+           "evictions": [len(c.evictions) for c in window],
+           "complete": [descheduler.incomplete(c, view) is None for c in done]}
+    figure("descheduler", "steady-state time per cycle", f"{out['per_cycle']:.3f}s (whole loop, {n:g} cycles), "
+           f"strategies alone {out['strategies_per_cycle']:.3f}s")
+    figure("descheduler", "API requests per steady cycle (audit)", _req(out["requests_audit"], n))
+    figure("descheduler", "API requests from start to the end of the first cycle (audit)", _counts(startup))
+    figure("descheduler", "RSS (MiB)", rss)
+    return out
 
 
 def _free_port() -> int:
@@ -354,10 +368,16 @@ def nodemedic_steady(cluster: controlplane.Cluster, policy_file: Path, seconds: 
     n = delta("nodemedic_plan_cycle_seconds_count")
     verbs = sorted({dict(ls).get("verb", "") for (name, ls) in m2 if name == "nodemedic_api_requests_total"})
     by_metric = {v: delta("nodemedic_api_requests_total", verb=v) for v in verbs}
-    return {"cycles": n, "window": t2 - t1, "per_cycle": delta("nodemedic_plan_cycle_seconds_sum") / n,
-            "requests_metric": by_metric, "requests_audit": audit.count(requests, NODEMEDIC_UA), "rss_mib": rss,
-            "startup_requests": startup,
-            "planned": descheduler.metric_sum(m2, "nodemedic_dry_run_actions_total")}
+    out = {"cycles": n, "window": t2 - t1, "per_cycle": delta("nodemedic_plan_cycle_seconds_sum") / n,
+           "requests_metric": by_metric, "requests_audit": audit.count(requests, NODEMEDIC_UA), "rss_mib": rss,
+           "startup_requests": startup,
+           "planned": descheduler.metric_sum(m2, "nodemedic_dry_run_actions_total")}
+    figure("nodemedic", "steady-state time per cycle", f"{out['per_cycle']:.3f}s (snapshot + plan, {n:g} cycles)")
+    figure("nodemedic", "API requests per steady cycle (audit)", _req(out["requests_audit"], n))
+    figure("nodemedic", "API requests per steady cycle (own metric)", _req(by_metric, n))
+    figure("nodemedic", "API requests from start to the end of the first cycle (audit)", _counts(startup))
+    figure("nodemedic", "RSS (MiB)", rss)
+    return out
 
 
 def _audit_offset(cluster: controlplane.Cluster) -> int:

@@ -213,15 +213,21 @@ def _stamp_observed(rec: NodeRecord, previous: NodeRecord | None, now: dt.dateti
 
 
 def snapshot_from_list(doc: dict[str, Any], now: dt.datetime) -> Snapshot:
-    """A Snapshot from `kubectl get nodes,pods,pdb,priorityclasses -A -o json` output (a `kind: List`)."""
+    """A Snapshot from `kubectl get nodes,pods,pdb,priorityclasses -A -o json` output (a `kind: List`).
+    ValueError when `doc` is not such a list; an item that is not an object is skipped, like any odd data."""
+    if not isinstance(doc, dict):
+        raise ValueError(f"expected a JSON object with `items` (kubectl's `kind: List`), not a {type(doc).__name__}")
+    items = doc.get("items")
+    if not isinstance(items, list | None):
+        raise ValueError(f"`items` must be a list, not {type(items).__name__}")
     nodes: dict[str, NodeRecord] = {}
     by_node: dict[str, list[PodRecord]] = {}
     by_owner: dict[str, list[PodRecord]] = {}
     pdbs: list[PdbRecord] = []
     priority_classes: dict[str, int] = {}
     pending: list[PodRecord] = []
-    for obj in doc.get("items") or []:
-        kind = obj.get("kind")
+    for obj in items or []:
+        kind = obj.get("kind") if isinstance(obj, dict) else None
         if kind == "Node":
             n = records.node(obj)
             nodes[n.name] = n

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 
 import pytest
@@ -10,11 +11,17 @@ from remediator.model import (
     NO_STATUSES,
     ContainerStatuses,
     Effect,
+    NodeRecord,
     NodeSelectorTerm,
+    PdbRecord,
+    PodAffinityTerm,
+    PodRecord,
     PreferredNodeTerm,
     SelectorRequirement,
     Taint,
+    Toleration,
 )
+from remediator.scheduling.tolerations import tolerated
 from remediator.state import records
 from remediator.state.quantity import resources, to_int
 
@@ -34,6 +41,14 @@ def test_quantities_become_exact_integers(resource: str, value: str, expected: i
 
 def test_an_unparsable_quantity_is_skipped_not_raised() -> None:
     assert resources({"cpu": "lots", "memory": "1Gi", "weird": None}) == {"memory": 2**30}
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("nan"), "1e999999999", "9Ei", True, 2**70],
+                         ids=["inf", "nan", "huge-exponent", "beyond-int64", "bool", "huge-int"])
+def test_a_quantity_kubernetes_would_refuse_is_skipped(value: object) -> None:
+    # Found by tests/unit/fuzz: inf raised OverflowError from math.ceil, a bool raised InvalidOperation, and
+    # 1e999999999 built an integer of a billion digits.
+    assert resources({"cpu": value, "memory": "1Gi"}) == {"memory": 2**30}
 
 
 def pod_json(**spec_extra: object) -> dict:
@@ -154,18 +169,29 @@ def test_node_taints_conditions_and_allocatable_are_recorded_and_unknown_effects
     assert n.condition("KernelDeadlock") is not None and n.condition("KernelDeadlock").last_transition is None
 
 
+EMPTY_POD, EMPTY_NODE, EMPTY_PDB = PodRecord("", "", ""), NodeRecord(""), PdbRecord("", "", None)
+ANY_TAINT = [Taint("k", "", Effect.NO_SCHEDULE), Taint("k", "v", Effect.NO_EXECUTE)]  # a taint always has a key
+
+
 @pytest.mark.parametrize(
-    "obj",
-    [{}, {"metadata": None, "spec": "x", "status": 3}, {"metadata": {"labels": ["not", "a", "map"]}},
-     {"spec": {"containers": "nope", "tolerations": [None, 1]}},
-     {"spec": {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-         None, 7, {"topologyKey": 5}, {"topologyKey": "k", "labelSelector": "x", "namespaces": "ns"}]}}}}],
-    ids=["empty", "wrong-types", "labels-list", "garbage-lists", "garbage-anti-affinity"],
+    ("obj", "pod_fields"),
+    [({}, {}),
+     ({"metadata": None, "spec": "x", "status": 3}, {}),
+     ({"metadata": {"labels": ["not", "a", "map"], "annotations": "x", "ownerReferences": {"a": 1}}}, {}),
+     ({"spec": {"containers": "nope", "tolerations": [None, 1], "volumes": [3], "priority": "high"}},
+      {"tolerations": (Toleration(), Toleration())}),
+     ({"spec": {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+         None, 7, {"topologyKey": 5}, {"topologyKey": "k", "labelSelector": "x", "namespaces": "ns"}]}}}},
+      {"required_anti_affinity": (PodAffinityTerm(None, ("",), False, "k"),)}),
+     ({"status": {"phase": None, "startTime": 12, "conditions": "x", "allocatable": [1]}}, {})],
+    ids=["empty", "wrong-types", "maps-of-the-wrong-type", "garbage-lists", "garbage-anti-affinity", "garbage-status"],
 )
-def test_garbage_objects_yield_records_instead_of_exceptions(obj: dict) -> None:
-    records.pod(obj)
-    records.node(obj)
-    records.pdb(obj)
+def test_garbage_objects_yield_default_records_instead_of_exceptions(obj: dict, pod_fields: dict) -> None:
+    pod = records.pod(obj)
+    assert pod == dataclasses.replace(EMPTY_POD, **pod_fields)
+    assert not any(tolerated(pod.tolerations, t) for t in ANY_TAINT), "garbage tolerations tolerate nothing"
+    assert records.node(obj) == EMPTY_NODE
+    assert records.pdb(obj) == EMPTY_PDB
 
 
 def test_container_statuses_keep_restarts_state_reasons_and_exit_codes_per_kind() -> None:
