@@ -2,8 +2,8 @@
 
 This module only parses the file and dispatches: each top-level section is read by the module that defines it
 (`rules.py`, `evictor.py`, `strategies.py` -> each strategy's `args.py`, `limits.py`, `eviction.py`, `safety.py`,
-`notifications.py`, `autoscaler.py`, `window.py`, `metrics.py`), through one `reader.Reader` that records every error, so one
-`validate` run lists them all."""
+`notifications.py`, `autoscaler.py`, `window.py`, `metrics.py`), through one `reader.Reader` that records every error,
+so one `validate` run lists them all."""
 
 from __future__ import annotations
 

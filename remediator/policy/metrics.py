@@ -70,36 +70,41 @@ def read_metrics_utilization(r: Reader, args: Section, thresholds: Thresholds) -
         _requests_only(r, args, thresholds)
         return None
     m = r.section(args, "metricsUtilization", _UTILIZATION_KEYS)
-    legacy = r.flag(m, "metricsServer", False)
-    source = r.text(m, "source", check=lambda s: None if s in SOURCES else f"must be one of {', '.join(SOURCES)}")
-    prometheus = r.section(m, "prometheus", ("query",))
-    if legacy and source == KUBERNETES_METRICS:
-        r.error(m.key_nodes["metricsServer"], m.at("metricsServer"),
-                f"not together with source {KUBERNETES_METRICS}: metricsServer is its older spelling; keep one")
-    if legacy and source == PROMETHEUS:
-        r.error(m.key_nodes["metricsServer"], m.at("metricsServer"),
-                f"not together with source {PROMETHEUS}: one strategy reads one source")
-    if not source and not legacy:
-        if "source" not in m.values:
-            r.error(m.where(), m.at("source"), f"required: one of {', '.join(SOURCES)} (or metricsServer: true)")
+    source = _source(r, m)
+    if source is None:
         return None
-    source = source or KUBERNETES_METRICS
+    prometheus = r.section(m, "prometheus", ("query",))
     if source == KUBERNETES_METRICS:
-        if prometheus.present and "prometheus" in m.values:
+        if "prometheus" in m.values:
             r.error(m.key_nodes["prometheus"], m.at("prometheus"), f"only with source {PROMETHEUS}")
         for key, named in thresholds:
             for name, _ in named:
                 if name not in MEASURED_RESOURCES:
                     node, path = _threshold_key(args, key, name)
-                    r.error(node, path, f"metrics.k8s.io does not measure {name!r}: with source "
-                                            f"{KUBERNETES_METRICS} thresholds name only {', '.join(MEASURED_RESOURCES)}")
+                    r.error(node, path, f"metrics.k8s.io does not measure {name!r}: with source {KUBERNETES_METRICS} "
+                                        f"thresholds name only {', '.join(MEASURED_RESOURCES)}")
         return MetricsUtilization(KUBERNETES_METRICS)
     query = r.text(prometheus, "query", required=True)
     for key, named in thresholds:
-        if [name for name, _ in named] != [METRIC_RESOURCE] and named:
+        if named and [name for name, _ in named] != [METRIC_RESOURCE]:
             r.error(args.key_nodes[key], args.at(key), f"with source {PROMETHEUS} must name exactly one resource, "
-                                                   f"{METRIC_RESOURCE} (the query's value in percent)")
+                                                       f"{METRIC_RESOURCE} (the query's value in percent)")
     return MetricsUtilization(PROMETHEUS, query)
+
+
+def _source(r: Reader, m: Section) -> str | None:
+    """`source`, or descheduler's older `metricsServer: true` for KubernetesMetrics; None (said why) otherwise."""
+    legacy = r.flag(m, "metricsServer", False)
+    source = r.text(m, "source", check=lambda s: None if s in SOURCES else f"must be one of {', '.join(SOURCES)}")
+    if legacy and source:
+        why = "metricsServer is its older spelling; keep one" if source == KUBERNETES_METRICS \
+            else "one strategy reads one source"
+        r.error(m.key_nodes["metricsServer"], m.at("metricsServer"), f"not together with source {source}: {why}")
+    if not source and not legacy:
+        if "source" not in m.values:
+            r.error(m.where(), m.at("source"), f"required: one of {', '.join(SOURCES)} (or metricsServer: true)")
+        return None
+    return source or KUBERNETES_METRICS
 
 
 def _requests_only(r: Reader, args: Section, thresholds: Thresholds) -> None:

@@ -41,4 +41,4 @@ class Policy:
     notifications: Notifications = Notifications()
     autoscaler: AutoscalerSettings = AutoscalerSettings()
     window: MaintenanceWindow = MaintenanceWindow()
-    metrics: MetricsProviders = MetricsProviders()  # `metricsProviders`: sources of measured usage
+    metrics: MetricsProviders = field(default_factory=MetricsProviders)  # `metricsProviders`: measured usage

@@ -12,6 +12,7 @@ route and an Endpoints address may not be a loopback one.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import datetime as dt
 import ssl
@@ -158,7 +159,6 @@ def registered(api: client.ApiClient, *, port: int, ca: Path) -> Iterator[None]:
     """The APIService `v1beta1.metrics.k8s.io` and its ExternalName Service, until the block ends; Available when
     the block starts."""
     core, registration = client.CoreV1Api(api), client.ApiregistrationV1Api(api)
-    import base64
     core.create_namespaced_service(SERVICE_NAMESPACE, {
         "metadata": {"name": SERVICE},
         "spec": {"type": "ExternalName", "externalName": "localhost", "ports": [{"port": port, "name": "https"}]},

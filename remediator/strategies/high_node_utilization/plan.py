@@ -29,8 +29,8 @@ from remediator.model import PlannedEviction, PodRecord, Snapshot, TaintChange
 from remediator.planning.cycle import CYCLE, NODE, Cycle
 from remediator.planning.defaultevictor import MIRROR_ANNOTATION, protection
 from remediator.planning.taints import duration
-from remediator.scheduling.nodefit import PODS
 from remediator.planning.utilization import Utilization, describe_source
+from remediator.scheduling.nodefit import PODS
 from remediator.scheduling.usage import Percentages, at_or_below, describe, eviction_order, live_pods
 from remediator.strategies.high_node_utilization.args import HighNodeUtilizationArgs
 from remediator.strategies.high_node_utilization.consolidation import CONSOLIDATION_OWNER, CONSOLIDATION_TAINT

@@ -44,12 +44,7 @@ KIND = "balance"
 def plan(snapshot: Snapshot, args: LowNodeUtilizationArgs, cycle: Cycle) -> None:
     thresholds, targets = dict(args.thresholds), dict(args.target_thresholds)
     usage = Utilization(snapshot, cycle, args.metrics_utilization, thresholds)
-    ready = sorted(n for n, rec in snapshot.nodes.items() if rec.ready and not rec.deleting)
-    pct: dict[str, Percentages] = {}
-    for n in ready:
-        known = usage.percentages(n)
-        if known is not None:  # a node of unknown usage is neither relieved nor filled (docs/utilization.md)
-            pct[n] = known
+    pct = _known(snapshot, usage)
     scope = sorted(pct)
     if len(scope) <= 1:
         return
@@ -109,6 +104,16 @@ def plan(snapshot: Snapshot, args: LowNodeUtilizationArgs, cycle: Cycle) -> None
                 return
             elif outcome.stop == NODE:
                 break
+
+
+def _known(snapshot: Snapshot, usage: Utilization) -> dict[str, Percentages]:
+    """Each Ready node's usage in percent; a node of unknown usage is left out: neither relieved nor filled."""
+    out: dict[str, Percentages] = {}
+    for n, rec in snapshot.nodes.items():
+        known = usage.percentages(n) if rec.ready and not rec.deleting else None
+        if known is not None:
+            out[n] = known
+    return out
 
 
 def _only(pct: Percentages, keys: list[str]) -> Percentages:
