@@ -151,5 +151,6 @@ class UsageReader:
         if now != self.reported.get(source, frozenset()):
             self.reported[source] = now
             if unknown:
-                self.log.warning("nodes without fresh usage: utilization strategies leave them alone",
-                                 extra={"source": source, "nodes": sorted(unknown)[:20], "count": len(unknown)})
+                names = ", ".join(sorted(unknown)[:20]) + (f" and {len(unknown) - 20} more" if len(unknown) > 20 else "")
+                self.log.warning(f"{len(unknown)} nodes without fresh usage from {source} ({names}): utilization "
+                                 "strategies leave them alone", extra={"source": source, "count": len(unknown)})

@@ -39,6 +39,7 @@ class Usage:
 
     nodes: dict[str, tuple[int, int]] = field(default_factory=dict)
     pods: dict[tuple[str, str], dict[str, tuple[int, int]]] = field(default_factory=dict)
+    age: dt.timedelta = dt.timedelta(0)  # how old the samples claim to be (to serve stale ones)
     requests: int = 0  # requests answered (kube-apiserver's availability checks included)
 
 
@@ -48,7 +49,8 @@ def _quantities(cpu_milli: int, memory: int) -> dict[str, str]:
 
 def _app(usage: Usage) -> web.Application:
     def stamp() -> dict[str, str]:
-        return {"timestamp": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "window": "10s"}
+        taken = dt.datetime.now(dt.UTC) - usage.age
+        return {"timestamp": taken.strftime("%Y-%m-%dT%H:%M:%SZ"), "window": "10s"}
 
     def node_item(name: str) -> dict:
         cpu, memory = usage.nodes[name]
