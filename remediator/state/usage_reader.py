@@ -151,6 +151,7 @@ class UsageReader:
         if now != self.reported.get(source, frozenset()):
             self.reported[source] = now
             if unknown:
-                names = ", ".join(sorted(unknown)[:20]) + (f" and {len(unknown) - 20} more" if len(unknown) > 20 else "")
+                more = f" and {len(unknown) - 20} more" if len(unknown) > 20 else ""
+                names = ", ".join(sorted(unknown)[:20]) + more
                 self.log.warning(f"{len(unknown)} nodes without fresh usage from {source} ({names}): utilization "
                                  "strategies leave them alone", extra={"source": source, "count": len(unknown)})

@@ -18,12 +18,11 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
+from kcp import descheduler, paths
 from tests.e2e import metrics_api
 from tests.e2e.conftest import LocalCluster, _started
 from tests.e2e.remediator_harness import deployment, place_on_first
 from tests.waiting import wait_until
-
-from kcp import descheduler, paths  # noqa: E402  (hack/ is on sys.path through conftest)
 
 pytestmark = pytest.mark.e2e
 
