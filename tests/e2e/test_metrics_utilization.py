@@ -19,7 +19,7 @@ import pytest
 from kubernetes import client
 
 from kcp import descheduler, paths
-from tests.e2e import metrics_api
+from tests.e2e import metrics_api, prometheus_api
 from tests.e2e.conftest import LocalCluster, _started
 from tests.e2e.remediator_harness import deployment, place_on_first
 from tests.waiting import wait_until
@@ -150,8 +150,8 @@ def test_descheduler_with_the_same_policy_and_api_evicts_as_many_from_the_same_n
     namespace, _ = hot_node
     counts, names = {}, {}
     for measured in (False, True):
-        result = descheduler.one_cycle(cluster.kubeconfig, descheduler_policy(measured=measured),
-                                       workdir=tmp_path / f"descheduler-{measured}")
+        result = descheduler_cycle(cluster, descheduler_policy(measured=measured),
+                                   tmp_path / f"descheduler-{measured}")
         evicted = [e for e in result.evictions if e.namespace == namespace]
         counts[measured] = (len(evicted), {e.node for e in evicted})
         names[measured] = sorted(e.name for e in evicted)
@@ -162,6 +162,26 @@ def test_descheduler_with_the_same_policy_and_api_evicts_as_many_from_the_same_n
     assert counts[False] == (0, set())
     assert counts[True] == (EXPECTED_EVICTIONS, {HOT})
     assert len(ours) == EXPECTED_EVICTIONS
+
+
+def descheduler_cycle(cluster: LocalCluster, doc: dict, workdir: Path,
+                      attempts: int = 5) -> descheduler.CycleResult:
+    """One dry-run descheduler cycle. Its metrics collector lists the nodes from the dry-run mirror, which may not
+    hold every node yet at the first collection (the race hack/kcp/descheduler.py describes): the cycle then fails
+    with "unable to find node ... in the collected metrics"; such a run is run again, and only such a run."""
+    failed: list[str] = []
+    for attempt in range(1, attempts + 1):
+        try:
+            result = descheduler.one_cycle(cluster.kubeconfig, doc, workdir=workdir / str(attempt))
+        except descheduler.DeschedulerError as e:
+            if "in the collected metrics" not in str(e):
+                raise
+            failed.append(f"run {attempt}: a node missing from the collected metrics")
+            continue
+        if failed:
+            print(f"\ndescheduler runs discarded: {failed}")
+        return result
+    raise AssertionError(f"descheduler failed every run: {failed}")
 
 
 def test_a_real_run_evicts_what_plan_predicted_and_the_scheduler_moves_them_off_the_hot_node(
@@ -198,3 +218,37 @@ def test_stale_or_missing_metrics_evict_nothing_and_say_so(
         assert json.loads(done.stdout)["evictions"] == []
     assert "nodes without fresh usage" in stale.stderr and "kwok-node-0" in stale.stderr
     assert "nodes without fresh usage" in missing.stderr and "kwok-node-0" in missing.stderr
+
+
+def test_with_a_prometheus_query_plan_and_run_move_one_pod_off_the_hot_node(
+        metrics_cluster: tuple[LocalCluster, metrics_api.Usage], hot_node: tuple[str, dict[str, str]],
+        tmp_path: Path) -> None:
+    cluster, _ = metrics_cluster
+    namespace, before = hot_node
+    token = secrets.token_hex(16)
+    core = client.CoreV1Api(cluster.api)
+    # The token in a Secret, as descheduler reads it (key prometheusAuthToken).
+    core.create_namespaced_secret(namespace, {"metadata": {"name": "prom-token"},
+                                              "stringData": {"prometheusAuthToken": token}})
+    scores = prometheus_api.Scores(token, {HOT: 0.76, COLD[0]: 0.05, COLD[1]: 0.04})
+    query = 'avg by (instance) (1 - rate(node_cpu_seconds_total{mode="idle"}[1m]))'
+    with prometheus_api.serving(scores) as url:
+        doc = descheduler_policy(measured=False)
+        doc["metricsProviders"] = [{"source": "Prometheus", "prometheus": {
+            "url": url, "authToken": {"secretReference": {"namespace": namespace, "name": "prom-token"}}}}]
+        doc["profiles"][0]["pluginConfig"][1]["args"] = {
+            "thresholds": {"MetricResource": 20}, "targetThresholds": {"MetricResource": 50},
+            "metricsUtilization": {"source": "Prometheus", "prometheus": {"query": query}}}
+        policy_file = write(tmp_path, doc)
+        predicted = planned(policy_file, cluster)
+        done = nodemedic("run", "--once", f"--policy={policy_file}", "--listen=", cluster=cluster)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert token not in done.stdout + done.stderr
+    print(f"\nPrometheus query (76 % on {HOT}): plan evicts {[e['name'] for e in predicted]}; "
+          f"queries answered {len(scores.queries)}")
+    assert len(predicted) == 1 and predicted[0]["node"] == HOT
+    assert "by Prometheus query" in predicted[0]["reason"]
+    assert scores.queries and set(scores.queries) == {query}
+    after = wait_until(lambda: (now := running(core, namespace)) and len(now) == PODS and set(now) != set(before)
+                       and now, timeout=60, what="the evicted pod replaced and Running")
+    assert sorted(set(before) - set(after)) == [predicted[0]["name"]]
