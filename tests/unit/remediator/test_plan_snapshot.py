@@ -32,3 +32,32 @@ def test_a_snapshot_with_odd_items_plans_what_it_can(tmp_path: Path, capsys: pyt
     snapshot.write_text('{"kind": "List", "items": [null, 3, "x", {"kind": "Node", "metadata": {"name": "n1"}}]}')
     assert main(["plan", "--policy", str(POLICY), "--snapshot", str(snapshot), "--json"]) == 0
     assert '"evictions": []' in capsys.readouterr().out
+
+
+METRICS_POLICY = """apiVersion: nodemedic.io/v1alpha1
+kind: RemediationPolicy
+metricsProviders: [{source: KubernetesMetrics}]
+strategies:
+- name: LowNodeUtilization
+  args:
+    thresholds: {cpu: 20, memory: 20}
+    targetThresholds: {cpu: 50, memory: 50}
+    metricsUtilization: {source: KubernetesMetrics}
+"""
+
+
+@pytest.mark.parametrize(("content", "code", "said"), [
+    ("[]", 2, "expected a JSON object"),
+    ('{"items": [null, 3, {"kind": "NodeMetrics", "metadata": "x"}, {"kind": "PodMetrics", "metadata": [1]}]}', 0,
+     '"evictions": []'),
+], ids=["a-list", "odd-metrics-items"])
+def test_a_snapshot_read_for_measured_usage_is_shape_checked_too(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, code: int, said: str) -> None:
+    # The measured usage of a --snapshot is read from its items: `[]` raised AttributeError there, before the
+    # snapshot's own shape check, and so did a metrics item that is not an object or has odd metadata.
+    policy, snapshot = tmp_path / "policy.yaml", tmp_path / "cluster.json"
+    policy.write_text(METRICS_POLICY)
+    snapshot.write_text(content)
+    assert main(["plan", "--policy", str(policy), "--snapshot", str(snapshot), "--json"]) == code
+    out, err = capsys.readouterr()
+    assert said in (out if code == 0 else err), (out, err)
