@@ -234,6 +234,30 @@ class NotablePods:
     anti_affinity: dict[str, list[PodRecord]]  # required pod anti-affinity
 
 
+class LivePods:
+    """The snapshot's live pods (not Succeeded or Failed, not terminating), what topology spread counts: by
+    namespace, in node-name order, and by (namespace, label key) -> label value, built per key on first use. One
+    pass shared by the spread strategy and node fit's spread checks instead of one each."""
+
+    def __init__(self, pods_by_node: dict[str, list[PodRecord]]) -> None:
+        self.by_namespace: dict[str, list[PodRecord]] = {}
+        for node in sorted(pods_by_node):
+            for p in pods_by_node[node]:
+                if p.phase not in TERMINAL_PHASES and not p.terminating:
+                    self.by_namespace.setdefault(p.namespace, []).append(p)
+        self._labelled: dict[tuple[str, str], dict[str, list[PodRecord]]] = {}
+
+    def labelled(self, namespace: str, key: str) -> dict[str, list[PodRecord]]:
+        """Value of label `key` -> the namespace's live pods carrying it (in `by_namespace` order)."""
+        index = self._labelled.get((namespace, key))
+        if index is None:
+            index = self._labelled[(namespace, key)] = {}
+            for p in self.by_namespace.get(namespace, ()):
+                if (v := p.labels.get(key)) is not None:
+                    index.setdefault(v, []).append(p)
+        return index
+
+
 @dataclass
 class Snapshot:
     """One consistent view of the cluster for one planning cycle. Strategies must not mutate it."""
@@ -245,6 +269,7 @@ class Snapshot:
     pdbs: list[PdbRecord] = field(default_factory=list)
     priority_classes: dict[str, int] = field(default_factory=dict)  # PriorityClass name -> value
     _notable: NotablePods | None = field(default=None, init=False, repr=False, compare=False)
+    _live: LivePods | None = field(default=None, init=False, repr=False, compare=False)
     pending: list[PodRecord] = field(default_factory=list)  # pods not bound to a node yet
 
     def pods(self, node: str) -> list[PodRecord]:
@@ -267,6 +292,12 @@ class Snapshot:
                         anti_affinity.setdefault(node, []).append(p)
             self._notable = NotablePods(statuses, node_affinity, anti_affinity)
         return self._notable
+
+    def live(self) -> LivePods:
+        """Built on first use and kept with the snapshot (one planning cycle)."""
+        if self._live is None:
+            self._live = LivePods(self.pods_by_node)
+        return self._live
 
 
 # --- the plan -------------------------------------------------------------------------------------

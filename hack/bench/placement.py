@@ -93,6 +93,7 @@ def main() -> int:
         t = time.perf_counter()
         plan = plan_cycle(snapshot, policy, PlannerMemory())
         times.append(time.perf_counter() - t)
+    print("runs: " + ", ".join(f"{t:.3f}" for t in times))
     assert plan is not None and plan.fragmentation is not None
     f = plan.fragmentation
     print(f"plan: {len(f.pending)} pending for fragmentation, room made for {len(f.made_room)} "

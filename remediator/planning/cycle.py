@@ -31,6 +31,7 @@ from remediator.planning.limits import LimitState
 from remediator.planning.taints import AUTOSCALER_TAINTS, duration, safety_hold
 from remediator.policy.model import Policy
 from remediator.scheduling.nodefit import CPU, PODS, find_destination, new_node_reason, pod_request_summary
+from remediator.scheduling.offering import Offering
 from remediator.scheduling.podaffinity import PodAffinityIndex
 from remediator.scheduling.selectors import matches_labels
 from remediator.scheduling.topologyspread import SpreadIndex
@@ -110,6 +111,7 @@ class Cycle:
         self._pdb_match: dict[str, list[PdbRecord]] = {}  # pod uid -> the PDBs selecting it
         self._room_rank: dict[str, int] | None = None
         self._all_by_room: list[str] | None = None
+        self._offering: Offering | None = None
 
     # --- the cycle's view of the nodes ---------------------------------------------------------------------
     @property
@@ -159,10 +161,10 @@ class Cycle:
         """A node the pod could go to now (`accept`ed, when given), or None; reserves nothing. For a deschedule
         strategy whose rule is itself about a better node (node affinity), with the cycle's indexes and books."""
         affinity, spread, _ = self._indexes()
-        self.by_room(())
         return find_destination(pod, self.snapshot, exclude=self.exclude, planned_taints=self.planned_taints,
                                 reserved=self.reserved, requested=self.requested, pod_affinity=affinity, spread=spread,
-                                nodes=self._all_by_room, accept=accept, first_fit=True).node
+                                nodes=self._every_by_room(), accept=accept, first_fit=True,
+                                offering=self._offer()).node
 
     def evicting(self, pod_key: str) -> bool:
         """Is the pod planned for eviction this cycle (by any strategy so far)?"""
@@ -376,14 +378,14 @@ class Cycle:
                 return (zones.worse(p, node) or (spread.soft_worse(p, node) if p.soft_spread else None)
                         or (accept(p, node, after) if accept is not None else None))
         if destinations is None:
-            self.by_room(())
-            destinations = self._all_by_room
+            destinations = self._every_by_room()
         reserved: Mapping[str, Room] = self.reserved
-        if count_leaving and destinations is not None:
+        if count_leaving:
             reserved = {n: self._net_reserved(n) for n in destinations}
         result = find_destination(pod, self.snapshot, exclude=self.exclude, planned_taints=self.planned_taints,
                                   reserved=reserved, requested=self.requested, pod_affinity=affinity,
-                                  spread=spread, nodes=destinations, accept=check, first_fit=True)
+                                  spread=spread, nodes=destinations, accept=check, first_fit=True,
+                                  offering=self._offer())
         if result.node is None:
             if cache:
                 self._no_fit[shape] = result.reason
@@ -396,6 +398,18 @@ class Cycle:
         for resource, quantity in pod.requests.items():
             room[resource] = room.get(resource, 0) + quantity
         return result.node, ""
+
+    def _every_by_room(self) -> list[str]:
+        """Every node, roomiest first (`by_room`): where a deschedule strategy's pods may go."""
+        if self._all_by_room is None:
+            self.by_room(())
+        assert self._all_by_room is not None
+        return self._all_by_room
+
+    def _offer(self) -> Offering:
+        if self._offering is None:
+            self._offering = Offering(self.snapshot.nodes, every=self._every_by_room())
+        return self._offering
 
     def _net_reserved(self, node: str) -> Room:
         """Room promised on `node` less the room pods planned to leave it free."""
