@@ -110,7 +110,7 @@ class Cycle:
         self._pdbs: dict[str, list[PdbRecord]] | None = None  # by namespace
         self._pdb_match: dict[str, list[PdbRecord]] = {}  # pod uid -> the PDBs selecting it
         self._room_rank: dict[str, int] | None = None
-        self._all_by_room: list[str] | None = None
+        self._all_by_room: tuple[str, ...] | None = None
         self._offering: Offering | None = None
 
     # --- the cycle's view of the nodes ---------------------------------------------------------------------
@@ -130,16 +130,16 @@ class Cycle:
             used[resource] = used.get(resource, 0) - quantity
         return used
 
-    def by_room(self, names: Iterable[str]) -> list[str]:
+    def by_room(self, names: Iterable[str]) -> tuple[str, ...]:
         """`names` roomiest first (most unrequested cpu at the start of the cycle, then by name): the order in which
         node fit tries destinations, taking the first that fits."""
         if self._room_rank is None:
             def free(n: str) -> int:
                 return self.snapshot.nodes[n].allocatable.get(CPU, 0) - self.requested.get(n, {}).get(CPU, 0)
-            self._all_by_room = sorted(self.snapshot.nodes, key=lambda n: (-free(n), n))
+            self._all_by_room = tuple(sorted(self.snapshot.nodes, key=lambda n: (-free(n), n)))
             self._room_rank = {n: i for i, n in enumerate(self._all_by_room)}
         rank = self._room_rank
-        return sorted((n for n in names if n in rank), key=rank.__getitem__)
+        return tuple(sorted((n for n in names if n in rank), key=rank.__getitem__))
 
     def exhausted(self) -> bool:
         """The cycle's total eviction limit is used up: no strategy can add an eviction (so none need look)."""
@@ -399,7 +399,7 @@ class Cycle:
             room[resource] = room.get(resource, 0) + quantity
         return result.node, ""
 
-    def _every_by_room(self) -> list[str]:
+    def _every_by_room(self) -> tuple[str, ...]:
         """Every node, roomiest first (`by_room`): where a deschedule strategy's pods may go."""
         if self._all_by_room is None:
             self.by_room(())
@@ -408,7 +408,7 @@ class Cycle:
 
     def _offer(self) -> Offering:
         if self._offering is None:
-            self._offering = Offering(self.snapshot.nodes, every=self._every_by_room())
+            self._offering = Offering(self.snapshot.nodes)
         return self._offering
 
     def _net_reserved(self, node: str) -> Room:

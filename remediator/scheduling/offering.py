@@ -10,7 +10,7 @@ out refuses the pod; a search that finds none counts the nodes left out as lacki
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 
 from remediator.model import NodeRecord, PodRecord
 
@@ -18,17 +18,16 @@ from remediator.model import NodeRecord, PodRecord
 class Offering:
     """Built once per planning cycle from the nodes' allocatable resources."""
 
-    def __init__(self, nodes: Mapping[str, NodeRecord], *, every: Sequence[str] | None = None) -> None:
-        """`every`: the list of node names most searches go through (every node, roomiest first), which lives as
-        long as this object and never changes: what is split of it is kept for the next pod asking alike."""
-        self._nodes, self._every = nodes, every
+    def __init__(self, nodes: Mapping[str, NodeRecord]) -> None:
+        self._nodes = nodes
         having: dict[str, set[str]] = {}
         for name, node in nodes.items():
             for resource in node.allocatable:
                 having.setdefault(resource, set()).add(name)
         # Only the resources some node lacks narrow anything down.
         self._scarce = {r: names for r, names in having.items() if len(names) < len(nodes)}
-        self._kept: dict[tuple[str, ...], tuple[list[str], Counter[str]]] = {}
+        # (id of a tuple of names, resources) -> (the tuple, held so that its id stays its own, the split)
+        self._kept: dict[tuple[int, tuple[str, ...]], tuple[tuple[str, ...], list[str], Counter[str]]] = {}
 
     def wanted(self, pod: PodRecord) -> tuple[str, ...]:
         """The resources `pod` asks for (a quantity above zero) that not every node offers, sorted."""
@@ -39,12 +38,13 @@ class Offering:
     def split(self, names: Iterable[str], resources: tuple[str, ...]) -> tuple[list[str], Counter[str]]:
         """(`names` that offer every one of `resources`, in their order; "no <resource>" -> how many of the others
         lack it, each counted under the first of `resources` it lacks). Names of no node are left out of both.
-        Read-only results: they may be shared with the next caller."""
-        keep = names is self._every
-        if keep:
-            kept = self._kept.get(resources)
+        A tuple cannot change, so its split is kept for the next pod asking for the same resources (the node lists
+        a cycle searches are tuples: every node roomiest first, a strategy's destinations); the results are shared,
+        read-only."""
+        if isinstance(names, tuple):
+            kept = self._kept.get((id(names), resources))
             if kept is not None:
-                return kept
+                return kept[1], kept[2]
         offering = [(r, self._scarce[r]) for r in resources]
         found: list[str] = []
         lacking: Counter[str] = Counter()
@@ -56,6 +56,6 @@ class Offering:
                     break
             else:
                 found.append(name)
-        if keep:
-            self._kept[resources] = (found, lacking)
+        if isinstance(names, tuple):
+            self._kept[(id(names), resources)] = (names, found, lacking)
         return found, lacking

@@ -18,7 +18,7 @@ cool-down apply (the cycle gate).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from remediator.model import NodeRecord, PlannedEviction, PodRecord, Snapshot
 from remediator.planning.cycle import CYCLE, NODE, Cycle
@@ -97,7 +97,7 @@ def _only(pct: Percentages, keys: list[str]) -> Percentages:
     return {k: pct[k] for k in keys}
 
 
-def _budget(cycle: Cycle, snapshot: Snapshot, destinations: list[str], high: Percentages) -> dict[str, float]:
+def _budget(cycle: Cycle, snapshot: Snapshot, destinations: Sequence[str], high: Percentages) -> dict[str, float]:
     """Room on the destinations up to the target, per resource (cpu, memory and pods always, as descheduler)."""
     resources = {"cpu", "memory", PODS, *high}
     budget = dict.fromkeys(resources, 0.0)

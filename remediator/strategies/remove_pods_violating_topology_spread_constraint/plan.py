@@ -112,7 +112,7 @@ class _Domains:
 
     of: dict[str, str]  # included node -> its domain
     names: list[str]
-    by_room: list[str]
+    by_room: tuple[str, ...]
 
 
 def _balance(cycle: Cycle, domains: _Domains, pods: list[PodRecord], c: _Constraint,
