@@ -101,7 +101,8 @@ def _constraints(pods: list[PodRecord],
                             (tuple(sorted(pod.node_selector.items())), pod.required_node_affinity)
                             if s.honor_node_affinity else None,
                             pod.tolerations if s.honor_node_taints else None)
-                found.setdefault(identity, _Constraint(s, when, pod))
+                if identity not in found:  # (a frozen dataclass costs more to build than to look up)
+                    found[identity] = _Constraint(s, when, pod)
     return list(found.values())
 
 
