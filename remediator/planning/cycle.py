@@ -278,6 +278,32 @@ class Cycle:
         self._commit(PlannedEviction(pod, c.strategy, f"{c.reason}; to {destination} or alike"))
         return Outcome(True, destination=destination)
 
+    def exchange(self, a: PlannedEviction, b: PlannedEviction) -> bool:
+        """Swap two pods of different nodes, `a.pod` to `b.pod`'s node and `b.pod` to `a.pod`'s, each counting the
+        room the other leaves (a balance move where neither pod fits alone): both are evicted, or neither. Each
+        must pass the gate alone and after the other (limits and PDB budgets counted for two), then fit with the
+        cycle's books, zone and soft spread. A refusal decides nothing: the pods stay free for other moves."""
+        pa, pb = a.pod, b.pod
+        if pa.node_name == pb.node_name or self.refusal(a) is not None or self.refusal(b) is not None:
+            return False
+        if self.limits.refusal_together(a, b) is not None:
+            return False
+        in_both = {(x.namespace, x.name) for x in self._pdbs_matching(pa)}
+        for x in self._pdbs_matching(pb):
+            if (x.namespace, x.name) in in_both and self._pdb_used[(x.namespace, x.name)] + 2 > x.disruptions_allowed:
+                return False
+        to_b, _ = self._place(pa, [pb.node_name], None, cache=False, count_leaving=True, leaving=pb)
+        if to_b is None:
+            return False
+        to_a, _ = self._place(pb, [pa.node_name], None, cache=False, count_leaving=True, leaving=pa)
+        if to_a is None:
+            self._unplace(pa, to_b)
+            return False
+        for c, destination in ((a, to_b), (b, to_a)):
+            self.moved_to[c.pod.uid] = destination
+            self._commit(PlannedEviction(c.pod, c.strategy, f"{c.reason}; to {destination} or alike"))
+        return True
+
     def fits_all(self, pods: Sequence[PodRecord], destinations: Sequence[str]) -> tuple[bool, str]:
         """Would every pod find a destination together (each counting the room the others take)? Leaves no trace."""
         placed: list[tuple[PodRecord, str]] = []
@@ -357,8 +383,9 @@ class Cycle:
         return self._affinity, self._spread, self._zones
 
     def _place(self, pod: PodRecord, destinations: Collection[str] | None, accept: Accept | None, *,
-               cache: bool, count_leaving: bool = False) -> tuple[str | None, str]:
-        """Reserve room for `pod` on a destination: (node, "") or (None, why there is none)."""
+               cache: bool, count_leaving: bool = False, leaving: PodRecord | None = None) -> tuple[str | None, str]:
+        """Reserve room for `pod` on a destination: (node, "") or (None, why there is none). `leaving`: a pod
+        about to be planned off its node as well (the other half of an exchange), whose room counts there."""
         shape: tuple[object, ...] = ()
         if cache:
             # Pod (anti-)affinity and spread make the pod's namespace and labels part of its shape. A later move
@@ -381,7 +408,7 @@ class Cycle:
             destinations = self._every_by_room()
         reserved: Mapping[str, Room] = self.reserved
         if count_leaving:
-            reserved = {n: self._net_reserved(n) for n in destinations}
+            reserved = self._net_reserved(destinations, leaving)
         result = find_destination(pod, self.snapshot, exclude=self.exclude, planned_taints=self.planned_taints,
                                   reserved=reserved, requested=self.requested, pod_affinity=affinity,
                                   spread=spread, nodes=destinations, accept=check, first_fit=True,
@@ -411,12 +438,18 @@ class Cycle:
             self._offering = Offering(self.snapshot.nodes)
         return self._offering
 
-    def _net_reserved(self, node: str) -> Room:
-        """Room promised on `node` less the room pods planned to leave it free."""
-        net = dict(self.reserved.get(node, {}))
-        for resource, quantity in self.released.get(node, {}).items():
-            net[resource] = net.get(resource, 0) - quantity
-        return net
+    def _net_reserved(self, nodes: Collection[str], leaving: PodRecord | None) -> dict[str, Room]:
+        """Per node, the room promised there less the room pods planned to leave it free (and `leaving`)."""
+        out: dict[str, Room] = {}
+        for node in nodes:
+            net = out[node] = dict(self.reserved.get(node, {}))
+            gone = [self.released.get(node, {})]
+            if leaving is not None and leaving.node_name == node:
+                gone.append({PODS: 1, **leaving.requests})
+            for room in gone:
+                for resource, quantity in room.items():
+                    net[resource] = net.get(resource, 0) - quantity
+        return out
 
     def _unplace(self, pod: PodRecord, node: str) -> None:
         affinity, spread, zones = self._indexes()
