@@ -150,7 +150,12 @@ def test_a_disabled_plugin_is_not_run_and_an_empty_policy_evicts_nothing() -> No
 # file -> what its first error must contain right after the file name: ":LINE: field.path: message"
 BAD_FILES = {
     "node-selector.yaml": ":4: nodeSelector: cannot be honoured: nodemedic considers every node",
-    "metrics-collector.yaml": ":4: metricsCollector: cannot be honoured",
+    "metrics-collector.yaml": ":5: metricsCollector.enabled: not together with metricsProviders' source "
+                              "KubernetesMetrics",
+    "metrics-no-provider.yaml": ":11: strategies[0].args.metricsUtilization: source KubernetesMetrics needs "
+                                "metricsProviders to list {source: KubernetesMetrics}",
+    "prometheus-top-level.yaml": ":4: prometheus: cannot be honoured: not a DeschedulerPolicy field of descheduler "
+                                 "v0.36.0",
     "unknown-plugin.yaml": ":6: profiles[0].pluginConfig[0].name: unknown plugin 'RemoveEverything'",
     "wrong-extension-point.yaml": ":10: profiles[0].plugins.deschedule.enabled[0]: LowNodeUtilization is a balance "
                                   "plugin, not a deschedule one",
