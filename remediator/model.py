@@ -232,30 +232,37 @@ class NotablePods:
     statuses: dict[str, list[PodRecord]]  # container statuses with something to say, or a terminal phase
     node_affinity: dict[str, list[PodRecord]]  # required or preferred node affinity
     anti_affinity: dict[str, list[PodRecord]]  # required pod anti-affinity
+    spreading: dict[str, list[PodRecord]]  # topology spread constraints (DoNotSchedule or ScheduleAnyway)
 
 
 class LivePods:
-    """The snapshot's live pods (not Succeeded or Failed, not terminating), what topology spread counts: by
-    namespace, in node-name order, and by (namespace, label key) -> label value, built per key on first use. One
-    pass shared by the spread strategy and node fit's spread checks instead of one each."""
+    """The snapshot's live pods (not Succeeded or Failed, not terminating), what topology spread counts: by namespace
+    (one pass over the pods, on first use), and by namespace and value of a label key, indexed per namespace and key
+    the first time a selector asks. Shared by the spread strategy and node fit's spread checks."""
 
     def __init__(self, pods_by_node: dict[str, list[PodRecord]]) -> None:
-        self.by_namespace: dict[str, list[PodRecord]] = {}
-        for node in sorted(pods_by_node):
-            for p in pods_by_node[node]:
-                if p.phase not in TERMINAL_PHASES and not p.terminating:
-                    self.by_namespace.setdefault(p.namespace, []).append(p)
+        self._pods_by_node = pods_by_node
+        self._by_namespace: dict[str, list[PodRecord]] | None = None
         self._labelled: dict[tuple[str, str], dict[str, list[PodRecord]]] = {}
 
-    def labelled(self, namespace: str, key: str) -> dict[str, list[PodRecord]]:
-        """Value of label `key` -> the namespace's live pods carrying it (in `by_namespace` order)."""
+    def in_namespace(self, namespace: str) -> list[PodRecord]:
+        if self._by_namespace is None:
+            self._by_namespace = {}
+            for pods in self._pods_by_node.values():  # every pod of the cluster: kept tight
+                for p in pods:
+                    if p.phase not in TERMINAL_PHASES and not p.terminating:
+                        self._by_namespace.setdefault(p.namespace, []).append(p)
+        return self._by_namespace.get(namespace, [])
+
+    def labelled(self, namespace: str, key: str, value: str) -> list[PodRecord]:
+        """The namespace's live pods whose label `key` is `value`."""
         index = self._labelled.get((namespace, key))
         if index is None:
             index = self._labelled[(namespace, key)] = {}
-            for p in self.by_namespace.get(namespace, ()):
+            for p in self.in_namespace(namespace):
                 if (v := p.labels.get(key)) is not None:
                     index.setdefault(v, []).append(p)
-        return index
+        return index.get(value, [])
 
 
 @dataclass(frozen=True)
@@ -296,6 +303,7 @@ class Snapshot:
             statuses: dict[str, list[PodRecord]] = {}
             node_affinity: dict[str, list[PodRecord]] = {}
             anti_affinity: dict[str, list[PodRecord]] = {}
+            spreading: dict[str, list[PodRecord]] = {}
             for node, pods in self.pods_by_node.items():
                 for p in pods:
                     if p.containers is not NO_STATUSES or p.init_containers is not NO_STATUSES \
@@ -305,7 +313,9 @@ class Snapshot:
                         node_affinity.setdefault(node, []).append(p)
                     if p.required_anti_affinity:
                         anti_affinity.setdefault(node, []).append(p)
-            self._notable = NotablePods(statuses, node_affinity, anti_affinity)
+                    if p.hard_spread or p.soft_spread:
+                        spreading.setdefault(node, []).append(p)
+            self._notable = NotablePods(statuses, node_affinity, anti_affinity, spreading)
         return self._notable
 
     def live(self) -> LivePods:

@@ -130,9 +130,9 @@ class SpreadIndex:
         first matchLabels pair, if it has one: a namespace holds many workloads, a selector picks one."""
         live = self._snapshot.live()
         if not selector.match_labels:
-            return live.by_namespace.get(namespace, [])
+            return live.in_namespace(namespace)
         key, value = selector.match_labels[0]
-        return live.labelled(namespace, key).get(value, [])
+        return live.labelled(namespace, key, value)
 
     def _here(self, pod: PodRecord, tally: _Tally) -> str | None:
         """The domain the pod counts in now (where it is, or where the plan sends it), if it counts at all."""

@@ -50,7 +50,8 @@ def plan(snapshot: Snapshot, args: LowNodeUtilizationArgs, cycle: Cycle) -> None
         return
     low, high = levels(thresholds, targets, deviation=args.use_deviation_thresholds, usage=list(pct.values()))
     under = [n for n in scope if not snapshot.nodes[n].unschedulable and at_or_below(pct[n], low)]
-    over = [n for n in scope if n not in under and above(pct[n], high)]
+    is_under = set(under)  # (a list of thousands of nodes is no membership test)
+    over = [n for n in scope if n not in is_under and above(pct[n], high)]
     if not under or len(under) <= args.number_of_nodes or len(under) == len(scope) or not over:
         return
 

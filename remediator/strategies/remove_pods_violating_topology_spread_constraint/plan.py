@@ -26,6 +26,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from remediator.model import (
+    TERMINAL_PHASES,
     Effect,
     LivePods,
     NodeRecord,
@@ -60,12 +61,13 @@ def plan(snapshot: Snapshot, args: RemovePodsViolatingTopologySpreadConstraintAr
     if cycle.exhausted():
         return
     nodes = {n: rec for n, rec in snapshot.nodes.items() if rec.ready and not rec.deleting}
-    live = snapshot.live()  # the pods the scheduler counts, in node-name order
-    declaring: dict[str, list[PodRecord]] = {}  # namespace -> its pods on the nodes above that declare a constraint
-    for namespace, pods in live.by_namespace.items():
-        spreading = [p for p in pods if (p.hard_spread or p.soft_spread) and p.node_name in nodes]
-        if spreading:
-            declaring[namespace] = spreading
+    live = snapshot.live()  # the pods the scheduler counts
+    spreading = snapshot.notable().spreading
+    declaring: dict[str, list[PodRecord]] = {}  # namespace -> its live pods on those nodes declaring a constraint
+    for node in sorted(nodes):
+        for p in spreading.get(node, ()):
+            if p.phase not in TERMINAL_PHASES and not p.terminating:
+                declaring.setdefault(p.namespace, []).append(p)
     constraints = {ns: _constraints(pods, args) for ns, pods in sorted(declaring.items())}
     shapes: dict[tuple[object, ...], _Domains] = {}
     for namespace, found in constraints.items():
@@ -79,9 +81,9 @@ def _selectable(live: LivePods, namespace: str, s: SpreadConstraint) -> list[Pod
     """The live pods the constraint's selector could match: those of the namespace carrying its first matchLabels
     pair (a namespace holds many workloads, a constraint selects one), or all of the namespace's."""
     if s.selector is None or not s.selector.match_labels:
-        return live.by_namespace.get(namespace, [])
+        return live.in_namespace(namespace)
     key, value = s.selector.match_labels[0]
-    return live.labelled(namespace, key).get(value, [])
+    return live.labelled(namespace, key, value)
 
 
 def _constraints(pods: list[PodRecord],
