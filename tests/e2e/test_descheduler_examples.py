@@ -21,8 +21,7 @@ EXPECTED = {
     "high-node-utilization.yml": None,
     "low-node-utilization.yml": None,
     "node-affinity.yml": None,
-    "pod-life-time-transition.yml": "strategies[0].args.conditions: not supported by nodemedic "
-                                    "(docs/deschedule-strategies.md DS-LIFE-1)",
+    "pod-life-time-transition.yml": None,
     "pod-life-time.yml": None,
     "policy.yaml": None,
     "too-many-restarts.yml": None,

@@ -169,6 +169,8 @@ BAD_FILES = {
     "v1alpha1-node-fit-differs.yaml": ":10: strategies.HighNodeUtilization.params.nodeFit: differs from "
                                       "RemovePodsViolatingNodeTaints",
     "v1alpha1-unknown-strategy.yaml": ":4: strategies.RemovePodsViolatingNodeTaint: unknown strategy",
+    "pod-life-time-negative-transition.yaml": ":14: strategies[0].args.conditions[0]."
+                                              "minTimeSinceLastTransitionSeconds: must be at least 0, got -14400",
     "v1alpha1-lnu-threshold.yaml": ":9: strategies[0].args.targetThresholds.cpu: 50 is below thresholds.cpu (60)",
 }
 

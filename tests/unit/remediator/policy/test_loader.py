@@ -218,7 +218,11 @@ BAD_FILES = {
                                                     "mutually exclusive",
     "lifetime-unknown-state.yaml": ":7: strategies[0].args.states[0]: must be one of Completed, ",
     "lifetime-no-criterion.yaml": ":6: strategies[0].args: give at least one of maxPodLifeTimeSeconds, states, "
-                                  "exitCodes",
+                                  "conditions, exitCodes",
+    "lifetime-empty-condition.yaml": ":10: strategies[0].args.conditions[1]: give at least one of type, status, "
+                                     "reason, minTimeSinceLastTransitionSeconds",
+    "lifetime-condition-status.yaml": ":9: strategies[0].args.conditions[0].status: must be one of True, False, "
+                                      "Unknown (a pod condition's status), got 'true'",
     "lifetime-negative-max.yaml": ":7: strategies[0].args.maxPodLifeTimeSeconds: must be at least 0, got -60",
     "failed-pods-bad-exit-code.yaml": ":7: strategies[0].args.exitCodes[1]: must be an integer, got string 'OOM'",
     "failed-pods-negative-lifetime.yaml": ":8: strategies[0].args.minPodLifetimeSeconds: must be at least 0, got -5",
