@@ -1,32 +1,64 @@
-"""descheduler v0.36.0's own example policies, read as they are: each validates (or is refused for a documented reason),
-and `convert` writes the very policy it is read as. The examples come from the descheduler module `make build`
-downloads; without it this test fails (it never skips)."""
+"""descheduler v0.36.0's own example policies, read as they are: each validates, `convert` writes the very policy
+it is read as, and on a kwok workload built to make its strategies act, `nodemedic-remediator plan` with the file
+unchanged evicts what descheduler evicts in dry-run with the same file, or differs only by documented ids. The
+v1alpha1 form of an example (tests/testdata/policies/descheduler-v1alpha1/) plans exactly as the example.
+
+The examples come from the descheduler module `make build` downloads; without it this test fails (it never
+skips). The cluster and scenario machinery is test_descheduler_comparison.py's (one private control plane for the
+module; each scenario's nodes are the only nodes while it runs). Ages that no API request can set (PodLifeTime's
+seven days, RemoveFailedPods' hour) are given by moving the pods' creationTimestamp back in the cluster's etcd
+(`backdate.py`). descheduler runs looping in dry-run and its second cycle counts (see hack/kcp/descheduler.py why).
+
+Run: .venv/bin/python -m pytest tests/e2e/test_descheduler_examples.py -q -s  (-s prints the table)
+"""
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import os
 import subprocess
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
-from kcp import versions
-from remediator.policy.loader import PolicyError, convert_policy, parse_policy
+from kcp import descheduler, versions
+from remediator.policy.loader import convert_policy, parse_policy
+from tests.e2e.conftest import LocalCluster
+from tests.e2e.remediator_harness import REMEDIATOR
+from tests.e2e.test_descheduler_comparison import (  # the fixtures, by name, give this module its own cluster
+    Built,
+    Node,
+    Pod,
+    Scenario,
+    build,  # noqa: F401
+    compare_cluster,  # noqa: F401
+    undocumented,
+)
+from tests.e2e.test_descheduler_comparison_balance import ZONE_SKEW_1, web
+from tests.e2e.test_descheduler_comparison_deschedule import (
+    _avoids,
+    _failed,
+    _node_affinity_required,
+    _restarted,
+    _restarts_crashloop,
+)
 
 pytestmark = pytest.mark.e2e
 
-# example -> the documented reason nodemedic refuses it (docs/deschedule-strategies.md), or None: it must validate
-EXPECTED = {
-    "failed-pods.yaml": None,
-    "high-node-utilization.yml": None,
-    "low-node-utilization.yml": None,
-    "node-affinity.yml": None,
-    "pod-life-time-transition.yml": None,
-    "pod-life-time.yml": None,
-    "policy.yaml": None,
-    "too-many-restarts.yml": None,
-    "topology-spread-constraint.yaml": None,
-}
+ROOT = Path(__file__).resolve().parents[2]
+V1ALPHA1 = ROOT / "tests" / "testdata" / "policies" / "descheduler-v1alpha1"
+DOCS = [ROOT / "docs" / name for name in ("deschedule-strategies.md", "balance-strategies.md", "utilization.md")]
+TABLE_DOC = ROOT / "docs" / "descheduler-dropin.md"
+A, B, C = "zone-a", "zone-b", "zone-c"
+HOUR, DAY = 3600, 86400
+NOW = dt.datetime.now(dt.UTC)
 
 
 def examples() -> Path:
@@ -39,27 +71,176 @@ def examples() -> Path:
     return where
 
 
+# --- the workloads -----------------------------------------------------------------------------------------
+def _at(ago: int) -> str:
+    return f"{NOW - dt.timedelta(seconds=ago):%Y-%m-%dT%H:%M:%SZ}"
+
+
+def _completed(transitioned_ago: int) -> dict[str, Any]:
+    """A Succeeded pod whose conditions say so since `transitioned_ago` seconds, as the kubelet writes them."""
+    since = _at(transitioned_ago)
+    return {"phase": "Succeeded", "conditions": [
+        {"type": "Initialized", "status": "True", "reason": "PodCompleted", "lastTransitionTime": since},
+        {"type": "Ready", "status": "False", "reason": "PodCompleted", "lastTransitionTime": since}]}
+
+
+def _waiting(reason: str) -> dict[str, Any]:
+    return {"containerStatuses": [{"name": "app", "restartCount": 0, "state": {"waiting": {"reason": reason}}}]}
+
+
+def _three(prefix: str) -> tuple[Node, ...]:
+    return Node(f"{prefix}-0", A), Node(f"{prefix}-1", B), Node(f"{prefix}-2", C)
+
+
+def _failed_pods() -> Scenario:
+    n = _three("xf")
+    n0 = n[0].name
+    return Scenario(
+        "failed-pods",
+        "Failed pods 2 h old: pod reason OutOfcpu, CreateContainerConfigError, Error; one OutOfcpu just created",
+        n,
+        (Pod("out-of-cpu", n0, 500, 512, 100, status={"phase": "Failed", "reason": "OutOfcpu"}),
+         Pod("config-error", n0, 500, 512, 110, status={"phase": "Failed", **_waiting("CreateContainerConfigError")}),
+         Pod("error", n0, 500, 512, 120, status=_failed("Error", 1)),
+         Pod("young-out-of-cpu", n[1].name, 500, 512, 130, status={"phase": "Failed", "reason": "OutOfcpu"}),
+         Pod("bare-out-of-cpu", n[1].name, 500, 512, 140, owner=None, status={"phase": "Failed", "reason": "OutOfcpu"}),
+         Pod("running", n[2].name, 500, 512, 150)),
+        {"RemoveFailedPods": {}},
+        created_ago={"out-of-cpu": 2 * HOUR, "config-error": 2 * HOUR, "error": 2 * HOUR, "bare-out-of-cpu": 2 * HOUR,
+                     "running": 2 * HOUR},
+    )
+
+
+def _high_node_utilization() -> Scenario:
+    full = (Node("xh-full-0", A), Node("xh-full-1", B))
+    return Scenario(
+        "high-node-utilization",
+        "memory: two nodes at 59%, two under 20% (one pod, two pods)",
+        (*full, Node("xh-idle-0", C), Node("xh-idle-1", A)),
+        (*(Pod(f"{f.name}-{j}", f.name, 1000, 2000, 900 + j) for f in full for j in range(3)),
+         Pod("q0", "xh-idle-0", 500, 300, 100),
+         Pod("q1", "xh-idle-1", 500, 400, 110), Pod("q2", "xh-idle-1", 500, 400, 120)),
+        {"HighNodeUtilization": {}},
+        # nodemedic empties one node at a time (maxConsolidatingNodes 1, the emptiest first) and taints it
+        only_descheduler={"q1": "hnu-taint", "q2": "hnu-taint"},
+    )
+
+
+def _low_node_utilization() -> Scenario:
+    hot = "xl-hot"
+    cold = (Node("xl-cold-0", B), Node("xl-cold-1", C), Node("xl-cold-2", A))
+    return Scenario(
+        "low-node-utilization",
+        "memory: one node at 80% (target 70%), three at 10% (threshold 20%)",
+        (Node(hot, A), *cold),
+        (Pod("a", hot, 500, 1536, 100), Pod("b", hot, 500, 1536, 200), Pod("c", hot, 500, 1024, 300),
+         Pod("d", hot, 500, 2048, 400), Pod("e", hot, 500, 2048, 500),
+         *(Pod(f"{c.name}-pod", c.name, 500, 1024, 50) for c in cold)),
+        {"LowNodeUtilization": {}},
+    )
+
+
+def _pod_life_time_transition() -> Scenario:
+    n = _three("xt")
+    return Scenario(
+        "pod-life-time-transition",
+        "namespace default: Succeeded pods PodCompleted 5 h ago (one bare) and 1 min ago, a running pod",
+        n,
+        (Pod("stale-completed", n[0].name, 500, 512, 100, status=_completed(5 * HOUR)),
+         Pod("recent-completed", n[0].name, 500, 512, 110, status=_completed(60)),
+         Pod("stale-completed-bare", n[1].name, 500, 512, 120, owner=None, status=_completed(5 * HOUR)),
+         Pod("running", n[2].name, 500, 512, 130)),
+        {"PodLifeTime": {}},
+        namespace="default",
+    )
+
+
+def _pod_life_time() -> Scenario:
+    n = _three("xp")
+    return Scenario(
+        "pod-life-time",
+        "PodInitializing for 8 days (one bare), PodInitializing just created, running for 8 days",
+        n,
+        (Pod("old-initializing", n[0].name, 500, 512, 100, status=_waiting("PodInitializing")),
+         Pod("old-initializing-bare", n[0].name, 500, 512, 110, owner=None, status=_waiting("PodInitializing")),
+         Pod("young-initializing", n[1].name, 500, 512, 120, status=_waiting("PodInitializing")),
+         Pod("old-running", n[2].name, 500, 512, 130)),
+        {"PodLifeTime": {}},
+        created_ago={"old-initializing": 8 * DAY, "old-initializing-bare": 8 * DAY, "old-running": 8 * DAY},
+    )
+
+
+def _policy() -> Scenario:
+    """A workload for each of the five plugins, on nodes of their own so that they do not meet. (Every pod of the
+    harness runs the same image, so two pods of one owner on one node are duplicates: only `dup` is that.)"""
+    hot, restarts, anti, mixed, spread = "xa-hot", "xa-restarts", "xa-anti", "xa-mixed", "xa-spread"
+    return Scenario(
+        "policy",
+        "a node at 65% cpu/memory (target 50%); 150 restarts; two api pods that refuse to share a node; two "
+        "replicas of one ReplicaSet on one node; a zone spread of 2/0/0 (maxSkew 1) over two nodes",
+        (Node(hot, A), Node(restarts, B), Node(anti, C), Node(mixed, A), Node(spread, A)),
+        (Pod("h1", hot, 3000, 3072, 300), Pod("h2", hot, 2000, 2048, 200), Pod("h3", hot, 1500, 1536, 100),
+         Pod("r150", restarts, 500, 512, 150, status=_restarted(150)),
+         Pod("api-1", anti, 500, 512, 210, owner="api", affinity=_avoids("api")),
+         # another owner: two replicas of one owner on a node would be duplicates too, and whether descheduler's
+         # RemoveDuplicates still sees api-1 after the anti-affinity plugin evicted it in the same dry-run cycle
+         # is a race (its sandbox's lister): cycle 1 and cycle 2 of one run differed
+         Pod("api-2", anti, 500, 512, 220, owner="api-b", labels=(("app", "api"),), affinity=_avoids("api")),
+         Pod("dup-a", mixed, 250, 256, 400, owner="dup"), Pod("dup-b", mixed, 250, 256, 400, owner="dup"),
+         *web({mixed: (110,), spread: (120,)}, ZONE_SKEW_1, cpu=250)),
+        {"RemoveDuplicates": {}, "LowNodeUtilization": {}, "RemovePodsViolatingTopologySpreadConstraint": {}},
+        # descheduler pops the spread's highest-priority pod, nodemedic its lowest
+        only_descheduler={f"web-{spread}-120": "tsc-order"},
+        only_nodemedic={f"web-{mixed}-110": "tsc-order"},
+    )
+
+
+def _topology_spread() -> Scenario:
+    return Scenario(
+        "topology-spread-constraint",
+        "the zone article's story: 3/3 in zone-a/b while zone-c had no node, then zone-c's node is back (skew 3)",
+        (Node("xs-a", A), Node("xs-b", B), Node("xs-c", C)),
+        web({"xs-a": (100, 110, 120), "xs-b": (130, 140, 200)}, ZONE_SKEW_1),
+        {"RemovePodsViolatingTopologySpreadConstraint": {}},
+        # both move one pod out of b towards c, descheduler the highest priority one; descheduler also one out of a,
+        # which nodemedic's owner cool-down (5s: one replica of a ReplicaSet per cycle) leaves to the next cycle
+        only_descheduler={"web-xs-a-120": "cooldown", "web-xs-b-200": "tsc-order"},
+        only_nodemedic={"web-xs-b-130": "tsc-order"},
+    )
+
+
+def _renamed(s: Scenario, name: str) -> Scenario:
+    return Scenario(name, s.about, s.nodes, s.pods, s.strategies, only_descheduler=s.only_descheduler,
+                    only_nodemedic=s.only_nodemedic)
+
+
+# example file -> the workload that makes its strategies act
+WORKLOADS = {
+    "failed-pods.yaml": _failed_pods(),
+    "high-node-utilization.yml": _high_node_utilization(),
+    "low-node-utilization.yml": _low_node_utilization(),
+    "node-affinity.yml": _renamed(_node_affinity_required(), "node-affinity"),
+    "pod-life-time-transition.yml": _pod_life_time_transition(),
+    "pod-life-time.yml": _pod_life_time(),
+    "policy.yaml": _policy(),
+    "too-many-restarts.yml": _renamed(_restarts_crashloop(), "too-many-restarts"),
+    "topology-spread-constraint.yaml": _topology_spread(),
+}
+
+
+# --- reading the examples ----------------------------------------------------------------------------------
 def test_every_example_of_descheduler_is_known_here() -> None:
-    assert sorted(p.name for p in examples().iterdir() if p.suffix in (".yaml", ".yml")) == sorted(EXPECTED)
+    assert sorted(p.name for p in examples().iterdir() if p.suffix in (".yaml", ".yml")) == sorted(WORKLOADS)
 
 
-@pytest.mark.parametrize(("name", "refusal"), sorted(EXPECTED.items()), ids=sorted(EXPECTED))
-def test_an_example_validates_and_converts_to_the_policy_it_is_read_as(name: str, refusal: str | None) -> None:
-    path = examples() / name
-    text = path.read_text()
-    if refusal is not None:
-        with pytest.raises(PolicyError) as e:
-            parse_policy(text, source=name)
-        assert any(refusal in m for m in e.value.errors), e.value.errors
-        return
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_an_example_validates_and_converts_to_the_policy_it_is_read_as(name: str) -> None:
+    text = (examples() / name).read_text()
     policy = parse_policy(text, source=name)
     assert policy.strategies, f"{name} enables no strategy here"
     converted = convert_policy(text, source=name)
     assert parse_policy(converted, source=f"converted-{name}") == policy
     print(f"\n{name}: {', '.join(s.name for s in policy.strategies)}; converted policy identical")
-
-
-V1ALPHA1 = Path(__file__).resolve().parents[1] / "testdata" / "policies" / "descheduler-v1alpha1"
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in V1ALPHA1.iterdir()))
@@ -68,3 +249,105 @@ def test_the_v1alpha1_form_of_an_example_reads_as_the_same_policy(name: str) -> 
     v1alpha1 = parse_policy((V1ALPHA1 / name).read_text(), source=name)
     assert v1alpha1 == parse_policy((examples() / name).read_text(), source=name)
     assert parse_policy(convert_policy((V1ALPHA1 / name).read_text(), source=name), source=name) == v1alpha1
+
+
+# --- planning them next to descheduler ---------------------------------------------------------------------
+@dataclass
+class Row:
+    example: str
+    strategies: str
+    descheduler: set[str]
+    nodemedic: set[str]
+    differences: dict[str, str] = field(default_factory=dict)  # pod -> id
+    v1alpha1: str = "no v1alpha1 form"
+
+
+@pytest.fixture(scope="module")
+def table() -> Iterator[list[Row]]:
+    rows: list[Row] = []
+    yield rows
+    if rows:
+        print("\n\n" + markdown(rows))
+
+
+def markdown(rows: list[Row]) -> str:
+    def pods(ps: set[str]) -> str:
+        return ", ".join(sorted(ps)) or "none"
+
+    lines = ["| example | strategies | descheduler evicts | nodemedic evicts | differences | v1alpha1 form |",
+             "|---|---|---|---|---|---|"]
+    for r in sorted(rows, key=lambda r: r.example):
+        diff = ", ".join(f"{p}: `{i}`" for p, i in sorted(r.differences.items())) or "none"
+        lines.append(f"| `{r.example}` | {r.strategies} | {pods(r.descheduler)} | {pods(r.nodemedic)} | {diff} | "
+                     f"{r.v1alpha1} |")
+    return "\n".join(lines)
+
+
+def _slots(evictions: list[tuple[str, str, str]], s: Scenario) -> set[str]:
+    """(pod, node, strategy) -> pod names; RemoveDuplicates' evictions as owner@node#k, because which of identical
+    replicas descheduler picks is its lister's order, not a property of the pods."""
+    owners = {p.name: p.owner or p.name for p in s.pods}
+    seen: Counter[str] = Counter()
+    out = set()
+    for pod, node, strategy in sorted(evictions):
+        if strategy == "RemoveDuplicates":
+            group = f"{owners[pod]}@{node}"
+            seen[group] += 1
+            out.add(f"{group}#{seen[group]}")
+        else:
+            out.add(pod)
+    return out
+
+
+def descheduler_evicts(cluster: LocalCluster, policy_file: Path, s: Scenario, built: Built, work: Path) -> set[str]:
+    doc = yaml.safe_load(policy_file.read_text())  # written back as JSON, which descheduler reads the same
+    r = descheduler.settled_cycle(cluster.kubeconfig, doc, workdir=work / "descheduler", expect=built.view)
+    foreign = [e for e in r.evictions if e.namespace != built.namespace]
+    assert not foreign, f"descheduler would evict pods outside the scenario: {foreign}"
+    return _slots([(e.name, e.node, e.strategy) for e in r.evictions], s)
+
+
+def nodemedic_evicts(cluster: LocalCluster, policy_file: Path, s: Scenario, built: Built) -> tuple[set[str], str]:
+    proc = subprocess.run([*REMEDIATOR, "plan", "--policy", str(policy_file), "--kubeconfig",
+                           str(cluster.kubeconfig), "--json"], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"), check=False)
+    assert proc.returncode == 0, f"plan --policy {policy_file} failed ({proc.returncode}):\n{proc.stderr[-3000:]}"
+    plan = json.loads(proc.stdout)
+    foreign = [e for e in plan["evictions"] if e["namespace"] != built.namespace]
+    assert not foreign, f"nodemedic would evict pods outside the scenario: {foreign}"
+    reasons = "\n".join(f"    {e['name']} ({e['strategy']}): {e['reason']}" for e in plan["evictions"])
+    kept = "\n".join(f"    not {r['name']}: {r['why']}" for r in (*plan.get("protected", []), *plan.get("deferred", []))
+                     if r["namespace"] == built.namespace)
+    return _slots([(e["name"], e["node"], e["strategy"]) for e in plan["evictions"]], s), f"{reasons}\n{kept}"
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_an_example_plans_as_descheduler_does(name: str, compare_cluster: LocalCluster, build: Any,  # noqa: F811
+                                              table: list[Row], tmp_path: Path) -> None:
+    s = WORKLOADS[name]
+    policy_file = examples() / name
+    built: Built = build(s)
+    t0 = time.monotonic()
+    d = descheduler_evicts(compare_cluster, policy_file, s, built, tmp_path)
+    took = time.monotonic() - t0
+    n, detail = nodemedic_evicts(compare_cluster, policy_file, s, built)
+    row = Row(name, ", ".join(x.name for x in parse_policy(policy_file.read_text(), source=name).strategies), d, n,
+              {**s.only_descheduler, **s.only_nodemedic})
+    if (V1ALPHA1 / name).exists():
+        n1, _ = nodemedic_evicts(compare_cluster, V1ALPHA1 / name, s, built)
+        assert n1 == n, f"the v1alpha1 form of {name} plans {sorted(n1)}, the example {sorted(n)}"
+        row.v1alpha1 = "same evictions"
+    table.append(row)
+    print(f"\n=== {name} ({s.about}); descheduler {took:.1f}s\n  descheduler: {sorted(d)}\n  nodemedic:   {sorted(n)}\n"
+          f"{detail}")
+    want_d, want_n = set(s.only_descheduler), set(s.only_nodemedic)
+    assert (d - n, n - d) == (want_d, want_n), (
+        f"{name}: the differences are not the declared (documented) ones\n  only descheduler: {sorted(d - n)}, "
+        f"declared {sorted(want_d)}\n  only nodemedic: {sorted(n - d)}, declared {sorted(want_n)}\n{detail}")
+
+
+def test_every_difference_id_is_documented() -> None:
+    missing = set(undocumented(list(WORKLOADS.values()), DOCS[0]))
+    for doc in DOCS[1:]:
+        missing &= set(undocumented(list(WORKLOADS.values()), doc))
+    assert not missing, f"difference ids used here but documented in none of {DOCS}: {sorted(missing)}"
