@@ -1,7 +1,10 @@
-"""descheduler v0.36.0's own example policies, read as they are: each validates, `convert` writes the very policy
-it is read as, and on a kwok workload built to make its strategies act, `nodemedic-remediator plan` with the file
-unchanged evicts what descheduler evicts in dry-run with the same file, or differs only by documented ids. The
-v1alpha1 form of an example (tests/testdata/policies/descheduler-v1alpha1/) plans exactly as the example.
+"""descheduler v0.36.0's own policies, read as they are: the example files (examples/), the chart's default
+`deschedulerPolicy` (as `helm template` renders it into the chart's ConfigMap) and every DeschedulerPolicy printed in
+its docs (READMEs, docs/). Each validates and `convert` writes the very policy it is read as, except the few that
+descheduler itself refuses (checked by running it) and one nodemedic cannot honour. For the examples and the chart
+default, on a kwok workload built to make their strategies act, `nodemedic-remediator plan` with the file unchanged
+evicts what descheduler evicts in dry-run with the same file, or differs only by documented ids; the v1alpha1 form
+of an example (tests/testdata/policies/descheduler-v1alpha1/) plans exactly as the example.
 
 The examples come from the descheduler module `make build` downloads; without it this test fails (it never
 skips). The cluster and scenario machinery is test_descheduler_comparison.py's (one private control plane for the
@@ -17,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import subprocess
 import time
 from collections import Counter
@@ -28,8 +32,8 @@ from typing import Any
 import pytest
 import yaml
 
-from kcp import descheduler, versions
-from remediator.policy.loader import convert_policy, parse_policy
+from kcp import descheduler, paths, versions
+from remediator.policy.loader import PolicyError, convert_policy, parse_policy
 from tests.e2e.conftest import LocalCluster
 from tests.e2e.remediator_harness import REMEDIATOR
 from tests.e2e.test_descheduler_comparison import (  # the fixtures, by name, give this module its own cluster
@@ -61,14 +65,62 @@ HOUR, DAY = 3600, 86400
 NOW = dt.datetime.now(dt.UTC)
 
 
-def examples() -> Path:
+def module() -> Path:
     cache = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=False,
                            env=dict(os.environ, GOFLAGS="-mod=mod")).stdout.strip()
-    where = Path(cache) / f"sigs.k8s.io/descheduler@v{versions.DESCHEDULER}" / "examples"
-    if not where.is_dir():
-        pytest.fail(f"descheduler v{versions.DESCHEDULER}'s examples are not at {where}: run `make build` (it builds "
+    where = Path(cache) / f"sigs.k8s.io/descheduler@v{versions.DESCHEDULER}"
+    if not (where / "examples").is_dir():
+        pytest.fail(f"descheduler v{versions.DESCHEDULER}'s module is not at {where}: run `make build` (it builds "
                     "descheduler from the module proxy); this test never skips", pytrace=False)
     return where
+
+
+def examples() -> Path:
+    return module() / "examples"
+
+
+def chart_default(work: Path) -> Path:
+    """The policy descheduler's chart deploys by default: its ConfigMap's policy.yaml, as helm renders it."""
+    helm = paths.binary("helm")
+    if not helm.exists():
+        pytest.fail(f"helm is not built ({helm} missing): run `make build`; this test never skips", pytrace=False)
+    out = subprocess.run([str(helm), "template", "descheduler", str(module() / "charts" / "descheduler")],
+                         capture_output=True, text=True, check=True).stdout
+    (config,) = [d for d in yaml.safe_load_all(out) if d and d["kind"] == "ConfigMap"]
+    work.mkdir(parents=True, exist_ok=True)
+    path = work / "chart-default-policy.yaml"
+    path.write_text(config["data"]["policy.yaml"])
+    return path
+
+
+def documented() -> dict[str, str]:
+    """Every DeschedulerPolicy printed in the module's Markdown: "path:line" (of the block's first line) -> text.
+    Not keps/: design proposals, written in syntax that was never released."""
+    root = module()
+    found: dict[str, str] = {}
+    for md in sorted(p for p in root.rglob("*.md") if p.relative_to(root).parts[0] != "keps"):
+        text = md.read_text()
+        for m in re.finditer(r"^```[^\n]*\n(.*?)^```", text, re.S | re.M):
+            if re.search(r'^kind:\s*"?DeschedulerPolicy', m.group(1), re.M):
+                found[f"{md.relative_to(root)}:{text[:m.start()].count(chr(10)) + 2}"] = m.group(1)
+    return found
+
+
+# Documented policies that descheduler v0.36.0 itself refuses (test_descheduler_refuses_them_too runs it): nodemedic
+# refuses them too, naming the line.
+DESCHEDULER_REFUSES = {
+    "README.md:229": "a sketch: `- ...` and `[...]` placeholders (yaml: line 50: could not find expected ':')",
+    "README.md:992": "PriorityClass \"priorityClassName1\" not found (a placeholder; not even a valid name)",
+    "pkg/framework/plugins/example/README.md:47": "plugin Example in pluginConfig not registered (a developer's "
+                                                  "sample, not built into descheduler)",
+    "pkg/framework/plugins/podlifetime/README.md:116": "plugins.deschedule.enabled lists objects, not names",
+    "pkg/framework/plugins/podlifetime/README.md:138": "plugins.deschedule.enabled lists objects, not names",
+}
+# ... and the one nodemedic cannot honour (an error saying why, never ignored).
+NODEMEDIC_REFUSES = {
+    "README.md:201": "podProtections.config: cannot be honoured: not supported: nodemedic protects every pod with a "
+                     "PVC (it keeps no storage classes)",
+}
 
 
 # --- the workloads -----------------------------------------------------------------------------------------
@@ -228,6 +280,10 @@ WORKLOADS = {
 }
 
 
+CHART = "chart default"  # descheduler's chart's deschedulerPolicy: policy.yaml's plugins and more
+PLANNED = {**WORKLOADS, CHART: _renamed(_policy(), "chart-default")}
+
+
 # --- reading the examples ----------------------------------------------------------------------------------
 def test_every_example_of_descheduler_is_known_here() -> None:
     assert sorted(p.name for p in examples().iterdir() if p.suffix in (".yaml", ".yml")) == sorted(WORKLOADS)
@@ -241,6 +297,48 @@ def test_an_example_validates_and_converts_to_the_policy_it_is_read_as(name: str
     converted = convert_policy(text, source=name)
     assert parse_policy(converted, source=f"converted-{name}") == policy
     print(f"\n{name}: {', '.join(s.name for s in policy.strategies)}; converted policy identical")
+
+
+def test_the_documented_policies_are_the_ones_known_here() -> None:
+    found = documented()
+    assert len(found) == 26, sorted(found)
+    assert set(DESCHEDULER_REFUSES) | set(NODEMEDIC_REFUSES) <= set(found)
+
+
+@pytest.mark.parametrize("where", sorted(documented()))
+def test_a_documented_policy_validates_and_converts_unless_refused_for_a_known_reason(where: str) -> None:
+    text = documented()[where]
+    if where in DESCHEDULER_REFUSES or where in NODEMEDIC_REFUSES:
+        with pytest.raises(PolicyError) as e:
+            parse_policy(text, source=where)
+        assert all(re.match(rf"{re.escape(where)}:\d+: ", m) for m in e.value.errors), e.value.errors
+        if where in NODEMEDIC_REFUSES:
+            assert any(NODEMEDIC_REFUSES[where] in m for m in e.value.errors), e.value.errors
+        print(f"\n{where}: refused: {e.value.errors[0]}")
+        return
+    policy = parse_policy(text, source=where)
+    assert parse_policy(convert_policy(text, source=where), source=f"converted-{where}") == policy
+    print(f"\n{where}: {', '.join(s.name for s in policy.strategies)}; converted policy identical")
+
+
+def test_the_chart_default_validates_and_converts(tmp_path: Path) -> None:
+    text = chart_default(tmp_path).read_text()
+    policy = parse_policy(text, source="chart default")
+    assert policy.evictor.evict_local_storage_pods and policy.evictor.ignore_pvc_pods  # its podProtections
+    assert parse_policy(convert_policy(text, source="chart default"), source="converted") == policy
+
+
+def test_descheduler_refuses_them_too(compare_cluster: LocalCluster, tmp_path: Path) -> None:  # noqa: F811
+    found = documented()
+    for where, why in sorted(DESCHEDULER_REFUSES.items()):
+        policy_file = tmp_path / f"{where.replace('/', '_')}.yaml"
+        policy_file.write_text(found[where])
+        proc = subprocess.run([str(paths.binary("descheduler")), f"--policy-config-file={policy_file}", "--dry-run",
+                               "--descheduling-interval=0", f"--kubeconfig={compare_cluster.kubeconfig}",
+                               "--secure-port=0"], capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                              check=False)
+        assert proc.returncode != 0, f"descheduler accepted {where}, listed as refused ({why})"
+        print(f"\n{where}: descheduler exits {proc.returncode}: {proc.stderr.strip().splitlines()[-1][:200]}")
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in V1ALPHA1.iterdir()))
@@ -278,7 +376,8 @@ def markdown(rows: list[Row]) -> str:
              "|---|---|---|---|---|---|"]
     for r in sorted(rows, key=lambda r: r.example):
         diff = ", ".join(f"{p}: `{i}`" for p, i in sorted(r.differences.items())) or "none"
-        lines.append(f"| `{r.example}` | {r.strategies} | {pods(r.descheduler)} | {pods(r.nodemedic)} | {diff} | "
+        example = r.example if r.example == CHART else f"`{r.example}`"
+        lines.append(f"| {example} | {r.strategies} | {pods(r.descheduler)} | {pods(r.nodemedic)} | {diff} | "
                      f"{r.v1alpha1} |")
     return "\n".join(lines)
 
@@ -321,11 +420,11 @@ def nodemedic_evicts(cluster: LocalCluster, policy_file: Path, s: Scenario, buil
     return _slots([(e["name"], e["node"], e["strategy"]) for e in plan["evictions"]], s), f"{reasons}\n{kept}"
 
 
-@pytest.mark.parametrize("name", sorted(WORKLOADS))
+@pytest.mark.parametrize("name", sorted(PLANNED))
 def test_an_example_plans_as_descheduler_does(name: str, compare_cluster: LocalCluster, build: Any,  # noqa: F811
                                               table: list[Row], tmp_path: Path) -> None:
-    s = WORKLOADS[name]
-    policy_file = examples() / name
+    s = PLANNED[name]
+    policy_file = chart_default(tmp_path) if name == CHART else examples() / name
     built: Built = build(s)
     t0 = time.monotonic()
     d = descheduler_evicts(compare_cluster, policy_file, s, built, tmp_path)
@@ -347,7 +446,7 @@ def test_an_example_plans_as_descheduler_does(name: str, compare_cluster: LocalC
 
 
 def test_every_difference_id_is_documented() -> None:
-    missing = set(undocumented(list(WORKLOADS.values()), DOCS[0]))
+    missing = set(undocumented(list(PLANNED.values()), DOCS[0]))
     for doc in DOCS[1:]:
-        missing &= set(undocumented(list(WORKLOADS.values()), doc))
+        missing &= set(undocumented(list(PLANNED.values()), doc))
     assert not missing, f"difference ids used here but documented in none of {DOCS}: {sorted(missing)}"
