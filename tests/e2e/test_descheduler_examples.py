@@ -22,6 +22,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -31,11 +32,12 @@ from typing import Any
 
 import pytest
 import yaml
+from kubernetes import client
 
 from kcp import descheduler, paths, versions
 from remediator.policy.loader import PolicyError, convert_policy, parse_policy
 from tests.e2e.conftest import LocalCluster
-from tests.e2e.remediator_harness import REMEDIATOR
+from tests.e2e.remediator_harness import REMEDIATOR, nodemedic_events
 from tests.e2e.test_descheduler_comparison import (  # the fixtures, by name, give this module its own cluster
     Built,
     Node,
@@ -53,6 +55,7 @@ from tests.e2e.test_descheduler_comparison_deschedule import (
     _restarted,
     _restarts_crashloop,
 )
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -406,12 +409,17 @@ def descheduler_evicts(cluster: LocalCluster, policy_file: Path, s: Scenario, bu
     return _slots([(e.name, e.node, e.strategy) for e in r.evictions], s)
 
 
-def nodemedic_evicts(cluster: LocalCluster, policy_file: Path, s: Scenario, built: Built) -> tuple[set[str], str]:
+def plan_json(cluster: LocalCluster, policy_file: Path) -> dict[str, Any]:
     proc = subprocess.run([*REMEDIATOR, "plan", "--policy", str(policy_file), "--kubeconfig",
                            str(cluster.kubeconfig), "--json"], capture_output=True, text=True, timeout=120,
                           env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"), check=False)
     assert proc.returncode == 0, f"plan --policy {policy_file} failed ({proc.returncode}):\n{proc.stderr[-3000:]}"
-    plan = json.loads(proc.stdout)
+    plan: dict[str, Any] = json.loads(proc.stdout)
+    return plan
+
+
+def nodemedic_evicts(cluster: LocalCluster, policy_file: Path, s: Scenario, built: Built) -> tuple[set[str], str]:
+    plan = plan_json(cluster, policy_file)
     foreign = [e for e in plan["evictions"] if e["namespace"] != built.namespace]
     assert not foreign, f"nodemedic would evict pods outside the scenario: {foreign}"
     reasons = "\n".join(f"    {e['name']} ({e['strategy']}): {e['reason']}" for e in plan["evictions"])
@@ -443,6 +451,55 @@ def test_an_example_plans_as_descheduler_does(name: str, compare_cluster: LocalC
     assert (d - n, n - d) == (want_d, want_n), (
         f"{name}: the differences are not the declared (documented) ones\n  only descheduler: {sorted(d - n)}, "
         f"declared {sorted(want_d)}\n  only nodemedic: {sorted(n - d)}, declared {sorted(want_n)}\n{detail}")
+
+
+# --- the CronJob a descheduler user switches to --------------------------------------------------------------
+def nodemedic_cronjob(policy_file: Path) -> tuple[dict[str, Any], str]:
+    """nodemedic's chart in CronJob mode with a DeschedulerPolicy as its policy (`--set-file remediator.policy=`):
+    the CronJob's container, and the policy its ConfigMap holds (what the container reads at the mount)."""
+    helm = paths.binary("helm")
+    out = subprocess.run([str(helm), "template", "t", str(ROOT / "deploy" / "helm" / "nodemedic"),
+                          "--set", "remediator.mode=cronjob", "--set-file", f"remediator.policy={policy_file}"],
+                         capture_output=True, text=True, check=True).stdout
+    docs = [d for d in yaml.safe_load_all(out) if d]
+    (cron,) = [d for d in docs if d["kind"] == "CronJob"]
+    assert cron["spec"]["concurrencyPolicy"] == "Forbid"
+    pod = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    (mount,) = [m for m in container["volumeMounts"] if m["name"] == "policy"]
+    (volume,) = [v for v in pod["volumes"] if v["name"] == "policy"]
+    (config,) = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == volume["configMap"]["name"]]
+    return {**container, "mountPath": mount["mountPath"]}, config["data"]["policy.yaml"]
+
+
+def test_the_chart_in_cronjob_mode_runs_a_descheduler_policy_once_evicting_what_plan_predicted(
+        compare_cluster: LocalCluster, build: Any, tmp_path: Path) -> None:  # noqa: F811
+    """Issue 16's switch: descheduler's policy.yaml given to nodemedic's chart as it is. The CronJob's command and
+    arguments run here exactly as rendered (kwok pods run no containers), against the file its ConfigMap holds."""
+    container, rendered = nodemedic_cronjob(examples() / "policy.yaml")
+    assert rendered.strip() == (examples() / "policy.yaml").read_text().strip()
+    mounted = tmp_path / "policy-mount"
+    mounted.mkdir()
+    (mounted / "policy.yaml").write_text(rendered)
+    assert container["command"] == ["nodemedic-remediator"] and container["args"][:2] == ["run", "--once"]
+    args = [a.replace(container["mountPath"], str(mounted)) for a in container["args"]]
+    s = _renamed(_policy(), "cronjob")
+    built: Built = build(s)
+    plan = plan_json(compare_cluster, mounted / "policy.yaml")
+    predicted = sorted(e["name"] for e in plan["evictions"])
+    assert len(predicted) == 5, plan  # h3, r150, api-1, a dup replica, a web replica: every plugin acts
+
+    done = subprocess.run([sys.executable, "-m", "remediator", *args, f"--kubeconfig={compare_cluster.kubeconfig}"],
+                          capture_output=True, text=True, timeout=180, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "one cycle done" in done.stderr + done.stdout
+    core = client.CoreV1Api(compare_cluster.api)
+    evicted = sorted(e.involved_object.name for e in nodemedic_events(core, built.namespace, "NodemedicEvicted"))
+    print(f"\nCronJob run: nodemedic-remediator {' '.join(args)}\n  plan predicted {predicted}\n  run evicted    "
+          f"{evicted}, exit {done.returncode}")
+    assert evicted == predicted
+    wait_until(lambda: not set(predicted) & {p.metadata.name for p in core.list_namespaced_pod(built.namespace).items},
+               timeout=60, what="the evicted pods gone")
 
 
 def test_every_difference_id_is_documented() -> None:
