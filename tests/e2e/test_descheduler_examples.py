@@ -360,7 +360,7 @@ class Row:
     descheduler: set[str]
     nodemedic: set[str]
     differences: dict[str, str] = field(default_factory=dict)  # pod -> id
-    v1alpha1: str = "no v1alpha1 form"
+    v1alpha1: str = "none"
 
 
 @pytest.fixture(scope="module")
@@ -375,7 +375,7 @@ def markdown(rows: list[Row]) -> str:
     def pods(ps: set[str]) -> str:
         return ", ".join(sorted(ps)) or "none"
 
-    lines = ["| example | strategies | descheduler evicts | nodemedic evicts | differences | v1alpha1 form |",
+    lines = ["| policy | strategies | descheduler evicts | nodemedic evicts | differences | v1alpha1 form |",
              "|---|---|---|---|---|---|"]
     for r in sorted(rows, key=lambda r: r.example):
         diff = ", ".join(f"{p}: `{i}`" for p, i in sorted(r.differences.items())) or "none"
@@ -440,6 +440,10 @@ def test_an_example_plans_as_descheduler_does(name: str, compare_cluster: LocalC
     n, detail = nodemedic_evicts(compare_cluster, policy_file, s, built)
     row = Row(name, ", ".join(x.name for x in parse_policy(policy_file.read_text(), source=name).strategies), d, n,
               {**s.only_descheduler, **s.only_nodemedic})
+    converted = tmp_path / "converted.yaml"
+    converted.write_text(convert_policy(policy_file.read_text(), source=name))
+    nc, _ = nodemedic_evicts(compare_cluster, converted, s, built)
+    assert nc == n, f"`convert` of {name} plans {sorted(nc)}, the example {sorted(n)}"
     if (V1ALPHA1 / name).exists():
         n1, _ = nodemedic_evicts(compare_cluster, V1ALPHA1 / name, s, built)
         assert n1 == n, f"the v1alpha1 form of {name} plans {sorted(n1)}, the example {sorted(n)}"
