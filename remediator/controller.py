@@ -31,6 +31,7 @@ from remediator.policy.loader import PolicyError, load_policy
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION, Policy
 from remediator.state.caches import ClusterCache
 from remediator.state.kube import ApiError, Kube
+from remediator.state.usage_reader import UsageReader
 from remediator.strategies import lookup
 
 MIN_CYCLE_INTERVAL = 0.2  # seconds between planning cycles at most
@@ -94,12 +95,13 @@ class PolicySource:
 class Controller:
     def __init__(self, *, kube: Kube, cache: ClusterCache, source: PolicySource, alerts: Alerts, metrics: Metrics,
                  log: logging.Logger, elector: LeaderElector | None, dry_run: bool, lease_namespace: str,
-                 lease_name: str,
+                 lease_name: str, usage: UsageReader | None = None,
                  resync: float = 10.0) -> None:
         self.kube, self.cache, self.source, self.alerts, self.metrics = kube, cache, source, alerts, metrics
         self.log, self.elector, self.dry_run = log, elector, dry_run
         self.lease_namespace, self.lease_name = lease_namespace, lease_name
         self.resync = resync
+        self.usage = usage  # measured usage for metricsUtilization; None: requests only
         self.memory = PlannerMemory()
         self.heap = HeapFreezer()
         self.plan = Plan()
@@ -162,8 +164,14 @@ class Controller:
     async def cycle(self) -> Plan:
         self._reload_policy()
         now = dt.datetime.now(dt.UTC)
-        t0 = time.perf_counter()  # the whole cycle: the snapshot of the caches and the plan
+        # Measured usage first (a read of its own at most every 15 s, only when a strategy asks for it), outside
+        # the cycle's time: the cycle is the snapshot of the caches and the plan.
+        measured = await self.usage.read(self.source.policy, self.cache.nodes, now) \
+            if self.usage is not None else None
+        t0 = time.perf_counter()
         snapshot = self.cache.snapshot(now)
+        if measured is not None:
+            snapshot.measured = measured
         plan = plan_cycle(snapshot, self.source.policy, self.memory)
         self.metrics.cycle_seconds.observe(time.perf_counter() - t0)
         self._forget_old_evictions()

@@ -256,6 +256,20 @@ class NotablePods:
     anti_affinity: dict[str, list[PodRecord]]  # required pod anti-affinity
 
 
+@dataclass(frozen=True)
+class MeasuredUsage:
+    """Usage a metrics source measured, for the utilization strategies configured with `metricsUtilization`.
+
+    Only fresh samples are here: a node or pod the source did not report, or reported too long ago, is absent, and
+    absent means unknown (never zero): a strategy neither relieves, fills nor counts on a node whose usage it does
+    not know, and does not evict a pod whose usage it does not know to relieve a node."""
+
+    nodes: dict[str, dict[str, int]] = field(default_factory=dict)  # metrics.k8s.io: node -> cpu (m), memory (B)
+    pods: dict[str, dict[str, int]] = field(default_factory=dict)  # metrics.k8s.io: "namespace/name" -> the same
+    # Prometheus: query -> node (the sample's `instance` label) -> its value in [0, 1]
+    scores: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
 @dataclass
 class Snapshot:
     """One consistent view of the cluster for one planning cycle. Strategies must not mutate it."""
@@ -268,6 +282,7 @@ class Snapshot:
     priority_classes: dict[str, int] = field(default_factory=dict)  # PriorityClass name -> value
     _notable: NotablePods | None = field(default=None, init=False, repr=False, compare=False)
     pending: list[PodRecord] = field(default_factory=list)  # pods not bound to a node yet
+    measured: MeasuredUsage = field(default_factory=MeasuredUsage)  # only what the policy's strategies ask for
 
     def pods(self, node: str) -> list[PodRecord]:
         return self.pods_by_node.get(node, [])

@@ -4,8 +4,8 @@ The translation works on YAML nodes, not values: each plugin's `args` and each D
 own node, moved under nodemedic's keys (`strategies[i].args`, `evictor`, `limits`, `eviction`). The ordinary loader
 then validates the result with every strategy's own reader, so an error names the user's file and line, and
 `nodemedic-remediator convert` writes exactly the policy that was validated. What this module itself checks is what
-only a DeschedulerPolicy has: profiles, extension points, and the fields nodemedic cannot honour (each an error
-saying why, never ignored).
+only a DeschedulerPolicy has: profiles, extension points, the deprecated `metricsCollector`, and the fields
+nodemedic cannot honour (each an error saying why, never ignored).
 
 Profiles run in descheduler's order: the deschedule plugins of every profile, then the balance plugins of every
 profile. nodemedic has one evictor for every strategy, so profiles must agree on the DefaultEvictor's arguments.
@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import yaml
 
+from remediator.policy.metrics import KUBERNETES_METRICS
 from remediator.policy.reader import Reader, Section
 from remediator.policy.strategies import strategy_kinds
 
@@ -36,9 +37,8 @@ _EVICTOR_KEYS = ("evictLocalStoragePods", "evictDaemonSetPods", "evictSystemCrit
                  "ignorePvcPods", "priorityThreshold", "labelSelector", "minReplicas", "minPodAge", "nodeFit")
 UNSUPPORTED = {
     "nodeSelector": "nodemedic considers every node; scope the pods with namespaces or labelSelector instead",
-    "metricsCollector": "nodemedic plans on requests, as kube-scheduler does (metricsUtilization is not built yet)",
-    "metricsProviders": "nodemedic plans on requests, as kube-scheduler does (metricsUtilization is not built yet)",
-    "prometheus": "nodemedic plans on requests, as kube-scheduler does (metricsUtilization is not built yet)",
+    "prometheus": "not a DeschedulerPolicy field of descheduler v0.36.0: give Prometheus as metricsProviders: "
+                  "[{source: Prometheus, prometheus: {url: ..., authToken: ...}}]",
     "namespaceLabelSelector": "not supported; list the namespaces in a plugin's namespaces.include/exclude",
     "noEvictionPolicy": "not supported: nodemedic never evicts a pod annotated descheduler.alpha.kubernetes.io/"
                         "prefer-no-eviction last, but still may; remove the field",
@@ -107,10 +107,38 @@ def translate(r: Reader, root: yaml.Node, *, nodemedic_api: str, nodemedic_kind:
     limits = [(top.key_nodes[k], top.values[k]) for k in _LIMIT_KEYS if k in top.values]
     if limits:
         pairs.append((scalar("limits", root), mapping(limits, root)))
+    providers = _metrics_providers(r, top)
+    if providers is not None:
+        pairs.append(providers)
     if "gracePeriodSeconds" in top.values:
         pairs.append((scalar("eviction", root),
                       mapping([(top.key_nodes["gracePeriodSeconds"], top.values["gracePeriodSeconds"])], root)))
     return mapping(pairs, root)
+
+
+def _metrics_providers(r: Reader, top: Section) -> tuple[yaml.Node, yaml.Node] | None:
+    """`metricsProviders` as it is, and the deprecated `metricsCollector.enabled: true` as one more
+    `{source: KubernetesMetrics}` entry in it (nodemedic's policy has only `metricsProviders`)."""
+    collector = r.section(top, "metricsCollector", ("enabled",))
+    enabled = r.flag(collector, "enabled", False)
+    given = top.values.get("metricsProviders")
+    items = list(given.value) if isinstance(given, yaml.SequenceNode) else []
+    if enabled:
+        listed = [i for i in items if isinstance(i, yaml.MappingNode) and any(
+            isinstance(k, yaml.ScalarNode) and k.value == "source" and isinstance(v, yaml.ScalarNode)
+            and v.value == KUBERNETES_METRICS for k, v in i.value)]
+        if listed:
+            r.error(collector.values["enabled"], collector.at("enabled"),
+                    f"not together with metricsProviders' source {KUBERNETES_METRICS} (descheduler refuses both)")
+        else:
+            like = collector.values["enabled"]
+            items.append(mapping([(scalar("source", like), scalar(KUBERNETES_METRICS, like))], like))
+    if given is not None and not isinstance(given, yaml.SequenceNode):
+        return top.key_nodes["metricsProviders"], given  # not a list: the loader says so, at its line
+    if not items:
+        return None
+    key = top.key_nodes.get("metricsProviders") or top.key_nodes["metricsCollector"]
+    return scalar("metricsProviders", key), sequence(items, given if given is not None else key)
 
 
 def _profiles(r: Reader, top: Section) -> tuple[Pairs, list[yaml.Node], list[yaml.Node]]:

@@ -325,8 +325,12 @@ def test_dry_run_and_plan_report_the_full_plan_and_write_nothing(
     out = subprocess.run([*REMEDIATOR, "plan", "--policy", str(tmp_path / "dry-policy.yaml"), "--kubeconfig",
                           str(cluster.kubeconfig), "--json"], capture_output=True, text=True, timeout=60, check=True)
     doc = json.loads(out.stdout)
+    node = core.read_node(a)
+    seen = (f"node {a}: taints {[(t.key, t.effect) for t in node.spec.taints or []]}, conditions "
+            f"{[(c.type, c.status, c.last_transition_time) for c in node.status.conditions or []]}; plan held "
+            f"{doc['held']}, breaker {doc['breaker']}, {len(doc['taints']['add'])} adds in all")
     assert [(t["node"], t["key"], t["rule"]) for t in doc["taints"]["add"] if t["node"] == a] == [
-        (a, TAINT, "kernel-deadlock")]
+        (a, TAINT, "kernel-deadlock")], seen
     assert {(e["namespace"], e["name"], e["node"]) for e in doc["evictions"]} == {
         (namespace, name, a) for name in before}
     assert set(doc) >= {"taints", "evictions", "protected"}

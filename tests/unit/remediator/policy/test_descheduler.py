@@ -172,7 +172,12 @@ def test_pod_protections_are_read_as_the_evictor_flags_they_replaced() -> None:
 
 BAD_FILES = {
     "node-selector.yaml": ":4: nodeSelector: cannot be honoured: nodemedic considers every node",
-    "metrics-collector.yaml": ":4: metricsCollector: cannot be honoured",
+    "metrics-collector.yaml": ":5: metricsCollector.enabled: not together with metricsProviders' source "
+                              "KubernetesMetrics",
+    "metrics-no-provider.yaml": ":11: strategies[0].args.metricsUtilization: source KubernetesMetrics needs "
+                                "metricsProviders to list {source: KubernetesMetrics}",
+    "prometheus-top-level.yaml": ":4: prometheus: cannot be honoured: not a DeschedulerPolicy field of descheduler "
+                                 "v0.36.0",
     "unknown-plugin.yaml": ":6: profiles[0].pluginConfig[0].name: unknown plugin 'RemoveEverything'",
     "wrong-extension-point.yaml": ":10: profiles[0].plugins.deschedule.enabled[0]: LowNodeUtilization is a balance "
                                   "plugin, not a deschedule one",

@@ -193,7 +193,12 @@ BAD_FILES = {
     "lnu-target-below-threshold.yaml": ":8: strategies[0].args.targetThresholds.memory: 25 is below thresholds.memory",
     "lnu-different-resources.yaml": ":8: strategies[0].args.targetThresholds: must name the same resources",
     "lnu-include-namespaces.yaml": ":9: strategies[0].args.evictableNamespaces.include: only exclude is supported",
-    "lnu-metrics-utilization.yaml": ":9: strategies[0].args.metricsUtilization: not supported",
+    "lnu-metrics-utilization.yaml": ":7: strategies[0].args.thresholds.nvidia.com/gpu: metrics.k8s.io does not "
+                                    "measure 'nvidia.com/gpu'",
+    "lnu-prometheus-thresholds.yaml": ":7: strategies[0].args.thresholds: with source Prometheus must name exactly "
+                                      "one resource, MetricResource",
+    "lnu-prometheus-no-query.yaml": ":9: strategies[0].args.metricsUtilization.prometheus.query: required",
+    "metrics-provider-bad-url.yaml": ":7: metricsProviders[0].prometheus.url: must be an http:// or https:// URL",
     "hnu-missing-thresholds.yaml": ":6: strategies[0].args.thresholds: required",
     "hnu-threshold-over-100.yaml": ":7: strategies[0].args.thresholds.cpu: must be from 0 to 100, got 120",
     "hnu-unknown-resource.yaml": ":7: strategies[0].args.thresholds.CPU cores: unknown resource",
