@@ -26,7 +26,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -265,8 +265,7 @@ def _topology_spread() -> Scenario:
 
 
 def _renamed(s: Scenario, name: str) -> Scenario:
-    return Scenario(name, s.about, s.nodes, s.pods, s.strategies, only_descheduler=s.only_descheduler,
-                    only_nodemedic=s.only_nodemedic)
+    return replace(s, name=name)
 
 
 # example file -> the workload that makes its strategies act
