@@ -208,6 +208,7 @@ class PodRecord:
     qos: str = "BestEffort"  # BestEffort | Burstable | Guaranteed
     has_local_storage: bool = False  # any emptyDir or hostPath volume
     has_pvc: bool = False
+    claims: tuple[str, ...] = ()  # claimName of each persistentVolumeClaim volume (for protected storage classes)
     terminating: bool = False  # deletionTimestamp set
     start_time: dt.datetime | None = None
     created: dt.datetime | None = None
@@ -280,6 +281,7 @@ class Snapshot:
     pods_by_owner: dict[str, list[PodRecord]]  # owner UID -> pods (every pod with that owner, any node)
     pdbs: list[PdbRecord] = field(default_factory=list)
     priority_classes: dict[str, int] = field(default_factory=dict)  # PriorityClass name -> value
+    claim_classes: dict[str, str] = field(default_factory=dict)  # "ns/name" of a PVC -> storageClassName ("" unset)
     _notable: NotablePods | None = field(default=None, init=False, repr=False, compare=False)
     pending: list[PodRecord] = field(default_factory=list)  # pods not bound to a node yet
     measured: MeasuredUsage = field(default_factory=MeasuredUsage)  # only what the policy's strategies ask for

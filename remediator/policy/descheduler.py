@@ -53,7 +53,6 @@ _EXTRA_PROTECTIONS = {"PodsWithPVC": "ignorePvcPods", "PodsWithoutPDB": None, "P
 _PROTECTION_UNSUPPORTED = {
     "PodsWithoutPDB": UNSUPPORTED["ignorePodsWithoutPDB"],
     "PodsWithResourceClaims": "not supported: nodemedic's cache keeps no resource claims of pods",
-    "config": "not supported: nodemedic protects every pod with a PVC (it keeps no storage classes); drop config",
 }
 _DEPRECATED_FLAGS = ("evictLocalStoragePods", "evictDaemonSetPods", "evictSystemCriticalPods", "evictFailedBarePods",
                      "ignorePvcPods", "ignorePodsWithoutPDB")
@@ -209,10 +208,9 @@ def _default_evictor(r: Reader, config: Section | None) -> tuple[Pairs, object]:
 
 
 def _protections(r: Reader, args: Section) -> Pairs:
-    """podProtections as the equivalent DefaultEvictor flags (`true` nodes at the protection's own line)."""
+    """podProtections as the equivalent DefaultEvictor flags (`true` nodes at the protection's own line), and
+    PodsWithPVC's storage classes as `protectedStorageClasses`."""
     m = r.section(args, "podProtections", ("defaultDisabled", "extraEnabled", "config"))
-    if "config" in m.values:
-        r.error(m.key_nodes["config"], m.at("config"), f"cannot be honoured: {_PROTECTION_UNSUPPORTED['config']}")
     pairs: Pairs = []
     for key, known in (("defaultDisabled", _DEFAULT_PROTECTIONS), ("extraEnabled", _EXTRA_PROTECTIONS)):
         seen: set[str] = set()
@@ -227,6 +225,19 @@ def _protections(r: Reader, args: Section) -> Pairs:
             else:
                 seen.add(name)
                 pairs.append((scalar(flag, node), yaml.ScalarNode(_BOOL, "true", node.start_mark, node.end_mark)))
+    config = r.section(m, "config", ("PodsWithPVC",))
+    pvc = r.section(config, "PodsWithPVC", ("protectedStorageClasses",))
+    names: list[yaml.Node] = []
+    for node, path in r.sequence(pvc, "protectedStorageClasses") or []:
+        item = r.mapping(node, path, ("name",))
+        if r.text(item, "name", required=True):
+            names.append(item.values["name"])
+    if names:
+        if not any(k.value == "ignorePvcPods" for k, _ in pairs):  # descheduler would ignore them: say so
+            r.error(pvc.where(), pvc.path, "applies only with PodsWithPVC in extraEnabled")
+        at = pvc.key_nodes["protectedStorageClasses"]
+        pairs.append((scalar("protectedStorageClasses", at), yaml.SequenceNode(_SEQ, names, at.start_mark,
+                                                                               at.end_mark)))
     return pairs
 
 

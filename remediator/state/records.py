@@ -290,6 +290,8 @@ def pod(obj: dict[str, Any]) -> PodRecord:
         qos=str(status.get("qosClass") or _qos(list(map(_dict, _list(spec.get("containers")))))),
         has_local_storage=any("emptyDir" in v or "hostPath" in v for v in volumes),
         has_pvc=any("persistentVolumeClaim" in v or "ephemeral" in v for v in volumes),
+        claims=tuple(sorted(str(_dict(v["persistentVolumeClaim"]).get("claimName", "")) for v in volumes
+                            if "persistentVolumeClaim" in v)),
         terminating=meta.get("deletionTimestamp") is not None,
         start_time=parse_time(status.get("startTime")),
         created=created,
@@ -308,6 +310,14 @@ def priority_class(obj: dict[str, Any]) -> tuple[str, int] | None:
     if not isinstance(name, str) or not name or not isinstance(value, int) or isinstance(value, bool):
         return None
     return name, value
+
+
+def claim_class(obj: dict[str, Any]) -> tuple[str, str]:
+    """("ns/name", storageClassName or "") of a PersistentVolumeClaim."""
+    meta = _dict(obj.get("metadata"))
+    storage_class = _dict(obj.get("spec")).get("storageClassName")
+    return (f"{meta.get('namespace', '')}/{meta.get('name', '')}",
+            storage_class if isinstance(storage_class, str) else "")
 
 
 def pdb(obj: dict[str, Any]) -> PdbRecord:

@@ -1,7 +1,7 @@
 """descheduler v0.36.0's own policies, read as they are: the example files (examples/), the chart's default
 `deschedulerPolicy` (as `helm template` renders it into the chart's ConfigMap) and every DeschedulerPolicy printed in
 its docs (READMEs, docs/). Each validates and `convert` writes the very policy it is read as, except the few that
-descheduler itself refuses (checked by running it) and one nodemedic cannot honour. For the examples and the chart
+descheduler itself refuses (checked by running it). For the examples and the chart
 default, on a kwok workload built to make their strategies act, `nodemedic-remediator plan` with the file unchanged
 evicts what descheduler evicts in dry-run with the same file, or differs only by documented ids; the v1alpha1 form
 of an example (tests/testdata/policies/descheduler-v1alpha1/) plans exactly as the example.
@@ -118,11 +118,6 @@ DESCHEDULER_REFUSES = {
                                                   "sample, not built into descheduler)",
     "pkg/framework/plugins/podlifetime/README.md:116": "plugins.deschedule.enabled lists objects, not names",
     "pkg/framework/plugins/podlifetime/README.md:138": "plugins.deschedule.enabled lists objects, not names",
-}
-# ... and the one nodemedic cannot honour (an error saying why, never ignored).
-NODEMEDIC_REFUSES = {
-    "README.md:201": "podProtections.config: cannot be honoured: not supported: nodemedic protects every pod with a "
-                     "PVC (it keeps no storage classes)",
 }
 
 
@@ -304,18 +299,16 @@ def test_an_example_validates_and_converts_to_the_policy_it_is_read_as(name: str
 def test_the_documented_policies_are_the_ones_known_here() -> None:
     found = documented()
     assert len(found) == 26, sorted(found)
-    assert set(DESCHEDULER_REFUSES) | set(NODEMEDIC_REFUSES) <= set(found)
+    assert set(DESCHEDULER_REFUSES) <= set(found)
 
 
 @pytest.mark.parametrize("where", sorted(documented()))
-def test_a_documented_policy_validates_and_converts_unless_refused_for_a_known_reason(where: str) -> None:
+def test_a_documented_policy_validates_and_converts_unless_descheduler_refuses_it_too(where: str) -> None:
     text = documented()[where]
-    if where in DESCHEDULER_REFUSES or where in NODEMEDIC_REFUSES:
+    if where in DESCHEDULER_REFUSES:
         with pytest.raises(PolicyError) as e:
             parse_policy(text, source=where)
         assert all(re.match(rf"{re.escape(where)}:\d+: ", m) for m in e.value.errors), e.value.errors
-        if where in NODEMEDIC_REFUSES:
-            assert any(NODEMEDIC_REFUSES[where] in m for m in e.value.errors), e.value.errors
         print(f"\n{where}: refused: {e.value.errors[0]}")
         return
     policy = parse_policy(text, source=where)

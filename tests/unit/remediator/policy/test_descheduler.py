@@ -170,6 +170,18 @@ def test_pod_protections_are_read_as_the_evictor_flags_they_replaced() -> None:
     assert parse_policy(convert_policy(POD_PROTECTIONS, source="d.yaml"), source="c.yaml").evictor == evictor
 
 
+def test_pvc_storage_classes_narrow_which_pods_with_a_pvc_are_protected() -> None:
+    """descheduler's README: protect only pods whose PVCs have storage-class-0 or storage-class-1."""
+    text = POD_PROTECTIONS.replace("        extraEnabled: [PodsWithPVC]\n", """        extraEnabled: [PodsWithPVC]
+        config:
+          PodsWithPVC:
+            protectedStorageClasses: [{name: storage-class-0}, {name: storage-class-1}]
+""")
+    evictor = parse_policy(text, source="d.yaml").evictor
+    assert evictor.ignore_pvc_pods and evictor.protected_storage_classes == ("storage-class-0", "storage-class-1")
+    assert parse_policy(convert_policy(text, source="d.yaml"), source="c.yaml").evictor == evictor
+
+
 BAD_FILES = {
     "node-selector.yaml": ":4: nodeSelector: cannot be honoured: nodemedic considers every node",
     "metrics-collector.yaml": ":5: metricsCollector.enabled: not together with metricsProviders' source "
@@ -189,6 +201,9 @@ BAD_FILES = {
     "failure-events-off.yaml": ":3: evictionFailureEventNotification: cannot be false",
     "enabled-twice.yaml": ":7: profiles[1].plugins.deschedule.enabled[0]: RemovePodsViolatingNodeTaints is enabled "
                           "twice",
+    "pvc-storage-classes-without-pvc-protection.yaml": ":11: profiles[0].pluginConfig[0].args.podProtections."
+                                                       "config.PodsWithPVC: applies only with PodsWithPVC in "
+                                                       "extraEnabled",
     "pod-protections.yaml": ":11: profiles[0].pluginConfig[0].args.podProtections.extraEnabled[1]: cannot be "
                             "honoured: not supported: nodemedic may evict a pod no PodDisruptionBudget covers",
     "wrong-kind.yaml": ":2: kind: must be DeschedulerPolicy for apiVersion descheduler/v1alpha2, got 'Policy'",

@@ -179,6 +179,8 @@ BAD_FILES = {
     "duplicate-rule-names.yaml": ":8: rules[1].name: duplicate rule name 'disk'",
     "duplicate-default-rule-names.yaml": ":7: rules[1].name: duplicate rule name 'kerneldeadlock-true'",
     "conflicting-taint-values.yaml": ":10: rules[1].taint.value: 'corrupt' conflicts with 'readonly' in rules[0]",
+    "evictor-storage-classes-without-ignore-pvc.yaml": ":5: evictor.protectedStorageClasses: needs ignorePvcPods: "
+                                                       "true",
     "namespaces-include-and-exclude.yaml": ":5: evictor.namespaces: include and exclude are mutually exclusive",
     "priority-threshold-value-and-name.yaml": ":5: evictor.priorityThreshold: value and name are mutually exclusive",
     "selector-bad-operator.yaml": ":8: evictor.labelSelector.matchExpressions[0].operator: must be one of",

@@ -192,6 +192,14 @@ def test_a_healthy_pod_shares_the_one_empty_statuses_value() -> None:
     assert rec.containers is NO_STATUSES and rec.init_containers is NO_STATUSES
 
 
+def test_the_claims_of_persistent_volume_claim_volumes_are_recorded() -> None:
+    rec = records.pod({"metadata": {"name": "p"}, "spec": {"volumes": [
+        {"name": "b", "persistentVolumeClaim": {"claimName": "data-b"}}, {"name": "tmp", "emptyDir": {}},
+        {"name": "a", "persistentVolumeClaim": {"claimName": "data-a"}},
+        {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}]}})
+    assert rec.claims == ("data-a", "data-b") and rec.has_pvc and rec.has_local_storage
+
+
 def test_ephemeral_container_statuses_are_kept_apart() -> None:
     rec = records.pod({"metadata": {"name": "p"}, "status": {"ephemeralContainerStatuses": [
         {"name": "debug", "state": {"terminated": {"reason": "OOMKilled", "exitCode": 137}}}]}})
