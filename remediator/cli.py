@@ -152,7 +152,8 @@ async def _live_items(kubeconfig: str, policy: Policy, now: dt.datetime) -> tupl
     try:
         for path, kind in (("/api/v1/nodes", "Node"), ("/api/v1/pods", "Pod"),
                            ("/apis/policy/v1/poddisruptionbudgets", "PodDisruptionBudget"),
-                           ("/apis/scheduling.k8s.io/v1/priorityclasses", "PriorityClass")):
+                           ("/apis/scheduling.k8s.io/v1/priorityclasses", "PriorityClass"),
+                           ("/api/v1/persistentvolumeclaims", "PersistentVolumeClaim")):
             for obj in (await kube.get(path)).get("items") or []:
                 obj["kind"] = kind  # list items carry no kind
                 items.append(obj)

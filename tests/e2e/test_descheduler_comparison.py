@@ -97,6 +97,7 @@ class Pod:
     # Written to the pod's status once kwok has it Running (restart counts, waiting reasons, phase Failed, ...):
     # kwok's stages only act on Pending pods, so the status stays as written.
     status: dict[str, Any] | None = None
+    claims: tuple[str, ...] = ()  # PersistentVolumeClaims (of the scenario's `claims`) mounted as volumes
 
     @property
     def terminal(self) -> bool:
@@ -116,6 +117,7 @@ class Scenario:
     pods_older_than: int = 0  # seconds: the build waits until every pod is older (for ages that PodLifeTime compares)
     created_ago: dict[str, int] = field(default_factory=dict)  # pod -> seconds: creationTimestamp moved back (etcd)
     namespace: str = ""  # an existing namespace to use ("default"); else a fresh one, deleted afterwards
+    claims: tuple[tuple[str, str], ...] = ()  # PVCs to create first: (name, storageClassName, "" for none)
     # The differences: pod -> the ID of the documented difference that explains it.
     only_descheduler: dict[str, str] = field(default_factory=dict)
     only_nodemedic: dict[str, str] = field(default_factory=dict)
@@ -371,6 +373,8 @@ def _pod_manifest(s: Scenario, p: Pod, owners: dict[str, str]) -> dict[str, Any]
         spec["topologySpreadConstraints"] = [{**p.spread, "labelSelector": {"matchLabels": {"app": app}}}]
     if p.affinity:
         spec["affinity"] = p.affinity
+    if p.claims:
+        spec["volumes"] = [{"name": c, "persistentVolumeClaim": {"claimName": c}} for c in p.claims]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
 
@@ -470,6 +474,12 @@ def build(compare_cluster: LocalCluster) -> Iterator[Any]:
             made_ns.append(ns)
         wait_until(lambda: core.list_namespaced_service_account(ns).items, timeout=30,
                    what=f"ServiceAccount {ns}/default")
+        for name, storage_class in s.claims:  # no provisioner binds them: they stay Pending, which is enough
+            claim_spec: dict[str, Any] = {"accessModes": ["ReadWriteOnce"],
+                                          "resources": {"requests": {"storage": "1Gi"}}}
+            if storage_class:
+                claim_spec["storageClassName"] = storage_class
+            core.create_namespaced_persistent_volume_claim(ns, {"metadata": {"name": name}, "spec": claim_spec})
         owners: dict[str, str] = {}
         for app in sorted({(p.owner or p.name) for p in s.pods if p.owner is not None}):
             rs = apps.create_namespaced_replica_set(ns, {

@@ -39,6 +39,7 @@ from remediator.policy.loader import PolicyError, convert_policy, parse_policy
 from tests.e2e.conftest import LocalCluster
 from tests.e2e.remediator_harness import REMEDIATOR, nodemedic_events
 from tests.e2e.test_descheduler_comparison import (  # the fixtures, by name, give this module its own cluster
+    BROKEN_TAINT,
     Built,
     Node,
     Pod,
@@ -61,7 +62,8 @@ pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 V1ALPHA1 = ROOT / "tests" / "testdata" / "policies" / "descheduler-v1alpha1"
-DOCS = [ROOT / "docs" / name for name in ("deschedule-strategies.md", "balance-strategies.md", "utilization.md")]
+DOCS = [ROOT / "docs" / name for name in ("deschedule-strategies.md", "balance-strategies.md", "utilization.md",
+                                          "remediator.md")]
 TABLE_DOC = ROOT / "docs" / "descheduler-dropin.md"
 A, B, C = "zone-a", "zone-b", "zone-c"
 HOUR, DAY = 3600, 86400
@@ -277,8 +279,19 @@ WORKLOADS = {
 }
 
 
+def _chart_default() -> Scenario:
+    """policy.yaml's workload, and a node with a taint that a pod on it does not tolerate (the chart also enables
+    RemovePodsViolatingNodeTaints and RemovePodsViolatingNodeAffinity)."""
+    s = _policy()
+    tainted = Node("xa-tainted", B, ((BROKEN_TAINT, "true", "NoSchedule"),))
+    return replace(s, name="chart-default", about=s.about + "; a pod on a node with a taint it does not tolerate",
+                   nodes=(*s.nodes, tainted), pods=(*s.pods, Pod("untolerated", tainted.name, 500, 512, 230)),
+                   # nodemedic's RemovePodsViolatingNodeTaints without includedTaints acts on its own rules' taints
+                   only_descheduler={**s.only_descheduler, "untolerated": "own-taints"})
+
+
 CHART = "chart default"  # descheduler's chart's deschedulerPolicy: policy.yaml's plugins and more
-PLANNED = {**WORKLOADS, CHART: _renamed(_policy(), "chart-default")}
+PLANNED = {**WORKLOADS, CHART: _chart_default()}
 
 
 # --- reading the examples ----------------------------------------------------------------------------------
@@ -371,7 +384,7 @@ def markdown(rows: list[Row]) -> str:
              "|---|---|---|---|---|---|"]
     for r in sorted(rows, key=lambda r: r.example):
         diff = ", ".join(f"{p}: `{i}`" for p, i in sorted(r.differences.items())) or "none"
-        example = r.example if r.example == CHART else f"`{r.example}`"
+        example = f"`{r.example}`" if r.example in WORKLOADS else r.example
         lines.append(f"| {example} | {r.strategies} | {pods(r.descheduler)} | {pods(r.nodemedic)} | {diff} | "
                      f"{r.v1alpha1} |")
     return "\n".join(lines)
@@ -423,21 +436,58 @@ def nodemedic_evicts(cluster: LocalCluster, policy_file: Path, s: Scenario, buil
 @pytest.mark.parametrize("name", sorted(PLANNED))
 def test_an_example_plans_as_descheduler_does(name: str, compare_cluster: LocalCluster, build: Any,  # noqa: F811
                                               table: list[Row], tmp_path: Path) -> None:
-    s = PLANNED[name]
     policy_file = chart_default(tmp_path) if name == CHART else examples() / name
+    compare(name, policy_file, PLANNED[name], compare_cluster, build, table, tmp_path)
+
+
+def _storage_classes() -> Scenario:
+    bad = Node("xc-bad", A, ((BROKEN_TAINT, "true", "NoSchedule"),))
+    claims = {"on-class-0": "storage-class-0", "on-class-1": "storage-class-1", "on-class-2": "storage-class-2",
+              "on-no-class": ""}
+    return Scenario(
+        "pvc-storage-classes",
+        "pods on a tainted node with PVCs of storage-class-0, -1 (protected), -2, none (cannot be told), no PVC",
+        (bad, Node("xc-good-0", B), Node("xc-good-1", C)),
+        (*(Pod(pod, bad.name, 500, 512, 100 + i, claims=(f"data-{pod}",)) for i, pod in enumerate(claims)),
+         Pod("no-claim", bad.name, 500, 512, 200)),
+        {"RemovePodsViolatingNodeTaints": {}},
+        claims=tuple((f"data-{pod}", storage_class) for pod, storage_class in claims.items()),
+    )
+
+
+STORAGE_CLASSES = "README.md:201"  # podProtections.config.PodsWithPVC.protectedStorageClasses
+
+
+def test_the_documented_pvc_storage_classes_protect_what_descheduler_protects(
+        compare_cluster: LocalCluster, build: Any, table: list[Row], tmp_path: Path) -> None:  # noqa: F811
+    """The README's DefaultEvictor (protect pods whose PVCs have storage-class-0 or -1) enables no plugin of its
+    own; here it serves RemovePodsViolatingNodeTaints (includedTaints: the node's taint), added to its profile, on a
+    node both must empty."""
+    doc = yaml.safe_load(documented()[STORAGE_CLASSES])
+    doc["profiles"][0]["pluginConfig"].append({"name": "RemovePodsViolatingNodeTaints",  # descheduler needs both
+                                               "args": {"includedTaints": [BROKEN_TAINT]}})
+    doc["profiles"][0]["plugins"] = {"deschedule": {"enabled": ["RemovePodsViolatingNodeTaints"]}}
+    policy_file = tmp_path / "readme-201-with-taints.yaml"
+    policy_file.write_text(yaml.safe_dump(doc, sort_keys=False))
+    compare(f"{STORAGE_CLASSES} + RemovePodsViolatingNodeTaints", policy_file, _storage_classes(), compare_cluster,
+            build, table, tmp_path)
+
+
+def compare(name: str, policy_file: Path, s: Scenario, cluster: LocalCluster, build: Any,  # noqa: F811
+            table: list[Row], tmp_path: Path) -> None:
     built: Built = build(s)
     t0 = time.monotonic()
-    d = descheduler_evicts(compare_cluster, policy_file, s, built, tmp_path)
+    d = descheduler_evicts(cluster, policy_file, s, built, tmp_path)
     took = time.monotonic() - t0
-    n, detail = nodemedic_evicts(compare_cluster, policy_file, s, built)
+    n, detail = nodemedic_evicts(cluster, policy_file, s, built)
     row = Row(name, ", ".join(x.name for x in parse_policy(policy_file.read_text(), source=name).strategies), d, n,
               {**s.only_descheduler, **s.only_nodemedic})
     converted = tmp_path / "converted.yaml"
     converted.write_text(convert_policy(policy_file.read_text(), source=name))
-    nc, _ = nodemedic_evicts(compare_cluster, converted, s, built)
+    nc, _ = nodemedic_evicts(cluster, converted, s, built)
     assert nc == n, f"`convert` of {name} plans {sorted(nc)}, the example {sorted(n)}"
     if (V1ALPHA1 / name).exists():
-        n1, _ = nodemedic_evicts(compare_cluster, V1ALPHA1 / name, s, built)
+        n1, _ = nodemedic_evicts(cluster, V1ALPHA1 / name, s, built)
         assert n1 == n, f"the v1alpha1 form of {name} plans {sorted(n1)}, the example {sorted(n)}"
         row.v1alpha1 = "same evictions"
     table.append(row)
