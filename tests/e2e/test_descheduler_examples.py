@@ -6,18 +6,18 @@ default, on a kwok workload built to make their strategies act, `nodemedic-remed
 evicts what descheduler evicts in dry-run with the same file, or differs only by documented ids; the v1alpha1 form
 of an example (tests/testdata/policies/descheduler-v1alpha1/) plans exactly as the example.
 
-The examples come from the descheduler module `make build` downloads; without it this test fails (it never
-skips). The cluster and scenario machinery is test_descheduler_comparison.py's (one private control plane for the
-module; each scenario's nodes are the only nodes while it runs). Ages that no API request can set (PodLifeTime's
-seven days, RemoveFailedPods' hour) are given by moving the pods' creationTimestamp back in the cluster's etcd
-(`backdate.py`). descheduler runs looping in dry-run and its second cycle counts (see hack/kcp/descheduler.py why).
+The policies come from the descheduler module `make build` downloads (`descheduler_policies.py`), the workloads
+from `descheduler_workloads.py`. The cluster and scenario machinery is test_descheduler_comparison.py's (one
+private control plane for the module; each scenario's nodes are the only nodes while it runs). Ages that no API
+request can set (PodLifeTime's seven days, RemoveFailedPods' hour) are given by moving the pods' creationTimestamp
+back in the cluster's etcd (`backdate.py`). descheduler runs looping in dry-run and its second cycle counts (see
+hack/kcp/descheduler.py why).
 
 Run: .venv/bin/python -m pytest tests/e2e/test_descheduler_examples.py -q -s  (-s prints the table)
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import re
@@ -34,264 +34,33 @@ import pytest
 import yaml
 from kubernetes import client
 
-from kcp import descheduler, paths, versions
+from kcp import descheduler, paths
 from remediator.policy.loader import PolicyError, convert_policy, parse_policy
 from tests.e2e.conftest import LocalCluster
+from tests.e2e.descheduler_policies import (
+    DESCHEDULER_REFUSES,
+    V1ALPHA1,
+    chart_default,
+    documented,
+    examples,
+)
+from tests.e2e.descheduler_workloads import CHART, PLANNED, WORKLOADS, storage_classes
 from tests.e2e.remediator_harness import REMEDIATOR, nodemedic_events
 from tests.e2e.test_descheduler_comparison import (  # the fixtures, by name, give this module its own cluster
     BROKEN_TAINT,
     Built,
-    Node,
-    Pod,
     Scenario,
     build,  # noqa: F401
     compare_cluster,  # noqa: F401
     undocumented,
-)
-from tests.e2e.test_descheduler_comparison_balance import ZONE_SKEW_1, web
-from tests.e2e.test_descheduler_comparison_deschedule import (
-    _avoids,
-    _failed,
-    _node_affinity_required,
-    _restarted,
-    _restarts_crashloop,
 )
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
-V1ALPHA1 = ROOT / "tests" / "testdata" / "policies" / "descheduler-v1alpha1"
 DOCS = [ROOT / "docs" / name for name in ("deschedule-strategies.md", "balance-strategies.md", "utilization.md",
                                           "remediator.md")]
-TABLE_DOC = ROOT / "docs" / "descheduler-dropin.md"
-A, B, C = "zone-a", "zone-b", "zone-c"
-HOUR, DAY = 3600, 86400
-NOW = dt.datetime.now(dt.UTC)
-
-
-def module() -> Path:
-    cache = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=False,
-                           env=dict(os.environ, GOFLAGS="-mod=mod")).stdout.strip()
-    where = Path(cache) / f"sigs.k8s.io/descheduler@v{versions.DESCHEDULER}"
-    if not (where / "examples").is_dir():
-        pytest.fail(f"descheduler v{versions.DESCHEDULER}'s module is not at {where}: run `make build` (it builds "
-                    "descheduler from the module proxy); this test never skips", pytrace=False)
-    return where
-
-
-def examples() -> Path:
-    return module() / "examples"
-
-
-def chart_default(work: Path) -> Path:
-    """The policy descheduler's chart deploys by default: its ConfigMap's policy.yaml, as helm renders it."""
-    helm = paths.binary("helm")
-    if not helm.exists():
-        pytest.fail(f"helm is not built ({helm} missing): run `make build`; this test never skips", pytrace=False)
-    out = subprocess.run([str(helm), "template", "descheduler", str(module() / "charts" / "descheduler")],
-                         capture_output=True, text=True, check=True).stdout
-    (config,) = [d for d in yaml.safe_load_all(out) if d and d["kind"] == "ConfigMap"]
-    work.mkdir(parents=True, exist_ok=True)
-    path = work / "chart-default-policy.yaml"
-    path.write_text(config["data"]["policy.yaml"])
-    return path
-
-
-def documented() -> dict[str, str]:
-    """Every DeschedulerPolicy printed in the module's Markdown: "path:line" (of the block's first line) -> text.
-    Not keps/: design proposals, written in syntax that was never released."""
-    root = module()
-    found: dict[str, str] = {}
-    for md in sorted(p for p in root.rglob("*.md") if p.relative_to(root).parts[0] != "keps"):
-        text = md.read_text()
-        for m in re.finditer(r"^```[^\n]*\n(.*?)^```", text, re.S | re.M):
-            if re.search(r'^kind:\s*"?DeschedulerPolicy', m.group(1), re.M):
-                found[f"{md.relative_to(root)}:{text[:m.start()].count(chr(10)) + 2}"] = m.group(1)
-    return found
-
-
-# Documented policies that descheduler v0.36.0 itself refuses (test_descheduler_refuses_them_too runs it): nodemedic
-# refuses them too, naming the line.
-DESCHEDULER_REFUSES = {
-    "README.md:229": "a sketch: `- ...` and `[...]` placeholders (yaml: line 50: could not find expected ':')",
-    "README.md:992": "PriorityClass \"priorityClassName1\" not found (a placeholder; not even a valid name)",
-    "pkg/framework/plugins/example/README.md:47": "plugin Example in pluginConfig not registered (a developer's "
-                                                  "sample, not built into descheduler)",
-    "pkg/framework/plugins/podlifetime/README.md:116": "plugins.deschedule.enabled lists objects, not names",
-    "pkg/framework/plugins/podlifetime/README.md:138": "plugins.deschedule.enabled lists objects, not names",
-}
-
-
-# --- the workloads -----------------------------------------------------------------------------------------
-def _at(ago: int) -> str:
-    return f"{NOW - dt.timedelta(seconds=ago):%Y-%m-%dT%H:%M:%SZ}"
-
-
-def _completed(transitioned_ago: int) -> dict[str, Any]:
-    """A Succeeded pod whose conditions say so since `transitioned_ago` seconds, as the kubelet writes them."""
-    since = _at(transitioned_ago)
-    return {"phase": "Succeeded", "conditions": [
-        {"type": "Initialized", "status": "True", "reason": "PodCompleted", "lastTransitionTime": since},
-        {"type": "Ready", "status": "False", "reason": "PodCompleted", "lastTransitionTime": since}]}
-
-
-def _waiting(reason: str) -> dict[str, Any]:
-    return {"containerStatuses": [{"name": "app", "restartCount": 0, "state": {"waiting": {"reason": reason}}}]}
-
-
-def _three(prefix: str) -> tuple[Node, ...]:
-    return Node(f"{prefix}-0", A), Node(f"{prefix}-1", B), Node(f"{prefix}-2", C)
-
-
-def _failed_pods() -> Scenario:
-    n = _three("xf")
-    n0 = n[0].name
-    return Scenario(
-        "failed-pods",
-        "Failed pods 2 h old: pod reason OutOfcpu, CreateContainerConfigError, Error; one OutOfcpu just created",
-        n,
-        (Pod("out-of-cpu", n0, 500, 512, 100, status={"phase": "Failed", "reason": "OutOfcpu"}),
-         Pod("config-error", n0, 500, 512, 110, status={"phase": "Failed", **_waiting("CreateContainerConfigError")}),
-         Pod("error", n0, 500, 512, 120, status=_failed("Error", 1)),
-         Pod("young-out-of-cpu", n[1].name, 500, 512, 130, status={"phase": "Failed", "reason": "OutOfcpu"}),
-         Pod("bare-out-of-cpu", n[1].name, 500, 512, 140, owner=None, status={"phase": "Failed", "reason": "OutOfcpu"}),
-         Pod("running", n[2].name, 500, 512, 150)),
-        {"RemoveFailedPods": {}},
-        created_ago={"out-of-cpu": 2 * HOUR, "config-error": 2 * HOUR, "error": 2 * HOUR, "bare-out-of-cpu": 2 * HOUR,
-                     "running": 2 * HOUR},
-    )
-
-
-def _high_node_utilization() -> Scenario:
-    full = (Node("xh-full-0", A), Node("xh-full-1", B))
-    return Scenario(
-        "high-node-utilization",
-        "memory: two nodes at 59%, two under 20% (one pod, two pods)",
-        (*full, Node("xh-idle-0", C), Node("xh-idle-1", A)),
-        (*(Pod(f"{f.name}-{j}", f.name, 1000, 2000, 900 + j) for f in full for j in range(3)),
-         Pod("q0", "xh-idle-0", 500, 300, 100),
-         Pod("q1", "xh-idle-1", 500, 400, 110), Pod("q2", "xh-idle-1", 500, 400, 120)),
-        {"HighNodeUtilization": {}},
-        # nodemedic empties one node at a time (maxConsolidatingNodes 1, the emptiest first) and taints it
-        only_descheduler={"q1": "hnu-taint", "q2": "hnu-taint"},
-    )
-
-
-def _low_node_utilization() -> Scenario:
-    hot = "xl-hot"
-    cold = (Node("xl-cold-0", B), Node("xl-cold-1", C), Node("xl-cold-2", A))
-    return Scenario(
-        "low-node-utilization",
-        "memory: one node at 80% (target 70%), three at 10% (threshold 20%)",
-        (Node(hot, A), *cold),
-        (Pod("a", hot, 500, 1536, 100), Pod("b", hot, 500, 1536, 200), Pod("c", hot, 500, 1024, 300),
-         Pod("d", hot, 500, 2048, 400), Pod("e", hot, 500, 2048, 500),
-         *(Pod(f"{c.name}-pod", c.name, 500, 1024, 50) for c in cold)),
-        {"LowNodeUtilization": {}},
-    )
-
-
-def _pod_life_time_transition() -> Scenario:
-    n = _three("xt")
-    return Scenario(
-        "pod-life-time-transition",
-        "namespace default: Succeeded pods PodCompleted 5 h ago (one bare) and 1 min ago, a running pod",
-        n,
-        (Pod("stale-completed", n[0].name, 500, 512, 100, status=_completed(5 * HOUR)),
-         Pod("recent-completed", n[0].name, 500, 512, 110, status=_completed(60)),
-         Pod("stale-completed-bare", n[1].name, 500, 512, 120, owner=None, status=_completed(5 * HOUR)),
-         Pod("running", n[2].name, 500, 512, 130)),
-        {"PodLifeTime": {}},
-        namespace="default",
-    )
-
-
-def _pod_life_time() -> Scenario:
-    n = _three("xp")
-    return Scenario(
-        "pod-life-time",
-        "PodInitializing for 8 days (one bare), PodInitializing just created, running for 8 days",
-        n,
-        (Pod("old-initializing", n[0].name, 500, 512, 100, status=_waiting("PodInitializing")),
-         Pod("old-initializing-bare", n[0].name, 500, 512, 110, owner=None, status=_waiting("PodInitializing")),
-         Pod("young-initializing", n[1].name, 500, 512, 120, status=_waiting("PodInitializing")),
-         Pod("old-running", n[2].name, 500, 512, 130)),
-        {"PodLifeTime": {}},
-        created_ago={"old-initializing": 8 * DAY, "old-initializing-bare": 8 * DAY, "old-running": 8 * DAY},
-    )
-
-
-def _policy() -> Scenario:
-    """A workload for each of the five plugins, on nodes of their own so that they do not meet. (Every pod of the
-    harness runs the same image, so two pods of one owner on one node are duplicates: only `dup` is that.)"""
-    hot, restarts, anti, mixed, spread = "xa-hot", "xa-restarts", "xa-anti", "xa-mixed", "xa-spread"
-    return Scenario(
-        "policy",
-        "a node at 65% cpu/memory (target 50%); 150 restarts; two api pods that refuse to share a node; two "
-        "replicas of one ReplicaSet on one node; a zone spread of 2/0/0 (maxSkew 1) over two nodes",
-        (Node(hot, A), Node(restarts, B), Node(anti, C), Node(mixed, A), Node(spread, A)),
-        (Pod("h1", hot, 3000, 3072, 300), Pod("h2", hot, 2000, 2048, 200), Pod("h3", hot, 1500, 1536, 100),
-         Pod("r150", restarts, 500, 512, 150, status=_restarted(150)),
-         Pod("api-1", anti, 500, 512, 210, owner="api", affinity=_avoids("api")),
-         # another owner: two replicas of one owner on a node would be duplicates too, and whether descheduler's
-         # RemoveDuplicates still sees api-1 after the anti-affinity plugin evicted it in the same dry-run cycle
-         # is a race (its sandbox's lister): cycle 1 and cycle 2 of one run differed
-         Pod("api-2", anti, 500, 512, 220, owner="api-b", labels=(("app", "api"),), affinity=_avoids("api")),
-         Pod("dup-a", mixed, 250, 256, 400, owner="dup"), Pod("dup-b", mixed, 250, 256, 400, owner="dup"),
-         *web({mixed: (110,), spread: (120,)}, ZONE_SKEW_1, cpu=250)),
-        {"RemoveDuplicates": {}, "LowNodeUtilization": {}, "RemovePodsViolatingTopologySpreadConstraint": {}},
-        # descheduler pops the spread's highest-priority pod, nodemedic its lowest
-        only_descheduler={f"web-{spread}-120": "tsc-order"},
-        only_nodemedic={f"web-{mixed}-110": "tsc-order"},
-    )
-
-
-def _topology_spread() -> Scenario:
-    return Scenario(
-        "topology-spread-constraint",
-        "the zone article's story: 3/3 in zone-a/b while zone-c had no node, then zone-c's node is back (skew 3)",
-        (Node("xs-a", A), Node("xs-b", B), Node("xs-c", C)),
-        web({"xs-a": (100, 110, 120), "xs-b": (130, 140, 200)}, ZONE_SKEW_1),
-        {"RemovePodsViolatingTopologySpreadConstraint": {}},
-        # both move one pod out of b towards c, descheduler the highest priority one; descheduler also one out of a,
-        # which nodemedic's owner cool-down (5s: one replica of a ReplicaSet per cycle) leaves to the next cycle
-        only_descheduler={"web-xs-a-120": "cooldown", "web-xs-b-200": "tsc-order"},
-        only_nodemedic={"web-xs-b-130": "tsc-order"},
-    )
-
-
-def _renamed(s: Scenario, name: str) -> Scenario:
-    return replace(s, name=name)
-
-
-# example file -> the workload that makes its strategies act
-WORKLOADS = {
-    "failed-pods.yaml": _failed_pods(),
-    "high-node-utilization.yml": _high_node_utilization(),
-    "low-node-utilization.yml": _low_node_utilization(),
-    "node-affinity.yml": _renamed(_node_affinity_required(), "node-affinity"),
-    "pod-life-time-transition.yml": _pod_life_time_transition(),
-    "pod-life-time.yml": _pod_life_time(),
-    "policy.yaml": _policy(),
-    "too-many-restarts.yml": _renamed(_restarts_crashloop(), "too-many-restarts"),
-    "topology-spread-constraint.yaml": _topology_spread(),
-}
-
-
-def _chart_default() -> Scenario:
-    """policy.yaml's workload, and a node with a taint that a pod on it does not tolerate (the chart also enables
-    RemovePodsViolatingNodeTaints and RemovePodsViolatingNodeAffinity)."""
-    s = _policy()
-    tainted = Node("xa-tainted", B, ((BROKEN_TAINT, "true", "NoSchedule"),))
-    return replace(s, name="chart-default", about=s.about + "; a pod on a node with a taint it does not tolerate",
-                   nodes=(*s.nodes, tainted), pods=(*s.pods, Pod("untolerated", tainted.name, 500, 512, 230)),
-                   # nodemedic's RemovePodsViolatingNodeTaints without includedTaints acts on its own rules' taints
-                   only_descheduler={**s.only_descheduler, "untolerated": "own-taints"})
-
-
-CHART = "chart default"  # descheduler's chart's deschedulerPolicy: policy.yaml's plugins and more
-PLANNED = {**WORKLOADS, CHART: _chart_default()}
 
 
 # --- reading the examples ----------------------------------------------------------------------------------
@@ -440,21 +209,6 @@ def test_an_example_plans_as_descheduler_does(name: str, compare_cluster: LocalC
     compare(name, policy_file, PLANNED[name], compare_cluster, build, table, tmp_path)
 
 
-def _storage_classes() -> Scenario:
-    bad = Node("xc-bad", A, ((BROKEN_TAINT, "true", "NoSchedule"),))
-    claims = {"on-class-0": "storage-class-0", "on-class-1": "storage-class-1", "on-class-2": "storage-class-2",
-              "on-no-class": ""}
-    return Scenario(
-        "pvc-storage-classes",
-        "pods on a tainted node with PVCs of storage-class-0, -1 (protected), -2, none (cannot be told), no PVC",
-        (bad, Node("xc-good-0", B), Node("xc-good-1", C)),
-        (*(Pod(pod, bad.name, 500, 512, 100 + i, claims=(f"data-{pod}",)) for i, pod in enumerate(claims)),
-         Pod("no-claim", bad.name, 500, 512, 200)),
-        {"RemovePodsViolatingNodeTaints": {}},
-        claims=tuple((f"data-{pod}", storage_class) for pod, storage_class in claims.items()),
-    )
-
-
 STORAGE_CLASSES = "README.md:201"  # podProtections.config.PodsWithPVC.protectedStorageClasses
 
 
@@ -469,7 +223,7 @@ def test_the_documented_pvc_storage_classes_protect_what_descheduler_protects(
     doc["profiles"][0]["plugins"] = {"deschedule": {"enabled": ["RemovePodsViolatingNodeTaints"]}}
     policy_file = tmp_path / "readme-201-with-taints.yaml"
     policy_file.write_text(yaml.safe_dump(doc, sort_keys=False))
-    compare(f"{STORAGE_CLASSES} + RemovePodsViolatingNodeTaints", policy_file, _storage_classes(), compare_cluster,
+    compare(f"{STORAGE_CLASSES} + RemovePodsViolatingNodeTaints", policy_file, storage_classes(), compare_cluster,
             build, table, tmp_path)
 
 
@@ -529,7 +283,7 @@ def test_the_chart_in_cronjob_mode_runs_a_descheduler_policy_once_evicting_what_
     (mounted / "policy.yaml").write_text(rendered)
     assert container["command"] == ["nodemedic-remediator"] and container["args"][:2] == ["run", "--once"]
     args = [a.replace(container["mountPath"], str(mounted)) for a in container["args"]]
-    s = _renamed(_policy(), "cronjob")
+    s = replace(PLANNED["policy.yaml"], name="cronjob")
     built: Built = build(s)
     plan = plan_json(compare_cluster, mounted / "policy.yaml")
     predicted = sorted(e["name"] for e in plan["evictions"])
