@@ -223,8 +223,9 @@ def container_statuses(raw: Any) -> ContainerStatuses:
 
 
 # Interning tables: equal values of different pods become one object. Most running pods have the same five
-# conditions a few seconds after their creation, so 150,000 pods share a few hundred condition lists instead of
-# holding 750,000 objects. Bounded: a rare value only costs its own copy.
+# conditions a few seconds after their creation: in bench-plan's cluster 135,000 pods hold 4,544 distinct lists
+# (most of them of the 3 % that restarted) and 9,091 condition objects instead of 675,000. Bounded: a rare value
+# only costs its own copy.
 @functools.lru_cache(maxsize=4096)
 def _shared_condition(c: PodCondition) -> PodCondition:
     return c
