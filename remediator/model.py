@@ -148,7 +148,8 @@ TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})  # a pod in these phases ho
 
 @dataclass(frozen=True)
 class ContainerStatuses:
-    """What the deschedule strategies read of one kind of a pod's containers (app or init), folded together."""
+    """What the deschedule strategies read of one kind of a pod's containers (app, init or ephemeral), folded
+    together."""
 
     restarts: int = 0  # restartCount summed
     waiting: tuple[str, ...] = ()  # state.waiting.reason of the containers that have one
@@ -157,6 +158,19 @@ class ContainerStatuses:
 
 
 NO_STATUSES = ContainerStatuses()  # shared by every pod whose containers have nothing to say (most of them)
+
+
+@dataclass(frozen=True, slots=True)
+class PodCondition:
+    """One entry of a pod's status.conditions, as PodLifeTime's `conditions` filters read it. The transition time is
+    kept as whole seconds after the pod's creationTimestamp (both are whole seconds on the API): a few seconds for
+    most pods, so equal conditions of many pods are one shared object (`state/records.py`) and a pod's whole list
+    usually is too, instead of five datetimes per pod."""
+
+    type: str
+    status: str
+    reason: str = ""
+    seconds_after_created: int | None = None  # None: no lastTransitionTime, or no creationTimestamp
 
 
 @dataclass(frozen=True)
@@ -194,12 +208,15 @@ class PodRecord:
     qos: str = "BestEffort"  # BestEffort | Burstable | Guaranteed
     has_local_storage: bool = False  # any emptyDir or hostPath volume
     has_pvc: bool = False
+    claims: tuple[str, ...] = ()  # claimName of each persistentVolumeClaim volume (for protected storage classes)
     terminating: bool = False  # deletionTimestamp set
     start_time: dt.datetime | None = None
     created: dt.datetime | None = None
     reason: str = ""  # status.reason (e.g. Evicted, NodeLost, Shutdown)
     containers: ContainerStatuses = NO_STATUSES
     init_containers: ContainerStatuses = NO_STATUSES
+    ephemeral_containers: ContainerStatuses = NO_STATUSES
+    conditions: tuple[PodCondition, ...] = ()  # status.conditions (shared tuples, see PodCondition)
     # The message of a PodScheduled=False/Unschedulable condition ("0/3 nodes are available: 3 Insufficient cpu."),
     # "" when the scheduler has not given up on the pod: what the placement engine looks for.
     unschedulable: str = ""
@@ -214,6 +231,12 @@ class PodRecord:
             if o.controller:
                 return o
         return self.owners[0] if self.owners else None
+
+    def transitioned(self, condition: PodCondition) -> dt.datetime | None:
+        """The condition's lastTransitionTime."""
+        if self.created is None or condition.seconds_after_created is None:
+            return None
+        return self.created + dt.timedelta(seconds=condition.seconds_after_created)
 
 
 @dataclass(frozen=True)
@@ -289,6 +312,7 @@ class Snapshot:
     pods_by_owner: dict[str, list[PodRecord]]  # owner UID -> pods (every pod with that owner, any node)
     pdbs: list[PdbRecord] = field(default_factory=list)
     priority_classes: dict[str, int] = field(default_factory=dict)  # PriorityClass name -> value
+    claim_classes: dict[str, str] = field(default_factory=dict)  # "ns/name" of a PVC -> storageClassName ("" unset)
     _notable: NotablePods | None = field(default=None, init=False, repr=False, compare=False)
     _live: LivePods | None = field(default=None, init=False, repr=False, compare=False)
     pending: list[PodRecord] = field(default_factory=list)  # pods not bound to a node yet

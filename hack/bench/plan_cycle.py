@@ -46,6 +46,7 @@ from remediator.model import (
     OwnerRef,
     PdbRecord,
     PodAffinityTerm,
+    PodCondition,
     PodRecord,
     PreferredNodeTerm,
     SelectorRequirement,
@@ -57,6 +58,7 @@ from remediator.model import (
 from remediator.planner import PlannerMemory, plan_cycle
 from remediator.planning.taints import OwnedTaint, render_owned
 from remediator.policy.loader import parse_policy
+from remediator.state.records import pod_conditions
 
 NOW = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)
 GI, MI = 2**30, 2**20
@@ -115,6 +117,7 @@ safety: {maxTaintedNodes: 100, maxTaintedNodesPercent: 5}
 
 def build(n_nodes: int, n_pods: int, seed: int) -> Snapshot:
     rng = random.Random(seed)
+    condition_rng = random.Random(seed + 1)  # its own stream: the cluster stays the one earlier runs measured
     nodes: dict[str, NodeRecord] = {}
     fill: dict[str, float] = {}
     ready = (Condition("Ready", "True", NOW - dt.timedelta(days=3)),)
@@ -214,6 +217,7 @@ def build(n_nodes: int, n_pods: int, seed: int) -> Snapshot:
             if pool == "gpu":
                 requests["nvidia.com/gpu"] = 1
             phase, reason, containers = _status(rng, crashing=crashing_here and name == CRASHING_NODE)
+            created = NOW - dt.timedelta(hours=r + 1)
             add(PodRecord(namespace=namespace, name=f"{app}-7d9f8-{r:03d}", uid=f"uid-{d}-{r}", node_name=name,
                           phase=phase, labels={"app": app, "pod-template-hash": "7d9f8"}, owners=(rs,),
                           priority=priority, tolerations=tolerations, node_selector=selector,
@@ -221,9 +225,25 @@ def build(n_nodes: int, n_pods: int, seed: int) -> Snapshot:
                           required_anti_affinity=anti,
                           hard_spread=spread, soft_spread=soft, requests=requests, qos=qos,
                           has_local_storage=local_storage, reason=reason, containers=containers,
-                          images=(f"registry.example/{namespace}/{app}:1",),
-                          start_time=NOW - dt.timedelta(hours=r + 1), created=NOW - dt.timedelta(hours=r + 1)))
+                          images=(f"registry.example/{namespace}/{app}:1",), start_time=created, created=created,
+                          conditions=_conditions(condition_rng, created, restarted=containers.restarts > 0)))
     return Snapshot(now=NOW, nodes=nodes, pods_by_node=by_node, pods_by_owner=by_owner, pdbs=pdbs)
+
+
+def _conditions(rng: random.Random, created: dt.datetime, *, restarted: bool) -> tuple[PodCondition, ...]:
+    """The five conditions a running pod has, through the cache's own parser (which shares equal lists): scheduled
+    and initialized at once, ready a few seconds later; a pod that restarted became ready again any time since."""
+    def at(seconds: int) -> str:
+        return f"{created + dt.timedelta(seconds=seconds):%Y-%m-%dT%H:%M:%SZ}"
+
+    ready = rng.randint(60, int((NOW - created).total_seconds())) if restarted else rng.randint(2, 20)
+    return pod_conditions([
+        {"type": "PodReadyToStartContainers", "status": "True", "lastTransitionTime": at(1)},
+        {"type": "Initialized", "status": "True", "lastTransitionTime": at(0)},
+        {"type": "Ready", "status": "True", "lastTransitionTime": at(ready)},
+        {"type": "ContainersReady", "status": "True", "lastTransitionTime": at(ready)},
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": at(0)},
+    ], created)
 
 
 def _status(rng: random.Random, *, crashing: bool) -> tuple[str, str, ContainerStatuses]:
