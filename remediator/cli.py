@@ -152,7 +152,8 @@ async def _live_items(kubeconfig: str, policy: Policy, now: dt.datetime) -> tupl
     try:
         for path, kind in (("/api/v1/nodes", "Node"), ("/api/v1/pods", "Pod"),
                            ("/apis/policy/v1/poddisruptionbudgets", "PodDisruptionBudget"),
-                           ("/apis/scheduling.k8s.io/v1/priorityclasses", "PriorityClass")):
+                           ("/apis/scheduling.k8s.io/v1/priorityclasses", "PriorityClass"),
+                           ("/api/v1/persistentvolumeclaims", "PersistentVolumeClaim")):
             for obj in (await kube.get(path)).get("items") or []:
                 obj["kind"] = kind  # list items carry no kind
                 items.append(obj)
@@ -300,8 +301,9 @@ def main(argv: list[str] | None = None) -> int:
     plan.add_argument("--policy", required=True)
     src = plan.add_mutually_exclusive_group(required=True)
     src.add_argument("--kubeconfig")
-    src.add_argument("--snapshot", help="`kubectl get nodes,pods,pdb,priorityclasses -A -o json` output "
-                     "(priorityclasses only matter for evictor.priorityThreshold.name)")
+    src.add_argument("--snapshot", help="`kubectl get nodes,pods,pdb,priorityclasses,pvc -A -o json` output "
+                     "(priorityclasses only matter for evictor.priorityThreshold.name, pvc for "
+                     "evictor.protectedStorageClasses)")
     plan.add_argument("--json", action="store_true")
     plan.add_argument("--now", help="RFC3339 time to plan at (default: now)")
     conv = sub.add_parser("convert", help="write a DeschedulerPolicy (descheduler/v1alpha2 or v1alpha1) as the "

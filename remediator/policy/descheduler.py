@@ -42,12 +42,23 @@ UNSUPPORTED = {
     "namespaceLabelSelector": "not supported; list the namespaces in a plugin's namespaces.include/exclude",
     "noEvictionPolicy": "not supported: nodemedic never evicts a pod annotated descheduler.alpha.kubernetes.io/"
                         "prefer-no-eviction last, but still may; remove the field",
-    "podProtections": "not supported; use the evictLocalStoragePods, evictDaemonSetPods, evictSystemCriticalPods, "
-                      "evictFailedBarePods and ignorePvcPods arguments",
     "ignorePodsWithoutPDB": "not supported: nodemedic may evict a pod no PodDisruptionBudget covers",
 }
 
+# podProtections (descheduler's replacement of the evict*/ignore* flags): each protection nodemedic has, as the
+# DefaultEvictor argument that turns it off (defaultDisabled) or on (extraEnabled).
+_DEFAULT_PROTECTIONS = {"PodsWithLocalStorage": "evictLocalStoragePods", "DaemonSetPods": "evictDaemonSetPods",
+                        "SystemCriticalPods": "evictSystemCriticalPods", "FailedBarePods": "evictFailedBarePods"}
+_EXTRA_PROTECTIONS = {"PodsWithPVC": "ignorePvcPods", "PodsWithoutPDB": None, "PodsWithResourceClaims": None}
+_PROTECTION_UNSUPPORTED = {
+    "PodsWithoutPDB": UNSUPPORTED["ignorePodsWithoutPDB"],
+    "PodsWithResourceClaims": "not supported: nodemedic's cache keeps no resource claims of pods",
+}
+_DEPRECATED_FLAGS = ("evictLocalStoragePods", "evictDaemonSetPods", "evictSystemCriticalPods", "evictFailedBarePods",
+                     "ignorePvcPods", "ignorePodsWithoutPDB")
+
 _STR, _MAP, _SEQ = "tag:yaml.org,2002:str", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
+_BOOL = "tag:yaml.org,2002:bool"
 Pairs = list[tuple[yaml.Node, yaml.Node]]
 
 
@@ -181,7 +192,12 @@ def _default_evictor(r: Reader, config: Section | None) -> tuple[Pairs, object]:
     args = r.section(config, "args", None)
     pairs: Pairs = []
     for key, value in args.values.items():
-        if key in UNSUPPORTED:
+        if key == "podProtections":
+            flags = [k for k in _DEPRECATED_FLAGS if k in args.values]
+            if flags:  # descheduler's own validation refuses the mix
+                r.error(args.key_nodes[key], args.at(key), f"cannot be used with the deprecated {', '.join(flags)}")
+            pairs.extend(_protections(r, args))
+        elif key in UNSUPPORTED:
             r.error(args.key_nodes[key], args.at(key), f"cannot be honoured: {UNSUPPORTED[key]}")
         elif key not in _EVICTOR_KEYS:
             r.error(args.key_nodes[key], args.at(key), f"unknown DefaultEvictor argument; valid: "
@@ -189,6 +205,40 @@ def _default_evictor(r: Reader, config: Section | None) -> tuple[Pairs, object]:
         else:
             pairs.append((args.key_nodes[key], value))
     return pairs, {k.value: r.loader.construct_object(v, deep=True) for k, v in pairs}
+
+
+def _protections(r: Reader, args: Section) -> Pairs:
+    """podProtections as the equivalent DefaultEvictor flags (`true` nodes at the protection's own line), and
+    PodsWithPVC's storage classes as `protectedStorageClasses`."""
+    m = r.section(args, "podProtections", ("defaultDisabled", "extraEnabled", "config"))
+    pairs: Pairs = []
+    for key, known in (("defaultDisabled", _DEFAULT_PROTECTIONS), ("extraEnabled", _EXTRA_PROTECTIONS)):
+        seen: set[str] = set()
+        for node, path in r.sequence(m, key) or []:
+            name = r.value(node, path)
+            if not isinstance(name, str) or name not in known:
+                r.error(node, path, f"must be one of {', '.join(known)}, got {name!r}")
+            elif name in seen:
+                r.error(node, path, f"{name} is listed twice")
+            elif (flag := known[name]) is None:
+                r.error(node, path, f"cannot be honoured: {_PROTECTION_UNSUPPORTED[name]}")
+            else:
+                seen.add(name)
+                pairs.append((scalar(flag, node), yaml.ScalarNode(_BOOL, "true", node.start_mark, node.end_mark)))
+    config = r.section(m, "config", ("PodsWithPVC",))
+    pvc = r.section(config, "PodsWithPVC", ("protectedStorageClasses",))
+    names: list[yaml.Node] = []
+    for node, path in r.sequence(pvc, "protectedStorageClasses") or []:
+        item = r.mapping(node, path, ("name",))
+        if r.text(item, "name", required=True):
+            names.append(item.values["name"])
+    if names:
+        if not any(k.value == "ignorePvcPods" for k, _ in pairs):  # descheduler would ignore them: say so
+            r.error(pvc.where(), pvc.path, "applies only with PodsWithPVC in extraEnabled")
+        at = pvc.key_nodes["protectedStorageClasses"]
+        pairs.append((scalar("protectedStorageClasses", at), yaml.SequenceNode(_SEQ, names, at.start_mark,
+                                                                               at.end_mark)))
+    return pairs
 
 
 def _extension_points(r: Reader, profile: Section) -> dict[str, list[tuple[yaml.Node, str, str]]]:

@@ -58,7 +58,8 @@ def plan(snapshot: Snapshot, args: HighNodeUtilizationArgs, cycle: Cycle) -> Non
     sources = [n for n in scope if n in draining or (n not in cycle.exclude and at_or_below(pct[n], thresholds))]
     if not sources or len(sources) <= args.number_of_nodes:
         return
-    others = [n for n in scope if n not in sources and not snapshot.nodes[n].unschedulable and n not in cycle.exclude]
+    is_source = set(sources)  # (a list of thousands of nodes is no membership test)
+    others = [n for n in scope if n not in is_source and not snapshot.nodes[n].unschedulable and n not in cycle.exclude]
     all_under = not others
     order = sorted(sources, key=lambda n: (n not in draining, max(pct[n].values(), default=0.0), n))
     open_slots = args.max_consolidating_nodes - len(draining)

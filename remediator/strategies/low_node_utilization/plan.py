@@ -19,7 +19,7 @@ with a Prometheus query one pod per source node and cycle (`one-per-query`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from remediator.model import NodeRecord, PlannedEviction, PodRecord, Snapshot
 from remediator.planning.cycle import CYCLE, NODE, Cycle
@@ -50,7 +50,8 @@ def plan(snapshot: Snapshot, args: LowNodeUtilizationArgs, cycle: Cycle) -> None
         return
     low, high = levels(thresholds, targets, deviation=args.use_deviation_thresholds, usage=list(pct.values()))
     under = [n for n in scope if not snapshot.nodes[n].unschedulable and at_or_below(pct[n], low)]
-    over = [n for n in scope if n not in under and above(pct[n], high)]
+    is_under = set(under)  # (a list of thousands of nodes is no membership test)
+    over = [n for n in scope if n not in is_under and above(pct[n], high)]
     if not under or len(under) <= args.number_of_nodes or len(under) == len(scope) or not over:
         return
 
@@ -120,7 +121,7 @@ def _only(pct: Percentages, keys: list[str]) -> Percentages:
     return {k: pct[k] for k in keys}
 
 
-def _budget(usage: Utilization, snapshot: Snapshot, destinations: list[str], high: Percentages) -> dict[str, float]:
+def _budget(usage: Utilization, snapshot: Snapshot, destinations: Sequence[str], high: Percentages) -> dict[str, float]:
     """Room on the destinations up to the target, per resource (cpu, memory and pods always, as descheduler; with a
     Prometheus query pods and MetricResource)."""
     resources = {"cpu", "memory", PODS, *high} if usage.per_pod else {PODS, *high}

@@ -179,6 +179,8 @@ BAD_FILES = {
     "duplicate-rule-names.yaml": ":8: rules[1].name: duplicate rule name 'disk'",
     "duplicate-default-rule-names.yaml": ":7: rules[1].name: duplicate rule name 'kerneldeadlock-true'",
     "conflicting-taint-values.yaml": ":10: rules[1].taint.value: 'corrupt' conflicts with 'readonly' in rules[0]",
+    "evictor-storage-classes-without-ignore-pvc.yaml": ":5: evictor.protectedStorageClasses: needs ignorePvcPods: "
+                                                       "true",
     "namespaces-include-and-exclude.yaml": ":5: evictor.namespaces: include and exclude are mutually exclusive",
     "priority-threshold-value-and-name.yaml": ":5: evictor.priorityThreshold: value and name are mutually exclusive",
     "selector-bad-operator.yaml": ":8: evictor.labelSelector.matchExpressions[0].operator: must be one of",
@@ -223,7 +225,11 @@ BAD_FILES = {
                                                     "mutually exclusive",
     "lifetime-unknown-state.yaml": ":7: strategies[0].args.states[0]: must be one of Completed, ",
     "lifetime-no-criterion.yaml": ":6: strategies[0].args: give at least one of maxPodLifeTimeSeconds, states, "
-                                  "exitCodes",
+                                  "conditions, exitCodes",
+    "lifetime-empty-condition.yaml": ":10: strategies[0].args.conditions[1]: give at least one of type, status, "
+                                     "reason, minTimeSinceLastTransitionSeconds",
+    "lifetime-condition-status.yaml": ":9: strategies[0].args.conditions[0].status: must be one of True, False, "
+                                      "Unknown (a pod condition's status), got 'true'",
     "lifetime-negative-max.yaml": ":7: strategies[0].args.maxPodLifeTimeSeconds: must be at least 0, got -60",
     "failed-pods-bad-exit-code.yaml": ":7: strategies[0].args.exitCodes[1]: must be an integer, got string 'OOM'",
     "failed-pods-negative-lifetime.yaml": ":8: strategies[0].args.minPodLifetimeSeconds: must be at least 0, got -5",

@@ -218,6 +218,45 @@ def test_a_healthy_pod_shares_the_one_empty_statuses_value() -> None:
     assert rec.containers is NO_STATUSES and rec.init_containers is NO_STATUSES
 
 
+def test_the_claims_of_persistent_volume_claim_volumes_are_recorded() -> None:
+    rec = records.pod({"metadata": {"name": "p"}, "spec": {"volumes": [
+        {"name": "b", "persistentVolumeClaim": {"claimName": "data-b"}}, {"name": "tmp", "emptyDir": {}},
+        {"name": "a", "persistentVolumeClaim": {"claimName": "data-a"}},
+        {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}]}})
+    assert rec.claims == ("data-a", "data-b") and rec.has_pvc and rec.has_local_storage
+
+
+def test_ephemeral_container_statuses_are_kept_apart() -> None:
+    rec = records.pod({"metadata": {"name": "p"}, "status": {"ephemeralContainerStatuses": [
+        {"name": "debug", "state": {"terminated": {"reason": "OOMKilled", "exitCode": 137}}}]}})
+    assert rec.ephemeral_containers == ContainerStatuses(terminated=("OOMKilled",), exit_codes=(137,))
+    assert rec.containers is NO_STATUSES
+
+
+def _running(name: str, created: str, ready: str) -> dict:
+    return {"metadata": {"name": name, "creationTimestamp": created}, "status": {"conditions": [
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": created},
+        {"type": "Ready", "status": "True", "lastTransitionTime": ready},
+        {"type": "Initialized", "status": "True", "reason": "PodCompleted"}]}}
+
+
+def test_pod_conditions_keep_type_status_reason_and_the_transition_time() -> None:
+    rec = records.pod(_running("p", "2025-06-01T12:00:00Z", "2025-06-01T15:00:05Z"))
+    assert [(c.type, c.status, c.reason, rec.transitioned(c)) for c in rec.conditions] == [
+        ("PodScheduled", "True", "", dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)),
+        ("Ready", "True", "", dt.datetime(2025, 6, 1, 15, 0, 5, tzinfo=dt.UTC)),
+        ("Initialized", "True", "PodCompleted", None)]
+
+
+def test_pods_whose_conditions_changed_as_long_after_their_creation_share_one_conditions_value() -> None:
+    a = records.pod(_running("a", "2025-06-01T12:00:00Z", "2025-06-01T12:00:04Z"))
+    b = records.pod(_running("b", "2025-06-02T08:30:00Z", "2025-06-02T08:30:04Z"))
+    c = records.pod(_running("c", "2025-06-02T08:30:00Z", "2025-06-02T08:30:09Z"))
+    assert a.conditions is b.conditions
+    assert c.conditions is not a.conditions and c.conditions[0] is a.conditions[0]
+    assert records.pod({"metadata": {"name": "d"}}).conditions == ()
+
+
 def test_preferred_node_affinity_keeps_weights_and_terms() -> None:
     rec = records.pod({"metadata": {"name": "p"}, "spec": {"affinity": {"nodeAffinity": {
         "preferredDuringSchedulingIgnoredDuringExecution": [
