@@ -58,3 +58,21 @@ def test_the_notification_secret_is_mounted_in_the_cronjob_too_and_not_at_all_wh
     spec = next(d for d in unmounted if d["kind"] == "Deployment")["spec"]["template"]["spec"]
     assert [v["name"] for v in spec["volumes"]] == ["policy"]
     assert [m["name"] for m in spec["containers"][0]["volumeMounts"]] == ["policy"]
+
+
+def test_the_prometheus_token_secret_is_readable_by_name_only_and_not_at_all_when_unset(helm: Path) -> None:
+    def token_rbac(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [d for d in docs if d["kind"] in ("Role", "RoleBinding") and d["metadata"]["name"].endswith("-token")]
+
+    assert token_rbac(rendered()) == []
+    docs = token_rbac(rendered("remediator.prometheusTokenSecret.namespace=monitoring",
+                               "remediator.prometheusTokenSecret.name=prom-token"))
+    role = next(d for d in docs if d["kind"] == "Role")
+    binding = next(d for d in docs if d["kind"] == "RoleBinding")
+    assert role["metadata"]["namespace"] == binding["metadata"]["namespace"] == "monitoring"
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["prom-token"],
+                              "verbs": ["get"]}]
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert binding["subjects"][0]["name"] == "nodemedic-remediator"
+    with pytest.raises(RuntimeError, match="prometheusTokenSecret.namespace is required"):
+        rendered("remediator.prometheusTokenSecret.name=prom-token")
