@@ -74,5 +74,5 @@ def test_the_prometheus_token_secret_is_readable_by_name_only_and_not_at_all_whe
                               "verbs": ["get"]}]
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
     assert binding["subjects"][0]["name"] == "nodemedic-remediator"
-    with pytest.raises(RuntimeError, match="prometheusTokenSecret.namespace is required"):
+    with pytest.raises(RuntimeError, match=r"prometheusTokenSecret\.namespace is required"):
         rendered("remediator.prometheusTokenSecret.name=prom-token")
