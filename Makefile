@@ -14,10 +14,12 @@ test: build lint
 
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+# The runtime dependencies at exactly the versions the image ships (requirements.lock, a constraints file here),
+# then the project itself and its dev tools: the tests run on what the Dockerfile installs.
+$(VENV)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -c requirements.lock -e '.[dev]'
 	touch $@
 
 build: setup

@@ -18,6 +18,10 @@ _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
 _SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 GO_HINT = 'use a Go duration such as "30s", "5m", "1h30m", "500ms" or "0"'
 YAML_HINT = "use a number with a unit h, m, s or ms (30s, 5m, 1h30m, 500ms) or a number of seconds"
+# Go's time.Duration is an int64 of nanoseconds, about 292 years: Go refuses more, and so does every file here
+# (a timedelta would overflow later, where the value is used, instead of at the line that gives it).
+_GO_MAX_SECONDS = (2**63 - 1) / 1e9
+_GO_MAX = "a duration is at most 2562047h47m16s (Go's limit)"
 
 
 def parse_go_duration(text: str) -> dt.timedelta:
@@ -33,11 +37,10 @@ def parse_duration(value: object) -> dt.timedelta:
         result = _parse_text(value.strip(), YAML_HINT, shown=value)
     elif isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"not a duration: {value!r}; {YAML_HINT}")
+    elif abs(value) > _GO_MAX_SECONDS:
+        raise ValueError(f"duration {value!r} is too long: {_GO_MAX}")
     else:
-        try:
-            result = dt.timedelta(seconds=value)
-        except OverflowError:
-            raise ValueError(f"duration {value!r} is too long") from None
+        result = dt.timedelta(seconds=value)
     if result < dt.timedelta(0):
         raise ValueError(f"must not be negative, got {value!r}")
     return result
@@ -56,10 +59,9 @@ def _parse_text(text: str, hint: str, *, shown: str | None = None) -> dt.timedel
         pos = part.end()
     if not body or pos < len(body):
         raise ValueError(f"not a duration: {shown if shown is not None else text!r}; {hint}")
-    try:
-        return dt.timedelta(seconds=-seconds if text.startswith("-") else seconds)
-    except OverflowError:
-        raise ValueError(f"duration {shown if shown is not None else text!r} is too long") from None
+    if seconds > _GO_MAX_SECONDS:  # Go refuses it too ("invalid duration"); a timedelta would overflow
+        raise ValueError(f"duration {shown if shown is not None else text!r} is too long: {_GO_MAX}")
+    return dt.timedelta(seconds=-seconds if text.startswith("-") else seconds)
 
 
 def format_duration(value: dt.timedelta) -> str:

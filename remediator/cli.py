@@ -28,13 +28,16 @@ from remediator.alerts.notifier import Notifier
 from remediator.autoscaler_flags import status_taint_flags
 from remediator.controller import Controller, PolicySource
 from remediator.leader import LeaderElector, LeaseTimings
-from remediator.model import Plan
+from remediator.model import MeasuredUsage, Plan
 from remediator.planner import PlannerMemory, plan_cycle
 from remediator.policy.loader import PolicyError, convert_policy, load_policy, validate_main
+from remediator.policy.model import Policy
 from remediator.server import app, loop_health, serve
 from remediator.state.caches import ClusterCache, snapshot_from_list
 from remediator.state.kube import ApiError, CredentialsError, Kube, load_credentials
+from remediator.state.metrics_api import usage_from_items
 from remediator.state.records import parse_time
+from remediator.state.usage_reader import UsageReader, sources
 
 LEASE_NAME = "nodemedic-remediator"
 
@@ -72,9 +75,11 @@ async def _run(args: argparse.Namespace) -> int:
             timings=LeaseTimings(args.lease_duration, args.renew_deadline, args.retry_period),
             on_change=lambda leading: metrics.leader.set(1 if leading else 0),
         )
+    # Always there: a reloaded policy may start asking for measured usage; it reads nothing until one does.
+    usage = UsageReader(kube, registry=registry, log=log)
     controller = Controller(kube=kube, cache=cache, source=PolicySource(args.policy, policy), alerts=alerts,
                             metrics=metrics, log=log, elector=elector, dry_run=args.dry_run,
-                            lease_namespace=args.lease_namespace, lease_name=args.lease_name)
+                            lease_namespace=args.lease_namespace, lease_name=args.lease_name, usage=usage)
     runner = None
     if args.listen:
         runner = await serve(app(
@@ -85,8 +90,8 @@ async def _run(args: argparse.Namespace) -> int:
     log.info("remediator starting", extra={"identity": identity, "dry_run": args.dry_run, "version": __version__,
                                            "rules": len(policy.rules), "once": args.once})
     if args.once:
-        return await _once(controller, cache=cache, kube=kube, notifier=notifier, runner=runner, log=log,
-                           sync_timeout=args.sync_timeout)
+        return await _once(controller, cache=cache, kube=kube, usage=usage, notifier=notifier, runner=runner,
+                           log=log, sync_timeout=args.sync_timeout)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -111,12 +116,13 @@ async def _run(args: argparse.Namespace) -> int:
     await notifier.close()
     if runner is not None:
         await runner.cleanup()
+    await usage.close()
     await kube.close()
     log.info("remediator stopped")
     return code
 
 
-async def _once(controller: Controller, *, cache: ClusterCache, kube: Kube, notifier: Notifier,
+async def _once(controller: Controller, *, cache: ClusterCache, kube: Kube, usage: UsageReader, notifier: Notifier,
                 runner: web.AppRunner | None, log: logging.Logger, sync_timeout: float) -> int:
     """`run --once`: one cycle, then exit 0, or 1 with the reason (a Job's or CronJob's run)."""
     watching = asyncio.create_task(cache.run())
@@ -129,6 +135,7 @@ async def _once(controller: Controller, *, cache: ClusterCache, kube: Kube, noti
         await notifier.close()
         if runner is not None:
             await runner.cleanup()
+        await usage.close()
         await kube.close()
     (log.info if code == 0 else log.error)("one cycle done", extra={"summary": summary, "exit": code})
     if code:
@@ -137,19 +144,25 @@ async def _once(controller: Controller, *, cache: ClusterCache, kube: Kube, noti
 
 
 # --- plan -------------------------------------------------------------------------------------------
-async def _live_items(kubeconfig: str) -> dict[str, Any]:
+async def _live_items(kubeconfig: str, policy: Policy, now: dt.datetime) -> tuple[dict[str, Any], MeasuredUsage]:
+    """The cluster as a `kind: List`, and the usage the policy's strategies measure (nothing when none does)."""
     kube = Kube(load_credentials(kubeconfig), registry=CollectorRegistry())
     items: list[dict[str, Any]] = []
+    usage = UsageReader(kube, registry=CollectorRegistry(), log=logging.getLogger("nodemedic.remediator"))
     try:
         for path, kind in (("/api/v1/nodes", "Node"), ("/api/v1/pods", "Pod"),
                            ("/apis/policy/v1/poddisruptionbudgets", "PodDisruptionBudget"),
-                           ("/apis/scheduling.k8s.io/v1/priorityclasses", "PriorityClass")):
+                           ("/apis/scheduling.k8s.io/v1/priorityclasses", "PriorityClass"),
+                           ("/api/v1/persistentvolumeclaims", "PersistentVolumeClaim")):
             for obj in (await kube.get(path)).get("items") or []:
                 obj["kind"] = kind  # list items carry no kind
                 items.append(obj)
+        nodes = [str((o.get("metadata") or {}).get("name")) for o in items if o["kind"] == "Node"]
+        measured = await usage.read(policy, nodes, now)
     finally:
+        await usage.close()
         await kube.close()
-    return {"kind": "List", "items": items}
+    return {"kind": "List", "items": items}, measured
 
 
 def _print_plan(plan: Plan) -> None:
@@ -178,16 +191,28 @@ def cmd_plan(args: argparse.Namespace) -> int:
         except (OSError, ValueError) as e:
             print(f"{args.snapshot}: {e}", file=sys.stderr)
             return 2
+        try:
+            snapshot = snapshot_from_list(doc, now)
+        except ValueError as e:  # valid JSON of the wrong shape
+            print(f"{args.snapshot}: {e}", file=sys.stderr)
+            return 2
+        # NodeMetrics and PodMetrics items of the file (`kubectl get --raw /apis/metrics.k8s.io/v1beta1/nodes`
+        # and `.../pods` items, each with its kind) are its measured usage; a Prometheus query needs the cluster.
+        nodes, pods, _ = usage_from_items(doc.get("items") or [], now=now, max_age=policy.metrics.max_age) \
+            if sources(policy)[0] else ({}, {}, 0)
+        measured = MeasuredUsage(nodes=nodes, pods=pods)
     else:
         try:
-            doc = asyncio.run(_live_items(args.kubeconfig))
+            doc, measured = asyncio.run(_live_items(args.kubeconfig, policy, now))
         except CredentialsError as e:
             print(f"nodemedic-remediator: {e}", file=sys.stderr)
             return 2
         except ApiError as e:
             print(f"cannot read the cluster: {e}", file=sys.stderr)
             return 1
-    plan = plan_cycle(snapshot_from_list(doc, now), policy, PlannerMemory())
+        snapshot = snapshot_from_list(doc, now)
+    snapshot.measured = measured
+    plan = plan_cycle(snapshot, policy, PlannerMemory())
     if args.json:
         print(json.dumps(plan.to_json(), indent=1))
     else:
@@ -276,8 +301,9 @@ def main(argv: list[str] | None = None) -> int:
     plan.add_argument("--policy", required=True)
     src = plan.add_mutually_exclusive_group(required=True)
     src.add_argument("--kubeconfig")
-    src.add_argument("--snapshot", help="`kubectl get nodes,pods,pdb,priorityclasses -A -o json` output "
-                     "(priorityclasses only matter for evictor.priorityThreshold.name)")
+    src.add_argument("--snapshot", help="`kubectl get nodes,pods,pdb,priorityclasses,pvc -A -o json` output "
+                     "(priorityclasses only matter for evictor.priorityThreshold.name, pvc for "
+                     "evictor.protectedStorageClasses)")
     plan.add_argument("--json", action="store_true")
     plan.add_argument("--now", help="RFC3339 time to plan at (default: now)")
     conv = sub.add_parser("convert", help="write a DeschedulerPolicy (descheduler/v1alpha2 or v1alpha1) as the "

@@ -14,6 +14,7 @@ import hashlib
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 from remediator.actions.evictor import EvictionResult, Outcome, evict
@@ -31,10 +32,14 @@ from remediator.policy.loader import PolicyError, load_policy
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION, Policy
 from remediator.state.caches import ClusterCache
 from remediator.state.kube import ApiError, Kube
+from remediator.state.usage_reader import UsageReader
 from remediator.strategies import lookup
 
 MIN_CYCLE_INTERVAL = 0.2  # seconds between planning cycles at most
 RECENT_EVICTION_MEMORY = 600.0  # seconds a pod we evicted is never planned again (the cache may lag)
+# Seconds a held taint is remembered after it was last held: one that comes back within this is not announced again
+# (a condition flapping under an open breaker would otherwise raise an Event and a notification at every flap).
+HELD_MEMORY = 600.0
 
 
 class PolicySource:
@@ -94,22 +99,26 @@ class PolicySource:
 class Controller:
     def __init__(self, *, kube: Kube, cache: ClusterCache, source: PolicySource, alerts: Alerts, metrics: Metrics,
                  log: logging.Logger, elector: LeaderElector | None, dry_run: bool, lease_namespace: str,
-                 lease_name: str,
-                 resync: float = 10.0) -> None:
+                 lease_name: str, usage: UsageReader | None = None,
+                 resync: float = 10.0,
+                 clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
         self.kube, self.cache, self.source, self.alerts, self.metrics = kube, cache, source, alerts, metrics
         self.log, self.elector, self.dry_run = log, elector, dry_run
         self.lease_namespace, self.lease_name = lease_namespace, lease_name
         self.resync = resync
+        self.clock, self.monotonic = clock, monotonic
+        self.usage = usage  # measured usage for metricsUtilization; None: requests only
         self.memory = PlannerMemory()
         self.heap = HeapFreezer()
         self.plan = Plan()
         self.in_flight: dict[str, asyncio.Task[EvictionResult]] = {}  # pod uid -> eviction task
         self.recently_evicted: dict[str, float] = {}  # pod uid -> monotonic time
-        self.held_seen: set[tuple[str, str, HoldReason]] = set()
+        self.held_seen: dict[tuple[str, str, HoldReason], float] = {}  # (node, taint, reason) -> when last held
         self.dry_run_seen: set[str] = set()
         self.breaker_was_open = False
         self.crash_loops_seen: set[tuple[str, str, str]] = set()  # (node, namespace, owner) announced and in the gauge
-        self.last_cycle = time.monotonic()
+        self.last_cycle = monotonic()
         self.background: set[asyncio.Task[None]] = set()  # fire-and-forget announcements, kept referenced
 
     def may_act(self) -> bool:
@@ -149,28 +158,34 @@ class Controller:
     async def _wait_for_work(self) -> None:
         timeout = self.resync
         if self.plan.next_check is not None:
-            due = (self.plan.next_check - dt.datetime.now(dt.UTC)).total_seconds()
+            due = (self.plan.next_check - self.clock()).total_seconds()
             timeout = max(0.0, min(timeout, due + 0.01))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.cache.changed.wait(), timeout)
         # Coalesce a burst of watch events into one cycle, and cap the cycle rate under constant pod churn
         # (a big cluster changes all the time; planning it 5 times a second is plenty for a 1 s latency goal).
-        since = time.monotonic() - self.last_cycle
+        since = self.monotonic() - self.last_cycle
         await asyncio.sleep(max(0.02, MIN_CYCLE_INTERVAL - since))
         self.cache.changed.clear()
 
     async def cycle(self) -> Plan:
         self._reload_policy()
-        now = dt.datetime.now(dt.UTC)
-        t0 = time.perf_counter()  # the whole cycle: the snapshot of the caches and the plan
+        now = self.clock()
+        # Measured usage first (a read of its own at most every 15 s, only when a strategy asks for it), outside
+        # the cycle's time: the cycle is the snapshot of the caches and the plan.
+        measured = await self.usage.read(self.source.policy, self.cache.nodes, now) \
+            if self.usage is not None else None
+        t0 = time.perf_counter()
         snapshot = self.cache.snapshot(now)
+        if measured is not None:
+            snapshot.measured = measured
         plan = plan_cycle(snapshot, self.source.policy, self.memory)
         self.metrics.cycle_seconds.observe(time.perf_counter() - t0)
         self._forget_old_evictions()
         plan.evictions = [e for e in plan.evictions
                           if e.pod.uid not in self.in_flight and e.pod.uid not in self.recently_evicted]
         self.plan = plan
-        self.last_cycle = time.monotonic()
+        self.last_cycle = self.monotonic()
         self.metrics.tainted_limit.set(plan.tainted_limit)
         self.metrics.breaker_open.set(1 if plan.breaker_open else 0)
         await self._announce_crash_loops(plan)
@@ -250,10 +265,14 @@ class Controller:
         return failed
 
     async def _announce_held(self, plan: Plan) -> None:
-        current = {(h.node, h.taint.key, h.reason) for h in plan.held}
+        now = self.monotonic()
+        for key in [k for k, t in self.held_seen.items() if now - t >= HELD_MEMORY]:
+            del self.held_seen[key]
         for h in plan.held:
             key = (h.node, h.taint.key, h.reason)
-            if key in self.held_seen:
+            announced = key in self.held_seen
+            self.held_seen[key] = now
+            if announced:
                 continue
             self.metrics.held.labels(str(h.reason)).inc()
             breaker = h.reason is HoldReason.CIRCUIT_BREAKER
@@ -262,7 +281,6 @@ class Controller:
                                    reason="NodemedicCircuitBreakerOpen" if breaker else "NodemedicHeld",
                                    message=f"not tainting {h.taint.key}: {h.why}",
                                    details={"rule": ",".join(h.rules)})
-        self.held_seen = current
         if plan.breaker_open and not self.breaker_was_open:
             self.metrics.breaker_trips.inc()
         self.breaker_was_open = plan.breaker_open
@@ -298,7 +316,7 @@ class Controller:
             self.in_flight.pop(e.pod.uid, None)
         self.metrics.evictions.labels(e.strategy, str(result.outcome)).inc()
         if result.outcome in (Outcome.EVICTED, Outcome.GONE):
-            self.recently_evicted[e.pod.uid] = time.monotonic()
+            self.recently_evicted[e.pod.uid] = self.monotonic()
         if result.outcome == Outcome.EVICTED:
             await self.alerts.pod(e.pod, kind=AlertKind.EVICTED, type_="Normal", reason="NodemedicEvicted",
                                   message=f"evicted from {e.pod.node_name} by {e.strategy}: {e.reason}",
@@ -317,7 +335,7 @@ class Controller:
         return result
 
     def _forget_old_evictions(self) -> None:
-        horizon = time.monotonic() - RECENT_EVICTION_MEMORY
+        horizon = self.monotonic() - RECENT_EVICTION_MEMORY
         for uid in [u for u, t in self.recently_evicted.items() if t < horizon]:
             del self.recently_evicted[uid]
 
@@ -331,12 +349,15 @@ class Controller:
         evictions = doc["evictions"]
         assert isinstance(evictions, list)
         actions += [("evict", a) for a in evictions]
+        current: set[str] = set()
         for kind, action in actions:
-            key = f"{kind}:{sorted(action.items())}"
+            # The action, not its explanation: a cause says "for 1h0m5s" and changes every cycle.
+            key = f"{kind}:{sorted((k, v) for k, v in action.items() if k not in ('cause', 'reason'))}"
+            current.add(key)
             if key not in self.dry_run_seen:
-                self.dry_run_seen.add(key)
                 self.metrics.dry_run_planned.labels(kind).inc()
                 self.log.info("dry-run: would " + kind, extra={"dry_run": True, "action": action})
+        self.dry_run_seen = current  # what the plan no longer holds is forgotten (and reported again if it returns)
 
     def _reload_policy(self) -> None:
         before = self.source.policy

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import gc
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 FREEZE_INTERVAL = 600.0  # seconds
 
@@ -35,3 +37,18 @@ class HeapFreezer:
         gc.enable()
         self.last = now
         return True
+
+
+@contextmanager
+def collection_paused() -> Iterator[None]:
+    """No cyclic collection inside the block (a planning cycle): its temporaries are freed by reference counting
+    as they go, and at 150,000 pods the collections its allocations trigger cost ~0.1 s a cycle, re-scanning the
+    cycle's own live indexes. Whatever cyclic garbage it leaves is collected once the block ends. One cycle at a
+    time (the planner runs on the event loop's thread): the state found on entry is restored on exit."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

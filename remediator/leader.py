@@ -12,7 +12,7 @@ import asyncio
 import datetime as dt
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from remediator.state.kube import ApiError, Kube
@@ -60,10 +60,13 @@ def _rfc3339_micro(t: dt.datetime) -> str:
 class LeaderElector:
     def __init__(self, kube: Kube, *, namespace: str, name: str, identity: str, log: logging.Logger,
                  timings: LeaseTimings = LeaseTimings(),
-                 on_change: Callable[[bool], None] | None = None) -> None:
+                 on_change: Callable[[bool], None] | None = None,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], Awaitable[object]] = asyncio.sleep) -> None:
         self.kube, self.namespace, self.name, self.identity, self.log = kube, namespace, name, identity, log
         self.t = timings
         self.on_change = on_change
+        self.clock, self.sleep = clock, sleep
         self._observed: tuple[str, str] | None = None  # (holder, renewTime) last seen
         self._observed_at = 0.0
         self._renewed_at = 0.0  # monotonic time of our last successful acquire/renew
@@ -75,7 +78,7 @@ class LeaderElector:
 
     def is_leader(self) -> bool:
         """True only while our last renewal is younger than renew_deadline: a fence for every write."""
-        return self._leading and time.monotonic() - self._renewed_at < self.t.renew_deadline
+        return self._leading and self.clock() - self._renewed_at < self.t.renew_deadline
 
     def _set_leading(self, leading: bool) -> None:
         if leading != self._leading:
@@ -86,26 +89,29 @@ class LeaderElector:
                 self.on_change(leading)
 
     async def _try_acquire_or_renew(self) -> bool:
+        # Every request is bounded by the renew deadline, as client-go bounds its renew loop: an answer that comes
+        # later is useless (the fence has closed), and waiting for it (the API server blocks while etcd is away)
+        # would only delay the next try once the API server can answer again.
         now = dt.datetime.now(dt.UTC)
         spec = {"holderIdentity": self.identity, "leaseDurationSeconds": int(self.t.lease_duration),
                 "renewTime": _rfc3339_micro(now)}
         try:
-            lease = await self.kube.get(self.path)
+            lease = await self.kube.request("GET", self.path, timeout=self.t.renew_deadline)
         except ApiError as e:
             if e.status != 404:
                 raise
             body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                     "metadata": {"name": self.name, "namespace": self.namespace},
                     "spec": {**spec, "acquireTime": spec["renewTime"], "leaseTransitions": 0}}
-            await self.kube.request("POST", self.path.rsplit("/", 1)[0], body=body)
+            await self.kube.request("POST", self.path.rsplit("/", 1)[0], body=body, timeout=self.t.renew_deadline)
             return True
         old = lease.get("spec") or {}
         holder = old.get("holderIdentity") or ""
         record = (holder, str(old.get("renewTime") or ""))
         if record != self._observed:
-            self._observed, self._observed_at = record, time.monotonic()
+            self._observed, self._observed_at = record, self.clock()
         duration = float(old.get("leaseDurationSeconds") or self.t.lease_duration)
-        if holder and holder != self.identity and time.monotonic() < self._observed_at + duration:
+        if holder and holder != self.identity and self.clock() < self._observed_at + duration:
             return False  # someone else holds a lease that has not expired in our eyes
         new_spec = dict(old)
         new_spec.update(spec)
@@ -114,11 +120,14 @@ class LeaderElector:
             new_spec["leaseTransitions"] = int(old.get("leaseTransitions") or 0) + 1
         lease["spec"] = new_spec
         # PUT with the resourceVersion we read: two standbys racing for an expired lease cannot both win.
-        await self.kube.request("PUT", self.path, body=lease)
+        await self.kube.request("PUT", self.path, body=lease, timeout=self.t.renew_deadline)
         return True
 
     async def run(self) -> None:
         while True:
+            # The fence counts from before the request: a renewal that lands and then answers late must not
+            # stretch our leadership past what a standby, which saw the new record when it landed, allows.
+            started = self.clock()
             try:
                 acquired = await self._try_acquire_or_renew()
             except ApiError as e:
@@ -126,11 +135,11 @@ class LeaderElector:
                 if e.status != 409:  # a conflict is just a lost race
                     self.log.warning("lease request failed", extra={"error": str(e)})
             if acquired:
-                self._renewed_at = time.monotonic()
+                self._renewed_at = started
                 self._set_leading(True)
             elif not self.is_leader():
                 self._set_leading(False)
-            await asyncio.sleep(self.t.retry_period)
+            await self.sleep(self.t.retry_period)
 
     async def release(self) -> None:
         """On clean shutdown: hand the lease over at once instead of making standbys wait it out."""

@@ -148,7 +148,8 @@ TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})  # a pod in these phases ho
 
 @dataclass(frozen=True)
 class ContainerStatuses:
-    """What the deschedule strategies read of one kind of a pod's containers (app or init), folded together."""
+    """What the deschedule strategies read of one kind of a pod's containers (app, init or ephemeral), folded
+    together."""
 
     restarts: int = 0  # restartCount summed
     waiting: tuple[str, ...] = ()  # state.waiting.reason of the containers that have one
@@ -157,6 +158,19 @@ class ContainerStatuses:
 
 
 NO_STATUSES = ContainerStatuses()  # shared by every pod whose containers have nothing to say (most of them)
+
+
+@dataclass(frozen=True, slots=True)
+class PodCondition:
+    """One entry of a pod's status.conditions, as PodLifeTime's `conditions` filters read it. The transition time is
+    kept as whole seconds after the pod's creationTimestamp (both are whole seconds on the API): a few seconds for
+    most pods, so equal conditions of many pods are one shared object (`state/records.py`) and a pod's whole list
+    usually is too, instead of five datetimes per pod."""
+
+    type: str
+    status: str
+    reason: str = ""
+    seconds_after_created: int | None = None  # None: no lastTransitionTime, or no creationTimestamp
 
 
 @dataclass(frozen=True)
@@ -194,12 +208,15 @@ class PodRecord:
     qos: str = "BestEffort"  # BestEffort | Burstable | Guaranteed
     has_local_storage: bool = False  # any emptyDir or hostPath volume
     has_pvc: bool = False
+    claims: tuple[str, ...] = ()  # claimName of each persistentVolumeClaim volume (for protected storage classes)
     terminating: bool = False  # deletionTimestamp set
     start_time: dt.datetime | None = None
     created: dt.datetime | None = None
     reason: str = ""  # status.reason (e.g. Evicted, NodeLost, Shutdown)
     containers: ContainerStatuses = NO_STATUSES
     init_containers: ContainerStatuses = NO_STATUSES
+    ephemeral_containers: ContainerStatuses = NO_STATUSES
+    conditions: tuple[PodCondition, ...] = ()  # status.conditions (shared tuples, see PodCondition)
     # The message of a PodScheduled=False/Unschedulable condition ("0/3 nodes are available: 3 Insufficient cpu."),
     # "" when the scheduler has not given up on the pod: what the placement engine looks for.
     unschedulable: str = ""
@@ -214,6 +231,12 @@ class PodRecord:
             if o.controller:
                 return o
         return self.owners[0] if self.owners else None
+
+    def transitioned(self, condition: PodCondition) -> dt.datetime | None:
+        """The condition's lastTransitionTime."""
+        if self.created is None or condition.seconds_after_created is None:
+            return None
+        return self.created + dt.timedelta(seconds=condition.seconds_after_created)
 
 
 @dataclass(frozen=True)
@@ -232,6 +255,51 @@ class NotablePods:
     statuses: dict[str, list[PodRecord]]  # container statuses with something to say, or a terminal phase
     node_affinity: dict[str, list[PodRecord]]  # required or preferred node affinity
     anti_affinity: dict[str, list[PodRecord]]  # required pod anti-affinity
+    spreading: dict[str, list[PodRecord]]  # topology spread constraints (DoNotSchedule or ScheduleAnyway)
+
+
+class LivePods:
+    """The snapshot's live pods (not Succeeded or Failed, not terminating), what topology spread counts: by namespace
+    (one pass over the pods, on first use), and by namespace and value of a label key, indexed per namespace and key
+    the first time a selector asks. Shared by the spread strategy and node fit's spread checks."""
+
+    def __init__(self, pods_by_node: dict[str, list[PodRecord]]) -> None:
+        self._pods_by_node = pods_by_node
+        self._by_namespace: dict[str, list[PodRecord]] | None = None
+        self._labelled: dict[tuple[str, str], dict[str, list[PodRecord]]] = {}
+
+    def in_namespace(self, namespace: str) -> list[PodRecord]:
+        if self._by_namespace is None:
+            self._by_namespace = {}
+            for pods in self._pods_by_node.values():  # every pod of the cluster: kept tight
+                for p in pods:
+                    if p.phase not in TERMINAL_PHASES and not p.terminating:
+                        self._by_namespace.setdefault(p.namespace, []).append(p)
+        return self._by_namespace.get(namespace, [])
+
+    def labelled(self, namespace: str, key: str, value: str) -> list[PodRecord]:
+        """The namespace's live pods whose label `key` is `value`."""
+        index = self._labelled.get((namespace, key))
+        if index is None:
+            index = self._labelled[(namespace, key)] = {}
+            for p in self.in_namespace(namespace):
+                if (v := p.labels.get(key)) is not None:
+                    index.setdefault(v, []).append(p)
+        return index.get(value, [])
+
+
+@dataclass(frozen=True)
+class MeasuredUsage:
+    """Usage a metrics source measured, for the utilization strategies configured with `metricsUtilization`.
+
+    Only fresh samples are here: a node or pod the source did not report, or reported too long ago, is absent, and
+    absent means unknown (never zero): a strategy neither relieves, fills nor counts on a node whose usage it does
+    not know, and does not evict a pod whose usage it does not know to relieve a node."""
+
+    nodes: dict[str, dict[str, int]] = field(default_factory=dict)  # metrics.k8s.io: node -> cpu (m), memory (B)
+    pods: dict[str, dict[str, int]] = field(default_factory=dict)  # metrics.k8s.io: "namespace/name" -> the same
+    # Prometheus: query -> node (the sample's `instance` label) -> its value in [0, 1]
+    scores: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -244,8 +312,11 @@ class Snapshot:
     pods_by_owner: dict[str, list[PodRecord]]  # owner UID -> pods (every pod with that owner, any node)
     pdbs: list[PdbRecord] = field(default_factory=list)
     priority_classes: dict[str, int] = field(default_factory=dict)  # PriorityClass name -> value
+    claim_classes: dict[str, str] = field(default_factory=dict)  # "ns/name" of a PVC -> storageClassName ("" unset)
     _notable: NotablePods | None = field(default=None, init=False, repr=False, compare=False)
+    _live: LivePods | None = field(default=None, init=False, repr=False, compare=False)
     pending: list[PodRecord] = field(default_factory=list)  # pods not bound to a node yet
+    measured: MeasuredUsage = field(default_factory=MeasuredUsage)  # only what the policy's strategies ask for
 
     def pods(self, node: str) -> list[PodRecord]:
         return self.pods_by_node.get(node, [])
@@ -256,6 +327,7 @@ class Snapshot:
             statuses: dict[str, list[PodRecord]] = {}
             node_affinity: dict[str, list[PodRecord]] = {}
             anti_affinity: dict[str, list[PodRecord]] = {}
+            spreading: dict[str, list[PodRecord]] = {}
             for node, pods in self.pods_by_node.items():
                 for p in pods:
                     if p.containers is not NO_STATUSES or p.init_containers is not NO_STATUSES \
@@ -265,8 +337,16 @@ class Snapshot:
                         node_affinity.setdefault(node, []).append(p)
                     if p.required_anti_affinity:
                         anti_affinity.setdefault(node, []).append(p)
-            self._notable = NotablePods(statuses, node_affinity, anti_affinity)
+                    if p.hard_spread or p.soft_spread:
+                        spreading.setdefault(node, []).append(p)
+            self._notable = NotablePods(statuses, node_affinity, anti_affinity, spreading)
         return self._notable
+
+    def live(self) -> LivePods:
+        """Built on first use and kept with the snapshot (one planning cycle)."""
+        if self._live is None:
+            self._live = LivePods(self.pods_by_node)
+        return self._live
 
 
 # --- the plan -------------------------------------------------------------------------------------

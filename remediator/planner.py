@@ -9,6 +9,7 @@ per-node requests are summed once per cycle, and a pod shape that fitted nowhere
 
 from __future__ import annotations
 
+from remediator.heap import collection_paused
 from remediator.model import CrashLoopNode, Plan, Protected, Snapshot, Taint, TaintChange
 from remediator.planning.cycle import LOOP_GUARD, Cycle, PlannerMemory
 from remediator.planning.taints import plan_taints
@@ -25,6 +26,11 @@ __all__ = ["PlannerMemory", "plan_cycle"]
 
 
 def plan_cycle(snapshot: Snapshot, policy: Policy, memory: PlannerMemory) -> Plan:
+    with collection_paused():
+        return _plan_cycle(snapshot, policy, memory)
+
+
+def _plan_cycle(snapshot: Snapshot, policy: Policy, memory: PlannerMemory) -> Plan:
     taints = plan_taints(snapshot, policy, memory.clear_since)
     plan = Plan(taints_add=taints.adds, taints_remove=taints.removes, held=taints.held,
                 breaker_open=taints.breaker_open, tainted_limit=taints.tainted_limit, next_check=taints.next_check)

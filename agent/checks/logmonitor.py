@@ -153,8 +153,7 @@ class LogMonitor:
     def _read(self, now: dt.datetime) -> list[_Line]:
         if isinstance(self._reader, KmsgReader):
             boot = self._boot
-            lines = [_Line(r.message, boot + dt.timedelta(microseconds=r.usec) if boot else None)
-                     for r in self._reader.read()]
+            lines = [_Line(r.message, _logged_at(boot, r.usec)) for r in self._reader.read()]
         elif isinstance(self._reader, JournalReader):
             lines = [_Line(entry.message, entry.at) for entry in self._reader.read()]
         else:
@@ -251,6 +250,17 @@ def _boot_time(host: HostRoot) -> dt.datetime | None:
     except (OSError, ValueError, IndexError):
         return None
     return None
+
+
+def _logged_at(boot: dt.datetime | None, usec: int) -> dt.datetime | None:
+    """When a kmsg record was logged; None (undated) without a boot time, or for a stamp past any date (a corrupt
+    record must not raise: the valid records read with it would be lost)."""
+    if boot is None:
+        return None
+    try:
+        return boot + dt.timedelta(microseconds=usec)
+    except OverflowError:
+        return None
 
 
 def _duration(value: dt.timedelta) -> str:

@@ -194,6 +194,8 @@ class _Parser:
         log_path = self.string(top, "logPath", "", default=_DEFAULT_LOG_PATHS.get(plugin, ""))
         if plugin is Plugin.FILELOG and not log_path:
             self.error("logPath", "required for the filelog plugin (the file to tail)")
+        if "\x00" in log_path:  # no file has one; os.stat would raise ValueError at the first read
+            self.error("logPath", "must not contain a NUL character")
         conditions = self.conditions(top.get("conditions", []))
         rules = self.rules(top.get("rules", []), {c.type for c in conditions})
         config = LogMonitorConfig(

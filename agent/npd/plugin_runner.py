@@ -126,14 +126,19 @@ async def run_plugin(path: str | os.PathLike[str], args: Sequence[str] = (), *, 
                 await _exited(proc, REAP_TIMEOUT)
         stdout.close()
         stderr.close()
-    duration = time.monotonic() - started
-    output = _cut(bytes(stdout.data), max_output)
-    errors = bytes(stderr.data).decode("utf-8", "replace").strip()
-    name = os.fspath(path)
+    return verdict(os.fspath(path), proc.returncode if reaped else None, bytes(stdout.data), bytes(stderr.data),
+                   reaped=reaped, timed_out=timed_out, timeout=timeout, max_output=max_output,
+                   duration=time.monotonic() - started)
+
+
+def verdict(name: str, code: int | None, stdout: bytes, stderr: bytes, *, reaped: bool, timed_out: bool,
+            timeout: float, max_output: int, duration: float) -> PluginResult:
+    """What a finished plugin said: NPD's reading of its exit code and output (any bytes; never raises)."""
+    output = _cut(stdout, max_output)
+    errors = stderr.decode("utf-8", "replace").strip()
     if not reaped:
         return PluginResult(Status.UNKNOWN, f"plugin {name} did not exit after SIGKILL (stuck in uninterruptible "
                             "I/O?)", None, timed_out, duration, errors)
-    code = proc.returncode
     if timed_out:
         said = f'; output: "{output}"' if output else ""
         return PluginResult(Status.UNKNOWN, f"timeout when running plugin {name} after {timeout:g}s; its process "

@@ -20,11 +20,15 @@ _GO_FRACTION = re.compile(r"[.,](?:0+|9+)(?![0-9])")  # fractional seconds: .000
 def go_layout_to_strptime(layout: str) -> str:
     """Translate a Go reference-time layout ("Jan _2 15:04:05", "2006-01-02T15:04:05.000000-07:00")."""
     out, pos = [], 0
+    used: dict[str, str] = {}  # directive -> the layout element that gave it: strptime refuses one used twice
     while pos < len(layout):
         fraction = _GO_FRACTION.match(layout, pos)
         if fraction is not None:
             if len(fraction.group()) - 1 > 6:
                 raise ValueError("fractional seconds beyond microseconds are not supported")
+            if "%f" in used:
+                raise ValueError("the layout has fractional seconds twice")
+            used["%f"] = fraction.group()
             out.append(f"{fraction.group()[0]}%f")
             pos = fraction.end()
             continue
@@ -32,6 +36,10 @@ def go_layout_to_strptime(layout: str) -> str:
             if layout.startswith(token, pos):
                 if directive is None:
                     raise ValueError(f"the layout element {token!r} has no strptime equivalent; use -0700 or -07:00")
+                if directive in used:
+                    raise ValueError(f"the layout elements {used[directive]!r} and {token!r} are the same field; "
+                                     "name each field once")
+                used[directive] = token
                 out.append(directive)
                 pos += len(token)
                 break

@@ -5,9 +5,13 @@ Starts its own local control plane with the API server's audit log on, with --no
 three zones) and --pods pods bound with `spec.nodeName` (created concurrently; owned by ReplicaSets so that
 neither tool protects them as bare pods). Node utilization is varied on purpose: 10% of the nodes run at ~80%
 of their cpu/memory, 20% at ~10%, the rest at ~35%, and 1% carry the NoSchedule taint the
-RemovePodsViolatingNodeTaints strategy acts on. Both tools run in dry-run with equivalent policies
-(LowNodeUtilization + HighNodeUtilization + RemovePodsViolatingNodeTaints, the same DefaultEvictor args and
-per-cycle limits), one after the other, never at the same time. Measured:
+RemovePodsViolatingNodeTaints strategy acts on. The pods carry what the other nine strategies look at, in shares
+like those of `make bench-plan`: two replicas of a workload on most nodes (RemoveDuplicates), workloads with a
+DoNotSchedule zone spread (10%) or a ScheduleAnyway host spread (20%), host anti-affinity (5%), required (5%) or
+preferred (10%) node affinity away from a pool that 1% of the nodes now belong to, 2% of the pods with restarts
+(half of them crash-looping), 0.5% Failed (OOMKilled or Error; their status written once kwok has them Running).
+Both tools run in dry-run with the same full policy (all ten strategies with the same args, the same
+DefaultEvictor args and per-cycle limits), one after the other, never at the same time. Measured:
 
 (a) one full cycle
     nodemedic   `nodemedic-remediator plan --kubeconfig` wall time (read the cluster + plan, one shot), and
@@ -20,13 +24,15 @@ per-cycle limits), one after the other, never at the same time. Measured:
 (b) API requests per steady-state cycle: nodemedic from nodemedic_api_requests_total, both from the API server's
     audit log (requests per User-Agent between two scrapes; descheduler serves no client-go request metrics).
 
-Prints one table. Usage: .venv/bin/python hack/bench/cycle_vs_descheduler.py [--nodes 500] [--pods 15000]
+Prints each figure as soon as it is measured (with the ratio once both tools' are in), then one table.
+Usage: .venv/bin/python hack/bench/cycle_vs_descheduler.py [--nodes 500] [--pods 15000]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import random
@@ -76,6 +82,23 @@ HNU_ARGS: dict[str, Any] = {
 }
 TAINTS_ARGS: dict[str, Any] = {"includedTaints": [TAINT_KEY]}
 EVICTOR: dict[str, Any] = {"nodeFit": True}
+POOL_KEY = "bench.nodemedic.io/pool"  # "old" on 1% of the nodes: node affinity says NotIn old
+AWAY_FROM_OLD_POOL = {"matchExpressions": [{"key": POOL_KEY, "operator": "NotIn", "values": ["old"]}]}
+# The full policy, the same args on both sides, in descheduler's order (every deschedule plugin, then balance).
+STRATEGIES: dict[str, dict[str, Any]] = {
+    "RemovePodsViolatingNodeTaints": TAINTS_ARGS,
+    "RemovePodsViolatingNodeAffinity": {"nodeAffinityType": ["requiredDuringSchedulingIgnoredDuringExecution",
+                                                             "preferredDuringSchedulingIgnoredDuringExecution"]},
+    "RemovePodsViolatingInterPodAntiAffinity": {},
+    "RemovePodsHavingTooManyRestarts": {"podRestartThreshold": 100, "includingInitContainers": True},
+    "PodLifeTime": {"maxPodLifeTimeSeconds": 86400, "namespaces": {"include": ["bench-7"]}},
+    "RemoveFailedPods": {"reasons": ["OOMKilled", "Error"], "minPodLifetimeSeconds": 0},
+    "RemoveDuplicates": {"excludeOwnerKinds": ["Job"], "namespaces": {"exclude": ["kube-system"]}},
+    "RemovePodsViolatingTopologySpreadConstraint": {"constraints": ["DoNotSchedule", "ScheduleAnyway"]},
+    "LowNodeUtilization": LNU_ARGS,
+    "HighNodeUtilization": HNU_ARGS,
+}
+NODEMEDIC_ONLY: dict[str, dict[str, Any]] = {"HighNodeUtilization": {"taintDrainedNodes": False}}
 
 
 def log(msg: str) -> None:
@@ -89,6 +112,7 @@ class NodePlan:
     kind: str  # hot | idle | medium
     pods: int
     tainted: bool
+    old_pool: bool = False  # labelled POOL_KEY=old: workloads with node affinity no longer want it
 
 
 def plan_nodes(node_count: int, pod_count: int, rng: random.Random) -> list[NodePlan]:
@@ -112,39 +136,109 @@ def plan_nodes(node_count: int, pod_count: int, rng: random.Random) -> list[Node
         else:
             count, tainted = per[kind], False
         out.append(NodePlan(name, kind, min(count, 110), tainted))
-    return out
+    old = set(rng.sample(range(len(out)), max(1, node_count // 100)))
+    return [NodePlan(p.name, p.kind, p.pods, p.tainted, i in old) for i, p in enumerate(out)]
 
 
-def pod_manifests(plans: list[NodePlan], owners: dict[tuple[str, str], str],
-                  rng: random.Random) -> list[tuple[str, dict[str, Any]]]:
+@dataclass(frozen=True)
+class Workload:
+    """What one owner's pods declare (decided per owner, the same for all its replicas)."""
+
+    spread: dict[str, Any] | None  # one topologySpreadConstraint
+    affinity: dict[str, Any] | None  # spec.affinity
+
+
+def workload(owner: str, rng: random.Random) -> Workload:
+    selector = {"matchLabels": {"app": owner}}
+    roll = rng.random()
+    spread = ({"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
+               "labelSelector": selector} if roll < 0.1 else
+              {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway",
+               "labelSelector": selector} if roll < 0.3 else None)
+    affinity: dict[str, Any] = {}
+    roll = rng.random()
+    if roll < 0.05:
+        affinity["nodeAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [AWAY_FROM_OLD_POOL]}}
+    elif roll < 0.15:
+        affinity["nodeAffinity"] = {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 50, "preference": AWAY_FROM_OLD_POOL}]}
+    if rng.random() < 0.05:
+        affinity["podAntiAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": selector, "topologyKey": "kubernetes.io/hostname"}]}
+    return Workload(spread, affinity or None)
+
+
+def pod_status(rng: random.Random) -> dict[str, Any] | None:
+    """The status written once kwok has the pod Running: 2% with restarts (half crash-looping), 0.5% Failed."""
+    u = rng.random()
+    if u < 0.005:
+        reason, code = rng.choice((("OOMKilled", 137), ("Error", 1)))
+        return {"phase": "Failed", "containerStatuses": [{"name": "app", "restartCount": rng.randint(0, 3), "state": {
+            "terminated": {"reason": reason, "exitCode": code, "startedAt": "2024-05-01T00:00:00Z",
+                           "finishedAt": "2024-05-01T00:01:00Z"}}}]}
+    if u < 0.025:
+        state: dict[str, Any] = ({"waiting": {"reason": "CrashLoopBackOff"}} if rng.random() < 0.5 else
+                                 {"running": {"startedAt": "2024-05-01T00:00:00Z"}})
+        return {"containerStatuses": [{"name": "app", "restartCount": rng.randint(1, 300), "state": state}]}
+    return None
+
+
+def pod_manifests(plans: list[NodePlan], owners: dict[tuple[str, str], str], workloads: dict[str, Workload],
+                  rng: random.Random) -> list[tuple[str, dict[str, Any], dict[str, Any] | None]]:
+    """(namespace, pod, the status to write once it runs) for every pod. Consecutive pods go to one node and an
+    owner's pods come in twos per namespace, so most nodes hold two replicas of a workload."""
     share = {"hot": 0.8, "idle": 0.1, "medium": 0.35}
     out = []
     i = 0
     for plan in plans:
         for _ in range(plan.pods):
             ns = f"bench-{i % NAMESPACES}"
-            owner = f"owner-{(i // NAMESPACES) % OWNERS_PER_NAMESPACE}"
+            owner = f"owner-{(i // (2 * NAMESPACES)) % OWNERS_PER_NAMESPACE}"
             cpu = max(10, int(CPU_M * share[plan.kind] / plan.pods * rng.uniform(0.7, 1.3)))
             mem = max(16, int(MEM_MI * share[plan.kind] / plan.pods * rng.uniform(0.7, 1.3)))
+            w = workloads[owner]
+            spec: dict[str, Any] = {
+                "nodeName": plan.name, "terminationGracePeriodSeconds": 0,
+                "containers": [{"name": "app", "image": "registry.invalid/app:1",
+                                "resources": {"requests": {"cpu": f"{cpu}m", "memory": f"{mem}Mi"}}}]}
+            if w.spread is not None:
+                spec["topologySpreadConstraints"] = [w.spread]
+            if w.affinity is not None:
+                spec["affinity"] = w.affinity
             out.append((ns, {
                 "apiVersion": "v1", "kind": "Pod",
                 "metadata": {"name": f"p-{i}", "labels": {"app": owner},
                              "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": owner,
                                                   "uid": owners[(ns, owner)]}]},
-                "spec": {"nodeName": plan.name, "terminationGracePeriodSeconds": 0,
-                         "containers": [{"name": "app", "image": "registry.invalid/app:1",
-                                         "resources": {"requests": {"cpu": f"{cpu}m", "memory": f"{mem}Mi"}}}]},
-            }))
+                "spec": spec,
+            }, pod_status(rng)))
             i += 1
     return out
 
 
-def populate(api: Api, plans: list[NodePlan], rng: random.Random, workers: int) -> dict[str, float]:
+def write_status(api: Api, ns: str, name: str, status: dict[str, Any]) -> None:
+    """Merge `status` into the pod's (each container status completed from the one kwok wrote); kwok's stages only
+    act on Pending pods, so it stays as written."""
+    path = f"/api/v1/namespaces/{ns}/pods/{name}/status"
+    current = {c["name"]: c for c in api.get(path).get("status", {}).get("containerStatuses") or []}
+    status = dict(status)
+    status["containerStatuses"] = [
+        {"image": "registry.invalid/app:1", "imageID": "", "ready": False, "started": False,
+         "containerID": (current.get(c["name"]) or {}).get("containerID") or "", **c}
+        for c in status["containerStatuses"]]
+    api.request("PATCH", path, {"status": status}, content_type="application/merge-patch+json")
+
+
+def populate(api: Api, plans: list[NodePlan], rng: random.Random, workers: int) -> dict[str, Any]:
     t0 = time.monotonic()
     for plan in plans:
         if plan.tainted:
             api.request("PATCH", f"/api/v1/nodes/{plan.name}",
                         {"spec": {"taints": [{"key": TAINT_KEY, "value": "true", "effect": "NoSchedule"}]}},
+                        content_type="application/merge-patch+json")
+        if plan.old_pool:
+            api.request("PATCH", f"/api/v1/nodes/{plan.name}", {"metadata": {"labels": {POOL_KEY: "old"}}},
                         content_type="application/merge-patch+json")
     owners: dict[tuple[str, str], str] = {}
     for n in range(NAMESPACES):
@@ -161,7 +255,8 @@ def populate(api: Api, plans: list[NodePlan], rng: random.Random, workers: int) 
                          "template": {"metadata": {"labels": {"bench.nodemedic.io/none": "x"}},
                                       "spec": {"containers": [{"name": "a", "image": "registry.invalid/a:1"}]}}}})
             owners[(ns, f"owner-{o}")] = rs["metadata"]["uid"]
-    manifests = pod_manifests(plans, owners, rng)
+    workloads = {f"owner-{o}": workload(f"owner-{o}", rng) for o in range(OWNERS_PER_NAMESPACE)}
+    manifests = pod_manifests(plans, owners, workloads, rng)
     t1 = time.monotonic()
     with ThreadPoolExecutor(max_workers=workers) as pool:
         list(pool.map(lambda item: api.post(f"/api/v1/namespaces/{item[0]}/pods", item[1]), manifests))
@@ -170,8 +265,26 @@ def populate(api: Api, plans: list[NodePlan], rng: random.Random, workers: int) 
     not_running = "/api/v1/pods?limit=1&fieldSelector=" + quote("status.phase!=Running")
     wait(lambda: not api.get(not_running)["items"], 900, "every pod Running (kwok)", poll=2.0)
     t3 = time.monotonic()
+    statuses = [(ns, m["metadata"]["name"], st) for ns, m, st in manifests if st is not None]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(lambda item: write_status(api, *item), statuses))
+    failed = sum(1 for _, _, st in statuses if st.get("phase") == "Failed")
+    failed_now = "/api/v1/pods?fieldSelector=" + quote("status.phase=Failed")
+    wait(lambda: len(api.get(failed_now)["items"]) == failed, 120, f"{failed} pods Failed", poll=1.0)
+    log(f"{len(statuses)} pod statuses written ({failed} Failed) in {time.monotonic() - t3:.1f}s")
     return {"setup_seconds": round(t1 - t0, 1), "create_seconds": round(t2 - t1, 1),
-            "running_seconds": round(t3 - t2, 1), "pods": len(manifests)}
+            "running_seconds": round(t3 - t2, 1), "pods": len(manifests), "failed": failed,
+            "restarting": len(statuses) - failed, "workloads": _shares(workloads)}
+
+
+def _shares(workloads: dict[str, Workload]) -> dict[str, int]:
+    """How many of the owners (per namespace) declare each thing."""
+    def count(test: Any) -> int:
+        return sum(1 for w in workloads.values() if test(w))
+    return {"zone_spread": count(lambda w: w.spread and w.spread["whenUnsatisfiable"] == "DoNotSchedule"),
+            "host_spread": count(lambda w: w.spread and w.spread["whenUnsatisfiable"] == "ScheduleAnyway"),
+            "anti_affinity": count(lambda w: w.affinity and "podAntiAffinity" in w.affinity),
+            "node_affinity": count(lambda w: w.affinity and "nodeAffinity" in w.affinity)}
 
 
 def _exists(api: Api, path: str) -> bool:
@@ -186,8 +299,7 @@ def _exists(api: Api, path: str) -> bool:
 
 # --- policies ----------------------------------------------------------------------------------------------
 def descheduler_policy(per_node: int, total: int) -> dict[str, Any]:
-    return descheduler.policy({"RemovePodsViolatingNodeTaints": TAINTS_ARGS, "LowNodeUtilization": LNU_ARGS,
-                               "HighNodeUtilization": HNU_ARGS}, evictor=EVICTOR,
+    return descheduler.policy(STRATEGIES, evictor=EVICTOR,
                               maxNoOfPodsToEvictPerNode=per_node, maxNoOfPodsToEvictTotal=total)
 
 
@@ -195,9 +307,8 @@ def nodemedic_policy(per_node: int, total: int) -> str:
     doc = {
         "apiVersion": "nodemedic.io/v1alpha1", "kind": "RemediationPolicy", "rules": [],
         "evictor": EVICTOR,
-        "strategies": [{"name": "RemovePodsViolatingNodeTaints", "args": TAINTS_ARGS},
-                       {"name": "LowNodeUtilization", "args": LNU_ARGS},
-                       {"name": "HighNodeUtilization", "args": {**HNU_ARGS, "taintDrainedNodes": False}}],
+        "strategies": [{"name": name, "args": {**args, **NODEMEDIC_ONLY.get(name, {})}}
+                       for name, args in STRATEGIES.items()],
         "limits": {"maxNoOfPodsToEvictPerNode": per_node, "maxNoOfPodsToEvictPerNamespace": None,
                    "maxNoOfPodsToEvictTotal": total, "ownerCooldown": "0s"},
         "safety": {"maxTaintedNodes": 1000, "maxTaintedNodesPercent": 100},
@@ -227,8 +338,10 @@ def nodemedic_oneshot(kubeconfig: Path, policy_file: Path, samples: int) -> dict
         walls.append(time.monotonic() - t0)
         if proc.returncode != 0:
             raise RuntimeError(f"nodemedic-remediator plan failed:\n{proc.stderr[-3000:]}")
-        evictions.append(len(json.loads(proc.stdout)["evictions"]))
-    return {"wall": walls, "evictions": evictions}
+        planned = json.loads(proc.stdout)["evictions"]
+        evictions.append(len(planned))
+        by_strategy = Counter(e["strategy"] for e in planned)
+    return {"wall": walls, "evictions": evictions, "by_strategy": by_strategy}
 
 
 def descheduler_oneshot(kubeconfig: Path, policy: dict[str, Any], view: descheduler.View, samples: int,
@@ -245,7 +358,8 @@ def descheduler_oneshot(kubeconfig: Path, policy: dict[str, Any], view: deschedu
         why = descheduler.incomplete(cycle, view)
         nodes_seen, pods_seen = descheduler.coverage(cycle, view)
         runs.append({"wall": wall, "cycle": cycle.seconds or float("nan"), "evictions": len(cycle.evictions),
-                     "complete": why is None, "nodes_seen": nodes_seen, "pods_seen": pods_seen})
+                     "complete": why is None, "nodes_seen": nodes_seen, "pods_seen": pods_seen,
+                     "by_strategy": Counter(e.strategy for e in cycle.evictions)})
         log(f"descheduler one-shot {i}: {wall:.2f}s, saw {nodes_seen:.0%} of the nodes and {pods_seen:.0%} of the "
             f"pods{'' if why is None else ' (incomplete)'}, {len(cycle.evictions)} evictions")
     return {"runs": runs}
@@ -296,6 +410,7 @@ def descheduler_steady(cluster: controlplane.Cluster, policy: dict[str, Any], vi
             "first_cycle_evictions": len(first[0].evictions),
             "requests_audit": audit.count(requests, DESCHEDULER_UA), "rss_mib": rss, "startup_requests": startup,
             "evictions": [len(c.evictions) for c in window],
+            "by_strategy": Counter(e.strategy for e in window[0].evictions) if window else Counter(),
             "complete": [descheduler.incomplete(c, view) is None for c in done]}
 
 
@@ -365,8 +480,21 @@ def _audit_offset(cluster: controlplane.Cluster) -> int:
 
 
 # --- report ------------------------------------------------------------------------------------------------
+def say(line: str) -> None:
+    """A figure, printed the moment it is measured (the whole run takes many minutes)."""
+    print(line, flush=True)
+
+
 def _med(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
+
+
+def _ratio(nodemedic: float, descheduler: float) -> str:
+    return f"{nodemedic / descheduler:.2f}" if descheduler and not math.isnan(descheduler) else "n/a"
+
+
+def _strategies(counts: Counter[str]) -> str:
+    return ", ".join(f"{s} {n}" for s, n in sorted(counts.items())) or "none"
 
 
 def _req(counter: Counter[str] | dict[str, float], cycles: float) -> str:
@@ -416,19 +544,39 @@ def main() -> int:
         nm_policy.write_text(nodemedic_policy(args.max_per_node, args.max_total))
         ds_policy = descheduler_policy(args.max_per_node, args.max_total)
         view = descheduler.cluster_view(api)
-        assert sum(view.pods.values()) == setup["pods"] and len(view.pods) == args.nodes, "unexpected cluster view"
+        assert sum(view.pods.values()) == setup["pods"] - setup["failed"] and len(view.pods) == args.nodes, \
+            "unexpected cluster view"
+        say(f"cluster: {args.nodes} nodes, {setup['pods']} pods ({setup['failed']} Failed, {setup['restarting']} "
+            f"restarting), owners per namespace declaring {setup['workloads']}; policy: all {len(STRATEGIES)} "
+            f"strategies on both sides; ratio = nodemedic / descheduler")
 
         log("nodemedic one-shot plan")
         nm1 = nodemedic_oneshot(cluster.kubeconfig, nm_policy, args.samples)
+        say(f"nodemedic one-shot `plan`: median {_med(nm1['wall']):.2f} s {[round(w, 2) for w in nm1['wall']]}, "
+            f"evictions {nm1['evictions']} ({_strategies(nm1['by_strategy'])})")
         log("descheduler one-shot")
         ds1 = descheduler_oneshot(cluster.kubeconfig, ds_policy, view, args.samples, work / "oneshot")
+        complete = [r["wall"] for r in ds1["runs"] if r["complete"]]
+        say(f"descheduler one-shot: median {_med(complete):.2f} s over {len(complete)} complete run(s), all runs "
+            f"{[round(r['wall'], 2) for r in ds1['runs']]}, evictions {[r['evictions'] for r in ds1['runs']]} "
+            f"({_strategies(ds1['runs'][-1]['by_strategy'])}); ratio {_ratio(_med(nm1['wall']), _med(complete))}")
         log("descheduler looping every 1s: time to its first complete cycle")
         ds_first = descheduler_first_complete(cluster.kubeconfig, ds_policy, view, args.samples, work / "first")
+        say(f"descheduler looping every 1s, first complete cycle after: median {_med(ds_first):.2f} s "
+            f"{[round(x, 2) for x in ds_first]}; ratio (nodemedic one-shot) "
+            f"{_ratio(_med(nm1['wall']), _med(ds_first))}")
         log(f"nodemedic steady state ({args.steady_seconds:g}s window)")
         nm2 = nodemedic_steady(cluster, nm_policy, args.steady_seconds, work)
+        say(f"nodemedic steady state: {nm2['per_cycle']:.3f} s per cycle (snapshot + plan, {nm2['cycles']:g} "
+            f"cycles), API requests per cycle {_req(nm2['requests_audit'], nm2['cycles'])}, RSS {nm2['rss_mib']} MiB")
         log(f"descheduler steady state (interval {args.interval:g}s, {args.steady_cycles} cycles after the first)")
         ds2 = descheduler_steady(cluster, ds_policy, view, interval=args.interval, cycles=args.steady_cycles,
                                  work=work)
+        say(f"descheduler steady state: {ds2['per_cycle']:.3f} s per loop ({ds2['strategies_per_cycle']:.3f} s in "
+            f"the strategies), evictions per cycle {ds2['evictions']} ({_strategies(ds2['by_strategy'])}), "
+            f"API requests per cycle {_req(ds2['requests_audit'], ds2['cycles'])}, RSS "
+            f"{ds2['rss_mib']} MiB; ratio {_ratio(nm2['per_cycle'], ds2['per_cycle'])} (whole loop), "
+            f"{_ratio(nm2['per_cycle'], ds2['strategies_per_cycle'])} (strategies alone)")
     finally:
         if not args.keep:
             for line in cluster.down():

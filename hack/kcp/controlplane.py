@@ -314,21 +314,28 @@ class Cluster:
         ]
 
     def stop_component(self, name: str) -> None:
-        """Stop one component (e.g. kube-apiserver, to test clients riding out an outage)."""
+        """Stop one component (kube-apiserver or etcd, to test clients riding out an outage)."""
         rec = next(p for p in self.processes if p.name == name)
         procs.stop(rec)
 
     def start_component(self, name: str, timeout: float = 60.0) -> None:
-        """Start a stopped component again with the same flags and ports, and wait until it is healthy."""
-        argv = {"kube-apiserver": self._apiserver_args}[name]()
+        """Start a stopped component again with the same flags, ports and data, and wait until it is healthy
+        (etcd: its own /health, then the API server's /readyz, which checks etcd, when the API server runs)."""
+        argv = {"kube-apiserver": self._apiserver_args, "etcd": self._etcd_args}[name]()
         index = next(i for i, p in enumerate(self.processes) if p.name == name)
         rec = procs.start(name, argv, self.log_dir)
         # Same place in the list: `down` stops newest first, and the API server must outlive its clients
         # (stopped before them it waits for their open watches and gets killed after the grace period).
         self.processes[index] = rec
         self.save()
+        deadline = time.monotonic() + timeout
+        if name == "etcd":
+            self._wait_healthy(rec, f"http://127.0.0.1:{self.ports['etcd']}/health", deadline, None)
+            rec = next(p for p in self.processes if p.name == "kube-apiserver")
+            if not procs.is_ours_and_alive(rec):
+                return
         ca = ssl.create_default_context(cafile=str(self.pki_dir / "ca.crt"))
-        self._wait_healthy(rec, f"{self.server}/readyz", time.monotonic() + timeout, ca)
+        self._wait_healthy(rec, f"{self.server}/readyz", deadline, ca)
 
     # --- down --------------------------------------------------------------------------------------
     def stop_processes(self) -> list[str]:

@@ -172,13 +172,22 @@ def _tail(text: str, n: int = 40) -> str:
     return "\n".join(text.splitlines()[-n:])
 
 
-def parse(text: str, *, where: str = "descheduler output") -> tuple[list[Cycle], Cycle | None]:
+def parse(text: str, *, where: str = "descheduler output",
+          still_writing: bool = False) -> tuple[list[Cycle], Cycle | None]:
     """(the completed cycles, the one still running or None) of a `--logging-format=json` log. Raises
-    DeschedulerError on anything that makes the result untrustworthy (see the module docstring)."""
+    DeschedulerError on anything that makes the result untrustworthy (see the module docstring).
+
+    `still_writing`: the log of a running descheduler, read while it writes. Its last line, when it has no
+    newline yet, is a line being written, not a malformed one: it is left for the next read. A complete line
+    that is not JSON is an error either way, and so is a partial last line once the writer has exited.
+    """
     cycles: list[Cycle] = []
     cur = Cycle()
     started = False  # any cycle line seen since the last end marker
-    for lineno, raw in enumerate(text.splitlines(), 1):
+    lines = text.split("\n")  # JSON escapes every control character, so only "\n" ends a record
+    if still_writing:
+        lines.pop()  # "" after a final newline, else the line still being written
+    for lineno, raw in enumerate(lines, 1):
         line = raw.strip()
         if not line:
             continue
@@ -494,7 +503,7 @@ class Continuous:
         """Every finished cycle so far (strictly parsed: raises on errors in the log)."""
         if self.proc is not None and self.proc.poll() is not None:
             raise DeschedulerError(f"descheduler exited with {self.proc.returncode}; log:\n{_tail(self.log())}")
-        return parse(self.log(), where=str(self.log_path))[0]
+        return parse(self.log(), where=str(self.log_path), still_writing=True)[0]
 
     def wait_cycles(self, count: int, timeout: float) -> list[Cycle]:
         deadline = time.monotonic() + timeout

@@ -31,6 +31,7 @@ from remediator.planning.limits import LimitState
 from remediator.planning.taints import AUTOSCALER_TAINTS, duration, safety_hold
 from remediator.policy.model import Policy
 from remediator.scheduling.nodefit import CPU, PODS, find_destination, new_node_reason, pod_request_summary
+from remediator.scheduling.offering import Offering
 from remediator.scheduling.podaffinity import PodAffinityIndex
 from remediator.scheduling.selectors import matches_labels
 from remediator.scheduling.topologyspread import SpreadIndex
@@ -109,7 +110,8 @@ class Cycle:
         self._pdbs: dict[str, list[PdbRecord]] | None = None  # by namespace
         self._pdb_match: dict[str, list[PdbRecord]] = {}  # pod uid -> the PDBs selecting it
         self._room_rank: dict[str, int] | None = None
-        self._all_by_room: list[str] | None = None
+        self._all_by_room: tuple[str, ...] | None = None
+        self._offering: Offering | None = None
 
     # --- the cycle's view of the nodes ---------------------------------------------------------------------
     @property
@@ -128,16 +130,16 @@ class Cycle:
             used[resource] = used.get(resource, 0) - quantity
         return used
 
-    def by_room(self, names: Iterable[str]) -> list[str]:
+    def by_room(self, names: Iterable[str]) -> tuple[str, ...]:
         """`names` roomiest first (most unrequested cpu at the start of the cycle, then by name): the order in which
         node fit tries destinations, taking the first that fits."""
         if self._room_rank is None:
             def free(n: str) -> int:
                 return self.snapshot.nodes[n].allocatable.get(CPU, 0) - self.requested.get(n, {}).get(CPU, 0)
-            self._all_by_room = sorted(self.snapshot.nodes, key=lambda n: (-free(n), n))
+            self._all_by_room = tuple(sorted(self.snapshot.nodes, key=lambda n: (-free(n), n)))
             self._room_rank = {n: i for i, n in enumerate(self._all_by_room)}
         rank = self._room_rank
-        return sorted((n for n in names if n in rank), key=rank.__getitem__)
+        return tuple(sorted((n for n in names if n in rank), key=rank.__getitem__))
 
     def exhausted(self) -> bool:
         """The cycle's total eviction limit is used up: no strategy can add an eviction (so none need look)."""
@@ -159,10 +161,10 @@ class Cycle:
         """A node the pod could go to now (`accept`ed, when given), or None; reserves nothing. For a deschedule
         strategy whose rule is itself about a better node (node affinity), with the cycle's indexes and books."""
         affinity, spread, _ = self._indexes()
-        self.by_room(())
         return find_destination(pod, self.snapshot, exclude=self.exclude, planned_taints=self.planned_taints,
                                 reserved=self.reserved, requested=self.requested, pod_affinity=affinity, spread=spread,
-                                nodes=self._all_by_room, accept=accept, first_fit=True).node
+                                nodes=self._every_by_room(), accept=accept, first_fit=True,
+                                offering=self._offer()).node
 
     def evicting(self, pod_key: str) -> bool:
         """Is the pod planned for eviction this cycle (by any strategy so far)?"""
@@ -276,6 +278,32 @@ class Cycle:
         self._commit(PlannedEviction(pod, c.strategy, f"{c.reason}; to {destination} or alike"))
         return Outcome(True, destination=destination)
 
+    def exchange(self, a: PlannedEviction, b: PlannedEviction) -> bool:
+        """Swap two pods of different nodes, `a.pod` to `b.pod`'s node and `b.pod` to `a.pod`'s, each counting the
+        room the other leaves (a balance move where neither pod fits alone): both are evicted, or neither. Each
+        must pass the gate alone and after the other (limits and PDB budgets counted for two), then fit with the
+        cycle's books, zone and soft spread. A refusal decides nothing: the pods stay free for other moves."""
+        pa, pb = a.pod, b.pod
+        if pa.node_name == pb.node_name or self.refusal(a) is not None or self.refusal(b) is not None:
+            return False
+        if self.limits.refusal_together(a, b) is not None:
+            return False
+        in_both = {(x.namespace, x.name) for x in self._pdbs_matching(pa)}
+        for x in self._pdbs_matching(pb):
+            if (x.namespace, x.name) in in_both and self._pdb_used[(x.namespace, x.name)] + 2 > x.disruptions_allowed:
+                return False
+        to_b, _ = self._place(pa, [pb.node_name], None, cache=False, count_leaving=True, leaving=pb)
+        if to_b is None:
+            return False
+        to_a, _ = self._place(pb, [pa.node_name], None, cache=False, count_leaving=True, leaving=pa)
+        if to_a is None:
+            self._unplace(pa, to_b)
+            return False
+        for c, destination in ((a, to_b), (b, to_a)):
+            self.moved_to[c.pod.uid] = destination
+            self._commit(PlannedEviction(c.pod, c.strategy, f"{c.reason}; to {destination} or alike"))
+        return True
+
     def fits_all(self, pods: Sequence[PodRecord], destinations: Sequence[str]) -> tuple[bool, str]:
         """Would every pod find a destination together (each counting the room the others take)? Leaves no trace."""
         placed: list[tuple[PodRecord, str]] = []
@@ -355,8 +383,9 @@ class Cycle:
         return self._affinity, self._spread, self._zones
 
     def _place(self, pod: PodRecord, destinations: Collection[str] | None, accept: Accept | None, *,
-               cache: bool, count_leaving: bool = False) -> tuple[str | None, str]:
-        """Reserve room for `pod` on a destination: (node, "") or (None, why there is none)."""
+               cache: bool, count_leaving: bool = False, leaving: PodRecord | None = None) -> tuple[str | None, str]:
+        """Reserve room for `pod` on a destination: (node, "") or (None, why there is none). `leaving`: a pod
+        about to be planned off its node as well (the other half of an exchange), whose room counts there."""
         shape: tuple[object, ...] = ()
         if cache:
             # Pod (anti-)affinity and spread make the pod's namespace and labels part of its shape. A later move
@@ -376,14 +405,14 @@ class Cycle:
                 return (zones.worse(p, node) or (spread.soft_worse(p, node) if p.soft_spread else None)
                         or (accept(p, node, after) if accept is not None else None))
         if destinations is None:
-            self.by_room(())
-            destinations = self._all_by_room
+            destinations = self._every_by_room()
         reserved: Mapping[str, Room] = self.reserved
-        if count_leaving and destinations is not None:
-            reserved = {n: self._net_reserved(n) for n in destinations}
+        if count_leaving:
+            reserved = self._net_reserved(destinations, leaving)
         result = find_destination(pod, self.snapshot, exclude=self.exclude, planned_taints=self.planned_taints,
                                   reserved=reserved, requested=self.requested, pod_affinity=affinity,
-                                  spread=spread, nodes=destinations, accept=check, first_fit=True)
+                                  spread=spread, nodes=destinations, accept=check, first_fit=True,
+                                  offering=self._offer())
         if result.node is None:
             if cache:
                 self._no_fit[shape] = result.reason
@@ -397,12 +426,30 @@ class Cycle:
             room[resource] = room.get(resource, 0) + quantity
         return result.node, ""
 
-    def _net_reserved(self, node: str) -> Room:
-        """Room promised on `node` less the room pods planned to leave it free."""
-        net = dict(self.reserved.get(node, {}))
-        for resource, quantity in self.released.get(node, {}).items():
-            net[resource] = net.get(resource, 0) - quantity
-        return net
+    def _every_by_room(self) -> tuple[str, ...]:
+        """Every node, roomiest first (`by_room`): where a deschedule strategy's pods may go."""
+        if self._all_by_room is None:
+            self.by_room(())
+        assert self._all_by_room is not None
+        return self._all_by_room
+
+    def _offer(self) -> Offering:
+        if self._offering is None:
+            self._offering = Offering(self.snapshot.nodes)
+        return self._offering
+
+    def _net_reserved(self, nodes: Collection[str], leaving: PodRecord | None) -> dict[str, Room]:
+        """Per node, the room promised there less the room pods planned to leave it free (and `leaving`)."""
+        out: dict[str, Room] = {}
+        for node in nodes:
+            net = out[node] = dict(self.reserved.get(node, {}))
+            gone = [self.released.get(node, {})]
+            if leaving is not None and leaving.node_name == node:
+                gone.append({PODS: 1, **leaving.requests})
+            for room in gone:
+                for resource, quantity in room.items():
+                    net[resource] = net.get(resource, 0) - quantity
+        return out
 
     def _unplace(self, pod: PodRecord, node: str) -> None:
         affinity, spread, zones = self._indexes()

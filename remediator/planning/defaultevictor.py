@@ -118,6 +118,20 @@ def _do_not_disrupt_reason(pod: PodRecord, snapshot: Snapshot) -> str | None:
     return None
 
 
+def _pvc_reason(pod: PodRecord, snapshot: Snapshot, args: EvictorArgs) -> str | None:
+    if not args.ignore_pvc_pods or not pod.has_pvc:
+        return None
+    if not args.protected_storage_classes:
+        return "uses a PVC (ignorePvcPods)"
+    for claim in pod.claims:
+        storage_class = snapshot.claim_classes.get(f"{pod.namespace}/{claim}", "")
+        if not storage_class:  # as descheduler: a class it cannot tell protects the pod
+            return f"PVC {claim}: storage class unknown (protectedStorageClasses)"
+        if storage_class in args.protected_storage_classes:
+            return f"PVC {claim} of protected storage class {storage_class}"
+    return None
+
+
 def _filter_reasons(pod: PodRecord, snapshot: Snapshot, args: EvictorArgs) -> list[str]:
     """Every descheduler Filter check after the evict override, in descheduler's order, plus safe-to-evict."""
     annotations = pod.annotations
@@ -131,7 +145,7 @@ def _filter_reasons(pod: PodRecord, snapshot: Snapshot, args: EvictorArgs) -> li
         "local storage (emptyDir/hostPath)" if pod.has_local_storage and not args.evict_local_storage_pods else None,
         ("DaemonSet pod" if not args.evict_daemonset_pods and any(o.kind == "DaemonSet" for o in pod.owners)
          else None),
-        "uses a PVC (ignorePvcPods)" if args.ignore_pvc_pods and pod.has_pvc else None,
+        _pvc_reason(pod, snapshot, args),
     ]
     reasons = [c for c in checks if c is not None]
     reasons.extend(_scope_reasons(pod, args))

@@ -52,3 +52,10 @@ class LimitState:
         owner = c.pod.controller
         if owner is not None:
             self.owner_last_eviction[owner.uid] = self.now
+
+    def refusal_together(self, first: PlannedEviction, second: PlannedEviction) -> str | None:
+        """Why `second` must wait once `first` is taken as well (two evictions that go together, or neither)."""
+        trial = LimitState(self.limits, self.now, dict(self.owner_last_eviction), self.taken, Counter(self.per_node),
+                           Counter(self.per_namespace))
+        trial.take(first)
+        return trial.refusal(second)

@@ -4,8 +4,8 @@ The translation works on YAML nodes, not values: each plugin's `args` and each D
 own node, moved under nodemedic's keys (`strategies[i].args`, `evictor`, `limits`, `eviction`). The ordinary loader
 then validates the result with every strategy's own reader, so an error names the user's file and line, and
 `nodemedic-remediator convert` writes exactly the policy that was validated. What this module itself checks is what
-only a DeschedulerPolicy has: profiles, extension points, and the fields nodemedic cannot honour (each an error
-saying why, never ignored).
+only a DeschedulerPolicy has: profiles, extension points, the deprecated `metricsCollector`, and the fields
+nodemedic cannot honour (each an error saying why, never ignored).
 
 Profiles run in descheduler's order: the deschedule plugins of every profile, then the balance plugins of every
 profile. nodemedic has one evictor for every strategy, so profiles must agree on the DefaultEvictor's arguments.
@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import yaml
 
+from remediator.policy.metrics import KUBERNETES_METRICS
 from remediator.policy.reader import Reader, Section
 from remediator.policy.strategies import strategy_kinds
 
@@ -36,18 +37,28 @@ _EVICTOR_KEYS = ("evictLocalStoragePods", "evictDaemonSetPods", "evictSystemCrit
                  "ignorePvcPods", "priorityThreshold", "labelSelector", "minReplicas", "minPodAge", "nodeFit")
 UNSUPPORTED = {
     "nodeSelector": "nodemedic considers every node; scope the pods with namespaces or labelSelector instead",
-    "metricsCollector": "nodemedic plans on requests, as kube-scheduler does (metricsUtilization is not built yet)",
-    "metricsProviders": "nodemedic plans on requests, as kube-scheduler does (metricsUtilization is not built yet)",
-    "prometheus": "nodemedic plans on requests, as kube-scheduler does (metricsUtilization is not built yet)",
+    "prometheus": "not a DeschedulerPolicy field of descheduler v0.36.0: give Prometheus as metricsProviders: "
+                  "[{source: Prometheus, prometheus: {url: ..., authToken: ...}}]",
     "namespaceLabelSelector": "not supported; list the namespaces in a plugin's namespaces.include/exclude",
     "noEvictionPolicy": "not supported: nodemedic never evicts a pod annotated descheduler.alpha.kubernetes.io/"
                         "prefer-no-eviction last, but still may; remove the field",
-    "podProtections": "not supported; use the evictLocalStoragePods, evictDaemonSetPods, evictSystemCriticalPods, "
-                      "evictFailedBarePods and ignorePvcPods arguments",
     "ignorePodsWithoutPDB": "not supported: nodemedic may evict a pod no PodDisruptionBudget covers",
 }
 
+# podProtections (descheduler's replacement of the evict*/ignore* flags): each protection nodemedic has, as the
+# DefaultEvictor argument that turns it off (defaultDisabled) or on (extraEnabled).
+_DEFAULT_PROTECTIONS = {"PodsWithLocalStorage": "evictLocalStoragePods", "DaemonSetPods": "evictDaemonSetPods",
+                        "SystemCriticalPods": "evictSystemCriticalPods", "FailedBarePods": "evictFailedBarePods"}
+_EXTRA_PROTECTIONS = {"PodsWithPVC": "ignorePvcPods", "PodsWithoutPDB": None, "PodsWithResourceClaims": None}
+_PROTECTION_UNSUPPORTED = {
+    "PodsWithoutPDB": UNSUPPORTED["ignorePodsWithoutPDB"],
+    "PodsWithResourceClaims": "not supported: nodemedic's cache keeps no resource claims of pods",
+}
+_DEPRECATED_FLAGS = ("evictLocalStoragePods", "evictDaemonSetPods", "evictSystemCriticalPods", "evictFailedBarePods",
+                     "ignorePvcPods", "ignorePodsWithoutPDB")
+
 _STR, _MAP, _SEQ = "tag:yaml.org,2002:str", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
+_BOOL = "tag:yaml.org,2002:bool"
 Pairs = list[tuple[yaml.Node, yaml.Node]]
 
 
@@ -95,10 +106,38 @@ def translate(r: Reader, root: yaml.Node, *, nodemedic_api: str, nodemedic_kind:
     limits = [(top.key_nodes[k], top.values[k]) for k in _LIMIT_KEYS if k in top.values]
     if limits:
         pairs.append((scalar("limits", root), mapping(limits, root)))
+    providers = _metrics_providers(r, top)
+    if providers is not None:
+        pairs.append(providers)
     if "gracePeriodSeconds" in top.values:
         pairs.append((scalar("eviction", root),
                       mapping([(top.key_nodes["gracePeriodSeconds"], top.values["gracePeriodSeconds"])], root)))
     return mapping(pairs, root)
+
+
+def _metrics_providers(r: Reader, top: Section) -> tuple[yaml.Node, yaml.Node] | None:
+    """`metricsProviders` as it is, and the deprecated `metricsCollector.enabled: true` as one more
+    `{source: KubernetesMetrics}` entry in it (nodemedic's policy has only `metricsProviders`)."""
+    collector = r.section(top, "metricsCollector", ("enabled",))
+    enabled = r.flag(collector, "enabled", False)
+    given = top.values.get("metricsProviders")
+    items = list(given.value) if isinstance(given, yaml.SequenceNode) else []
+    if enabled:
+        listed = [i for i in items if isinstance(i, yaml.MappingNode) and any(
+            isinstance(k, yaml.ScalarNode) and k.value == "source" and isinstance(v, yaml.ScalarNode)
+            and v.value == KUBERNETES_METRICS for k, v in i.value)]
+        if listed:
+            r.error(collector.values["enabled"], collector.at("enabled"),
+                    f"not together with metricsProviders' source {KUBERNETES_METRICS} (descheduler refuses both)")
+        else:
+            like = collector.values["enabled"]
+            items.append(mapping([(scalar("source", like), scalar(KUBERNETES_METRICS, like))], like))
+    if given is not None and not isinstance(given, yaml.SequenceNode):
+        return top.key_nodes["metricsProviders"], given  # not a list: the loader says so, at its line
+    if not items:
+        return None
+    key = top.key_nodes.get("metricsProviders") or top.key_nodes["metricsCollector"]
+    return scalar("metricsProviders", key), sequence(items, given if given is not None else key)
 
 
 def _profiles(r: Reader, top: Section) -> tuple[Pairs, list[yaml.Node], list[yaml.Node]]:
@@ -153,7 +192,12 @@ def _default_evictor(r: Reader, config: Section | None) -> tuple[Pairs, object]:
     args = r.section(config, "args", None)
     pairs: Pairs = []
     for key, value in args.values.items():
-        if key in UNSUPPORTED:
+        if key == "podProtections":
+            flags = [k for k in _DEPRECATED_FLAGS if k in args.values]
+            if flags:  # descheduler's own validation refuses the mix
+                r.error(args.key_nodes[key], args.at(key), f"cannot be used with the deprecated {', '.join(flags)}")
+            pairs.extend(_protections(r, args))
+        elif key in UNSUPPORTED:
             r.error(args.key_nodes[key], args.at(key), f"cannot be honoured: {UNSUPPORTED[key]}")
         elif key not in _EVICTOR_KEYS:
             r.error(args.key_nodes[key], args.at(key), f"unknown DefaultEvictor argument; valid: "
@@ -161,6 +205,40 @@ def _default_evictor(r: Reader, config: Section | None) -> tuple[Pairs, object]:
         else:
             pairs.append((args.key_nodes[key], value))
     return pairs, {k.value: r.loader.construct_object(v, deep=True) for k, v in pairs}
+
+
+def _protections(r: Reader, args: Section) -> Pairs:
+    """podProtections as the equivalent DefaultEvictor flags (`true` nodes at the protection's own line), and
+    PodsWithPVC's storage classes as `protectedStorageClasses`."""
+    m = r.section(args, "podProtections", ("defaultDisabled", "extraEnabled", "config"))
+    pairs: Pairs = []
+    for key, known in (("defaultDisabled", _DEFAULT_PROTECTIONS), ("extraEnabled", _EXTRA_PROTECTIONS)):
+        seen: set[str] = set()
+        for node, path in r.sequence(m, key) or []:
+            name = r.value(node, path)
+            if not isinstance(name, str) or name not in known:
+                r.error(node, path, f"must be one of {', '.join(known)}, got {name!r}")
+            elif name in seen:
+                r.error(node, path, f"{name} is listed twice")
+            elif (flag := known[name]) is None:
+                r.error(node, path, f"cannot be honoured: {_PROTECTION_UNSUPPORTED[name]}")
+            else:
+                seen.add(name)
+                pairs.append((scalar(flag, node), yaml.ScalarNode(_BOOL, "true", node.start_mark, node.end_mark)))
+    config = r.section(m, "config", ("PodsWithPVC",))
+    pvc = r.section(config, "PodsWithPVC", ("protectedStorageClasses",))
+    names: list[yaml.Node] = []
+    for node, path in r.sequence(pvc, "protectedStorageClasses") or []:
+        item = r.mapping(node, path, ("name",))
+        if r.text(item, "name", required=True):
+            names.append(item.values["name"])
+    if names:
+        if not any(k.value == "ignorePvcPods" for k, _ in pairs):  # descheduler would ignore them: say so
+            r.error(pvc.where(), pvc.path, "applies only with PodsWithPVC in extraEnabled")
+        at = pvc.key_nodes["protectedStorageClasses"]
+        pairs.append((scalar("protectedStorageClasses", at), yaml.SequenceNode(_SEQ, names, at.start_mark,
+                                                                               at.end_mark)))
+    return pairs
 
 
 def _extension_points(r: Reader, profile: Section) -> dict[str, list[tuple[yaml.Node, str, str]]]:

@@ -12,7 +12,7 @@ from remediator.policy.syntax import DNS_SUBDOMAIN
 
 _EVICTOR_KEYS = ("evictLocalStoragePods", "evictDaemonSetPods", "evictSystemCriticalPods", "evictFailedBarePods",
                  "ignorePvcPods", "priorityThreshold", "labelSelector", "namespaces", "minReplicas", "minPodAge",
-                 "nodeFit", "honorSafeToEvict")
+                 "nodeFit", "honorSafeToEvict", "protectedStorageClasses")
 _INT32 = (-(2**31), 2**31 - 1)
 
 
@@ -25,6 +25,9 @@ class EvictorArgs:
     evict_system_critical_pods: bool = False
     evict_failed_bare_pods: bool = False
     ignore_pvc_pods: bool = False
+    # With ignorePvcPods: protect only pods with a PVC of one of these storage classes (descheduler's
+    # podProtections.config.PodsWithPVC.protectedStorageClasses); empty: every pod with a PVC.
+    protected_storage_classes: tuple[str, ...] = ()
     priority_threshold: int | None = None  # value; None = system-critical (2e9) as in descheduler
     priority_threshold_name: str = ""  # a PriorityClass name, resolved each cycle from the watched PriorityClasses
     label_selector: LabelSelector | None = None
@@ -46,12 +49,18 @@ def read_evictor(r: Reader, top: Section) -> EvictorArgs:
                             f"invalid PriorityClass name {s!r}: must be a lowercase DNS subdomain")
     if "value" in p.values and "name" in p.values:
         r.error(p.where(), p.path, "value and name are mutually exclusive; give one of them")
+    ignore_pvc_pods = r.flag(m, "ignorePvcPods", d.ignore_pvc_pods)
+    classes = r.strings(m, "protectedStorageClasses", lambda s: None if s else "must not be empty") or ()
+    if classes and not ignore_pvc_pods:
+        r.error(m.values["protectedStorageClasses"], m.at("protectedStorageClasses"),
+                "needs ignorePvcPods: true (it narrows which pods with a PVC are protected)")
     return EvictorArgs(
         evict_local_storage_pods=r.flag(m, "evictLocalStoragePods", d.evict_local_storage_pods),
         evict_daemonset_pods=r.flag(m, "evictDaemonSetPods", d.evict_daemonset_pods),
         evict_system_critical_pods=r.flag(m, "evictSystemCriticalPods", d.evict_system_critical_pods),
         evict_failed_bare_pods=r.flag(m, "evictFailedBarePods", d.evict_failed_bare_pods),
-        ignore_pvc_pods=r.flag(m, "ignorePvcPods", d.ignore_pvc_pods),
+        ignore_pvc_pods=ignore_pvc_pods,
+        protected_storage_classes=classes,
         priority_threshold=threshold,
         priority_threshold_name=threshold_name,
         label_selector=read_label_selector(r, m),

@@ -2,8 +2,8 @@
 
 This module only parses the file and dispatches: each top-level section is read by the module that defines it
 (`rules.py`, `evictor.py`, `strategies.py` -> each strategy's `args.py`, `limits.py`, `eviction.py`, `safety.py`,
-`notifications.py`, `autoscaler.py`, `window.py`), through one `reader.Reader` that records every error, so one
-`validate` run lists them all."""
+`notifications.py`, `autoscaler.py`, `window.py`, `metrics.py`), through one `reader.Reader` that records every error,
+so one `validate` run lists them all."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from remediator.policy.autoscaler import read_autoscaler
 from remediator.policy.eviction import read_eviction
 from remediator.policy.evictor import read_evictor
 from remediator.policy.limits import read_limits
+from remediator.policy.metrics import check_sources, read_metrics_providers
 from remediator.policy.model import Policy
 from remediator.policy.notifications import read_notifications
 from remediator.policy.reader import DOCUMENT, Reader, is_null
@@ -30,7 +31,7 @@ API_VERSION = "nodemedic.io/v1alpha1"
 DESCHEDULER_VERSIONS = (descheduler.V1ALPHA2, descheduler_v1alpha1.V1ALPHA1)
 KIND = "RemediationPolicy"
 _TOP_KEYS = ("apiVersion", "kind", "rules", "evictor", "strategies", "limits", "eviction", "safety", "notifications",
-             "autoscaler", "maintenanceWindow")
+             "autoscaler", "maintenanceWindow", "metricsProviders")
 
 
 class PolicyError(Exception):
@@ -113,10 +114,13 @@ def _document(r: Reader, documents: list[yaml.Node]) -> tuple[Policy, yaml.Node]
             also = f" (or {', '.join(DESCHEDULER_VERSIONS)} for a DeschedulerPolicy)" if key == "apiVersion" else ""
             r.error(top.values[key], key, f"must be {expected}{also}, got {got!r}")
     strategies = read_strategies(r, top)
+    providers = read_metrics_providers(r, top)
+    check_sources(r, top, [(s.name, s.args) for s in strategies], providers)
     policy = Policy(rules=read_rules(r, top), evictor=read_evictor(r, top), strategies=strategies,
                     limits=read_limits(r, top), eviction=read_eviction(r, top), safety=read_safety(r, top),
                     notifications=read_notifications(r, top),
-                    autoscaler=read_autoscaler(r, top, [s.name for s in strategies]), window=read_window(r, top))
+                    autoscaler=read_autoscaler(r, top, [s.name for s in strategies]), window=read_window(r, top),
+                    metrics=providers)
     if r.errors:
         raise PolicyError([message for _, message in sorted(r.errors, key=lambda e: e[0])])
     return policy, root

@@ -13,6 +13,7 @@ from remediator.policy.autoscaler import AutoscalerSettings
 from remediator.policy.eviction import EvictionSettings
 from remediator.policy.evictor import EvictorArgs
 from remediator.policy.limits import Limits
+from remediator.policy.metrics import MetricsProviders
 from remediator.policy.notifications import Notifications
 from remediator.policy.rules import TaintRule
 from remediator.policy.safety import Safety
@@ -40,3 +41,4 @@ class Policy:
     notifications: Notifications = Notifications()
     autoscaler: AutoscalerSettings = AutoscalerSettings()
     window: MaintenanceWindow = MaintenanceWindow()
+    metrics: MetricsProviders = field(default_factory=MetricsProviders)  # `metricsProviders`: measured usage

@@ -15,6 +15,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from remediator.model import TERMINAL_PHASES, Effect, NodeRecord, PodRecord, Snapshot, Taint
+from remediator.scheduling.offering import Offering
 from remediator.scheduling.podaffinity import PodAffinityIndex
 from remediator.scheduling.selectors import pod_fits_node_selection
 from remediator.scheduling.tolerations import tolerated
@@ -37,13 +38,12 @@ def pod_request_summary(pods: Iterable[PodRecord]) -> dict[str, int]:
     """Summed requests of the non-terminal pods, plus "pods": how many there are (terminal pods hold nothing)."""
     total: dict[str, int] = {}
     get = total.get
-    count = 0
-    for pod in pods:  # runs over every pod of the cluster once per cycle: kept tight
-        if pod.phase not in TERMINAL_PHASES:
-            count += 1
-            for resource, quantity in pod.requests.items():
-                total[resource] = get(resource, 0) + quantity
-    total[PODS] = count
+    # Runs over every pod of the cluster once per cycle: kept tight (the phase test in a comprehension).
+    live = [pod.requests for pod in pods if pod.phase not in TERMINAL_PHASES]
+    for requests in live:
+        for resource, quantity in requests.items():
+            total[resource] = get(resource, 0) + quantity
+    total[PODS] = len(live)
     return total
 
 
@@ -102,7 +102,7 @@ def find_destination(pod: PodRecord, snapshot: Snapshot, *, exclude: Collection[
                      pod_affinity: PodAffinityIndex | None = None, spread: SpreadIndex | None = None,
                      nodes: Iterable[str] | None = None, first_fit: bool = False,
                      accept: Callable[[PodRecord, NodeRecord, Mapping[str, int]], str | None] | None = None,
-                     ) -> FitResult:
+                     offering: Offering | None = None) -> FitResult:
     """The node `pod` would fit on, other than its own and those in `exclude`, or why there is none.
 
     `exclude`: node names that must not receive the pod (pass a set: it is probed once per node).
@@ -116,6 +116,8 @@ def find_destination(pod: PodRecord, snapshot: Snapshot, *, exclude: Collection[
     searching them all: a planner placing hundreds of pods on thousands of nodes scans only until a fit.
     `accept`: a strategy's own last check, given the node's requests after the pod would arrive (e.g. "stays
     under its target"); it runs after every other check passed.
+    `offering`: the cycle's index of the nodes offering the resources only some nodes have; a pod asking for one
+    is checked on those nodes only, the others counted as lacking it (their other reasons untold).
     Among fitting nodes the one with the most free CPU after placement wins, ties broken by name, so the
     same snapshot always gives the same answer.
     """
@@ -123,11 +125,10 @@ def find_destination(pod: PodRecord, snapshot: Snapshot, *, exclude: Collection[
     reserved = reserved or {}
     # A zero request needs nothing, even of a resource the node does not list (as the scheduler skips them).
     wanted = {resource: quantity for resource, quantity in pod.requests.items() if quantity > 0}
-    rejections: Counter[str] = Counter()
     best: tuple[int, str] | None = None  # (-free cpu after placement, name): the smallest wins
     fitting = 0
-    considered = snapshot.nodes.keys() if nodes is None else nodes
-    total = 0
+    considered, rejections = _candidates(pod, snapshot.nodes.keys() if nodes is None else nodes, offering)
+    total = sum(rejections.values())
     for name in considered:
         node = snapshot.nodes.get(name)
         if node is None:
@@ -166,6 +167,15 @@ def find_destination(pod: PodRecord, snapshot: Snapshot, *, exclude: Collection[
         return FitResult(node=best[1], reason=f"{fitting}/{total} nodes fit")
     summary = ", ".join(f"{count} {why}" for why, count in sorted(rejections.items(), key=lambda kv: (-kv[1], kv[0])))
     return FitResult(node=None, reason=f"0/{total} nodes fit: {summary or 'no nodes'}")
+
+
+def _candidates(pod: PodRecord, nodes: Iterable[str], offering: Offering | None) -> tuple[Iterable[str], Counter[str]]:
+    """The nodes to look at closely, and the rejections of the others (those lacking a resource the pod asks for)."""
+    scarce = offering.wanted(pod) if offering is not None else ()
+    if offering is None or not scarce:
+        return nodes, Counter()
+    offered, lacking = offering.split(nodes, scarce)
+    return offered, Counter(lacking)
 
 
 def new_node_reason(pod: PodRecord, source: NodeRecord, snapshot: Snapshot, *, drop_taints: Collection[str],

@@ -71,7 +71,11 @@ class PodAffinityIndex:
     def _domain(self, key: str, value: str) -> list[PodRecord]:
         if key not in self._domains:
             by_value: dict[str, list[PodRecord]] = {}
-            for p, node in self._pods():
+            for node, pods in self._by_node.items():  # a node's pods share its value: looked up once per node
+                v = self._value(node, key)
+                if v is not None:
+                    by_value.setdefault(v, []).extend(p for p in pods if p.phase not in TERMINAL_PHASES)
+            for p, node in self._arrivals:
                 v = self._value(node, key)
                 if v is not None:
                     by_value.setdefault(v, []).append(p)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from remediator.model import TERMINAL_PHASES, Effect, LabelSelector, NodeRecord, PodRecord, Snapshot, SpreadConstraint
+from remediator.model import Effect, LabelSelector, NodeRecord, PodRecord, Snapshot, SpreadConstraint
 from remediator.scheduling.selectors import matches_labels, pod_fits_node_selection
 from remediator.scheduling.tolerations import untolerated
 
@@ -36,23 +36,27 @@ def _eligible(pod: PodRecord, node: NodeRecord, keys: set[str], c: SpreadConstra
 class _Tally:
     """Pods matching one selector in one namespace, per domain of one set of eligible nodes (the mover too), and
     how many domains hold each count: skews are then read from a few distinct counts instead of every domain
-    (a hostname constraint has as many domains as nodes)."""
+    (a hostname constraint has as many domains as nodes). Sparse: a domain holding no matching pod need not be in
+    `counts`, so building one costs the workload's pods, not the cluster's nodes."""
 
     namespace: str
     selector: LabelSelector
     domain_of: dict[str, str]  # eligible node -> its domain
-    counts: dict[str, int]
+    domains: frozenset[str]  # every eligible domain
+    counts: dict[str, int]  # domain -> matching pods; absent: 0
     hist: Counter[int]  # count -> domains holding it
 
     @classmethod
-    def of(cls, namespace: str, selector: LabelSelector, domain_of: dict[str, str],
+    def of(cls, namespace: str, selector: LabelSelector, domain_of: dict[str, str], domains: frozenset[str],
            counts: dict[str, int]) -> _Tally:
-        return cls(namespace, selector, domain_of, counts, Counter(counts.values()))
+        hist = Counter(counts.values())
+        hist[0] += len(domains) - len(counts)
+        return cls(namespace, selector, domain_of, domains, counts, hist)
 
     def move(self, old: str | None, new: str | None) -> None:
         for domain, step in ((old, -1), (new, 1)):
             if domain is not None:
-                n = self.counts[domain]
+                n = self.counts.get(domain, 0)
                 self.hist[n] -= 1
                 self.hist[n + step] += 1
                 self.counts[domain] = n + step
@@ -65,7 +69,7 @@ class _Tally:
         for domain, step in ((minus, -1), (plus, 1)):
             if domain is None:
                 continue
-            n = adjusted.get(domain, self.counts[domain])
+            n = adjusted.get(domain, self.counts.get(domain, 0))
             virtual[n] = virtual.get(n, 0) - 1
             virtual[n + step] = virtual.get(n + step, 0) + 1
             adjusted[domain] = n + step
@@ -81,13 +85,11 @@ class SpreadIndex:
 
     def __init__(self, snapshot: Snapshot) -> None:
         self._snapshot, self._nodes = snapshot, snapshot.nodes
-        self._pods: dict[str, list[PodRecord]] | None = None  # by namespace, collected on the first check
-        # (namespace, label key) -> label value -> live pods, built the first time a selector asks for the key
-        self._labelled: dict[tuple[str, str], dict[str, list[PodRecord]]] = {}
         self._moved: dict[str, str] = {}  # pod uid -> destination
         self._tallies: dict[tuple[object, ...], _Tally] = {}
         self._by_namespace: dict[str, list[_Tally]] = {}
-        self._domains: dict[tuple[object, ...], dict[str, str]] = {}  # eligible node -> domain, per shape
+        # per shape: eligible node -> domain, and the domains
+        self._domains: dict[tuple[object, ...], tuple[dict[str, str], frozenset[str]]] = {}
 
     def add(self, pod: PodRecord, node: str) -> None:
         self._shift(pod, self._moved.get(pod.uid, pod.node_name), node)
@@ -109,40 +111,28 @@ class SpreadIndex:
         """Matching pods per eligible domain (the pod itself counted where it is, or where it is planned to go).
         Eligible nodes carry every topology key of `constraints` (the pod's hard ones, or its soft ones, as the
         scheduler's filter and its score each count them)."""
-        shape, domain_of = self._eligible_domains(pod, c, constraints)
+        shape, domain_of, domains = self._eligible_domains(pod, c, constraints)
         tally = self._tallies.get((pod.namespace, selector, shape))
         if tally is None:
-            counts = dict.fromkeys(domain_of.values(), 0)
+            counts: dict[str, int] = {}
             for p in self._selectable(pod.namespace, selector):
                 if matches_labels(selector, p.labels):
                     value = domain_of.get(self._moved.get(p.uid, p.node_name))
                     if value is not None:
-                        counts[value] += 1
+                        counts[value] = counts.get(value, 0) + 1
             tally = self._tallies[(pod.namespace, selector, shape)] = _Tally.of(pod.namespace, selector, domain_of,
-                                                                                counts)
+                                                                                domains, counts)
             self._by_namespace.setdefault(pod.namespace, []).append(tally)
         return tally
 
     def _selectable(self, namespace: str, selector: LabelSelector) -> list[PodRecord]:
         """The live pods of `namespace` (a constraint only ever counts pods of its own) that carry the selector's
         first matchLabels pair, if it has one: a namespace holds many workloads, a selector picks one."""
-        if self._pods is None:
-            self._pods = {}
-            for pods in self._snapshot.pods_by_node.values():
-                for p in pods:
-                    if p.phase not in TERMINAL_PHASES and not p.terminating:
-                        self._pods.setdefault(p.namespace, []).append(p)
-        pods = self._pods.get(namespace, [])
+        live = self._snapshot.live()
         if not selector.match_labels:
-            return pods
+            return live.in_namespace(namespace)
         key, value = selector.match_labels[0]
-        index = self._labelled.get((namespace, key))
-        if index is None:
-            index = self._labelled[(namespace, key)] = {}
-            for p in pods:
-                if (v := p.labels.get(key)) is not None:
-                    index.setdefault(v, []).append(p)
-        return index.get(value, [])
+        return live.labelled(namespace, key, value)
 
     def _here(self, pod: PodRecord, tally: _Tally) -> str | None:
         """The domain the pod counts in now (where it is, or where the plan sends it), if it counts at all."""
@@ -162,7 +152,7 @@ class SpreadIndex:
             here = self._here(pod, tally)
             # The scheduler's arithmetic, with the moving pod taken out of where it counts now.
             _, fewest = tally.extremes(minus=here)
-            if len(tally.counts) < c.min_domains:
+            if len(tally.domains) < c.min_domains:
                 fewest = 0
             in_value = tally.counts.get(value, 0) - (1 if here == value else 0)
             itself = 1 if matches_labels(c.selector, pod.labels) else 0
@@ -185,24 +175,26 @@ class SpreadIndex:
             src = self._here(pod, tally)
             if src == dst:
                 continue
-            before = _skew(tally.extremes(), len(tally.counts), c)
-            after = _skew(tally.extremes(minus=src, plus=dst if dst in tally.counts else None), len(tally.counts), c)
+            before = _skew(tally.extremes(), len(tally.domains), c)
+            after = _skew(tally.extremes(minus=src, plus=dst if dst in tally.domains else None), len(tally.domains), c)
             if after > max(before, c.max_skew):
                 return "topology spread (ScheduleAnyway) made worse"
         return None
 
-    def _eligible_domains(self, pod: PodRecord, c: SpreadConstraint,
-                          constraints: tuple[SpreadConstraint, ...]) -> tuple[tuple[object, ...], dict[str, str]]:
-        """(shape, eligible node -> domain). Which nodes are eligible depends only on the constraint and the pod's
-        node selection and tolerations, which the replicas of one workload share: computed once per shape."""
+    def _eligible_domains(self, pod: PodRecord, c: SpreadConstraint, constraints: tuple[SpreadConstraint, ...],
+                          ) -> tuple[tuple[object, ...], dict[str, str], frozenset[str]]:
+        """(shape, eligible node -> domain, the domains). Which nodes are eligible depends only on the constraint and
+        the pod's node selection and tolerations, which the replicas of one workload share: computed once per
+        shape."""
         keys = {k.topology_key for k in constraints}
         shape = (c.topology_key, c.honor_node_affinity, c.honor_node_taints, frozenset(keys),
                  tuple(sorted(pod.node_selector.items())), pod.required_node_affinity, pod.tolerations)
-        domain_of = self._domains.get(shape)
-        if domain_of is None:
-            domain_of = self._domains[shape] = {name: n.labels[c.topology_key] for name, n in self._nodes.items()
-                                                if _eligible(pod, n, keys, c)}
-        return shape, domain_of
+        found = self._domains.get(shape)
+        if found is None:
+            domain_of = {name: n.labels[c.topology_key] for name, n in self._nodes.items()
+                         if _eligible(pod, n, keys, c)}
+            found = self._domains[shape] = (domain_of, frozenset(domain_of.values()))
+        return shape, *found
 
 
 def _skew(extremes: tuple[int, int], domains: int, c: SpreadConstraint) -> int:

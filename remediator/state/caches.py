@@ -82,6 +82,7 @@ class ClusterCache:
         self.pending: dict[str, PodRecord] = {}  # pods without a node yet
         self.pdbs: dict[str, PdbRecord] = {}
         self.priority_classes: dict[str, int] = {}  # for evictor.priorityThreshold.name
+        self.claim_classes: dict[str, str] = {}  # PVC "ns/name" -> storage class, for evictor.protectedStorageClasses
         self.raw_nodes: dict[str, dict[str, Any]] = {}  # annotations/taints the taint writer patches from
         self.changed = asyncio.Event()
         self.informers = [
@@ -91,6 +92,8 @@ class ClusterCache:
                      log=log),
             Informer(kube, "/apis/scheduling.k8s.io/v1/priorityclasses", reset=self._reset_priority_classes,
                      apply=self._apply_priority_class, log=log),
+            Informer(kube, "/api/v1/persistentvolumeclaims", reset=self._reset_claims, apply=self._apply_claim,
+                     log=log),
         ]
 
     async def run(self) -> None:
@@ -187,6 +190,20 @@ class ClusterCache:
             self.priority_classes[rec[0]] = rec[1]
         self.changed.set()
 
+    # --- PersistentVolumeClaims: only their storage class -------------------------------------------
+    def _reset_claims(self, items: list[dict[str, Any]]) -> None:
+        self.claim_classes.clear()
+        for obj in items:
+            self._apply_claim("ADDED", obj)
+
+    def _apply_claim(self, kind: str, obj: dict[str, Any]) -> None:
+        key, storage_class = records.claim_class(obj)
+        if kind == "DELETED":
+            self.claim_classes.pop(key, None)
+        else:
+            self.claim_classes[key] = storage_class
+        self.changed.set()
+
     def snapshot(self, now: dt.datetime) -> Snapshot:
         return Snapshot(
             now=now,
@@ -195,6 +212,7 @@ class ClusterCache:
             pods_by_owner={o: list(p.values()) for o, p in self.pods_by_owner.items()},
             pdbs=list(self.pdbs.values()),
             priority_classes=dict(self.priority_classes),
+            claim_classes=dict(self.claim_classes),
             pending=list(self.pending.values()),
         )
 
@@ -213,15 +231,17 @@ def _stamp_observed(rec: NodeRecord, previous: NodeRecord | None, now: dt.dateti
 
 
 def snapshot_from_list(doc: dict[str, Any], now: dt.datetime) -> Snapshot:
-    """A Snapshot from `kubectl get nodes,pods,pdb,priorityclasses -A -o json` output (a `kind: List`)."""
+    """A Snapshot from `kubectl get nodes,pods,pdb,priorityclasses,pvc -A -o json` output (a `kind: List`).
+    ValueError when `doc` is not such a list; an item that is not an object is skipped, like any odd data."""
     nodes: dict[str, NodeRecord] = {}
     by_node: dict[str, list[PodRecord]] = {}
     by_owner: dict[str, list[PodRecord]] = {}
     pdbs: list[PdbRecord] = []
     priority_classes: dict[str, int] = {}
+    claim_classes: dict[str, str] = {}
     pending: list[PodRecord] = []
-    for obj in doc.get("items") or []:
-        kind = obj.get("kind")
+    for obj in _list_items(doc):
+        kind = obj.get("kind") if isinstance(obj, dict) else None
         if kind == "Node":
             n = records.node(obj)
             nodes[n.name] = n
@@ -237,5 +257,18 @@ def snapshot_from_list(doc: dict[str, Any], now: dt.datetime) -> Snapshot:
             pdbs.append(records.pdb(obj))
         elif kind == "PriorityClass" and (rec := records.priority_class(obj)) is not None:
             priority_classes[rec[0]] = rec[1]
+        elif kind == "PersistentVolumeClaim":
+            key, storage_class = records.claim_class(obj)
+            claim_classes[key] = storage_class
     return Snapshot(now=now, nodes=nodes, pods_by_node=by_node, pods_by_owner=by_owner, pdbs=pdbs,
-                    priority_classes=priority_classes, pending=pending)
+                    priority_classes=priority_classes, claim_classes=claim_classes, pending=pending)
+
+
+def _list_items(doc: object) -> list[Any]:
+    """The items of a `kind: List` document (a file the user gives `plan`: any JSON); ValueError naming the shape."""
+    if not isinstance(doc, dict):
+        raise ValueError(f"expected a JSON object with `items` (kubectl's `kind: List`), not a {type(doc).__name__}")
+    items = doc.get("items")
+    if not isinstance(items, list | None):
+        raise ValueError(f"`items` must be a list, not {type(items).__name__}")
+    return items or []

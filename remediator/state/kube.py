@@ -176,5 +176,6 @@ def _verb(method: str, path: str, params: dict[str, str] | None) -> str:
         return method
     # A GET of a collection is a LIST: "no LIST in steady state" is checked on this label.
     last = path.rstrip("/").rsplit("/", 1)[-1]
-    collections = {"nodes", "pods", "poddisruptionbudgets", "priorityclasses", "events", "leases", "namespaces"}
+    collections = {"nodes", "pods", "poddisruptionbudgets", "priorityclasses", "persistentvolumeclaims", "events",
+                   "leases", "namespaces"}
     return "LIST" if last in collections else "GET"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, DecimalException
 
 _SUFFIX = {
     "": Decimal(1),
@@ -21,17 +21,28 @@ _SUFFIX = {
 _QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$")
 
 
+# Kubernetes keeps a quantity in an int64 of its smallest unit; anything bigger is refused there ("quantity too
+# large"), and here it would make an integer of any size (1e999999999) or none at all (inf, nan).
+_LARGEST = Decimal(2**63)
+
+
 def parse_quantity(value: str | int | float) -> Decimal:
     """A quantity in base units; ValueError on anything Kubernetes would not accept."""
-    if isinstance(value, int | float):
-        return Decimal(str(value))
-    m = _QUANTITY.match(value.strip())
-    if not m or m.group(2) not in _SUFFIX:
+    if isinstance(value, bool):
         raise ValueError(f"not a quantity: {value!r}")
     try:
-        return Decimal(m.group(1)) * _SUFFIX[m.group(2)]
-    except InvalidOperation as e:
+        if isinstance(value, int | float):
+            q = Decimal(str(value))
+        else:
+            m = _QUANTITY.match(value.strip())
+            if not m or m.group(2) not in _SUFFIX:
+                raise ValueError(f"not a quantity: {value!r}")
+            q = Decimal(m.group(1)) * _SUFFIX[m.group(2)]
+    except DecimalException as e:  # InvalidOperation, Overflow (1e999999999 times a suffix)
         raise ValueError(f"not a quantity: {value!r}") from e
+    if not q.is_finite() or abs(q) >= _LARGEST:
+        raise ValueError(f"not a quantity Kubernetes accepts: {value!r}")
+    return q
 
 
 def to_int(resource: str, value: str | int | float) -> int:

@@ -7,6 +7,7 @@ yields a default, never an exception, so one odd object cannot stop a remediatio
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from typing import Any
 
 from remediator.model import (
@@ -20,6 +21,7 @@ from remediator.model import (
     OwnerRef,
     PdbRecord,
     PodAffinityTerm,
+    PodCondition,
     PodRecord,
     PreferredNodeTerm,
     SelectorRequirement,
@@ -220,6 +222,32 @@ def container_statuses(raw: Any) -> ContainerStatuses:
     return ContainerStatuses(restarts, tuple(waiting), tuple(terminated), tuple(codes))
 
 
+# Interning tables: equal values of different pods become one object. Most running pods have the same five
+# conditions a few seconds after their creation: in bench-plan's cluster 135,000 pods hold 4,544 distinct lists
+# (most of them of the 3 % that restarted) and 9,091 condition objects instead of 675,000. Bounded: a rare value
+# only costs its own copy.
+@functools.lru_cache(maxsize=4096)
+def _shared_condition(c: PodCondition) -> PodCondition:
+    return c
+
+
+@functools.lru_cache(maxsize=4096)
+def _shared_conditions(cs: tuple[PodCondition, ...]) -> tuple[PodCondition, ...]:
+    return cs
+
+
+def pod_conditions(raw: Any, created: dt.datetime | None) -> tuple[PodCondition, ...]:
+    """status.conditions, each transition time as seconds after `created` (see PodCondition)."""
+    out = []
+    for c in map(_dict, _list(raw)):
+        since = parse_time(c.get("lastTransitionTime"))
+        after = None if since is None or created is None else int((since - created).total_seconds())
+        condition = PodCondition(type=str(c.get("type", "") or ""), status=str(c.get("status", "") or ""),
+                                 reason=str(c.get("reason", "") or ""), seconds_after_created=after)
+        out.append(_shared_condition(condition))
+    return _shared_conditions(tuple(out)) if out else ()
+
+
 def pod(obj: dict[str, Any]) -> PodRecord:
     meta, spec, status = _dict(obj.get("metadata")), _dict(obj.get("spec")), _dict(obj.get("status"))
     labels = _str_map(meta.get("labels"))
@@ -230,6 +258,7 @@ def pod(obj: dict[str, Any]) -> PodRecord:
     priority = spec.get("priority")
     scheduled = next((c for c in map(_dict, _list(status.get("conditions"))) if c.get("type") == "PodScheduled"), {})
     refused = scheduled.get("status") == "False" and scheduled.get("reason") == "Unschedulable"
+    created = parse_time(meta.get("creationTimestamp"))
     return PodRecord(
         namespace=str(meta.get("namespace", "")),
         name=str(meta.get("name", "")),
@@ -262,12 +291,16 @@ def pod(obj: dict[str, Any]) -> PodRecord:
         qos=str(status.get("qosClass") or _qos(list(map(_dict, _list(spec.get("containers")))))),
         has_local_storage=any("emptyDir" in v or "hostPath" in v for v in volumes),
         has_pvc=any("persistentVolumeClaim" in v or "ephemeral" in v for v in volumes),
+        claims=tuple(sorted(str(_dict(v["persistentVolumeClaim"]).get("claimName", "")) for v in volumes
+                            if "persistentVolumeClaim" in v)),
         terminating=meta.get("deletionTimestamp") is not None,
         start_time=parse_time(status.get("startTime")),
-        created=parse_time(meta.get("creationTimestamp")),
+        created=created,
         reason=str(status.get("reason", "") or ""),
         containers=container_statuses(status.get("containerStatuses")),
         init_containers=container_statuses(status.get("initContainerStatuses")),
+        ephemeral_containers=container_statuses(status.get("ephemeralContainerStatuses")),
+        conditions=pod_conditions(status.get("conditions"), created),
         unschedulable=str(scheduled.get("message") or "Unschedulable") if refused else "",
     )
 
@@ -278,6 +311,14 @@ def priority_class(obj: dict[str, Any]) -> tuple[str, int] | None:
     if not isinstance(name, str) or not name or not isinstance(value, int) or isinstance(value, bool):
         return None
     return name, value
+
+
+def claim_class(obj: dict[str, Any]) -> tuple[str, str]:
+    """("ns/name", storageClassName or "") of a PersistentVolumeClaim."""
+    meta = _dict(obj.get("metadata"))
+    storage_class = _dict(obj.get("spec")).get("storageClassName")
+    return (f"{meta.get('namespace', '')}/{meta.get('name', '')}",
+            storage_class if isinstance(storage_class, str) else "")
 
 
 def pdb(obj: dict[str, Any]) -> PdbRecord:

@@ -1,45 +1,43 @@
-"""The one explicit registry of strategies: name -> Strategy (strategy.py). No import-time registration.
+"""The one explicit registry of strategies: name -> Strategy (strategy.py). No import-time side effects.
 
 Each strategy is a folder here: `args.py` (its arguments, their defaults and their validation), `plan.py` (what
-it would evict), `__init__.py` (its `STRATEGY`). Adding one takes its folder, its import and its line in
-`REGISTERED` below.
+it would evict), `__init__.py` (its `STRATEGY`). Adding one takes its folder and its one line in `REGISTERED`.
 """
 
 from __future__ import annotations
 
-from remediator.strategies import (  # one line per strategy, and one in REGISTERED
-    balance_resource_mix,
-    high_node_utilization,
-    low_node_utilization,
-    make_room_for_pending_pods,
-    pod_life_time,
-    remove_duplicates,
-    remove_failed_pods,
-    remove_pods_having_too_many_restarts,
-    remove_pods_violating_inter_pod_anti_affinity,
-    remove_pods_violating_node_affinity,
-    remove_pods_violating_node_taints,
-    remove_pods_violating_topology_spread_constraint,
-)
+import importlib
+
 from remediator.strategies.strategy import KINDS, Strategy
 
 __all__ = ["KINDS", "STRATEGIES", "Strategy", "lookup"]
 
+# The strategy folders. Order is not theirs to set: the policy lists the strategies it runs, and the planner runs
+# every deschedule one before every balance one (KINDS), as descheduler does.
 REGISTERED = (
-    remove_pods_violating_node_taints.STRATEGY,
-    remove_pods_violating_node_affinity.STRATEGY,
-    remove_pods_violating_inter_pod_anti_affinity.STRATEGY,
-    remove_pods_having_too_many_restarts.STRATEGY,
-    pod_life_time.STRATEGY,
-    remove_failed_pods.STRATEGY,
-    low_node_utilization.STRATEGY,
-    high_node_utilization.STRATEGY,
-    make_room_for_pending_pods.STRATEGY,
-    balance_resource_mix.STRATEGY,
-    remove_duplicates.STRATEGY,
-    remove_pods_violating_topology_spread_constraint.STRATEGY,
+    "remove_pods_violating_node_taints",
+    "remove_pods_violating_node_affinity",
+    "remove_pods_violating_inter_pod_anti_affinity",
+    "remove_pods_having_too_many_restarts",
+    "pod_life_time",
+    "remove_failed_pods",
+    "low_node_utilization",
+    "high_node_utilization",
+    "make_room_for_pending_pods",
+    "balance_resource_mix",
+    "remove_duplicates",
+    "remove_pods_violating_topology_spread_constraint",
 )
-STRATEGIES: dict[str, Strategy] = {s.name: s for s in REGISTERED}
+
+
+def _load(folder: str) -> Strategy:
+    strategy = getattr(importlib.import_module(f"{__name__}.{folder}"), "STRATEGY", None)
+    if not isinstance(strategy, Strategy):
+        raise TypeError(f"{__name__}.{folder}.STRATEGY is missing or not a Strategy ({type(strategy).__name__})")
+    return strategy
+
+
+STRATEGIES: dict[str, Strategy] = {s.name: s for s in map(_load, REGISTERED)}
 
 
 def lookup(name: str) -> Strategy:

@@ -42,8 +42,8 @@ class LocalCluster:
 
 
 @contextlib.contextmanager
-def _started(name: str, node_count: int, *,
-             scheduler_config: Callable[[Path], str] | None = None) -> Iterator[LocalCluster]:
+def _started(name: str, node_count: int, *, scheduler_config: Callable[[Path], str] | None = None,
+             audit: bool = False) -> Iterator[LocalCluster]:
     """A control plane of our own: fails (never skips) when it is not built or cannot start; afterwards stops it
     and fails if any process it started is still running."""
     missing = build.missing()
@@ -61,7 +61,7 @@ def _started(name: str, node_count: int, *,
         config_path.parent.mkdir(parents=True, exist_ok=True)
         config_path.write_text(scheduler_config(owned.kubeconfig))
     try:
-        owned.up(node_count, scheduler_config=config_path, timeout=180)
+        owned.up(node_count, scheduler_config=config_path, audit=audit, timeout=180)
     except Exception as e:  # noqa: BLE001 - any start-up failure fails the tests with its message
         owned.down()
         pytest.fail(f"the local control plane failed to start: {e}", pytrace=False)
@@ -195,3 +195,12 @@ def namespace(request: pytest.FixtureRequest, core: client.CoreV1Api) -> Iterato
     wait_until(has_default_sa, timeout=30, what=f"ServiceAccount {name}/default")
     yield name
     core.delete_namespace(name)
+
+
+@pytest.fixture
+def figures(request: pytest.FixtureRequest, record_property: Callable[[str, object], None]) -> object:
+    """The chaos scenarios' figures (tests/e2e/chaos.py): printed at once, kept in the report."""
+    from tests.e2e.chaos import Figures  # noqa: PLC0415 - chaos.py builds on this module
+
+    scenario = request.node.module.__name__.rsplit(".", 1)[-1].removeprefix("test_chaos_")
+    return Figures(scenario, request.config, record_property)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import signal
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -44,12 +44,22 @@ def test_a_hung_task_line_sets_kernel_deadlock_and_survives_restarts_and_config_
         ready_before.status, ready_before.reason, ready_before.last_transition_time), "kwok's Ready was touched"
 
     a.stop(signal.SIGKILL)
+    last = condition(core, node, "KernelDeadlock").last_heartbeat_time  # the killed agent's last write
+    # Heartbeat times have whole seconds: start the new agent in a later second than the last write, so that a
+    # newer heartbeat proves the restarted agent wrote (its first write follows the seed at start-up).
+    wait_until(lambda: dt.datetime.now(dt.UTC) - last >= dt.timedelta(seconds=1), timeout=5,
+               what="a second to pass after the last write", interval=0.05)
     agents.append(a := start_agent(cluster.kubeconfig, node, root, config, tmp_path / "agent2.log"))
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:  # a restart must never flip it back to False
-        assert condition(core, node, "KernelDeadlock").status == "True"
-        time.sleep(0.2)
-    assert condition(core, node, "KernelDeadlock").last_transition_time == c.last_transition_time
+
+    def rewritten() -> client.V1NodeCondition | None:
+        if a.proc.poll() is not None:
+            pytest.fail(f"the restarted agent exited: {a.log.read_text()[-3000:]}")
+        now = condition(core, node, "KernelDeadlock")
+        return now if now.last_heartbeat_time > last else None
+
+    after = wait_until(rewritten, timeout=30, what="the restarted agent's first status write")
+    # A restart must never flip it back to False, nor move its transition time (the remediator's `for` timer).
+    assert (after.status, after.last_transition_time) == ("True", c.last_transition_time), after
 
     a.stop()
     write_config(config, ["readonly-monitor.json"])

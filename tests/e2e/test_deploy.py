@@ -230,6 +230,8 @@ MATRIX = [
     (REMEDIATOR, "patch", "/nodes", "", "kwok-node-0", True),
     (REMEDIATOR, "list", "/pods", "", "", True),
     (REMEDIATOR, "watch", "/pods", "", "", True),
+    (REMEDIATOR, "list", "/persistentvolumeclaims", "", "", True),
+    (REMEDIATOR, "watch", "/persistentvolumeclaims", "", "", True),
     (REMEDIATOR, "create", "/pods/eviction", "default", "web-1", True),
     (REMEDIATOR, "create", "/pods/eviction", "team-a", "db-0", True),
     (REMEDIATOR, "list", "policy/poddisruptionbudgets", "", "", True),

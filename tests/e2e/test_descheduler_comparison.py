@@ -38,6 +38,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from tests.e2e.backdate import backdate_pod
 from tests.e2e.conftest import HACK, LocalCluster, _started
 from tests.e2e.remediator_harness import REMEDIATOR
 from tests.waiting import wait_until
@@ -96,6 +97,7 @@ class Pod:
     # Written to the pod's status once kwok has it Running (restart counts, waiting reasons, phase Failed, ...):
     # kwok's stages only act on Pending pods, so the status stays as written.
     status: dict[str, Any] | None = None
+    claims: tuple[str, ...] = ()  # PersistentVolumeClaims (of the scenario's `claims`) mounted as volumes
 
     @property
     def terminal(self) -> bool:
@@ -113,6 +115,9 @@ class Scenario:
     pdbs: tuple[tuple[str, str, int], ...] = ()  # (name, app label, minAvailable), 0 disruptions allowed
     owner_cooldown: str = "0s"  # nodemedic only; 0s everywhere but where the cool-down is what is compared
     pods_older_than: int = 0  # seconds: the build waits until every pod is older (for ages that PodLifeTime compares)
+    created_ago: dict[str, int] = field(default_factory=dict)  # pod -> seconds: creationTimestamp moved back (etcd)
+    namespace: str = ""  # an existing namespace to use ("default"); else a fresh one, deleted afterwards
+    claims: tuple[tuple[str, str], ...] = ()  # PVCs to create first: (name, storageClassName, "" for none)
     # The differences: pod -> the ID of the documented difference that explains it.
     only_descheduler: dict[str, str] = field(default_factory=dict)
     only_nodemedic: dict[str, str] = field(default_factory=dict)
@@ -368,6 +373,8 @@ def _pod_manifest(s: Scenario, p: Pod, owners: dict[str, str]) -> dict[str, Any]
         spec["topologySpreadConstraints"] = [{**p.spread, "labelSelector": {"matchLabels": {"app": app}}}]
     if p.affinity:
         spec["affinity"] = p.affinity
+    if p.claims:
+        spec["volumes"] = [{"name": c, "persistentVolumeClaim": {"claimName": c}} for c in p.claims]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
 
@@ -394,6 +401,25 @@ def _write_status(core: client.CoreV1Api, ns: str, p: Pod) -> None:
     wait_until(written, timeout=30, what=f"{ns}/{p.name}: status written")
 
 
+def _backdate(cluster: LocalCluster, core: client.CoreV1Api, ns: str, ago: dict[str, int]) -> None:
+    """Move the creationTimestamp of the pods in `ago` back by that many seconds, and wait until the API server
+    serves them so."""
+    assert cluster.owned is not None, "backdating pods needs the comparison cluster's own etcd"
+    etcd = f"http://127.0.0.1:{cluster.owned.ports['etcd']}"
+    now = dt.datetime.now(dt.UTC)
+    for name, seconds in ago.items():
+        backdate_pod(etcd, ns, name, now - dt.timedelta(seconds=seconds))
+
+    def served() -> bool:
+        for name, seconds in ago.items():
+            created = core.read_namespaced_pod(name, ns).metadata.creation_timestamp
+            if (now - created).total_seconds() < seconds - 1:
+                return False
+        return True
+
+    wait_until(served, timeout=30, what=f"{ns}: pods served with their earlier creationTimestamp")
+
+
 @dataclass
 class Built:
     namespace: str
@@ -409,6 +435,7 @@ def build(compare_cluster: LocalCluster) -> Iterator[Any]:
     sched = client.SchedulingV1Api(compare_cluster.api)
     made_nodes: list[str] = []
     made_ns: list[str] = []
+    made_pods: list[tuple[str, str]] = []  # in a namespace the scenario did not create
 
     def make(s: Scenario) -> Built:
         for value in sorted({p.priority for p in s.pods if p.priority is not None}):
@@ -438,11 +465,21 @@ def build(compare_cluster: LocalCluster) -> Iterator[Any]:
         others = [n.metadata.name for n in core.list_node().items if n.metadata.name not in want_taints]
         assert not others, f"nodes of another scenario are still there: {others}"
 
-        ns = f"compare-{s.name}-{secrets.token_hex(2)}"
-        core.create_namespace({"metadata": {"name": ns}})
-        made_ns.append(ns)
+        if s.namespace:
+            ns = s.namespace
+            made_pods.extend((ns, p.name) for p in s.pods)
+        else:
+            ns = f"compare-{s.name}-{secrets.token_hex(2)}"
+            core.create_namespace({"metadata": {"name": ns}})
+            made_ns.append(ns)
         wait_until(lambda: core.list_namespaced_service_account(ns).items, timeout=30,
                    what=f"ServiceAccount {ns}/default")
+        for name, storage_class in s.claims:  # no provisioner binds them: they stay Pending, which is enough
+            claim_spec: dict[str, Any] = {"accessModes": ["ReadWriteOnce"],
+                                          "resources": {"requests": {"storage": "1Gi"}}}
+            if storage_class:
+                claim_spec["storageClassName"] = storage_class
+            core.create_namespaced_persistent_volume_claim(ns, {"metadata": {"name": name}, "spec": claim_spec})
         owners: dict[str, str] = {}
         for app in sorted({(p.owner or p.name) for p in s.pods if p.owner is not None}):
             rs = apps.create_namespaced_replica_set(ns, {
@@ -469,6 +506,7 @@ def build(compare_cluster: LocalCluster) -> Iterator[Any]:
         for p in s.pods:
             if p.status is not None:
                 _write_status(core, ns, p)
+        _backdate(compare_cluster, core, ns, s.created_ago)
 
         def pdbs_settled() -> bool:
             for name, _, min_available in s.pdbs:
@@ -488,6 +526,15 @@ def build(compare_cluster: LocalCluster) -> Iterator[Any]:
         return Built(ns, view)
 
     yield make
+    for ns, name in made_pods:
+        try:
+            core.delete_namespaced_pod(name, ns, grace_period_seconds=0)
+        except ApiException as e:
+            if e.status != 404:
+                raise
+    wait_until(lambda: not [p for ns, p in made_pods if p in {x.metadata.name for x in
+                                                               core.list_namespaced_pod(ns).items}],
+               timeout=30, what="the scenario's pods deleted")
     for ns in made_ns:
         try:
             core.delete_namespace(ns)

@@ -122,9 +122,10 @@ def test_a_condition_taints_the_node_and_evicts_only_pods_that_may_and_can_move(
     set_condition(core, a, "KernelDeadlock", "False")
     wait_until(lambda: TAINT not in taint_keys(core, a), timeout=30, what="the taint removed after recoverAfter")
     assert json.loads(core.read_node(a).metadata.annotations["nodemedic.io/owned-taints"]) == []
-    # Steady state is watches only: one LIST per cache (nodes, pods, PDBs, PriorityClasses) at start-up, none since.
-    assert r.metric("nodemedic_api_requests_total", verb="LIST") == 4
-    assert r.metric("nodemedic_api_requests_total", verb="WATCH") >= 4
+    # Steady state is watches only: one LIST per cache (nodes, pods, PDBs, PriorityClasses, PVCs) at start-up, none
+    # since.
+    assert r.metric("nodemedic_api_requests_total", verb="LIST") == 5
+    assert r.metric("nodemedic_api_requests_total", verb="WATCH") >= 5
 
 
 def test_a_taint_a_human_put_there_first_is_never_removed(
@@ -325,8 +326,12 @@ def test_dry_run_and_plan_report_the_full_plan_and_write_nothing(
     out = subprocess.run([*REMEDIATOR, "plan", "--policy", str(tmp_path / "dry-policy.yaml"), "--kubeconfig",
                           str(cluster.kubeconfig), "--json"], capture_output=True, text=True, timeout=60, check=True)
     doc = json.loads(out.stdout)
+    node = core.read_node(a)
+    seen = (f"node {a}: taints {[(t.key, t.effect) for t in node.spec.taints or []]}, conditions "
+            f"{[(c.type, c.status, c.last_transition_time) for c in node.status.conditions or []]}; plan held "
+            f"{doc['held']}, breaker {doc['breaker']}, {len(doc['taints']['add'])} adds in all")
     assert [(t["node"], t["key"], t["rule"]) for t in doc["taints"]["add"] if t["node"] == a] == [
-        (a, TAINT, "kernel-deadlock")]
+        (a, TAINT, "kernel-deadlock")], seen
     assert {(e["namespace"], e["name"], e["node"]) for e in doc["evictions"]} == {
         (namespace, name, a) for name in before}
     assert set(doc) >= {"taints", "evictions", "protected"}

@@ -9,8 +9,9 @@ Moves leave the cluster's totals unchanged, so each one that lowers the sum even
 Per cycle, greedily, up to `maxMovesPerCycle`: among the most deviating nodes, the pod whose move to a node leaning
 the other way lowers the total deviation most (by at least `minImprovement` points), never leaving the destination
 above `maxUtilization` on cpu or memory; each move through the cycle's gate (DefaultEvictor, PDB budgets, limits,
-loop guard, node fit, zone spread). Only single moves: a swap would need each pod to count on the room of the other
-before either has left.
+loop guard, node fit, zone spread). When no single move is left (the nodes leaning the other way too full to take
+a pod), an exchange (swap.py): a pod of each lean trades places, both through the gate together (`Cycle.exchange`:
+each counting the room the other leaves, limits and PDB budgets counted for two), two of the cycle's moves.
 """
 
 from __future__ import annotations
@@ -21,33 +22,13 @@ from remediator.model import PlannedEviction, PodRecord, ResourceMix, Snapshot
 from remediator.planning.cycle import CYCLE, Cycle
 from remediator.scheduling.usage import eviction_order, live_pods
 from remediator.strategies.balance_resource_mix.args import BalanceResourceMixArgs
+from remediator.strategies.balance_resource_mix.mix import deviation, lean, pct, total_deviation
+from remediator.strategies.balance_resource_mix.swap import Swap, best_swap
 
 NAME = "BalanceResourceMix"
 KIND = "balance"
 SOURCES, DESTINATIONS = 10, 20  # the most deviating nodes looked at per move, each way
-
-
-def lean(used: Mapping[str, int], allocatable: Mapping[str, int]) -> float:
-    """cpu% - memory% of a node's requests."""
-    return _pct(used.get("cpu", 0), allocatable.get("cpu", 0)) - _pct(used.get("memory", 0),
-                                                                       allocatable.get("memory", 0))
-
-
-def _pct(used: int, allocatable: int) -> float:
-    return 100.0 * used / allocatable if allocatable > 0 else 0.0
-
-
-def deviation(snapshot: Snapshot, usage: Mapping[str, Mapping[str, int]],
-              scope: list[str]) -> tuple[float, dict[str, float]]:
-    """The cluster's lean and each node's signed distance from it (positive: more CPU-heavy than the cluster)."""
-    total_used = {r: sum(usage[n].get(r, 0) for n in scope) for r in ("cpu", "memory")}
-    total_alloc = {r: sum(snapshot.nodes[n].allocatable.get(r, 0) for n in scope) for r in ("cpu", "memory")}
-    cluster = lean(total_used, total_alloc)
-    return cluster, {n: lean(usage[n], snapshot.nodes[n].allocatable) - cluster for n in scope}
-
-
-def total_deviation(excess: Mapping[str, float]) -> float:
-    return sum(abs(e) for e in excess.values())
+MAX_REFUSED_SWAPS = 10  # exchanges the gate may refuse in a cycle before the search for them stops
 
 
 def plan(snapshot: Snapshot, args: BalanceResourceMixArgs, cycle: Cycle) -> None:
@@ -58,31 +39,74 @@ def plan(snapshot: Snapshot, args: BalanceResourceMixArgs, cycle: Cycle) -> None
     _, excess = deviation(snapshot, usage, scope)
     before = total_deviation(excess)
     tried: set[tuple[str, str]] = set()
+    refused: list[PodRecord] = []  # first pods of the exchanges the gate refused
     moves = 0
     while moves < args.max_moves_per_cycle:
-        best = _best_move(snapshot, args, cycle, usage=usage, excess=excess, tried=tried)
-        if best is None:
+        step = _step(snapshot, args, cycle, usage=usage, excess=excess, tried=tried, refused=refused,
+                     room=args.max_moves_per_cycle - moves)
+        if step is None:
             break
-        pod, dest, gain = best
-        tried.add((pod.key, dest))
-        source = pod.node_name
-        reason = (f"evens the cpu:memory mix: {source} leans {excess[source]:+.0f} and {dest} "
-                  f"{excess[dest]:+.0f} points from the cluster's; total deviation -{gain:.1f}")
-        outcome = cycle.move(PlannedEviction(pod, NAME, reason), [dest])
-        if outcome.stop == CYCLE:
-            break
-        if outcome.evicted:
-            moves += 1
-            for n in (source, dest):
+        changed, made = step
+        moves += made
+        if changed:
+            for n in changed:
                 usage[n] = cycle.usage(n)
             _, excess = deviation(snapshot, usage, scope)
     cycle.plan.resource_mix = ResourceMix(before=before, after=total_deviation(excess), nodes=len(scope))
 
 
-def _best_move(snapshot: Snapshot, args: BalanceResourceMixArgs, cycle: Cycle, *, usage: dict[str, dict[str, int]],
-               excess: Mapping[str, float], tried: set[tuple[str, str]]) -> tuple[PodRecord, str, float] | None:
+def _step(snapshot: Snapshot, args: BalanceResourceMixArgs, cycle: Cycle, *, usage: dict[str, dict[str, int]],
+          excess: Mapping[str, float], tried: set[tuple[str, str]], refused: list[PodRecord],
+          room: int) -> tuple[tuple[str, ...], int] | None:
+    """The best single move, or else the best exchange, through the gate: (the nodes changed, evictions made); None
+    when there is nothing left to try this cycle."""
     ranked = sorted(excess, key=lambda n: (-abs(excess[n]), n))
     sources = [n for n in ranked if cycle.hold(n) is None][:SOURCES]
+    best = _best_move(snapshot, args, cycle, excess=excess, usage=usage, ranked=ranked, sources=sources, tried=tried)
+    if best is not None:
+        tried.add((best[0].key, best[1]))
+        changed = _move(cycle, best, excess)
+        return None if changed is None else (changed, 1 if changed else 0)
+    # No single move: an exchange, two evictions of the cycle's moves, both or neither.
+    if room < 2 or len(refused) >= MAX_REFUSED_SWAPS:
+        return None
+    swap = best_swap(snapshot, args, cycle, usage=usage, excess=excess, sources=sources, ranked=ranked, tried=tried)
+    if swap is None:
+        return None
+    tried.add((swap[0].key, swap[1].key))
+    changed = _exchange(cycle, swap, excess)
+    if not changed:
+        refused.append(swap[0])
+        return None if cycle.exhausted() else ((), 0)
+    return changed, 2
+
+
+def _move(cycle: Cycle, best: tuple[PodRecord, str, float], excess: Mapping[str, float]) -> tuple[str, ...] | None:
+    """Make the move through the gate: the nodes it changed (none when refused); None when the cycle is done."""
+    pod, dest, gain = best
+    source = pod.node_name
+    reason = (f"evens the cpu:memory mix: {source} leans {excess[source]:+.0f} and {dest} "
+              f"{excess[dest]:+.0f} points from the cluster's; total deviation -{gain:.1f}")
+    outcome = cycle.move(PlannedEviction(pod, NAME, reason), [dest])
+    if outcome.stop == CYCLE:
+        return None
+    return (source, dest) if outcome.evicted else ()
+
+
+def _exchange(cycle: Cycle, swap: Swap, excess: Mapping[str, float]) -> tuple[str, ...]:
+    """Make the exchange through the gate: the two nodes, or none when refused."""
+    a, b, gain = swap
+    na, nb = a.node_name, b.node_name
+    why = (f"evens the cpu:memory mix: {na} leans {excess[na]:+.0f} and {nb} {excess[nb]:+.0f} points from the "
+           f"cluster's; total deviation -{gain:.1f} by an exchange")
+    made = cycle.exchange(PlannedEviction(a, NAME, f"{why} with {b.key}"),
+                          PlannedEviction(b, NAME, f"{why} with {a.key}"))
+    return (na, nb) if made else ()
+
+
+def _best_move(snapshot: Snapshot, args: BalanceResourceMixArgs, cycle: Cycle, *, usage: dict[str, dict[str, int]],
+               excess: Mapping[str, float], ranked: list[str], sources: list[str],
+               tried: set[tuple[str, str]]) -> tuple[PodRecord, str, float] | None:
     best: tuple[float, str, str, PodRecord] | None = None
     for source in sources:
         sign = 1 if excess[source] > 0 else -1
@@ -114,7 +138,7 @@ def _gain(snapshot: Snapshot, args: BalanceResourceMixArgs, *, usage: Mapping[st
         for r, q in pod.requests.items():
             used[r] = used.get(r, 0) + sign * q
         alloc = snapshot.nodes[node].allocatable
-        if sign > 0 and any(_pct(used.get(r, 0), alloc.get(r, 0)) > args.max_utilization for r in ("cpu", "memory")):
+        if sign > 0 and any(pct(used.get(r, 0), alloc.get(r, 0)) > args.max_utilization for r in ("cpu", "memory")):
             return None
         after[node] = lean(used, alloc) - cluster
     return abs(excess[source]) + abs(excess[dest]) - abs(after[source]) - abs(after[dest])

@@ -6,10 +6,11 @@ import datetime as dt
 from dataclasses import dataclass
 
 from remediator.policy.fields import read_evictable_namespaces, read_resource_percentages
+from remediator.policy.metrics import MetricsUtilization, read_metrics_utilization
 from remediator.policy.reader import Reader, Section
 
 _HNU_ARGS_KEYS = ("thresholds", "numberOfNodes", "evictableNamespaces", "evictionModes", "taintDrainedNodes",
-                  "maxConsolidatingNodes", "consolidationTimeout")
+                  "maxConsolidatingNodes", "consolidationTimeout", "metricsUtilization")
 EVICTION_MODES = ("OnlyThresholdingResources",)
 # Shorter than this and the taint on a node being emptied comes off before a node autoscaler could remove the node
 # (cluster-autoscaler waits scale-down-unneeded-time, 10m by default): at 0s HighNodeUtilization added and removed
@@ -32,6 +33,8 @@ class HighNodeUtilizationArgs:
     taint_drained_nodes: bool = True
     max_consolidating_nodes: int = 1
     consolidation_timeout: dt.timedelta = dt.timedelta(minutes=15)
+    # nodemedic: descheduler's metricsUtilization, which descheduler has for LowNodeUtilization only. None: requests
+    metrics_utilization: MetricsUtilization | None = None
 
 
 def read_args(r: Reader, strategy: Section) -> HighNodeUtilizationArgs:
@@ -40,6 +43,7 @@ def read_args(r: Reader, strategy: Section) -> HighNodeUtilizationArgs:
     thresholds = read_resource_percentages(r, m, "thresholds")
     modes = r.strings(m, "evictionModes",
                       lambda s: None if s in EVICTION_MODES else f"must be one of {', '.join(EVICTION_MODES)}")
+    metrics = read_metrics_utilization(r, m, [("thresholds", thresholds)])
     return HighNodeUtilizationArgs(
         thresholds=thresholds,
         number_of_nodes=r.integer(m, "numberOfNodes", d.number_of_nodes),
@@ -49,4 +53,5 @@ def read_args(r: Reader, strategy: Section) -> HighNodeUtilizationArgs:
         max_consolidating_nodes=r.integer(m, "maxConsolidatingNodes", d.max_consolidating_nodes, minimum=1),
         consolidation_timeout=r.duration(m, "consolidationTimeout", d.consolidation_timeout,
                                          floor=MIN_CONSOLIDATION_TIMEOUT),
+        metrics_utilization=metrics,
     )

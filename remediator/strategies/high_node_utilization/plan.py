@@ -1,7 +1,9 @@
 """HighNodeUtilization: empty underutilized nodes into the others, so the cluster autoscaler can remove them.
 
 descheduler's algorithm and argument names (docs/utilization.md lists each difference and why):
-1. usage: requests of the non-terminal pods on each Ready node in % of allocatable;
+1. usage: requests of the non-terminal pods on each Ready node in % of allocatable; with `metricsUtilization`
+   (descheduler has it for LowNodeUtilization only) the usage a metrics source measured, a node of unknown usage
+   being neither a source nor a destination;
 2. sources: nodes where every configured resource is at or below `thresholds` (cordoned ones included);
    destinations: the other schedulable nodes;
 3. nothing to do when there are no sources or at most numberOfNodes of them;
@@ -27,8 +29,9 @@ from remediator.model import PlannedEviction, PodRecord, Snapshot, TaintChange
 from remediator.planning.cycle import CYCLE, NODE, Cycle
 from remediator.planning.defaultevictor import MIRROR_ANNOTATION, protection
 from remediator.planning.taints import duration
+from remediator.planning.utilization import Utilization, describe_source
 from remediator.scheduling.nodefit import PODS
-from remediator.scheduling.usage import at_or_below, describe, eviction_order, live_pods, percentages
+from remediator.scheduling.usage import Percentages, at_or_below, describe, eviction_order, live_pods
 from remediator.strategies.high_node_utilization.args import HighNodeUtilizationArgs
 from remediator.strategies.high_node_utilization.consolidation import CONSOLIDATION_OWNER, CONSOLIDATION_TAINT
 
@@ -40,16 +43,23 @@ def plan(snapshot: Snapshot, args: HighNodeUtilizationArgs, cycle: Cycle) -> Non
     thresholds = dict(args.thresholds)
     draining = cycle.consolidating
     _release_timed_out(snapshot, args, cycle, draining)
-    scope = sorted(n for n, rec in snapshot.nodes.items() if rec.ready and not rec.deleting)
+    usage = Utilization(snapshot, cycle, args.metrics_utilization, thresholds)
+    pct: dict[str, Percentages] = {}
+    for n in sorted(n for n, rec in snapshot.nodes.items() if rec.ready and not rec.deleting):
+        known = usage.percentages(n)
+        # A node of unknown usage is neither emptied nor filled; one being emptied stays a source whatever it uses.
+        if known is not None or n in draining:
+            pct[n] = known if known is not None else {}
+    scope = sorted(pct)
     if len(scope) <= 1:
         return
-    pct = {n: percentages(cycle.usage(n), snapshot.nodes[n].allocatable, thresholds) for n in scope}
     # Nodes already being consolidated stay sources whatever their usage: they are being emptied.
     # Nodes out of rotation for a problem (tainted, held back) are the rules' business, not consolidation's.
     sources = [n for n in scope if n in draining or (n not in cycle.exclude and at_or_below(pct[n], thresholds))]
     if not sources or len(sources) <= args.number_of_nodes:
         return
-    others = [n for n in scope if n not in sources and not snapshot.nodes[n].unschedulable and n not in cycle.exclude]
+    is_source = set(sources)  # (a list of thousands of nodes is no membership test)
+    others = [n for n in scope if n not in is_source and not snapshot.nodes[n].unschedulable and n not in cycle.exclude]
     all_under = not others
     order = sorted(sources, key=lambda n: (n not in draining, max(pct[n].values(), default=0.0), n))
     open_slots = args.max_consolidating_nodes - len(draining)
@@ -101,7 +111,8 @@ def plan(snapshot: Snapshot, args: HighNodeUtilizationArgs, cycle: Cycle) -> Non
             cause = f"{describe(pct[source])} at or below thresholds {describe(thresholds)}"
             cycle.plan.taints_add.append(TaintChange(source, CONSOLIDATION_TAINT, (CONSOLIDATION_OWNER,), cause))
             cycle.planned_taints.setdefault(source, []).append(CONSOLIDATION_TAINT)
-        reason = f"node {source} underutilized ({describe(pct[source])}): emptying it"
+        by = "" if usage.by_requests else f", by {describe_source(args.metrics_utilization)}"
+        reason = f"node {source} underutilized ({describe(pct[source])}{by}): emptying it"
         for pod in movers:
             outcome = cycle.move(PlannedEviction(pod, NAME, reason), destinations)
             if outcome.stop == CYCLE:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from remediator.policy.fields import read_evictable_namespaces, read_resource_percentages
+from remediator.policy.metrics import MetricsUtilization, read_metrics_utilization
 from remediator.policy.reader import Reader, Section
 
 _LNU_ARGS_KEYS = ("thresholds", "targetThresholds", "useDeviationThresholds", "numberOfNodes", "evictableNamespaces",
@@ -13,7 +14,7 @@ _LNU_ARGS_KEYS = ("thresholds", "targetThresholds", "useDeviationThresholds", "n
 
 @dataclass(frozen=True)
 class LowNodeUtilizationArgs:
-    """descheduler's LowNodeUtilization arguments (requests-based usage, percent of allocatable)."""
+    """descheduler's LowNodeUtilization arguments (usage in percent of allocatable: requests, or measured)."""
 
     thresholds: tuple[tuple[str, float], ...] = ()  # resource -> percent: at or below on every one = underutilized
     target_thresholds: tuple[tuple[str, float], ...] = ()  # above on any one = overutilized
@@ -21,6 +22,7 @@ class LowNodeUtilizationArgs:
     number_of_nodes: int = 0  # act only when more than this many nodes are underutilized
     evictable_namespaces_exclude: tuple[str, ...] = ()
     eviction_limit_per_node: int | None = None  # evictionLimits.node
+    metrics_utilization: MetricsUtilization | None = None  # None: requests (the default)
 
 
 def read_args(r: Reader, strategy: Section) -> LowNodeUtilizationArgs:
@@ -28,9 +30,7 @@ def read_args(r: Reader, strategy: Section) -> LowNodeUtilizationArgs:
     thresholds = read_resource_percentages(r, m, "thresholds")
     targets = read_resource_percentages(r, m, "targetThresholds")
     deviation = r.flag(m, "useDeviationThresholds", False)
-    if "metricsUtilization" in m.values:
-        r.error(m.key_nodes["metricsUtilization"], m.at("metricsUtilization"),
-                "not supported: nodemedic uses requests, as kube-scheduler does (see docs/utilization.md)")
+    metrics = read_metrics_utilization(r, m, [("thresholds", thresholds), ("targetThresholds", targets)])
     if thresholds and targets:
         low, high = dict(thresholds), dict(targets)
         if set(low) != set(high):
@@ -50,4 +50,5 @@ def read_args(r: Reader, strategy: Section) -> LowNodeUtilizationArgs:
         number_of_nodes=r.integer(m, "numberOfNodes", 0),
         evictable_namespaces_exclude=read_evictable_namespaces(r, m),
         eviction_limit_per_node=r.optional_integer(limits, "node", None),
+        metrics_utilization=metrics,
     )

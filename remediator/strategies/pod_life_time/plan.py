@@ -4,8 +4,10 @@ everything nightly").
 descheduler's algorithm (`podlifetime/pod_lifetime.go`): over Ready nodes, every pod in scope, terminal ones too.
 Each given filter must pass: age since creationTimestamp strictly over maxPodLifeTimeSeconds (a pod from the
 future never); `states` matches the pod's phase, its status reason, or a waiting/terminated reason of a container
-(init containers' with `includingInitContainers`); `ownerKinds` include (some owner listed) or exclude (no owner
-listed); `exitCodes` matches a terminated container's exit code. Candidates from every node, oldest first.
+(init containers' with `includingInitContainers`, ephemeral containers' with `includingEphemeralContainers`);
+`ownerKinds` include (some owner listed) or exclude (no owner listed); `conditions`: some filter matches some pod
+condition (its given type, status and reason, and a lastTransitionTime at least minTimeSinceLastTransitionSeconds
+ago); `exitCodes` matches a terminated container's exit code. Candidates from every node, oldest first.
 """
 
 from __future__ import annotations
@@ -13,25 +15,56 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterator
 
-from remediator.model import PlannedEviction, PodRecord, Snapshot
-from remediator.strategies.pod_life_time.args import PodLifeTimeArgs
+from remediator.model import PlannedEviction, PodCondition, PodRecord, Snapshot
+from remediator.strategies.pod_life_time.args import ConditionFilter, PodLifeTimeArgs
 from remediator.strategies.scope import ready_nodes
 
 NAME = "PodLifeTime"
 KIND = "deschedule"
 
 
-def matching_state(pod: PodRecord, states: tuple[str, ...], including_init_containers: bool) -> str | None:
-    if pod.phase in states:
+def matching_state(pod: PodRecord, args: PodLifeTimeArgs) -> str | None:
+    if pod.phase in args.states:
         return pod.phase
-    if pod.reason in states:
+    if pod.reason in args.states:
         return pod.reason
-    groups = (pod.containers, pod.init_containers) if including_init_containers else (pod.containers,)
+    groups = [pod.containers]
+    if args.including_init_containers:
+        groups.append(pod.init_containers)
+    if args.including_ephemeral_containers:
+        groups.append(pod.ephemeral_containers)
     for c in groups:
         for reason in (*c.waiting, *c.terminated):
-            if reason in states:
+            if reason in args.states:
                 return reason
     return None
+
+
+def _matches(pod: PodRecord, c: PodCondition, f: ConditionFilter, now: dt.datetime) -> bool:
+    if (f.type and c.type != f.type) or (f.status and c.status != f.status) or (f.reason and c.reason != f.reason):
+        return False
+    if f.min_time_since_last_transition_seconds is None:
+        return True
+    since = pod.transitioned(c)  # descheduler: whole seconds since >= N, i.e. at or before now - N
+    return since is not None and since <= now - dt.timedelta(seconds=f.min_time_since_last_transition_seconds)
+
+
+def matching_condition(pod: PodRecord, filters: tuple[ConditionFilter, ...], now: dt.datetime) -> str | None:
+    """The first pod condition some filter matches, as type=status (reason) since when; None when none does."""
+    for f in filters:
+        for c in pod.conditions:
+            if _matches(pod, c, f, now):
+                since = pod.transitioned(c)
+                ago = "" if since is None else f" for {int((now - since).total_seconds())}s"
+                return f"condition {c.type}={c.status}" + (f" ({c.reason})" if c.reason else "") + ago
+    return None
+
+
+def _owner_kinds_allow(pod: PodRecord, args: PodLifeTimeArgs) -> bool:
+    kinds = {o.kind for o in pod.owners}
+    if args.owner_kinds_include and not kinds & set(args.owner_kinds_include):
+        return False
+    return not (args.owner_kinds_exclude and kinds & set(args.owner_kinds_exclude))
 
 
 def _reason(pod: PodRecord, args: PodLifeTimeArgs, now: dt.datetime, born_by: dt.datetime | None) -> str | None:
@@ -44,15 +77,17 @@ def _reason(pod: PodRecord, args: PodLifeTimeArgs, now: dt.datetime, born_by: dt
         parts.append(f"age {int((now - pod.created).total_seconds())}s > maxPodLifeTimeSeconds "
                      f"{args.max_pod_life_time_seconds}")
     if args.states:
-        state = matching_state(pod, args.states, args.including_init_containers)
+        state = matching_state(pod, args)
         if state is None:
             return None
         parts.append(f"state {state}")
-    kinds = {o.kind for o in pod.owners}
-    if args.owner_kinds_include and not kinds & set(args.owner_kinds_include):
+    if not _owner_kinds_allow(pod, args):
         return None
-    if args.owner_kinds_exclude and kinds & set(args.owner_kinds_exclude):
-        return None
+    if args.conditions:
+        condition = matching_condition(pod, args.conditions, now)
+        if condition is None:
+            return None
+        parts.append(condition)
     if args.exit_codes:
         codes = pod.containers.exit_codes + (pod.init_containers.exit_codes if args.including_init_containers else ())
         hit = next((c for c in codes if c in args.exit_codes), None)

@@ -44,7 +44,7 @@ def plan(snapshot: Snapshot, args: RemoveDuplicatesArgs, cycle: Cycle) -> None:
     # Replicas of most workloads share a few shapes (tolerations, node selection): their targets, and the order in
     # which node fit tries them, are computed once per set of shapes.
     shape_fit: dict[Shape, list[str]] = {}
-    by_shapes: dict[frozenset[Shape], tuple[list[str], list[str]]] = {}
+    by_shapes: dict[frozenset[Shape], tuple[list[str], tuple[str, ...]]] = {}
     for key, on_node in sorted(_duplicates(snapshot, args, set(nodes), cycle.moved_to).items()):
         shapes = frozenset(_shape(p) for pods in on_node.values() for p in pods)
         if shapes not in by_shapes:
@@ -86,7 +86,7 @@ def _duplicates(snapshot: Snapshot, args: RemoveDuplicatesArgs, ready: set[str],
 
 
 def _relieve(cycle: Cycle, key: DuplicateKey, source: str, pods: list[PodRecord], *, count: Counter[str],
-             upper: int, destinations: list[str], targets: int) -> str | None:
+             upper: int, destinations: tuple[str, ...], targets: int) -> str | None:
     """Move replicas off `source` until it holds `upper`; CYCLE when the cycle's limits are used up. (Node fit
     never sends a pod to its own node.)"""
 

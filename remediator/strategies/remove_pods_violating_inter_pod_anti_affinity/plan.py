@@ -39,6 +39,7 @@ class _Domains:
     def __init__(self, snapshot: Snapshot, nodes: list[NodeRecord], scope: PodScope) -> None:
         self.snapshot, self.nodes, self.scope = snapshot, nodes, scope
         self._on_node: dict[str, dict[str, list[PodRecord]]] = {}
+        self._of: dict[tuple[str, str], list[PodRecord]] = {}
         self._nodes_by_key: dict[str, dict[str, list[str]]] = {}
         self._pods_by_key: dict[str, dict[tuple[str, str], list[PodRecord]]] = {}
         self._namespaces: list[str] | None = None
@@ -51,6 +52,19 @@ class _Domains:
                 if p.phase not in TERMINAL_PHASES:
                     grouped.setdefault(p.namespace, []).append(p)
         return grouped
+
+    def of(self, node: str, namespace: str) -> list[PodRecord]:
+        """The listed pods of one namespace on one node (what a hostname term reads): the node's pods filtered by
+        namespace first, the scope asked only of those (most nodes are read for a namespace or two, not grouped)."""
+        grouped = self._on_node.get(node)
+        if grouped is not None:
+            return grouped.get(namespace, [])
+        found = self._of.get((node, namespace))
+        if found is None:
+            scope = self.scope
+            found = self._of[(node, namespace)] = [p for p in self.snapshot.pods(node) if p.namespace == namespace
+                                                   and p.phase not in TERMINAL_PHASES and scope.selects(p)]
+        return found
 
     def namespaces(self) -> list[str]:
         """Every namespace of a listed pod: what a term with a namespaceSelector looks at (DS-ANTI-1)."""
@@ -67,7 +81,7 @@ class _Domains:
                     by_value.setdefault(v, []).append(n.name)
         names = by_value.get(value, [])
         if len(names) <= SMALL_DOMAIN:
-            return [p for name in names for p in self.on_node(name).get(namespace, ())]
+            return [p for name in names for p in self.of(name, namespace)]
         index = self._pods_by_key.get(key)
         if index is None:
             index = self._pods_by_key[key] = {}
@@ -104,7 +118,7 @@ def _violated_by(pod: PodRecord, node: NodeRecord, *, domains: _Domains,
         value = node.labels.get(term.topology_key)
         for namespace in (domains.namespaces() if term.any_namespace else term.namespaces):
             others = (domains.pods(term.topology_key, namespace, value) if value is not None
-                      else domains.on_node(node.name).get(namespace, []))
+                      else domains.of(node.name, namespace))
             for other in others:
                 if other.key != pod.key and other.key not in gone and _selects(term, other):
                     return other, term

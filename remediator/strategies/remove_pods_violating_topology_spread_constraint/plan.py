@@ -22,12 +22,13 @@ from __future__ import annotations
 import itertools
 import math
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from remediator.model import (
     TERMINAL_PHASES,
     Effect,
+    LivePods,
     NodeRecord,
     PlannedEviction,
     PodRecord,
@@ -60,44 +61,29 @@ def plan(snapshot: Snapshot, args: RemovePodsViolatingTopologySpreadConstraintAr
     if cycle.exhausted():
         return
     nodes = {n: rec for n, rec in snapshot.nodes.items() if rec.ready and not rec.deleting}
-    live = [p for n in sorted(nodes) for p in snapshot.pods(n) if p.phase not in TERMINAL_PHASES and not p.terminating]
-    declaring: dict[str, list[PodRecord]] = {}  # namespace -> its pods that declare a spread constraint
-    for pod in live:
-        if pod.hard_spread or pod.soft_spread:
-            declaring.setdefault(pod.namespace, []).append(pod)
+    live = snapshot.live()  # the pods the scheduler counts
+    spreading = snapshot.notable().spreading
+    declaring: dict[str, list[PodRecord]] = {}  # namespace -> its live pods on those nodes declaring a constraint
+    for node in sorted(nodes):
+        for p in spreading.get(node, ()):
+            if p.phase not in TERMINAL_PHASES and not p.terminating:
+                declaring.setdefault(p.namespace, []).append(p)
     constraints = {ns: _constraints(pods, args) for ns, pods in sorted(declaring.items())}
-    selectable = _selectable(live)
     shapes: dict[tuple[object, ...], _Domains] = {}
     for namespace, found in constraints.items():
         for c in found:
             domains = _domains(cycle, nodes, c, shapes)
-            if _balance(cycle, domains, selectable(namespace, c.spread), c, args) == CYCLE:
+            if _balance(cycle, domains, _selectable(live, namespace, c.spread), c, args, ready=nodes) == CYCLE:
                 return
 
 
-def _selectable(live: list[PodRecord]) -> Callable[[str, SpreadConstraint], list[PodRecord]]:
-    """namespace, constraint -> the live pods its selector could match: those of the namespace carrying its first
-    matchLabels pair (a namespace holds many workloads, a constraint selects one), or all of the namespace's.
-    Indexed per namespace and label key the first time a constraint selects on it."""
-    by_namespace: dict[str, list[PodRecord]] = {}
-    for pod in live:
-        by_namespace.setdefault(pod.namespace, []).append(pod)
-    labelled: dict[tuple[str, str], dict[str, list[PodRecord]]] = {}
-
-    def lookup(namespace: str, s: SpreadConstraint) -> list[PodRecord]:
-        pods = by_namespace.get(namespace, [])
-        if s.selector is None or not s.selector.match_labels:
-            return pods
-        key, value = s.selector.match_labels[0]
-        index = labelled.get((namespace, key))
-        if index is None:
-            index = labelled[(namespace, key)] = {}
-            for p in pods:
-                if (v := p.labels.get(key)) is not None:
-                    index.setdefault(v, []).append(p)
-        return index.get(value, [])
-
-    return lookup
+def _selectable(live: LivePods, namespace: str, s: SpreadConstraint) -> list[PodRecord]:
+    """The live pods the constraint's selector could match: those of the namespace carrying its first matchLabels
+    pair (a namespace holds many workloads, a constraint selects one), or all of the namespace's."""
+    if s.selector is None or not s.selector.match_labels:
+        return live.in_namespace(namespace)
+    key, value = s.selector.match_labels[0]
+    return live.labelled(namespace, key, value)
 
 
 def _constraints(pods: list[PodRecord],
@@ -117,7 +103,8 @@ def _constraints(pods: list[PodRecord],
                             (tuple(sorted(pod.node_selector.items())), pod.required_node_affinity)
                             if s.honor_node_affinity else None,
                             pod.tolerations if s.honor_node_taints else None)
-                found.setdefault(identity, _Constraint(s, when, pod))
+                if identity not in found:  # (a frozen dataclass costs more to build than to look up)
+                    found[identity] = _Constraint(s, when, pod)
     return list(found.values())
 
 
@@ -128,13 +115,13 @@ class _Domains:
 
     of: dict[str, str]  # included node -> its domain
     names: list[str]
-    by_room: list[str]
+    by_room: tuple[str, ...]
 
 
 def _balance(cycle: Cycle, domains: _Domains, pods: list[PodRecord], c: _Constraint,
-             args: RemovePodsViolatingTopologySpreadConstraintArgs) -> str | None:
+             args: RemovePodsViolatingTopologySpreadConstraintArgs, *, ready: Mapping[str, NodeRecord]) -> str | None:
     s = c.spread
-    members = _members(domains, pods, s, cycle.moved_to)
+    members = _members(domains, pods, s, cycle.moved_to, ready)
     start = {d: len(ps) for d, ps in members.items()}
     unbalanced = _unbalanced(domains, start, s.max_skew)
     if unbalanced is None:
@@ -167,13 +154,16 @@ def _balance(cycle: Cycle, domains: _Domains, pods: list[PodRecord], c: _Constra
     return None
 
 
-def _members(domains: _Domains, pods: list[PodRecord], s: SpreadConstraint,
-             moved_to: Mapping[str, str | None]) -> dict[str, list[PodRecord]]:
+def _members(domains: _Domains, pods: list[PodRecord], s: SpreadConstraint, moved_to: Mapping[str, str | None],
+             ready: Mapping[str, NodeRecord]) -> dict[str, list[PodRecord]]:
     """domain -> the matching pods in it, those an earlier strategy moves this cycle where they are going (gone
-    when that is not known); a domain without any is absent."""
+    when that is not known); a domain without any is absent. Only pods on `ready` nodes (Ready, not being deleted)
+    count."""
     members: dict[str, list[PodRecord]] = {}
     if s.selector is not None:
         for pod in pods:
+            if pod.node_name not in ready:
+                continue
             node = moved_to.get(pod.uid, pod.node_name)  # None: moved, destination unknown
             domain = domains.of.get(node) if node is not None else None
             if domain is not None and matches_labels(s.selector, pod.labels):

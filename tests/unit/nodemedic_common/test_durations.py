@@ -32,6 +32,14 @@ def test_invalid_go_durations_are_rejected(text: str) -> None:
         parse_go_duration(text)
 
 
+@pytest.mark.parametrize("text", ["2562048h", "90999999999h", "-90999999999h", "9" * 400 + "s"])
+def test_a_duration_beyond_gos_int64_nanoseconds_is_refused_not_an_overflow(text: str) -> None:
+    # Found by tests/unit/fuzz: "90999999999h" raised OverflowError out of the plugin monitor loader.
+    with pytest.raises(ValueError, match="too long: a duration is at most 2562047h47m16s"):
+        parse_go_duration(text)
+    assert parse_go_duration("2562047h") == dt.timedelta(hours=2562047)
+
+
 @pytest.mark.parametrize(
     ("text", "seconds"),
     [("0", 0), ("300ms", 0.3), ("1.5h", 5400), ("2h45m", 9900), ("1m30s", 90), ("-5s", -5), ("10us", 1e-5),
@@ -93,6 +101,10 @@ NOT_DURATIONS = [
     (float("inf"), "not a duration"),
     (float("nan"), "not a duration"),
     (10**20, "too long"),
+    (1e300, "too long"),
+    ("99999999999h", "too long"),  # validate printed a traceback for it in the agent config
+    (2562048 * 3600, "too long"),  # seconds as a number: the same limit as the text
+    (-1e300, "too long"),
 ]
 
 

@@ -67,7 +67,8 @@ def test_healthy_devices_report_false_and_virtual_devices_are_skipped(root: Path
     (root / "sys/block/vda").mkdir()  # virtio: no state, no ioerr_cnt
     check = BlockDeviceCheck(Config(), HostRoot(root), device_info=no_udev)
     report = only(observe(check))
-    assert (check.name, check.condition_types, report.type) == ("blockdev", ("DiskHardwareError",), report.type)
+    assert (check.name, check.condition_types, report.type) == ("blockdev", ("DiskHardwareError",),
+                                                                 "DiskHardwareError")
     assert (report.status, report.reason) == (Status.FALSE, "NoDiskHardwareErrors")
     assert report.message == "no offline device and no recent I/O errors (devices: sda, vda)"
 

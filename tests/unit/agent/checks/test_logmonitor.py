@@ -455,6 +455,34 @@ def test_an_unreadable_log_is_an_error_not_an_exception(node: Node) -> None:
     assert "Is a directory" in observation.error
 
 
+def test_a_record_stamped_past_any_date_is_undated_and_the_records_read_with_it_still_count(node: Node) -> None:
+    # Found by tests/unit/fuzz: boot + usec past year 9999 raised OverflowError, losing the whole batch read with it.
+    check = LogMonitor(load(KERNEL_MONITOR), host=node.host)
+    observe(check, START)
+    node.kernel("INFO: task a:1 blocked for more than 120 seconds.")
+    with node.kmsg.open("a") as f:
+        f.write(f"3,99,{10**30},-;INFO: task corrupt:2 blocked for more than 120 seconds.\n")
+    node.kernel("INFO: task b:3 blocked for more than 120 seconds.")
+    observation = observe(check, START + MINUTE)
+    assert [e.message.split(":")[1] for e in observation.events] == [" task a", " task corrupt", " task b"]
+    assert conditions(observation) == {"KernelDeadlock": (Status.TRUE, "TaskHung")}
+
+
+@pytest.mark.parametrize(("key", "replayed"), [("lookback", ["old:1"]), ("delay", [])],
+                         ids=["lookback-of-292-years-replays-everything", "delay-of-292-years-matches-nothing"])
+def test_the_longest_go_duration_as_lookback_or_delay_is_everything_or_never(
+        node: Node, key: str, replayed: list[str]) -> None:
+    # Found by tests/unit/fuzz: "9999999999h" raised OverflowError when the monitor started; the loader now refuses
+    # what Go refuses, and the longest duration Go accepts must still work.
+    node.kernel("INFO: task old:1 blocked for more than 120 seconds.", at=START - 60 * MINUTE)
+    config = custom({"plugin": "kmsg", "lookback": "1h30m", key: "2562047h",
+                     "rules": [{"type": "temporary", "reason": "TaskHung", "pattern": "task .+ blocked.*"}]})
+    check = LogMonitor(config, host=node.host)
+    assert [e.message.split(" ")[2] for e in observe(check, START).events] == replayed
+    node.kernel("INFO: task new:2 blocked for more than 120 seconds.")
+    assert len(observe(check, START + MINUTE).events) == (0 if key == "delay" else 1)
+
+
 def test_name_timing_and_condition_types_come_from_the_config(node: Node) -> None:
     check = LogMonitor(load(KERNEL_MONITOR), host=node.host)
     assert check.name == "kernel-monitor"

@@ -139,6 +139,9 @@ def test_bad_files_report_every_error_with_file_and_field(name: str, expected: l
         pytest.param('{"plugin": "kmsg", "rules": [{"type": "temporary", "reason": "R", "pattern": "(a)\\\\1"}]}',
                      "rules[0].pattern: invalid regular expression: backreference \\1 is not supported (RE2 has no "
                      "backreferences)", id="backreference"),
+        # Found by tests/unit/fuzz: accepted, then os.stat raised ValueError at the monitor's first read.
+        pytest.param('{"plugin": "kmsg", "rules": [], "logPath": "/dev/kmsg\\u0000"}',
+                     "logPath: must not contain a NUL character", id="nul-in-log-path"),
     ],
 )
 def test_structural_errors_name_the_field(document: str, error: str) -> None:
@@ -215,7 +218,7 @@ def test_patterns_that_cannot_match_a_newline_are_detected(pattern: str, spans: 
         ("Jan _2 15:04:05", "%b %d %H:%M:%S"),
         ("2006-01-02T15:04:05.000000Z07:00", "%Y-%m-%dT%H:%M:%S.%f%z"),
         ("Mon Jan 2 15:04:05 MST 2006", "%a %b %d %H:%M:%S %Z %Y"),
-        ("02/01/06 03:04PM 100%", "%d/%m/%y %I:%M%p %m00%%"),
+        ("02/01/06 03:04PM 00%", "%d/%m/%y %I:%M%p 00%%"),
     ],
 )
 def test_go_time_layouts_translate_to_strptime(layout: str, expected: str) -> None:
@@ -227,6 +230,15 @@ def test_go_layouts_without_a_strptime_equivalent_are_rejected() -> None:
         go_layout_to_strptime("15:04:05 -07")
     with pytest.raises(ValueError, match="microseconds"):
         go_layout_to_strptime("15:04:05.000000000")
+
+
+@pytest.mark.parametrize("layout", ["02/01/06 03:04PM 100%", "2e3Jan _2 15:04:05", "15:04:05.000 .999"],
+                         ids=["month-twice", "day-twice", "fraction-twice"])
+def test_a_layout_naming_a_field_twice_is_refused_at_load_not_at_the_first_line(layout: str) -> None:
+    # Found by tests/unit/fuzz: strptime raises re.error (not ValueError) on a repeated directive, and that
+    # escaped the monitor at the first log line instead of failing the config file.
+    with pytest.raises(ValueError, match=r"twice|same field"):
+        go_layout_to_strptime(layout)
 
 
 def test_syslog_timestamps_take_the_current_year_or_last_year_near_new_year() -> None:

@@ -31,6 +31,26 @@ def snapshot(pods_by_owner: dict[str, list[PodRecord]] | None = None) -> Snapsho
     return Snapshot(now=NOW, nodes={}, pods_by_node={}, pods_by_owner=pods_by_owner or {})
 
 
+FAST_ONLY = EvictorArgs(ignore_pvc_pods=True, protected_storage_classes=("fast",))
+CLAIMS = {"app/data-fast": "fast", "app/data-slow": "slow", "app/data-unset": ""}
+
+
+@pytest.mark.parametrize(("claims", "expected"), [
+    (("data-fast",), "PVC data-fast of protected storage class fast"),
+    (("data-slow",), None),
+    (("data-slow", "data-fast"), "PVC data-fast of protected storage class fast"),
+    (("data-unset",), "PVC data-unset: storage class unknown (protectedStorageClasses)"),
+    (("gone",), "PVC gone: storage class unknown (protectedStorageClasses)"),
+    ((), None),  # an ephemeral volume only: descheduler looks up persistentVolumeClaim volumes' classes alone
+], ids=["protected-class", "other-class", "any-claim-of-a-protected-class", "class-not-set", "claim-not-watched",
+        "ephemeral-only"])
+def test_protected_storage_classes_protect_only_pods_with_such_a_claim(claims: tuple[str, ...],
+                                                                       expected: str | None) -> None:
+    """descheduler's podProtections.config.PodsWithPVC.protectedStorageClasses: a class it cannot tell protects."""
+    s = Snapshot(now=NOW, nodes={}, pods_by_node={}, pods_by_owner={}, claim_classes=CLAIMS)
+    assert protection(pod(has_pvc=True, claims=claims), s, FAST_ONLY) == expected
+
+
 def siblings(n: int) -> dict[str, list[PodRecord]]:
     return {RS.uid: [pod(name=f"web-{i}", uid=f"p-{i}") for i in range(n)]}
 

@@ -95,3 +95,19 @@ def test_the_cool_down_message_says_how_long_ago_and_how_long_it_lasts() -> None
     _, deferred = admit_in_order([cand("a1", owner="a")], limits(owner_cooldown=dt.timedelta(seconds=5)),
                                  owner_last_eviction={"uid-a": NOW - dt.timedelta(seconds=2)})
     assert deferred[0].why == "owner cool-down: ReplicaSet/a had a pod evicted 2s ago (cool-down 5s)"
+
+
+@pytest.mark.parametrize(("lim", "first", "second", "refused"), [
+    (dict(max_pods_to_evict_total=1), cand("a", "n1"), cand("b", "n2"), "maximum 1 evictions per cycle"),
+    (dict(max_pods_to_evict_per_namespace=1), cand("a", "n1"), cand("b", "n2"), "per namespace"),
+    (dict(owner_cooldown=dt.timedelta(minutes=5)), cand("a", "n1", owner="web"), cand("b", "n2", owner="web"),
+     "owner cool-down"),
+    (dict(max_pods_to_evict_total=2), cand("a", "n1"), cand("b", "n2"), None),
+], ids=["total-of-one", "namespace-of-one", "same-owner-cool-down", "room-for-two"])
+def test_two_evictions_that_go_together_are_counted_together_and_nothing_is_taken(
+        lim: dict[str, object], first: PlannedEviction, second: PlannedEviction, refused: str | None) -> None:
+    state = LimitState(limits(**lim), NOW, {})
+    assert state.refusal(first) is None and state.refusal(second) is None  # each alone may go
+    why = state.refusal_together(first, second)
+    assert (why is None) if refused is None else (why is not None and refused in why)
+    assert state.taken == 0 and not state.per_node and not state.owner_last_eviction  # a trial only

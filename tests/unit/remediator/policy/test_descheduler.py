@@ -148,9 +148,48 @@ def test_a_disabled_plugin_is_not_run_and_an_empty_policy_evicts_nothing() -> No
 
 
 # file -> what its first error must contain right after the file name: ":LINE: field.path: message"
+POD_PROTECTIONS = """apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+profiles:
+- name: default
+  pluginConfig:
+  - name: DefaultEvictor
+    args:
+      podProtections:
+        defaultDisabled: [PodsWithLocalStorage, DaemonSetPods, SystemCriticalPods, FailedBarePods]
+        extraEnabled: [PodsWithPVC]
+  plugins: {deschedule: {enabled: [RemovePodsViolatingNodeTaints]}}
+"""
+
+
+def test_pod_protections_are_read_as_the_evictor_flags_they_replaced() -> None:
+    """descheduler's chart default disables PodsWithLocalStorage and enables PodsWithPVC this way."""
+    evictor = parse_policy(POD_PROTECTIONS, source="d.yaml").evictor
+    assert (evictor.evict_local_storage_pods, evictor.evict_daemonset_pods, evictor.evict_system_critical_pods,
+            evictor.evict_failed_bare_pods, evictor.ignore_pvc_pods) == (True, True, True, True, True)
+    assert parse_policy(convert_policy(POD_PROTECTIONS, source="d.yaml"), source="c.yaml").evictor == evictor
+
+
+def test_pvc_storage_classes_narrow_which_pods_with_a_pvc_are_protected() -> None:
+    """descheduler's README: protect only pods whose PVCs have storage-class-0 or storage-class-1."""
+    text = POD_PROTECTIONS.replace("        extraEnabled: [PodsWithPVC]\n", """        extraEnabled: [PodsWithPVC]
+        config:
+          PodsWithPVC:
+            protectedStorageClasses: [{name: storage-class-0}, {name: storage-class-1}]
+""")
+    evictor = parse_policy(text, source="d.yaml").evictor
+    assert evictor.ignore_pvc_pods and evictor.protected_storage_classes == ("storage-class-0", "storage-class-1")
+    assert parse_policy(convert_policy(text, source="d.yaml"), source="c.yaml").evictor == evictor
+
+
 BAD_FILES = {
     "node-selector.yaml": ":4: nodeSelector: cannot be honoured: nodemedic considers every node",
-    "metrics-collector.yaml": ":4: metricsCollector: cannot be honoured",
+    "metrics-collector.yaml": ":5: metricsCollector.enabled: not together with metricsProviders' source "
+                              "KubernetesMetrics",
+    "metrics-no-provider.yaml": ":11: strategies[0].args.metricsUtilization: source KubernetesMetrics needs "
+                                "metricsProviders to list {source: KubernetesMetrics}",
+    "prometheus-top-level.yaml": ":4: prometheus: cannot be honoured: not a DeschedulerPolicy field of descheduler "
+                                 "v0.36.0",
     "unknown-plugin.yaml": ":6: profiles[0].pluginConfig[0].name: unknown plugin 'RemoveEverything'",
     "wrong-extension-point.yaml": ":10: profiles[0].plugins.deschedule.enabled[0]: LowNodeUtilization is a balance "
                                   "plugin, not a deschedule one",
@@ -162,13 +201,19 @@ BAD_FILES = {
     "failure-events-off.yaml": ":3: evictionFailureEventNotification: cannot be false",
     "enabled-twice.yaml": ":7: profiles[1].plugins.deschedule.enabled[0]: RemovePodsViolatingNodeTaints is enabled "
                           "twice",
-    "pod-protections.yaml": ":8: profiles[0].pluginConfig[0].args.podProtections: cannot be honoured",
+    "pvc-storage-classes-without-pvc-protection.yaml": ":11: profiles[0].pluginConfig[0].args.podProtections."
+                                                       "config.PodsWithPVC: applies only with PodsWithPVC in "
+                                                       "extraEnabled",
+    "pod-protections.yaml": ":11: profiles[0].pluginConfig[0].args.podProtections.extraEnabled[1]: cannot be "
+                            "honoured: not supported: nodemedic may evict a pod no PodDisruptionBudget covers",
     "wrong-kind.yaml": ":2: kind: must be DeschedulerPolicy for apiVersion descheduler/v1alpha2, got 'Policy'",
     "v1alpha1-unknown-param.yaml": ":11: strategies.LowNodeUtilization.params.podLifeTime: not a parameter of "
                                    "LowNodeUtilization",
     "v1alpha1-node-fit-differs.yaml": ":10: strategies.HighNodeUtilization.params.nodeFit: differs from "
                                       "RemovePodsViolatingNodeTaints",
     "v1alpha1-unknown-strategy.yaml": ":4: strategies.RemovePodsViolatingNodeTaint: unknown strategy",
+    "pod-life-time-negative-transition.yaml": ":14: strategies[0].args.conditions[0]."
+                                              "minTimeSinceLastTransitionSeconds: must be at least 0, got -14400",
     "v1alpha1-lnu-threshold.yaml": ":9: strategies[0].args.targetThresholds.cpu: 50 is below thresholds.cpu (60)",
 }
 

@@ -179,6 +179,8 @@ BAD_FILES = {
     "duplicate-rule-names.yaml": ":8: rules[1].name: duplicate rule name 'disk'",
     "duplicate-default-rule-names.yaml": ":7: rules[1].name: duplicate rule name 'kerneldeadlock-true'",
     "conflicting-taint-values.yaml": ":10: rules[1].taint.value: 'corrupt' conflicts with 'readonly' in rules[0]",
+    "evictor-storage-classes-without-ignore-pvc.yaml": ":5: evictor.protectedStorageClasses: needs ignorePvcPods: "
+                                                       "true",
     "namespaces-include-and-exclude.yaml": ":5: evictor.namespaces: include and exclude are mutually exclusive",
     "priority-threshold-value-and-name.yaml": ":5: evictor.priorityThreshold: value and name are mutually exclusive",
     "selector-bad-operator.yaml": ":8: evictor.labelSelector.matchExpressions[0].operator: must be one of",
@@ -193,7 +195,12 @@ BAD_FILES = {
     "lnu-target-below-threshold.yaml": ":8: strategies[0].args.targetThresholds.memory: 25 is below thresholds.memory",
     "lnu-different-resources.yaml": ":8: strategies[0].args.targetThresholds: must name the same resources",
     "lnu-include-namespaces.yaml": ":9: strategies[0].args.evictableNamespaces.include: only exclude is supported",
-    "lnu-metrics-utilization.yaml": ":9: strategies[0].args.metricsUtilization: not supported",
+    "lnu-metrics-utilization.yaml": ":7: strategies[0].args.thresholds.nvidia.com/gpu: metrics.k8s.io does not "
+                                    "measure 'nvidia.com/gpu'",
+    "lnu-prometheus-thresholds.yaml": ":7: strategies[0].args.thresholds: with source Prometheus must name exactly "
+                                      "one resource, MetricResource",
+    "lnu-prometheus-no-query.yaml": ":9: strategies[0].args.metricsUtilization.prometheus.query: required",
+    "metrics-provider-bad-url.yaml": ":7: metricsProviders[0].prometheus.url: must be an http:// or https:// URL",
     "hnu-missing-thresholds.yaml": ":6: strategies[0].args.thresholds: required",
     "hnu-threshold-over-100.yaml": ":7: strategies[0].args.thresholds.cpu: must be from 0 to 100, got 120",
     "hnu-unknown-resource.yaml": ":7: strategies[0].args.thresholds.CPU cores: unknown resource",
@@ -218,7 +225,11 @@ BAD_FILES = {
                                                     "mutually exclusive",
     "lifetime-unknown-state.yaml": ":7: strategies[0].args.states[0]: must be one of Completed, ",
     "lifetime-no-criterion.yaml": ":6: strategies[0].args: give at least one of maxPodLifeTimeSeconds, states, "
-                                  "exitCodes",
+                                  "conditions, exitCodes",
+    "lifetime-empty-condition.yaml": ":10: strategies[0].args.conditions[1]: give at least one of type, status, "
+                                     "reason, minTimeSinceLastTransitionSeconds",
+    "lifetime-condition-status.yaml": ":9: strategies[0].args.conditions[0].status: must be one of True, False, "
+                                      "Unknown (a pod condition's status), got 'true'",
     "lifetime-negative-max.yaml": ":7: strategies[0].args.maxPodLifeTimeSeconds: must be at least 0, got -60",
     "failed-pods-bad-exit-code.yaml": ":7: strategies[0].args.exitCodes[1]: must be an integer, got string 'OOM'",
     "failed-pods-negative-lifetime.yaml": ":8: strategies[0].args.minPodLifetimeSeconds: must be at least 0, got -5",

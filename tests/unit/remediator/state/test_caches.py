@@ -88,12 +88,25 @@ def test_a_kubectl_list_becomes_a_snapshot() -> None:
          "spec": {"selector": {"matchLabels": {"app": "x"}}}, "status": {"disruptionsAllowed": 1}},
         {"kind": "PriorityClass", "metadata": {"name": "high"}, "value": 100000},
         {"kind": "PriorityClass", "metadata": {"name": "broken"}, "value": "high"},
+        {"kind": "PersistentVolumeClaim", "metadata": {"name": "data", "namespace": "ns"},
+         "spec": {"storageClassName": "fast"}},
+        {"kind": "PersistentVolumeClaim", "metadata": {"name": "old", "namespace": "ns"}, "spec": {}},
     ]}
     snap = snapshot_from_list(doc, dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
     assert list(snap.nodes) == ["n1"] and snap.nodes["n1"].allocatable == {"cpu": 2000}
     assert [p.name for p in snap.pods("n1")] == ["a"]
     assert snap.pdbs[0].disruptions_allowed == 1
     assert snap.priority_classes == {"high": 100000}, "a class without an integer value is left out"
+    assert snap.claim_classes == {"ns/data": "fast", "ns/old": ""}
+
+
+def test_claims_storage_classes_follow_their_watch() -> None:
+    cache = ClusterCache(FakeKube([], []), log=logging.getLogger("t"))  # type: ignore[arg-type]
+    claim = {"metadata": {"name": "data", "namespace": "ns"}, "spec": {"storageClassName": "fast"}}
+    cache._reset_claims([claim, {"metadata": {"name": "tmp", "namespace": "ns"}, "spec": {}}])
+    cache._apply_claim("DELETED", {"metadata": {"name": "tmp", "namespace": "ns"}})
+    cache._apply_claim("ADDED", {"metadata": {"name": "logs", "namespace": "x"}, "spec": {"storageClassName": "s"}})
+    assert cache.snapshot(dt.datetime(2026, 1, 1, tzinfo=dt.UTC)).claim_classes == {"ns/data": "fast", "x/logs": "s"}
 
 
 def test_priority_classes_follow_their_watch() -> None:

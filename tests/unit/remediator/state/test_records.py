@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 
 import pytest
@@ -10,11 +11,17 @@ from remediator.model import (
     NO_STATUSES,
     ContainerStatuses,
     Effect,
+    NodeRecord,
     NodeSelectorTerm,
+    PdbRecord,
+    PodAffinityTerm,
+    PodRecord,
     PreferredNodeTerm,
     SelectorRequirement,
     Taint,
+    Toleration,
 )
+from remediator.scheduling.tolerations import tolerated
 from remediator.state import records
 from remediator.state.quantity import resources, to_int
 
@@ -34,6 +41,14 @@ def test_quantities_become_exact_integers(resource: str, value: str, expected: i
 
 def test_an_unparsable_quantity_is_skipped_not_raised() -> None:
     assert resources({"cpu": "lots", "memory": "1Gi", "weird": None}) == {"memory": 2**30}
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("nan"), "1e999999999", "9Ei", True, 2**70],
+                         ids=["inf", "nan", "huge-exponent", "beyond-int64", "bool", "huge-int"])
+def test_a_quantity_kubernetes_would_refuse_is_skipped(value: object) -> None:
+    # Found by tests/unit/fuzz: inf raised OverflowError from math.ceil, a bool raised InvalidOperation, and
+    # 1e999999999 built an integer of a billion digits.
+    assert resources({"cpu": value, "memory": "1Gi"}) == {"memory": 2**30}
 
 
 def pod_json(**spec_extra: object) -> dict:
@@ -154,18 +169,29 @@ def test_node_taints_conditions_and_allocatable_are_recorded_and_unknown_effects
     assert n.condition("KernelDeadlock") is not None and n.condition("KernelDeadlock").last_transition is None
 
 
+EMPTY_POD, EMPTY_NODE, EMPTY_PDB = PodRecord("", "", ""), NodeRecord(""), PdbRecord("", "", None)
+ANY_TAINT = [Taint("k", "", Effect.NO_SCHEDULE), Taint("k", "v", Effect.NO_EXECUTE)]  # a taint always has a key
+
+
 @pytest.mark.parametrize(
-    "obj",
-    [{}, {"metadata": None, "spec": "x", "status": 3}, {"metadata": {"labels": ["not", "a", "map"]}},
-     {"spec": {"containers": "nope", "tolerations": [None, 1]}},
-     {"spec": {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-         None, 7, {"topologyKey": 5}, {"topologyKey": "k", "labelSelector": "x", "namespaces": "ns"}]}}}}],
-    ids=["empty", "wrong-types", "labels-list", "garbage-lists", "garbage-anti-affinity"],
+    ("obj", "pod_fields"),
+    [({}, {}),
+     ({"metadata": None, "spec": "x", "status": 3}, {}),
+     ({"metadata": {"labels": ["not", "a", "map"], "annotations": "x", "ownerReferences": {"a": 1}}}, {}),
+     ({"spec": {"containers": "nope", "tolerations": [None, 1], "volumes": [3], "priority": "high"}},
+      {"tolerations": (Toleration(), Toleration())}),
+     ({"spec": {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+         None, 7, {"topologyKey": 5}, {"topologyKey": "k", "labelSelector": "x", "namespaces": "ns"}]}}}},
+      {"required_anti_affinity": (PodAffinityTerm(None, ("",), False, "k"),)}),
+     ({"status": {"phase": None, "startTime": 12, "conditions": "x", "allocatable": [1]}}, {})],
+    ids=["empty", "wrong-types", "maps-of-the-wrong-type", "garbage-lists", "garbage-anti-affinity", "garbage-status"],
 )
-def test_garbage_objects_yield_records_instead_of_exceptions(obj: dict) -> None:
-    records.pod(obj)
-    records.node(obj)
-    records.pdb(obj)
+def test_garbage_objects_yield_default_records_instead_of_exceptions(obj: dict, pod_fields: dict) -> None:
+    pod = records.pod(obj)
+    assert pod == dataclasses.replace(EMPTY_POD, **pod_fields)
+    assert not any(tolerated(pod.tolerations, t) for t in ANY_TAINT), "garbage tolerations tolerate nothing"
+    assert records.node(obj) == EMPTY_NODE
+    assert records.pdb(obj) == EMPTY_PDB
 
 
 def test_container_statuses_keep_restarts_state_reasons_and_exit_codes_per_kind() -> None:
@@ -190,6 +216,45 @@ def test_a_healthy_pod_shares_the_one_empty_statuses_value() -> None:
     status = {"containerStatuses": [{"restartCount": 0, "state": {"running": {"startedAt": "2024-05-01T00:00:00Z"}}}]}
     rec = records.pod({"metadata": {"name": "p"}, "status": status})
     assert rec.containers is NO_STATUSES and rec.init_containers is NO_STATUSES
+
+
+def test_the_claims_of_persistent_volume_claim_volumes_are_recorded() -> None:
+    rec = records.pod({"metadata": {"name": "p"}, "spec": {"volumes": [
+        {"name": "b", "persistentVolumeClaim": {"claimName": "data-b"}}, {"name": "tmp", "emptyDir": {}},
+        {"name": "a", "persistentVolumeClaim": {"claimName": "data-a"}},
+        {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}]}})
+    assert rec.claims == ("data-a", "data-b") and rec.has_pvc and rec.has_local_storage
+
+
+def test_ephemeral_container_statuses_are_kept_apart() -> None:
+    rec = records.pod({"metadata": {"name": "p"}, "status": {"ephemeralContainerStatuses": [
+        {"name": "debug", "state": {"terminated": {"reason": "OOMKilled", "exitCode": 137}}}]}})
+    assert rec.ephemeral_containers == ContainerStatuses(terminated=("OOMKilled",), exit_codes=(137,))
+    assert rec.containers is NO_STATUSES
+
+
+def _running(name: str, created: str, ready: str) -> dict:
+    return {"metadata": {"name": name, "creationTimestamp": created}, "status": {"conditions": [
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": created},
+        {"type": "Ready", "status": "True", "lastTransitionTime": ready},
+        {"type": "Initialized", "status": "True", "reason": "PodCompleted"}]}}
+
+
+def test_pod_conditions_keep_type_status_reason_and_the_transition_time() -> None:
+    rec = records.pod(_running("p", "2025-06-01T12:00:00Z", "2025-06-01T15:00:05Z"))
+    assert [(c.type, c.status, c.reason, rec.transitioned(c)) for c in rec.conditions] == [
+        ("PodScheduled", "True", "", dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)),
+        ("Ready", "True", "", dt.datetime(2025, 6, 1, 15, 0, 5, tzinfo=dt.UTC)),
+        ("Initialized", "True", "PodCompleted", None)]
+
+
+def test_pods_whose_conditions_changed_as_long_after_their_creation_share_one_conditions_value() -> None:
+    a = records.pod(_running("a", "2025-06-01T12:00:00Z", "2025-06-01T12:00:04Z"))
+    b = records.pod(_running("b", "2025-06-02T08:30:00Z", "2025-06-02T08:30:04Z"))
+    c = records.pod(_running("c", "2025-06-02T08:30:00Z", "2025-06-02T08:30:09Z"))
+    assert a.conditions is b.conditions
+    assert c.conditions is not a.conditions and c.conditions[0] is a.conditions[0]
+    assert records.pod({"metadata": {"name": "d"}}).conditions == ()
 
 
 def test_preferred_node_affinity_keeps_weights_and_terms() -> None:

@@ -1,0 +1,172 @@
+"""The chaos harness: faults injected into the real local control plane, and the figures each scenario reports.
+
+* `figures` (the fixture is in conftest.py): every number a scenario measures is printed at once on the terminal
+  (`[chaos] ...`, even under pytest's capture), attached to the test report, and appended as a JSON line to
+  $NODEMEDIC_CHAOS_FIGURES when that is set (docs/reliability.md's table is made from those lines).
+* `audited_cluster(nodes)`: a control plane of the test's own with the API server's audit log on, so requests
+  can be counted per client, verb and object (a fault must never be injected into the shared session cluster).
+* agents playing kwok nodes with a fixture host root, kernel lines written into their /dev/kmsg.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from tests.e2e.agent_harness import BUILTINS
+from tests.e2e.conftest import LocalCluster, _started
+from tests.e2e.fake_host import host_root
+from tests.waiting import wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
+HUNG = "INFO: task jbd2/sda1-8:412 blocked for more than 120 seconds."
+READ_ONLY = "EXT4-fs (sda1): Remounting filesystem read-only"
+
+
+class Figures:
+    def __init__(self, scenario: str, config: pytest.Config, record: Any) -> None:
+        self.scenario, self.record = scenario, record
+        self.reporter = config.pluginmanager.get_plugin("terminalreporter")
+        self.capture = config.pluginmanager.get_plugin("capturemanager")
+        self.values: dict[str, object] = {}
+
+    def __call__(self, name: str, value: object, unit: str = "") -> None:
+        self.values[name] = value
+        text = f"{value:.2f}" if isinstance(value, float) else str(value)
+        line = f"[chaos] {self.scenario}: {name} = {text}{(' ' + unit) if unit else ''}"
+        if self.reporter is not None and self.capture is not None:
+            with self.capture.global_and_fixture_disabled():  # shown now, not only when the test fails
+                self.reporter.write_line(line)
+        else:
+            print(line, file=sys.stderr)
+        self.record(f"chaos:{name}", value)
+        out = os.environ.get("NODEMEDIC_CHAOS_FIGURES")
+        if out:
+            with open(out, "a") as f:
+                f.write(json.dumps({"scenario": self.scenario, "name": name, "value": value, "unit": unit}) + "\n")
+
+
+@contextlib.contextmanager
+def audited_cluster(nodes: int) -> Iterator[LocalCluster]:
+    with _started(f"pytest-{os.getpid()}-chaos-{secrets.token_hex(2)}", nodes, audit=True) as started:
+        yield started
+
+
+# --- the API server's audit log, with object names ----------------------------------------------------------
+@dataclass(frozen=True)
+class Call:
+    at: float  # stageTimestamp, seconds since the epoch
+    user_agent: str
+    verb: str
+    resource: str  # "pods/eviction", "nodes", ...
+    namespace: str
+    name: str
+    code: int
+
+
+def audit_calls(cluster: LocalCluster, since: float = 0.0) -> list[Call]:
+    """Every completed request (a watch: when it started) logged at or after `since` (epoch seconds)."""
+    assert cluster.owned is not None and cluster.owned.audit
+    out = []
+    path = cluster.owned.audit_log
+    for line in path.read_bytes().splitlines():
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            continue  # the line being written
+        stage, verb = ev.get("stage"), ev.get("verb", "")
+        if (verb == "watch") != (stage == "ResponseStarted") or stage not in ("ResponseStarted", "ResponseComplete"):
+            continue
+        stamp = ev.get("stageTimestamp", "")
+        at = dt.datetime.fromisoformat(stamp).timestamp() if stamp else 0.0
+        if at < since:
+            continue
+        ref = ev.get("objectRef") or {}
+        resource = ref.get("resource", "") + (f"/{ref['subresource']}" if ref.get("subresource") else "")
+        out.append(Call(at, ev.get("userAgent", ""), verb, resource, ref.get("namespace", ""), ref.get("name", ""),
+                        int((ev.get("responseStatus") or {}).get("code", 0))))
+    return out
+
+
+def remediator_calls(calls: list[Call]) -> list[Call]:
+    return [c for c in calls if c.user_agent.startswith("nodemedic-remediator")]
+
+
+def evictions(calls: list[Call]) -> list[Call]:
+    """Eviction requests the API server granted (201): each one is a pod evicted."""
+    return [c for c in calls if c.verb == "create" and c.resource == "pods/eviction" and c.code == 201]
+
+
+# --- agents playing kwok nodes --------------------------------------------------------------------------------
+@dataclass
+class Agent:
+    node: str
+    root: Path
+    proc: subprocess.Popen[bytes]
+    log: Path
+    seq: int = 0
+
+    def kernel(self, message: str) -> None:
+        """Append one record in /dev/kmsg format, stamped now (microseconds since the fake boot an hour ago)."""
+        self.seq += 1
+        btime = int((self.root / "proc" / "stat").read_text().split("btime ")[1].split()[0])
+        usec = int((time.time() - btime) * 1e6)
+        with open(self.root / "dev" / "kmsg", "a") as f:
+            f.write(f"3,{self.seq},{usec},-;{message}\n")
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+
+def start_agent(cluster: LocalCluster, node: str, tmp: Path, *, heartbeat: str) -> Agent:
+    base = tmp / node
+    base.mkdir()
+    root = host_root(base)
+    checks = "\n".join(f"  {c}: {{enabled: false}}" for c in BUILTINS)  # these agents are about their log monitors
+    monitors = ", ".join(str(ROOT / "agent" / "defaults" / m) for m in ("kernel-monitor.json", "readonly-monitor.json"))
+    config = base / "agent.yaml"
+    config.write_text(f"apiVersion: nodemedic.io/v1alpha1\nkind: AgentConfig\nheartbeat: {heartbeat}\n"
+                      f"checks:\n{checks}\nsystemLogMonitors: [{monitors}]\n")
+    log = base / "agent.log"
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "agent", "run", "--node-name", node, "--kubeconfig", str(cluster.kubeconfig),
+             "--config", str(config), "--host-root", str(root), "--listen", ""],
+            stdout=out, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    return Agent(node, root, proc, log)
+
+
+def condition(core: client.CoreV1Api, node: str, type_: str) -> client.V1NodeCondition | None:
+    return next((c for c in core.read_node_status(node).status.conditions or [] if c.type == type_), None)
+
+
+def wait_first_write(core: client.CoreV1Api, agent: Agent, type_: str = "KernelDeadlock") -> None:
+    def written() -> bool:
+        if not agent.alive():
+            pytest.fail(f"agent {agent.node} exited:\n{agent.log.read_text()[-3000:]}")
+        return condition(core, agent.node, type_) is not None
+
+    wait_until(written, timeout=60, what=f"agent {agent.node}'s first status write")

@@ -1,0 +1,61 @@
+"""SpreadIndex's tallies are kept sparse and moved incrementally as the plan moves pods: after any sequence of moves
+(and moves taken back) every check answers as an index built with those moves from the start."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from remediator.model import LabelSelector, NodeRecord, PodRecord, SpreadConstraint
+from remediator.scheduling.topologyspread import SpreadIndex
+from tests.unit.remediator.scheduling.test_nodefit import cluster, node
+
+HOST, ZONE = "kubernetes.io/hostname", "topology.kubernetes.io/zone"
+
+
+def _node(i: int) -> NodeRecord:
+    return node(f"n{i}", labels={HOST: f"n{i}", ZONE: f"z{i % 3}"})
+
+
+def _constraints(app: str, rng: random.Random) -> tuple[SpreadConstraint, ...]:
+    selector = LabelSelector(match_labels=(("app", app),))
+    return tuple(SpreadConstraint(max_skew=rng.choice((1, 2)), topology_key=key, selector=selector,
+                                  min_domains=rng.choice((1, 1, 4)))
+                 for key in rng.sample((HOST, ZONE), rng.choice((1, 2))))
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_checks_after_incremental_moves_match_an_index_built_with_the_moves(seed: int) -> None:
+    rng = random.Random(seed)
+    nodes = [_node(i) for i in range(7)]
+    spreads = {app: _constraints(app, rng) for app in ("web", "api")}
+    pods = [PodRecord(namespace="ns", name=f"p{j}", uid=f"uid-p{j}", node_name=rng.choice(nodes).name,
+                      phase=rng.choice(("Running", "Running", "Running", "Failed")), labels={"app": app},
+                      hard_spread=spreads[app] if rng.random() < 0.5 else (),
+                      soft_spread=spreads[app] if rng.random() < 0.5 else ())
+            for j, app in enumerate(rng.choice(("web", "api")) for _ in range(14))]
+    snap = cluster(*nodes, pods=tuple(pods))
+    incremental = SpreadIndex(snap)
+    for p in pods:  # tallies built before any move
+        for n in nodes:
+            incremental.violation(p, n)
+            incremental.soft_worse(p, n)
+    moved: dict[str, tuple[PodRecord, str]] = {}
+    movable = [p for p in pods if p.phase == "Running"]  # the planner places live pods only
+    for _ in range(10):
+        p = rng.choice(movable)
+        if p.uid in moved and rng.random() < 0.3:
+            incremental.remove(p)
+            del moved[p.uid]
+        else:
+            destination = rng.choice(nodes).name
+            incremental.add(p, destination)
+            moved[p.uid] = (p, destination)
+    fresh = SpreadIndex(snap)
+    for p, destination in moved.values():
+        fresh.add(p, destination)
+    for p in pods:
+        for n in nodes:
+            assert incremental.violation(p, n) == fresh.violation(p, n)
+            assert incremental.soft_worse(p, n) == fresh.soft_worse(p, n)

@@ -1,0 +1,160 @@
+"""The Prometheus instant query against a real HTTP server answering the Prometheus API's format, and the usage
+reader around it: the bearer token from a Secret or a file is sent and never logged; a failed or malformed answer
+leaves the nodes unknown."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import datetime as dt
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+from prometheus_client import CollectorRegistry
+
+from remediator.policy.loader import parse_policy
+from remediator.state import prometheus
+from remediator.state.kube import Credentials, Kube
+from remediator.state.usage_reader import UsageReader
+
+TOKEN = "s3cr3t-prometheus-token"
+QUERY = 'avg by (instance) (1 - rate(node_cpu_seconds_total{mode="idle"}[1m]))'
+NOW = dt.datetime.now(dt.UTC)
+
+
+def vector(*samples: tuple[dict[str, str], str]) -> dict[str, Any]:
+    return {"status": "success", "data": {"resultType": "vector",
+                                          "result": [{"metric": m, "value": [1714564800.0, v]} for m, v in samples]}}
+
+
+class Server:
+    """A Prometheus API (`/api/v1/query`) that wants the bearer token, and the one Secret an API server holds."""
+
+    def __init__(self, answer: dict[str, Any]) -> None:
+        self.answer, self.queries, self.authorizations = answer, [], []
+
+    def app(self) -> web.Application:
+        async def query(request: web.Request) -> web.Response:
+            self.queries.append(request.query.get("query", ""))
+            self.authorizations.append(request.headers.get("Authorization", ""))
+            if request.headers.get("Authorization") != f"Bearer {TOKEN}":
+                return web.json_response({"status": "error", "errorType": "unauthorized", "error": "no token"},
+                                         status=401)
+            return web.json_response(self.answer)
+
+        async def secret(_: web.Request) -> web.Response:
+            return web.json_response({"data": {"prometheusAuthToken": base64.b64encode(TOKEN.encode()).decode()}})
+
+        a = web.Application()
+        a.router.add_get("/api/v1/query", query)
+        a.router.add_get("/api/v1/namespaces/monitoring/secrets/prom-token", secret)
+        return a
+
+
+def serve(server: Server, body: Callable[[str], Awaitable[None]]) -> None:
+    async def main() -> None:
+        runner = web.AppRunner(server.app())
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        try:
+            await body(f"http://127.0.0.1:{runner.addresses[0][1]}")
+        finally:
+            await runner.cleanup()
+
+    asyncio.run(asyncio.wait_for(main(), 20))
+
+
+def policy(url: str, auth: str) -> Any:
+    return parse_policy(f"""
+apiVersion: nodemedic.io/v1alpha1
+kind: RemediationPolicy
+strategies:
+- name: LowNodeUtilization
+  args:
+    thresholds: {{MetricResource: 20}}
+    targetThresholds: {{MetricResource: 50}}
+    metricsUtilization: {{source: Prometheus, prometheus: {{query: '{QUERY}'}}}}
+metricsProviders:
+- source: Prometheus
+  prometheus: {{url: '{url}', authToken: {auth}}}
+""", source="p.yaml")
+
+
+def test_a_query_answers_each_node_s_value_and_sends_the_token() -> None:
+    server = Server(vector(({"instance": "n1"}, "0.75"), ({"instance": "n2"}, "0.1")))
+
+    async def body(url: str) -> None:
+        async with aiohttp.ClientSession() as session:
+            assert await prometheus.query(session, url, QUERY, token=TOKEN) == {"n1": 0.75, "n2": 0.1}
+
+    serve(server, body)
+    assert server.queries == [QUERY]
+    assert server.authorizations == [f"Bearer {TOKEN}"]
+
+
+@pytest.mark.parametrize(("answer", "problem"), [
+    (vector(({"instance": "n1"}, "1.5")), "outside [0, 1]"),
+    (vector(({"node": "n1"}, "0.5")), "no instance label"),
+    ({"status": "success", "data": {"resultType": "matrix", "result": []}}, "expected a vector"),
+    ({"status": "error", "error": "parse error at char 3"}, "parse error at char 3"),
+], ids=["value-above-1", "no-instance", "matrix", "query-error"])
+def test_an_answer_descheduler_would_refuse_is_an_error(answer: dict[str, Any], problem: str) -> None:
+    async def body(url: str) -> None:
+        async with aiohttp.ClientSession() as session:
+            with pytest.raises(prometheus.QueryError, match=problem.replace("[", r"\[").replace("]", r"\]")):
+                await prometheus.query(session, url, QUERY, token=TOKEN)
+
+    serve(Server(answer), body)
+
+
+def reader(api: str) -> UsageReader:
+    kube = Kube(Credentials(server=api, ssl=False, token=None), registry=CollectorRegistry())
+    return UsageReader(kube, registry=CollectorRegistry(), log=logging.getLogger("test.usage"))
+
+
+def test_the_reader_takes_the_token_from_the_secret_and_puts_the_scores_in_the_snapshot() -> None:
+    server = Server(vector(({"instance": "n1"}, "0.75")))
+
+    async def body(url: str) -> None:
+        r = reader(url)
+        try:
+            measured = await r.read(policy(url, "{secretReference: {namespace: monitoring, name: prom-token}}"),
+                                    ["n1", "n2"], NOW)
+        finally:
+            await r.close()
+            await r.kube.close()
+        assert measured.scores == {QUERY: {"n1": 0.75}}
+        assert r.unknown.labels("Prometheus")._value.get() == 1  # n2: no sample
+
+    serve(server, body)
+    assert server.authorizations == [f"Bearer {TOKEN}"]
+
+
+def test_a_refused_query_leaves_every_node_unknown_and_the_token_out_of_the_log(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    wrong = tmp_path / "token"
+    wrong.write_text("not-the-token\n")
+    server = Server(vector(({"instance": "n1"}, "0.75")))
+
+    async def body(url: str) -> None:
+        r = reader(url)
+        try:
+            measured = await r.read(policy(url, f"{{file: '{wrong}'}}"), ["n1"], NOW)
+        finally:
+            await r.close()
+            await r.kube.close()
+        assert measured.scores == {QUERY: {}}
+        assert r.reads.labels("Prometheus", "error")._value.get() == 1
+
+    with caplog.at_level(logging.WARNING, logger="test.usage"):
+        serve(server, body)
+    assert server.authorizations == ["Bearer not-the-token"]
+    text = "\n".join(f"{rec.getMessage()} {rec.__dict__}" for rec in caplog.records)
+    assert "Prometheus query failed" in text and "HTTP 401" in text
+    assert "not-the-token" not in text and TOKEN not in text

@@ -1,0 +1,389 @@
+"""The controller's cycle against an in-memory API server and a fake clock: what it writes (taints, evictions,
+Events) and when it must not (dry run, standby, lost leadership, a failed taint), each eviction sent once, policy
+reloads, breaker announcements, and a loop that survives a failing cycle."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import datetime as dt
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from remediator import controller as controller_mod
+from remediator.alerts import metrics as metrics_mod
+from remediator.alerts.announcer import Alerts
+from remediator.controller import RECENT_EVICTION_MEMORY, Controller, PolicySource
+from remediator.model import Plan
+from remediator.policy.loader import load_policy
+from remediator.state.caches import ClusterCache
+from remediator.state.kube import ApiError
+
+LOG = logging.getLogger("test.controller")
+NOW = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
+HOUR_AGO = "2026-03-01T11:00:00Z"
+TAINT = "nodemedic.io/kernel-deadlock"
+POLICY = """\
+apiVersion: nodemedic.io/v1alpha1
+kind: RemediationPolicy
+rules:
+- name: kernel-deadlock
+  condition: {type: KernelDeadlock, status: "True", for: 30s}
+  taint: {key: nodemedic.io/kernel-deadlock, value: "true", effect: NoSchedule}
+  evict: true
+  recoverAfter: 10m
+strategies:
+- name: RemovePodsViolatingNodeTaints
+limits: {ownerCooldown: 0s}
+safety: {maxTaintedNodes: %d, maxTaintedNodesPercent: 100, minTaintedNodes: 1}
+"""
+
+
+def node(name: str, *, sick: bool = False) -> dict[str, Any]:
+    conditions = [{"type": "Ready", "status": "True", "lastTransitionTime": HOUR_AGO}]
+    if sick:
+        conditions.append({"type": "KernelDeadlock", "status": "True", "lastTransitionTime": HOUR_AGO})
+    return {"metadata": {"name": name, "resourceVersion": "1", "labels": {"kubernetes.io/hostname": name}},
+            "spec": {},
+            "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}, "conditions": conditions}}
+
+
+def pod(name: str, node_name: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "shop", "uid": f"uid-{name}", "resourceVersion": "1",
+                         "creationTimestamp": "2026-02-01T00:00:00Z",
+                         "ownerReferences": [{"kind": "ReplicaSet", "name": f"rs-{name}", "uid": f"rs-{name}",
+                                              "controller": True}]},
+            "spec": {"nodeName": node_name,
+                     "containers": [{"name": "c", "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]},
+            "status": {"phase": "Running", "startTime": "2026-02-01T00:00:05Z"}}
+
+
+class ApiServer:
+    """The writes the controller makes, kept in memory: node patches, evictions and Events; failures on demand."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, dict[str, Any]] = {}
+        self.writes: list[tuple[str, str]] = []
+        self.events: list[dict[str, Any]] = []
+        self.evicted: list[str] = []
+        self.fail_nodes: set[str] = set()
+        self.hold_evictions: asyncio.Event | None = None  # set: evictions wait for it (an eviction in flight)
+
+    async def get(self, path: str, **_: str) -> Any:
+        name = path.rsplit("/", 1)[1]
+        return copy.deepcopy(self.nodes[name])
+
+    async def request(self, method: str, path: str, *, body: Any = None, **_: Any) -> Any:
+        await asyncio.sleep(0)
+        self.writes.append((method, path))
+        if path.endswith("/events"):
+            self.events.append(body)
+            return body
+        if path.endswith("/eviction"):
+            if self.hold_evictions is not None:
+                await self.hold_evictions.wait()
+            self.evicted.append(f"{body['metadata']['namespace']}/{body['metadata']['name']}")
+            return {}
+        if method == "PATCH" and path.startswith("/api/v1/nodes/"):
+            name = path.rsplit("/", 1)[1]
+            if name in self.fail_nodes:
+                raise ApiError(500, method, path, '{"message": "etcdserver: request timed out"}')
+            stored = self.nodes[name]
+            stored["metadata"].setdefault("annotations", {}).update(body["metadata"]["annotations"])
+            stored["spec"]["taints"] = body["spec"]["taints"]
+            stored["metadata"]["resourceVersion"] = str(int(stored["metadata"]["resourceVersion"]) + 1)
+            return copy.deepcopy(stored)
+        raise AssertionError(f"unexpected {method} {path}")
+
+    def reasons(self) -> list[str]:
+        return [e["reason"] for e in self.events]
+
+
+class Lease:
+    def __init__(self, leading: bool) -> None:
+        self.leading = leading
+
+    def is_leader(self) -> bool:
+        return self.leading
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now, self.mono = NOW, 5000.0
+
+    def wall(self) -> dt.datetime:
+        return self.now
+
+    def monotonic(self) -> float:
+        return self.mono
+
+    def advance(self, seconds: float) -> None:
+        self.now += dt.timedelta(seconds=seconds)
+        self.mono += seconds
+
+
+class World:
+    """A controller wired to the fakes, its caches fed as the watches would feed them."""
+
+    def __init__(self, tmp: Path, *, nodes: list[dict[str, Any]], pods: list[dict[str, Any]], leading: bool = True,
+                 dry_run: bool = False, max_tainted: int = 10) -> None:
+        self.api, self.clock, self.lease = ApiServer(), Clock(), Lease(leading)
+        self.api.nodes = {n["metadata"]["name"]: copy.deepcopy(n) for n in nodes}
+        self.policy_path = tmp / "policy.yaml"
+        self.policy_path.write_text(POLICY % max_tainted)
+        self.registry = CollectorRegistry()
+        self.metrics = metrics_mod.create(self.registry)
+        self.cache = ClusterCache(self.api, log=LOG, clock=self.clock.wall)  # type: ignore[arg-type]
+        self.cache._reset_nodes(nodes)
+        self.cache._reset_pods(pods)
+        self.controller = Controller(
+            kube=self.api, cache=self.cache,  # type: ignore[arg-type]
+            source=PolicySource(str(self.policy_path), load_policy(self.policy_path)),
+            alerts=Alerts(self.api, None, identity="r1", log=LOG), metrics=self.metrics,  # type: ignore[arg-type]
+            log=LOG, elector=None if dry_run else self.lease, dry_run=dry_run,  # type: ignore[arg-type]
+            lease_namespace="ops", lease_name="nm", clock=self.clock.wall, monotonic=self.clock.monotonic)
+
+    def cycle(self) -> None:
+        async def one() -> None:
+            await self.controller.cycle()
+            for _ in range(20):  # let the eviction tasks it started finish
+                await asyncio.sleep(0)
+
+        asyncio.run(one())
+
+    def watch_nodes(self) -> None:
+        """What the node watch delivers after our own patches."""
+        for n in self.api.nodes.values():
+            self.cache._apply_node("MODIFIED", copy.deepcopy(n))
+
+    def metric(self, name: str, **labels: str) -> float:
+        return self.registry.get_sample_value(name, labels) or 0.0
+
+
+PODS = [pod("a", "sick"), pod("b", "sick"), pod("c", "well")]
+
+
+def test_a_dry_run_writes_nothing_and_reports_each_action_once(tmp_path: Path,
+                                                              caplog: pytest.LogCaptureFixture) -> None:
+    w = World(tmp_path, nodes=[node("sick", sick=True), node("well")], pods=PODS, dry_run=True)
+    with caplog.at_level(logging.INFO, logger=LOG.name):
+        w.cycle()
+        w.clock.advance(5)
+        w.cycle()
+    assert w.api.writes == []
+    assert w.metric("nodemedic_dry_run_actions_total", action="taint") == 1
+    assert [r.message for r in caplog.records].count("dry-run: would taint") == 1
+
+
+def test_the_leader_taints_then_evicts_each_pod_exactly_once(tmp_path: Path) -> None:
+    w = World(tmp_path, nodes=[node("sick", sick=True), node("well")], pods=PODS)
+    w.cycle()
+    assert [p for m, p in w.api.writes if m == "PATCH"] == ["/api/v1/nodes/sick"]
+    assert w.api.nodes["sick"]["spec"]["taints"] == [{"key": TAINT, "effect": "NoSchedule", "value": "true"}]
+    assert "NodemedicTainted" in w.api.reasons()
+    w.watch_nodes()
+    for _ in range(5):  # the pods stay in the cache (evicted pods take a while to go): never evicted twice
+        w.clock.advance(1)
+        w.cycle()
+    assert sorted(w.api.evicted) == ["shop/a", "shop/b"]
+    assert w.metric("nodemedic_evictions_total", strategy="RemovePodsViolatingNodeTaints", outcome="evicted") == 2
+    assert w.api.reasons().count("NodemedicEvicted") == 2
+    assert [p for m, p in w.api.writes if m == "PATCH"] == ["/api/v1/nodes/sick"], "the taint is written once"
+
+
+def test_an_eviction_still_in_flight_is_not_sent_again(tmp_path: Path) -> None:
+    w = World(tmp_path, nodes=[node("sick", sick=True), node("well")], pods=PODS)
+
+    async def slow_evictions() -> None:
+        w.api.hold_evictions = asyncio.Event()
+        for _ in range(3):
+            await w.controller.cycle()
+            await asyncio.sleep(0)
+            w.watch_nodes()
+            w.clock.advance(1)
+        assert len(w.controller.in_flight) == 2
+        assert sum(1 for _, p in w.api.writes if p.endswith("/eviction")) == 2
+        w.api.hold_evictions.set()
+        await asyncio.gather(*w.controller.in_flight.values())
+
+    asyncio.run(slow_evictions())
+    assert sorted(w.api.evicted) == ["shop/a", "shop/b"]
+
+
+def test_an_evicted_pod_still_in_the_cache_is_planned_again_only_after_the_memory_expires(tmp_path: Path) -> None:
+    w = World(tmp_path, nodes=[node("sick", sick=True), node("well")], pods=PODS)
+    w.cycle()
+    w.watch_nodes()
+    w.cycle()
+    assert len(w.api.evicted) == 2
+    w.clock.advance(RECENT_EVICTION_MEMORY - 10)
+    w.cycle()
+    assert len(w.api.evicted) == 2
+    w.clock.advance(20)  # a pod that refuses to go for ten minutes: the Eviction API is asked again
+    w.cycle()
+    assert sorted(w.api.evicted) == ["shop/a", "shop/a", "shop/b", "shop/b"]
+
+
+def test_a_standby_writes_nothing_until_it_leads(tmp_path: Path) -> None:
+    w = World(tmp_path, nodes=[node("sick", sick=True), node("well")], pods=PODS, leading=False)
+    for _ in range(3):
+        w.cycle()
+        w.clock.advance(2)
+    assert w.api.writes == []
+    w.lease.leading = True
+    w.cycle()
+    assert ("PATCH", "/api/v1/nodes/sick") in w.api.writes
+
+
+def test_losing_the_lease_mid_cycle_stops_the_remaining_taint_writes(tmp_path: Path) -> None:
+    w = World(tmp_path, nodes=[node(f"sick-{i}", sick=True) for i in range(4)] + [node("well")], pods=[])
+    original = w.api.request
+
+    async def lose_after_first_patch(method: str, path: str, **kw: Any) -> Any:
+        answer = await original(method, path, **kw)
+        if method == "PATCH":
+            w.lease.leading = False
+        return answer
+
+    w.api.request = lose_after_first_patch  # type: ignore[method-assign]
+    w.cycle()
+    assert [p for m, p in w.api.writes if m == "PATCH"] == ["/api/v1/nodes/sick-0"]
+
+
+def test_a_failed_taint_write_skips_that_nodes_evictions_and_not_the_others(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    nodes = [node("sick-1", sick=True), node("sick-2", sick=True), node("well")]
+    pods = [pod("a", "sick-1"), pod("b", "sick-2"), pod("c", "well")]
+    w = World(tmp_path, nodes=nodes, pods=pods)
+    w.api.fail_nodes = {"sick-1"}
+    with caplog.at_level(logging.ERROR, logger=LOG.name):
+        for _ in range(3):
+            w.cycle()
+            w.watch_nodes()
+            w.clock.advance(1)
+    assert "taint write failed" in [r.message for r in caplog.records]
+    assert w.api.evicted == ["shop/b"], "no eviction from a node whose taint did not land"
+    assert w.api.nodes["sick-1"]["spec"] == {}
+
+
+def test_the_breaker_holds_the_extra_nodes_and_announces_each_once(tmp_path: Path) -> None:
+    w = World(tmp_path, nodes=[node(f"sick-{i}", sick=True) for i in range(3)] + [node("well")], pods=[],
+              max_tainted=1)
+    for _ in range(3):
+        w.cycle()
+        w.watch_nodes()
+        w.clock.advance(2)
+    assert sum(1 for m, _ in w.api.writes if m == "PATCH") == 1
+    assert w.api.reasons().count("NodemedicCircuitBreakerOpen") == 2, "one Event per held node, not per cycle"
+    assert w.metric("nodemedic_circuit_breaker_open") == 1
+    assert w.metric("nodemedic_circuit_breaker_trips_total") == 1
+
+
+def test_a_held_node_whose_condition_flaps_is_announced_once_until_it_has_been_quiet_for_the_memory(
+        tmp_path: Path) -> None:
+    # Found by tests/e2e/test_chaos_flapping.py: every flap of a held node raised a new Event and notification.
+    w = World(tmp_path, nodes=[node("sick-0", sick=True), node("sick-1", sick=True), node("well")], pods=[],
+              max_tainted=1)
+
+    def flap(status: str) -> None:
+        w.api.nodes["sick-1"]["status"]["conditions"][1].update(
+            status=status, lastTransitionTime=w.clock.now.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        w.watch_nodes()
+
+    w.cycle()
+    w.watch_nodes()
+    for _ in range(5):  # sick-1 is held; its condition goes away and comes back, 40 s each way
+        flap("False")
+        w.clock.advance(40)
+        w.cycle()
+        flap("True")
+        w.clock.advance(40)
+        w.cycle()
+    assert w.api.reasons().count("NodemedicCircuitBreakerOpen") == 1
+    flap("False")
+    w.clock.advance(controller_mod.HELD_MEMORY + 1)  # quiet long enough: the next hold is news again
+    w.cycle()
+    flap("True")
+    w.clock.advance(40)
+    w.cycle()
+    assert w.api.reasons().count("NodemedicCircuitBreakerOpen") == 2
+
+
+def test_a_bad_policy_edit_keeps_the_last_good_policy_and_says_so_on_the_lease(tmp_path: Path) -> None:
+    w = World(tmp_path, nodes=[node("sick", sick=True), node("well")], pods=[])
+    w.policy_path.write_text("apiVersion: nodemedic.io/v1alpha1\nkind: RemediationPolicy\nrules: 3\n")
+
+    async def cycle_and_settle() -> None:
+        await w.controller.cycle()
+        await asyncio.gather(*w.controller.background)
+
+    asyncio.run(cycle_and_settle())
+    assert w.metric("nodemedic_policy_reloads_total", result="error") == 1
+    assert ("PATCH", "/api/v1/nodes/sick") in w.api.writes, "the last good policy still acts"
+    (rejected,) = [e for e in w.api.events if e["reason"] == "NodemedicPolicyRejected"]
+    assert rejected["involvedObject"]["kind"] == "Lease" and rejected["involvedObject"]["name"] == "nm"
+    assert "rules" in rejected["message"]
+    w.policy_path.write_text(POLICY.replace("evict: true", "evict: false") % 10)
+    asyncio.run(cycle_and_settle())
+    assert w.metric("nodemedic_policy_reloads_total", result="ok") == 1
+    assert w.controller.source.policy.rules[0].evict is False
+
+
+def test_a_dry_run_says_nothing_on_the_lease_about_a_bad_policy(tmp_path: Path) -> None:
+    w = World(tmp_path, nodes=[node("well")], pods=[], dry_run=True)
+    w.policy_path.write_text("rules: [")
+    w.cycle()
+    assert w.api.writes == [] and w.metric("nodemedic_policy_reloads_total", result="error") == 1
+
+
+def test_the_loop_survives_a_failing_cycle_and_runs_the_next(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    w = World(tmp_path, nodes=[node("well")], pods=[])
+    for informer in w.cache.informers:
+        informer.synced.set()
+    real = controller_mod.plan_cycle
+    calls: list[int] = []
+
+    def flaky(*args: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise KeyError("odd data")
+        return real(*args)
+
+    monkeypatch.setattr(controller_mod, "plan_cycle", flaky)
+    monkeypatch.setattr(controller_mod.asyncio, "sleep", _no_wait)
+    finished: list[Plan] = []
+    cycle = w.controller.cycle
+
+    async def counted_cycle() -> Plan:
+        finished.append(plan := await cycle())
+        return plan
+
+    monkeypatch.setattr(w.controller, "cycle", counted_cycle)
+
+    async def run_until_a_cycle_finishes() -> None:
+        task = asyncio.create_task(w.controller.run())
+        while not finished and len(calls) < 3:
+            w.cache.changed.set()
+            await _yield()
+        task.cancel()
+
+    with caplog.at_level(logging.ERROR, logger=LOG.name):
+        asyncio.run(run_until_a_cycle_finishes())
+    assert "planning cycle failed" in [r.message for r in caplog.records]
+    assert len(calls) == 2 and len(finished) == 1, "the cycle after the failure ran to the end"
+
+
+async def _no_wait(_: float) -> None:
+    await _yield()
+
+
+_real_sleep = asyncio.sleep
+
+
+async def _yield() -> None:
+    await _real_sleep(0)
