@@ -106,7 +106,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
 # --- check ------------------------------------------------------------------------------------------
 async def _check_once(checks: list[Check]) -> list[Observation]:
     sup = Supervisor(checks, registry=CollectorRegistry(), log=logging.getLogger("nodemedic.agent"))
-    return list(await asyncio.gather(*(sup.run_once(c) for c in checks)))
+    try:
+        return list(await asyncio.gather(*(sup.run_once(c) for c in checks)))
+    finally:
+        await _release(checks)  # the kubelet probe's session, a journald source's journalctl
 
 
 def _one_shot(cfg: AgentConfig) -> AgentConfig:

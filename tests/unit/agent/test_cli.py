@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import datetime as dt
 import json
@@ -13,7 +14,7 @@ from prometheus_client import CollectorRegistry
 
 from agent import cli
 from agent.checks import BUILTIN
-from agent.model import ConditionReport, EventReport, Observation, Status
+from agent.model import CheckTiming, ConditionReport, EventReport, Observation, Status
 from agent.reporting.conditions import ConditionBook
 
 KERNEL_MONITOR = Path(cli.__file__).with_name("defaults") / "kernel-monitor.json"
@@ -202,3 +203,29 @@ def test_a_monitor_with_metrics_reporting_off_stays_out_of_the_metrics(tmp_path:
     assert sample("nodemedic_agent_condition_status", {"type": "QuietProblem", "status": "True"}) is None
     assert sample("nodemedic_agent_problems_total", {"type": "KernelDeadlock", "reason": "Bad"}) == 1
     assert sample("nodemedic_agent_problems_total", {"type": "", "reason": "Boom"}) == 1
+
+
+class _HoldsASession:
+    """A check that keeps something open between observations, like the kubelet probe's HTTP session."""
+
+    name = "holder"
+    condition_types = ("Held",)
+    timing = CheckTiming()
+
+    def __init__(self) -> None:
+        self.closed = 0
+
+    async def observe(self, now: dt.datetime) -> Observation:
+        return Observation(self.name, now, conditions=(ConditionReport("Held", Status.FALSE, "Fine"),))
+
+    async def close(self) -> None:
+        self.closed += 1
+
+
+def test_a_one_shot_check_releases_what_its_checks_hold() -> None:
+    holder = _HoldsASession()
+
+    (observation,) = asyncio.run(cli._check_once([holder]))
+
+    assert observation.conditions[0].status is Status.FALSE
+    assert holder.closed == 1
