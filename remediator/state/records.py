@@ -262,7 +262,9 @@ def pod(obj: dict[str, Any]) -> PodRecord:
     return PodRecord(
         namespace=str(meta.get("namespace", "")),
         name=str(meta.get("name", "")),
-        uid=str(meta.get("uid", "")),
+        # The API always sets a uid; a hand-written snapshot may not, and pods sharing "" would share one identity
+        # in every per-pod book (an eviction of one would count as a move of all).
+        uid=str(meta.get("uid") or (f"{meta.get('namespace', '')}/{meta['name']}" if meta.get("name") else "")),
         node_name=str(spec.get("nodeName", "") or ""),
         phase=str(status.get("phase", "Pending") or "Pending"),
         labels=labels,

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from remediator.cli import main
 from remediator.model import Effect, LabelSelector, NodeRecord, PdbRecord, PodRecord, Snapshot, SpreadConstraint, Taint
 from remediator.planner import plan_cycle
 from remediator.planning.cycle import PlannerMemory
@@ -22,6 +24,7 @@ from remediator.policy.limits import Limits
 from remediator.policy.loader import load_policy
 from remediator.policy.model import Policy, StrategyConfig
 from remediator.policy.safety import Safety
+from remediator.state.caches import snapshot_from_list
 from remediator.strategies.remove_duplicates.args import RemoveDuplicatesArgs
 from remediator.strategies.remove_pods_violating_topology_spread_constraint.args import (
     RemovePodsViolatingTopologySpreadConstraintArgs,
@@ -312,3 +315,30 @@ def test_the_spread_strategy_counts_the_moves_planned_before_it() -> None:
     assert [(e.strategy, e.pod.name) for e in plan.evictions] == [("RemoveDuplicates", "web-a1-0"),
                                                                    ("RemoveDuplicates", "web-b1-0")]
     assert plan.protected == [] and plan.deferred == []
+
+
+def test_plan_json_on_a_snapshot_shows_both_balance_strategies_with_their_reasons(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    snapshot = ROOT / "tests" / "testdata" / "snapshots" / "balance-strategies.json"
+    code = main(["plan", "--policy", str(ROOT / "tests" / "testdata" / "policies" / "good" / "balance-strategies.yaml"),
+                 "--snapshot", str(snapshot), "--now", "2026-11-24T12:00:00Z", "--json"])
+    assert code == 0
+    got = [(e["strategy"], e["name"], e["reason"]) for e in json.loads(capsys.readouterr().out)["evictions"]]
+    assert got == [
+        ("RemoveDuplicates", "cart-0", "2 replicas of ReplicaSet/cart-7d9 on a-1, more than 1 (per node over the 4 "
+                                       "nodes that can take them); to c-1 or alike"),
+        ("RemovePodsViolatingTopologySpreadConstraint", "front-0", "DoNotSchedule spread on "
+         "topology.kubernetes.io/zone: zone-a holds 2 matching pods, zone-b 0 (maxSkew 1); to c-1 or alike"),
+    ]
+
+
+def test_pods_without_a_uid_in_a_snapshot_keep_identities_of_their_own() -> None:
+    # A hand-written snapshot without uids: moving cart-0 must not count as moving every other pod.
+    doc = json.loads((ROOT / "tests" / "testdata" / "snapshots" / "balance-strategies.json").read_text())
+    for item in doc["items"]:
+        item["metadata"].pop("uid", None)
+    plan = plan_cycle(snapshot_from_list(doc, dt.datetime(2026, 11, 24, 12, tzinfo=dt.UTC)),
+                      load_policy(ROOT / "tests" / "testdata" / "policies" / "good" / "balance-strategies.yaml"),
+                      PlannerMemory())
+    assert [(e.strategy, e.pod.name) for e in plan.evictions] == [
+        ("RemoveDuplicates", "cart-0"), ("RemovePodsViolatingTopologySpreadConstraint", "front-0")]
