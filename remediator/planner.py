@@ -12,6 +12,7 @@ from __future__ import annotations
 from remediator.heap import collection_paused
 from remediator.model import CrashLoopNode, Plan, Protected, Snapshot, Taint, TaintChange
 from remediator.planning.cycle import LOOP_GUARD, Cycle, PlannerMemory
+from remediator.planning.scope import in_scope
 from remediator.planning.taints import plan_taints
 from remediator.policy.model import STRATEGY_PREFIX, Policy
 from remediator.strategies import KINDS, lookup
@@ -31,6 +32,7 @@ def plan_cycle(snapshot: Snapshot, policy: Policy, memory: PlannerMemory) -> Pla
 
 
 def _plan_cycle(snapshot: Snapshot, policy: Policy, memory: PlannerMemory) -> Plan:
+    snapshot = in_scope(snapshot, policy.node_selector)
     taints = plan_taints(snapshot, policy, memory.clear_since)
     plan = Plan(taints_add=taints.adds, taints_remove=taints.removes, held=taints.held,
                 breaker_open=taints.breaker_open, tainted_limit=taints.tainted_limit, next_check=taints.next_check)

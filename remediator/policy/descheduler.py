@@ -36,7 +36,6 @@ _PLUGIN_SET_KEYS = ("enabled", "disabled")
 _EVICTOR_KEYS = ("evictLocalStoragePods", "evictDaemonSetPods", "evictSystemCriticalPods", "evictFailedBarePods",
                  "ignorePvcPods", "priorityThreshold", "labelSelector", "minReplicas", "minPodAge", "nodeFit")
 UNSUPPORTED = {
-    "nodeSelector": "nodemedic considers every node; scope the pods with namespaces or labelSelector instead",
     "prometheus": "not a DeschedulerPolicy field of descheduler v0.36.0: give Prometheus as metricsProviders: "
                   "[{source: Prometheus, prometheus: {url: ..., authToken: ...}}]",
     "namespaceLabelSelector": "not supported; list the namespaces in a plugin's namespaces.include/exclude",
@@ -103,6 +102,8 @@ def translate(r: Reader, root: yaml.Node, *, nodemedic_api: str, nodemedic_kind:
         (scalar("strategies", root), sequence(deschedule + balance, root)),
         (scalar("evictor", root), mapping(evictor, root)),
     ]
+    if "nodeSelector" in top.values:  # the same field and string form in both policies
+        pairs.append((top.key_nodes["nodeSelector"], top.values["nodeSelector"]))
     limits = [(top.key_nodes[k], top.values[k]) for k in _LIMIT_KEYS if k in top.values]
     if limits:
         pairs.append((scalar("limits", root), mapping(limits, root)))

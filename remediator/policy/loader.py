@@ -2,8 +2,8 @@
 
 This module only parses the file and dispatches: each top-level section is read by the module that defines it
 (`rules.py`, `evictor.py`, `strategies.py` -> each strategy's `args.py`, `limits.py`, `eviction.py`, `safety.py`,
-`notifications.py`, `autoscaler.py`, `window.py`, `metrics.py`), through one `reader.Reader` that records every error,
-so one `validate` run lists them all."""
+`notifications.py`, `autoscaler.py`, `window.py`, `metrics.py`, `node_selector.py`), through one `reader.Reader` that
+records every error, so one `validate` run lists them all."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from remediator.policy.evictor import read_evictor
 from remediator.policy.limits import read_limits
 from remediator.policy.metrics import check_sources, read_metrics_providers
 from remediator.policy.model import Policy
+from remediator.policy.node_selector import read_node_selector
 from remediator.policy.notifications import read_notifications
 from remediator.policy.reader import DOCUMENT, Reader, is_null
 from remediator.policy.rules import read_rules
@@ -31,7 +32,7 @@ API_VERSION = "nodemedic.io/v1alpha1"
 DESCHEDULER_VERSIONS = (descheduler.V1ALPHA2, descheduler_v1alpha1.V1ALPHA1)
 KIND = "RemediationPolicy"
 _TOP_KEYS = ("apiVersion", "kind", "rules", "evictor", "strategies", "limits", "eviction", "safety", "notifications",
-             "autoscaler", "maintenanceWindow", "metricsProviders")
+             "autoscaler", "maintenanceWindow", "metricsProviders", "nodeSelector")
 
 
 class PolicyError(Exception):
@@ -120,7 +121,7 @@ def _document(r: Reader, documents: list[yaml.Node]) -> tuple[Policy, yaml.Node]
                     limits=read_limits(r, top), eviction=read_eviction(r, top), safety=read_safety(r, top),
                     notifications=read_notifications(r, top),
                     autoscaler=read_autoscaler(r, top, [s.name for s in strategies]), window=read_window(r, top),
-                    metrics=providers)
+                    metrics=providers, node_selector=read_node_selector(r, top))
     if r.errors:
         raise PolicyError([message for _, message in sorted(r.errors, key=lambda e: e[0])])
     return policy, root

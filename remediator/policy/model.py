@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from remediator.model import LabelSelector
 from remediator.policy.autoscaler import AutoscalerSettings
 from remediator.policy.eviction import EvictionSettings
 from remediator.policy.evictor import EvictorArgs
@@ -42,3 +43,4 @@ class Policy:
     autoscaler: AutoscalerSettings = AutoscalerSettings()
     window: MaintenanceWindow = MaintenanceWindow()
     metrics: MetricsProviders = field(default_factory=MetricsProviders)  # `metricsProviders`: measured usage
+    node_selector: LabelSelector | None = None  # `nodeSelector`: the nodes the policy acts on (None: all)

@@ -194,3 +194,12 @@ def wait_running(core: client.CoreV1Api, ns: str, app: str, count: int, timeout:
 
 def monotonic() -> float:
     return time.monotonic()
+
+
+def pool_scope(pool: list[str]) -> str:
+    """The policy line that keeps a remediator to one test's node pool (conftest's `node_pool` labels every node
+    it makes with nodemedic.io/e2e-pool=<suffix>): other tests' sick nodes neither take the breaker's slots nor
+    receive taints or pods."""
+    suffixes = {n.rsplit("-", 1)[0].removeprefix("pool-") for n in pool}
+    assert len(suffixes) == 1, f"nodes of several pools: {pool}"
+    return f'nodeSelector: "nodemedic.io/e2e-pool={suffixes.pop()}"'

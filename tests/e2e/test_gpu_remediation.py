@@ -18,6 +18,7 @@ from tests.e2e.remediator_harness import (
     deployment,
     nodemedic_events,
     place_on_first,
+    pool_scope,
     running_on,
     start_remediator,
     taint_keys,
@@ -61,7 +62,8 @@ def test_a_fatal_xid_taints_the_gpu_node_and_its_pods_move(
         "apiVersion": "nodemedic.io/v1alpha1", "kind": "RemediationPolicy", "rules": [rule],
         "evictor": {"namespaces": {"include": [namespace]}},  # never touch another test's pods
         "limits": {"ownerCooldown": "0s"},
-        "safety": {"maxTaintedNodes": 10, "maxTaintedNodesPercent": 100}})
+        "safety": {"maxTaintedNodes": 10, "maxTaintedNodesPercent": 100},
+        **yaml.safe_load(pool_scope(pool))})
     processes.append(start_remediator(tmp_path, cluster.kubeconfig, policy, name="gpu", lease_namespace=namespace))
 
     kmsg(root, XID_79, [100])

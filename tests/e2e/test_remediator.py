@@ -21,6 +21,7 @@ from tests.e2e.remediator_harness import (
     nodemedic_events,
     place_on_first,
     pool_affinity,
+    pool_scope,
     running_on,
     set_condition,
     start_remediator,
@@ -34,9 +35,11 @@ pytestmark = pytest.mark.e2e
 TAINT = "nodemedic.io/kernel-deadlock"
 
 
-def policy(namespace: str, *, extra: str = "", safety: str = "{maxTaintedNodes: 10, maxTaintedNodesPercent: 100}",
-           for_: str = "1s", recover: str = "2s") -> str:
-    # Evictions are scoped to the test's namespace so a test never touches another test's pods.
+def policy(namespace: str, pool: list[str], *, extra: str = "",
+           safety: str = "{maxTaintedNodes: 10, maxTaintedNodesPercent: 100}", for_: str = "1s",
+           recover: str = "2s") -> str:
+    # Evictions are scoped to the test's namespace and nodes to its pool, so a test never touches another test's
+    # pods, and another test's sick nodes never take this one's breaker slots.
     return f"""
 apiVersion: nodemedic.io/v1alpha1
 kind: RemediationPolicy
@@ -51,6 +54,7 @@ evictor:
 limits: {{ownerCooldown: 0s, maxNoOfPodsToEvictPerNode: 50, maxNoOfPodsToEvictTotal: 100}}
 eviction: {{retryDeadline: 300s, initialBackoff: 200ms, maxBackoff: 1s}}
 safety: {safety}
+{pool_scope(pool)}
 {extra}
 """
 
@@ -91,7 +95,7 @@ def test_a_condition_taints_the_node_and_evicts_only_pods_that_may_and_can_move(
         "metadata": {"name": "guarded"},
         "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "guarded"}}}})
 
-    r = start_remediator(tmp_path, cluster.kubeconfig, policy(namespace), name="r1", lease_namespace=namespace)
+    r = start_remediator(tmp_path, cluster.kubeconfig, policy(namespace, pool), name="r1", lease_namespace=namespace)
     processes.append(r)
     set_condition(core, a, "KernelDeadlock", "True")
 
@@ -134,7 +138,7 @@ def test_a_taint_a_human_put_there_first_is_never_removed(
 ) -> None:
     ours, theirs = node_pool(2)
     core.patch_node(theirs, {"spec": {"taints": [{"key": TAINT, "value": "human", "effect": "NoSchedule"}]}})
-    processes.append(start_remediator(tmp_path, cluster.kubeconfig, policy(namespace), name="r",
+    processes.append(start_remediator(tmp_path, cluster.kubeconfig, policy(namespace, [ours, theirs]), name="r",
                                       lease_namespace=namespace))
     for n in (ours, theirs):
         set_condition(core, n, "KernelDeadlock", "True")
@@ -200,7 +204,7 @@ def test_a_pod_whose_constraints_leave_it_nowhere_to_go_stays_while_others_move(
                                         wait_running(core, namespace, "plain", 1)))
     stuck = next(name for name, node in placed.items() if node == a)
 
-    r = start_remediator(tmp_path, cluster.kubeconfig, policy(namespace), name="r", lease_namespace=namespace)
+    r = start_remediator(tmp_path, cluster.kubeconfig, policy(namespace, pool), name="r", lease_namespace=namespace)
     processes.append(r)
     set_condition(core, a, "KernelDeadlock", "True")
     wait_until(lambda: TAINT in taint_keys(core, a), timeout=30, what="the taint")
@@ -223,7 +227,7 @@ def test_the_circuit_breaker_taints_at_most_the_limit_and_processes_the_rest_as_
     try:
         sinks = f"notifications: {{sinks: [{{type: webhook, url: '{receiver.url}'}}]}}"
         r = start_remediator(tmp_path, cluster.kubeconfig,
-                             policy(namespace, extra=sinks, recover="1s",
+                             policy(namespace, pool, extra=sinks, recover="1s",
                                     safety="{maxTaintedNodes: 2, maxTaintedNodesPercent: 100, minTaintedNodes: 1}"),
                              name="r", lease_namespace=namespace)
         processes.append(r)
@@ -271,7 +275,7 @@ def test_only_the_leader_acts_and_a_standby_takes_over_without_evicting_twice(
                                         wait_running(core, namespace, "web", 4)))
     policy_api.create_namespaced_pod_disruption_budget(namespace, {
         "metadata": {"name": "web"}, "spec": {"minAvailable": 4, "selector": {"matchLabels": {"app": "web"}}}})
-    text = policy(namespace)
+    text = policy(namespace, pool)
     r1 = start_remediator(tmp_path, cluster.kubeconfig, text, name="r1", lease_namespace=namespace)
     processes.append(r1)
     wait_until(lambda: r1.metric("nodemedic_leader") == 1, timeout=30, what="r1 leading")
@@ -311,7 +315,7 @@ def test_dry_run_and_plan_report_the_full_plan_and_write_nothing(
                                         wait_running(core, namespace, "web", 3)))
     before = running_on(core, namespace, "web")
     set_condition(core, a, "KernelDeadlock", "True")
-    r = start_remediator(tmp_path, cluster.kubeconfig, policy(namespace), name="dry", lease_namespace=namespace,
+    r = start_remediator(tmp_path, cluster.kubeconfig, policy(namespace, pool), name="dry", lease_namespace=namespace,
                          extra=["--dry-run"])
     processes.append(r)
 
@@ -360,7 +364,7 @@ def test_a_restart_in_the_middle_of_a_remediation_converges_and_keeps_ownership(
     bystanders = wait_running(core, namespace, "bystander", 2)
     policy_api.create_namespaced_pod_disruption_budget(namespace, {
         "metadata": {"name": "web"}, "spec": {"minAvailable": 3, "selector": {"matchLabels": {"app": "web"}}}})
-    text = policy(namespace, recover="2s")
+    text = policy(namespace, pool, recover="2s")
     r1 = start_remediator(tmp_path, cluster.kubeconfig, text, name="first", lease_namespace=namespace)
     processes.append(r1)
     set_condition(core, a, "KernelDeadlock", "True")
@@ -388,7 +392,7 @@ def test_a_bad_policy_file_keeps_the_last_good_one_and_raises_a_warning(
     tmp_path: Path, processes: list,
 ) -> None:
     (node,) = node_pool(1)
-    r = start_remediator(tmp_path, cluster.kubeconfig, policy(namespace), name="r", lease_namespace=namespace)
+    r = start_remediator(tmp_path, cluster.kubeconfig, policy(namespace, [node]), name="r", lease_namespace=namespace)
     processes.append(r)
     (tmp_path / "r-policy.yaml").write_text("apiVersion: nodemedic.io/v1alpha1\nkind: RemediationPolicy\nrules: 7\n")
     wait_until(lambda: nodemedic_events(core, namespace, "NodemedicPolicyRejected"), timeout=30,

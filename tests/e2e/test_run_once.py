@@ -20,6 +20,7 @@ from tests.e2e.remediator_harness import (
     deployment,
     nodemedic_events,
     place_on_first,
+    pool_scope,
     running_on,
     set_condition,
     taint_keys,
@@ -46,8 +47,9 @@ def cronjob_args() -> list[str]:
     return list(container["args"])
 
 
-def policy(namespace: str, window: str = "") -> str:
+def policy(namespace: str, pool: list[str], window: str = "") -> str:
     return f"""apiVersion: nodemedic.io/v1alpha1
+{pool_scope(pool)}
 kind: RemediationPolicy
 rules:
 - name: kernel-deadlock
@@ -85,7 +87,7 @@ def test_the_cronjob_mode_runs_one_cycle_that_evicts_what_plan_predicted_and_exi
     assert args[:2] == ["run", "--once"]
     pool, before = sick_pool(core, apps, namespace, node_pool)
     policy_file = tmp_path / "policy.yaml"
-    policy_file.write_text(policy(namespace))
+    policy_file.write_text(policy(namespace, pool))
     planned = subprocess.run([sys.executable, "-m", "remediator", "plan", "--policy", str(policy_file),
                               "--kubeconfig", str(cluster.kubeconfig), "--json"],
                              capture_output=True, text=True, check=True)
@@ -110,7 +112,7 @@ def test_outside_the_maintenance_window_a_run_taints_the_sick_node_but_evicts_no
     now = dt.datetime.now(dt.UTC)
     start, end = now + dt.timedelta(hours=2), now + dt.timedelta(hours=3)
     policy_file = tmp_path / "policy.yaml"
-    policy_file.write_text(policy(namespace, f'maintenanceWindow: {{start: "{start:%H:%M}", end: "{end:%H:%M}", '
+    policy_file.write_text(policy(namespace, pool, f'maintenanceWindow: {{start: "{start:%H:%M}", end: "{end:%H:%M}", '
                                              f'timeZone: UTC}}'))
     done = run(cronjob_args(), cluster.kubeconfig, policy_file)
     assert done.returncode == 0, done.stderr[-3000:]

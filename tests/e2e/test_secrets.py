@@ -16,7 +16,7 @@ import pytest
 from kubernetes import client
 
 from tests.e2e.conftest import LocalCluster
-from tests.e2e.remediator_harness import REMEDIATOR, set_condition, start_remediator, taint_keys
+from tests.e2e.remediator_harness import REMEDIATOR, pool_scope, set_condition, start_remediator, taint_keys
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -80,6 +80,7 @@ rules:
 evictor:
   namespaces: {{include: [{namespace}]}}
 safety: {{maxTaintedNodes: 10, maxTaintedNodesPercent: 100}}
+{pool_scope([node])}
 notifications:
   sinks:
   - type: webhook

@@ -7,7 +7,17 @@ import datetime as dt
 
 import pytest
 
-from remediator.model import Condition, Effect, NodeRecord, OwnerRef, PodRecord, Snapshot, Taint, Toleration
+from remediator.model import (
+    Condition,
+    Effect,
+    LabelSelector,
+    NodeRecord,
+    OwnerRef,
+    PodRecord,
+    Snapshot,
+    Taint,
+    Toleration,
+)
 from remediator.planner import PlannerMemory, plan_cycle
 from remediator.planning.taints import OwnedTaint, render_owned
 from remediator.policy.autoscaler import AutoscalerSettings
@@ -271,3 +281,25 @@ def test_outside_the_maintenance_window_nothing_is_evicted_but_the_sick_node_is_
     opened = dataclasses.replace(window, start=dt.time(11), end=dt.time(13))
     plan = plan_cycle(s, dataclasses.replace(policy(), window=opened), PlannerMemory())
     assert names(plan.evictions) == ["web"]
+
+
+def test_a_node_selector_keeps_the_policy_to_its_nodes_breaker_and_destinations_included() -> None:
+    # Outside the selection: an older sick node (which would take the breaker's one slot) and the only node with
+    # room for the sick node's pod. Inside: the sick node, and a node too small to take its pod.
+    pool = {"pool": "a"}
+    s = snap([node("outside-sick", cpu=64000), node("outside-roomy", cpu=64000),
+              node("sick", sick=True, labels=pool), node("small", cpu=50, labels=pool)],
+             [pod("web"), pod("other", "outside-sick")])
+    s.nodes["outside-sick"] = dataclasses.replace(s.nodes["outside-sick"], conditions=(
+        *s.nodes["outside-sick"].conditions,
+        Condition("KernelDeadlock", "True", NOW - dt.timedelta(hours=5), observed_at=NOW - dt.timedelta(hours=5))))
+    unscoped = plan_cycle(s, policy(max_tainted_nodes=1), PlannerMemory())
+    assert [c.node for c in unscoped.taints_add] == ["outside-sick"] and unscoped.breaker_open
+    assert names(unscoped.evictions) == ["other"]  # to outside-roomy
+
+    scoped = dataclasses.replace(policy(max_tainted_nodes=1), node_selector=LabelSelector((("pool", "a"),)))
+    plan = plan_cycle(s, scoped, PlannerMemory())
+    assert [c.node for c in plan.taints_add] == ["sick"] and not plan.breaker_open
+    assert plan.evictions == []  # outside-roomy is no destination, and "other" is outside
+    assert [(p.pod.name, p.why) for p in plan.protected] == [
+        ("web", "no other node fits: 0/2 nodes fit: 1 current node, 1 insufficient cpu")]  # the two selected
