@@ -239,6 +239,8 @@ def test_the_circuit_breaker_taints_at_most_the_limit_and_processes_the_rest_as_
 
         first = wait_until(lambda: len(t := tainted()) == 2 and t, timeout=30, what="2 tainted nodes")
         wait_until(lambda: len(r.plan()["held"]) == 3, timeout=30, what="3 nodes held by the breaker")
+        # /plan is published before the cycle's metrics are set: wait for them, then hold them to exactly one trip.
+        wait_until(lambda: r.metric("nodemedic_circuit_breaker_trips_total") >= 1, timeout=10, what="the trip counted")
         assert r.metric("nodemedic_circuit_breaker_open") == 1
         assert r.metric("nodemedic_circuit_breaker_trips_total") == 1
         breaker_events = nodemedic_events(core, "default", "NodemedicCircuitBreakerOpen")
@@ -327,9 +329,17 @@ def test_dry_run_and_plan_report_the_full_plan_and_write_nothing(
     wait_until(planned, timeout=30, what="the dry run planning the taint and 3 evictions")
     wait_until(lambda: sum(1 for e in r.log_events() if e.get("dry_run")) >= 4, timeout=10,
                what="dry-run log lines")
-    out = subprocess.run([*REMEDIATOR, "plan", "--policy", str(tmp_path / "dry-policy.yaml"), "--kubeconfig",
-                          str(cluster.kubeconfig), "--json"], capture_output=True, text=True, timeout=60, check=True)
-    doc = json.loads(out.stdout)
+
+    def one_shot() -> dict:
+        out = subprocess.run([*REMEDIATOR, "plan", "--policy", str(tmp_path / "dry-policy.yaml"), "--kubeconfig",
+                              str(cluster.kubeconfig), "--json"], capture_output=True, text=True, timeout=60,
+                             check=True)
+        return json.loads(out.stdout)
+
+    # A fresh process cannot have watched the transition: it counts `for` from lastTransitionTime + 1 s (the
+    # stamp's resolution), so it may plan the taint up to a second after the running dry run did.
+    doc = wait_until(lambda: (d := one_shot()) and any(t["node"] == a for t in d["taints"]["add"]) and d,
+                     timeout=15, what="the one-shot plan to reach `for` too")
     node = core.read_node(a)
     seen = (f"node {a}: taints {[(t.key, t.effect) for t in node.spec.taints or []]}, conditions "
             f"{[(c.type, c.status, c.last_transition_time) for c in node.status.conditions or []]}; plan held "

@@ -26,6 +26,7 @@ from tests.e2e.remediator_harness import (
     taint_keys,
     wait_running,
 )
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -88,10 +89,15 @@ def test_the_cronjob_mode_runs_one_cycle_that_evicts_what_plan_predicted_and_exi
     pool, before = sick_pool(core, apps, namespace, node_pool)
     policy_file = tmp_path / "policy.yaml"
     policy_file.write_text(policy(namespace, pool))
-    planned = subprocess.run([sys.executable, "-m", "remediator", "plan", "--policy", str(policy_file),
-                              "--kubeconfig", str(cluster.kubeconfig), "--json"],
-                             capture_output=True, text=True, check=True)
-    predicted = sorted(e["name"] for e in json.loads(planned.stdout)["evictions"])
+
+    def predicted_now() -> list[str]:
+        planned = subprocess.run([sys.executable, "-m", "remediator", "plan", "--policy", str(policy_file),
+                                  "--kubeconfig", str(cluster.kubeconfig), "--json"],
+                                 capture_output=True, text=True, check=True)
+        return sorted(e["name"] for e in json.loads(planned.stdout)["evictions"])
+
+    # `for: 0s` still waits out lastTransitionTime's one-second resolution in a process that did not watch it.
+    predicted = wait_until(lambda: (p := predicted_now()) and p, timeout=15, what="plan to predict the evictions")
     assert predicted == sorted(before)
 
     done = run(args, cluster.kubeconfig, policy_file)
