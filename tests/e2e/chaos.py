@@ -15,7 +15,6 @@ import datetime as dt
 import json
 import os
 import secrets
-import signal
 import subprocess
 import sys
 import time
@@ -30,6 +29,7 @@ from kubernetes import client
 from tests.e2e.agent_harness import BUILTINS
 from tests.e2e.conftest import LocalCluster, _started
 from tests.e2e.fake_host import host_root
+from tests.e2e.remediator_harness import terminate
 from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -132,13 +132,7 @@ class Agent:
         return self.proc.poll() is None
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        terminate(self.proc)
 
 
 def start_agent(cluster: LocalCluster, node: str, tmp: Path, *, heartbeat: str) -> Agent:

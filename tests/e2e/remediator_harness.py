@@ -85,14 +85,19 @@ class RemediatorProcess:
         self.proc.wait(10)
 
     def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        return self.proc.returncode
+        return terminate(self.proc)
+
+
+def terminate(proc: subprocess.Popen[bytes]) -> int:
+    """SIGTERM, 15 s to shut down cleanly, then SIGKILL: the exit code."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+    return proc.returncode
 
 
 def start_remediator(tmp: Path, kubeconfig: Path, policy: str, *, name: str, lease_namespace: str,
