@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import ctypes
 import dataclasses
 import datetime as dt
 import json
 import logging
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -37,6 +35,7 @@ from agent.reporting.reporter import Reporter, StateFile
 from agent.reporting.status_server import Answer, StatusServer
 from agent.supervisor import Supervisor
 from nodemedic_common import logs
+from nodemedic_common.tasks import cancelled, run_until_signal
 
 DEFAULTS = Path(__file__).with_name("defaults")
 # readonly-monitor.json is shipped for node-problem-detector users; by default the filesystem check owns
@@ -305,26 +304,12 @@ async def _run(args: argparse.Namespace, log: logging.Logger) -> int:
                     pending.add(task)
                     task.add_done_callback(pending.discard)
 
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
     background = [supervisor.run(), consume(), reporter.run(), _return_free_heap()]
     if pod_watch is not None:
         background.append(pod_watch.run())
-    tasks = [asyncio.create_task(t) for t in background]
-    stopper = asyncio.create_task(stop.wait())
-    done, _ = await asyncio.wait([*tasks, stopper], return_when=asyncio.FIRST_COMPLETED)
-    code = 0
-    for t in done:
-        if t is not stopper and t.exception() is not None:
-            log.error("task failed", extra={"error": repr(t.exception())})
-            code = 1
-    for t in [*tasks, *pending]:
-        t.cancel()
-    for t in tasks:
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await t
+    code = await run_until_signal(background, log)
+    for t in list(pending):
+        await cancelled(t, log)
     await _release(checks)
     if server is not None:
         await server.close()

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import datetime as dt
 import gc
 import json
 import logging
 import os
-import signal
 import socket
 import sys
 import uuid
@@ -21,6 +19,7 @@ from prometheus_client import CollectorRegistry
 
 from nodemedic_common import logs
 from nodemedic_common.durations import parse_go_duration
+from nodemedic_common.tasks import cancelled, run_until_signal
 from remediator import __version__
 from remediator.alerts import metrics as metrics_mod
 from remediator.alerts.announcer import Alerts
@@ -92,25 +91,10 @@ async def _run(args: argparse.Namespace) -> int:
     if args.once:
         return await _once(controller, cache=cache, kube=kube, usage=usage, notifier=notifier, runner=runner,
                            log=log, sync_timeout=args.sync_timeout)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    tasks = [asyncio.create_task(cache.run()), asyncio.create_task(controller.run())]
+    background = [cache.run(), controller.run()]
     if elector is not None:
-        tasks.append(asyncio.create_task(elector.run()))
-    stopper = asyncio.create_task(stop.wait())
-    done, _ = await asyncio.wait([*tasks, stopper], return_when=asyncio.FIRST_COMPLETED)
-    code = 0
-    for t in done:
-        if t is not stopper and t.exception() is not None:
-            log.error("task failed", extra={"error": repr(t.exception())})
-            code = 1
-    for t in tasks:
-        t.cancel()
-    for t in tasks:
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await t
+        background.append(elector.run())
+    code = await run_until_signal(background, log)
     if elector is not None:
         await elector.release()
     await notifier.close()
@@ -129,9 +113,7 @@ async def _once(controller: Controller, *, cache: ClusterCache, kube: Kube, usag
     try:
         code, summary = await controller.run_once(sync_timeout)
     finally:
-        watching.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await watching
+        await cancelled(watching, log)
         await notifier.close()
         if runner is not None:
             await runner.cleanup()

@@ -1,9 +1,14 @@
 """Leader election on a coordination.k8s.io/v1 Lease, in the manner of client-go's leaderelection.
 
-Expiry is judged on this process's monotonic clock from the moment it last *saw the record change*, not
-by comparing the holder's renewTime with our wall clock, so clock skew between replicas cannot make two
+Expiry is judged on this process's monotonic clock from when the record *changed in our eyes*, not by
+comparing the holder's renewTime with our wall clock, so clock skew between replicas cannot make two
 leaders. Standbys keep their caches warm and act only while `is_leader()` holds; the leader stops acting
 as soon as it could not renew within `renew_deadline` (before anyone else may take over).
+
+Unlike client-go, which counts from the read that *showed* the change (up to one retry period after the
+leader wrote it) and then polls on (up to another retry period after expiry), a standby here counts from
+the read before it, the earliest moment the change can have landed, and wakes at expiry itself: a dead
+leader is replaced within the lease duration of its death instead of up to two retry periods later.
 """
 
 from __future__ import annotations
@@ -69,6 +74,8 @@ class LeaderElector:
         self.clock, self.sleep = clock, sleep
         self._observed: tuple[str, str] | None = None  # (holder, renewTime) last seen
         self._observed_at = 0.0
+        self._last_read_sent: float | None = None  # when we sent the last read that answered
+        self._expires_at: float | None = None  # when another holder's lease runs out in our eyes
         self._renewed_at = 0.0  # monotonic time of our last successful acquire/renew
         self._leading = False
 
@@ -95,11 +102,13 @@ class LeaderElector:
         now = dt.datetime.now(dt.UTC)
         spec = {"holderIdentity": self.identity, "leaseDurationSeconds": int(self.t.lease_duration),
                 "renewTime": _rfc3339_micro(now)}
+        sent = self.clock()
         try:
             lease = await self.kube.request("GET", self.path, timeout=self.t.renew_deadline)
         except ApiError as e:
             if e.status != 404:
                 raise
+            self._last_read_sent = sent
             body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                     "metadata": {"name": self.name, "namespace": self.namespace},
                     "spec": {**spec, "acquireTime": spec["renewTime"], "leaseTransitions": 0}}
@@ -109,9 +118,11 @@ class LeaderElector:
         holder = old.get("holderIdentity") or ""
         record = (holder, str(old.get("renewTime") or ""))
         if record != self._observed:
-            self._observed, self._observed_at = record, self.clock()
+            self._observed, self._observed_at = record, self._changed_since(self._last_read_sent)
+        self._last_read_sent = sent
         duration = float(old.get("leaseDurationSeconds") or self.t.lease_duration)
-        if holder and holder != self.identity and self.clock() < self._observed_at + duration:
+        self._expires_at = self._observed_at + duration if holder and holder != self.identity else None
+        if self._expires_at is not None and self.clock() < self._expires_at:
             return False  # someone else holds a lease that has not expired in our eyes
         new_spec = dict(old)
         new_spec.update(spec)
@@ -122,6 +133,26 @@ class LeaderElector:
         # PUT with the resourceVersion we read: two standbys racing for an expired lease cannot both win.
         await self.kube.request("PUT", self.path, body=lease, timeout=self.t.renew_deadline)
         return True
+
+    def _changed_since(self, previous_read_sent: float | None) -> float:
+        """When the record we just read differently can have changed, at the earliest, on our clock.
+
+        The read before this one still showed the old record, and the API server answers reads from the latest
+        write, so the change landed after that read was sent. Counting from there is safe only while the old
+        holder's fence (renew_deadline from before its renewal landed) closes before the lease runs out on our
+        count: never count from more than half of lease_duration - renew_deadline before now, which keeps half
+        of client-go's slack for writes in flight when the fence closes. Our first read knows no earlier bound."""
+        now = self.clock()
+        if previous_read_sent is None:
+            return now
+        return max(previous_read_sent, now - (self.t.lease_duration - self.t.renew_deadline) / 2)
+
+    def next_try_in(self) -> float:
+        """A standby wakes when the holder's lease runs out in its eyes rather than up to a retry period later."""
+        now = self.clock()
+        if not self._leading and self._expires_at is not None and now < self._expires_at:
+            return min(self.t.retry_period, self._expires_at - now)
+        return self.t.retry_period
 
     async def run(self) -> None:
         while True:
@@ -139,7 +170,7 @@ class LeaderElector:
                 self._set_leading(True)
             elif not self.is_leader():
                 self._set_leading(False)
-            await self.sleep(self.t.retry_period)
+            await self.sleep(self.next_try_in())
 
     async def release(self) -> None:
         """On clean shutdown: hand the lease over at once instead of making standbys wait it out."""

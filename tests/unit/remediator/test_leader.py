@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+import random
 from typing import Any
 
 import pytest
@@ -242,3 +243,67 @@ def test_a_failed_release_is_logged_not_raised(server: LeaseServer, clock: Clock
     with caplog.at_level(logging.WARNING, logger=LOG.name):
         asyncio.run(a.release())
     assert not a.is_leader() and "lease release failed" in caplog.text
+
+
+def test_a_standby_counts_the_lease_from_its_read_before_the_change_and_wakes_at_expiry(
+        server: LeaseServer, clock: Clock) -> None:
+    a, b = elector(server, clock, "a"), elector(server, clock, "b")
+    step(a, b)  # 1000: a leads, b's first read
+    clock.now = 1001.0
+    step(a)  # a's last renewal, then a dies; its fence closes at 1011
+    clock.now = 1002.0
+    step(b)  # b sees the renewal; its read before this one (sent at 1000) still showed the old record
+    assert b.next_try_in() == TIMINGS.retry_period
+    clock.now = 1014.0
+    step(b)
+    assert not b.is_leader() and b.next_try_in() == 1.0, "b wakes when the lease runs out, not a retry later"
+    clock.now = 1015.0  # lease_duration after b's read at 1000; client-go's count would run to 1017 and poll on
+    step(b)
+    assert b.is_leader() and server.holder == "b"
+    assert not a.is_leader(), "a's fence (renew_deadline from its renewal at 1001) closed before b led"
+
+
+def test_a_standby_that_read_long_ago_never_counts_from_before_the_old_leaders_fence_allows(
+        server: LeaseServer, clock: Clock) -> None:
+    a, b = elector(server, clock, "a"), elector(server, clock, "b")
+    step(a, b)  # b's read at 1000
+    while clock.now < 1020.0:  # b does not read for 20 s (say its requests failed) while a renews
+        clock.now += TIMINGS.retry_period
+        step(a)
+    renewed = clock.now  # a's last renewal, then a dies
+    clock.now += 1.0
+    step(b)
+    slack = (TIMINGS.lease_duration - TIMINGS.renew_deadline) / 2
+    takeover = clock.now - slack + TIMINGS.lease_duration  # counted from no earlier than now - slack, not 1000
+    clock.now = takeover - 0.01
+    step(b)
+    assert not b.is_leader() and server.holder == "a"
+    clock.now = takeover
+    step(b)
+    assert b.is_leader()
+    assert clock.now - (renewed + TIMINGS.renew_deadline) >= slack, "half the slack after a's fence is kept"
+
+
+def test_two_replicas_never_lead_at_once_whatever_the_timing(clock: Clock) -> None:
+    """Random interleavings of renewals, reads, deaths, outages and slow answers (seeded, so a failure replays)."""
+    rng = random.Random(20261124)
+    for _ in range(300):
+        server = LeaseServer(clock)
+        a, b = elector(server, clock, "a"), elector(server, clock, "b")
+        alive = {"a": True, "b": True}
+        for _ in range(80):
+            action = rng.random()
+            if action < 0.35:
+                clock.now += rng.uniform(0.0, 3.0)
+            elif action < 0.85:
+                name = rng.choice("ab")
+                server.slow = rng.choice([0.0, 0.0, rng.uniform(0.0, 4.0)])
+                if alive[name]:
+                    step(a if name == "a" else b)
+                server.slow = 0.0
+            elif action < 0.95:
+                name = rng.choice("ab")
+                alive[name] = not alive[name]
+            else:
+                server.down = not server.down
+            assert not (a.is_leader() and b.is_leader()), "two leaders"

@@ -1,0 +1,47 @@
+"""Running a daemon's long-lived tasks until a signal, and stopping them without losing what they raise."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Coroutine, Iterable
+from typing import Any
+
+
+async def run_until_signal(coroutines: Iterable[Coroutine[Any, Any, Any]], log: logging.Logger) -> int:
+    """Runs the coroutines until SIGTERM or SIGINT, or until one of them ends; then cancels the rest.
+
+    Returns 1 when a task failed, else 0. Whatever a task raises, before or while being cancelled, is logged with
+    the task's name: nothing is swallowed on the way out."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    tasks = [asyncio.create_task(c, name=getattr(c, "__qualname__", None)) for c in coroutines]
+    stopper = asyncio.create_task(stop.wait())
+    done, _ = await asyncio.wait([*tasks, stopper], return_when=asyncio.FIRST_COMPLETED)
+    code = 0
+    for t in tasks:
+        if t in done and t.exception() is not None:
+            log.error("task failed", extra={"task": t.get_name(), "error": repr(t.exception())})
+            code = 1
+    for t in [*tasks, stopper]:
+        t.cancel()
+    for t in tasks:
+        if t not in done:
+            await cancelled(t, log)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.remove_signal_handler(sig)
+    return code
+
+
+async def cancelled(task: asyncio.Task[Any], log: logging.Logger) -> None:
+    """Cancels the task and waits for it to end; an exception it raises on the way out is logged, not raised."""
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+    except Exception as e:  # noqa: BLE001 - stopping must go on, but what went wrong is told
+        log.error("task failed while stopping", extra={"task": task.get_name(), "error": repr(e)})
