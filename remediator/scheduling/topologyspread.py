@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from remediator.model import Effect, LabelSelector, NodeRecord, PodRecord, Snapshot, SpreadConstraint
+from remediator.model import TERMINAL_PHASES, Effect, LabelSelector, NodeRecord, PodRecord, Snapshot, SpreadConstraint
 from remediator.scheduling.selectors import matches_labels, pod_fits_node_selection
 from remediator.scheduling.tolerations import untolerated
 
@@ -86,25 +86,34 @@ class SpreadIndex:
     def __init__(self, snapshot: Snapshot) -> None:
         self._snapshot, self._nodes = snapshot, snapshot.nodes
         self._moved: dict[str, str] = {}  # pod uid -> destination
+        self._arrivals: dict[str, PodRecord] = {}  # moved pods that are not live (their replacements will be)
         self._tallies: dict[tuple[object, ...], _Tally] = {}
         self._by_namespace: dict[str, list[_Tally]] = {}
         # per shape: eligible node -> domain, and the domains
         self._domains: dict[tuple[object, ...], tuple[dict[str, str], frozenset[str]]] = {}
 
     def add(self, pod: PodRecord, node: str) -> None:
-        self._shift(pod, self._moved.get(pod.uid, pod.node_name), node)
+        self._shift(pod, self._counted_on(pod), node)
         self._moved[pod.uid] = node
+        if not _live(pod):
+            self._arrivals[pod.uid] = pod
 
     def remove(self, pod: PodRecord) -> None:
         """Undo `add` (a trial placement that was given up)."""
         node = self._moved.pop(pod.uid, None)
+        self._arrivals.pop(pod.uid, None)
         if node is not None:
-            self._shift(pod, node, pod.node_name)
+            self._shift(pod, node, self._counted_on(pod))
 
-    def _shift(self, pod: PodRecord, old: str, new: str) -> None:
+    def _counted_on(self, pod: PodRecord) -> str | None:
+        """The node the pod counts on: where the plan sends it, else where it runs. A Failed, Succeeded or
+        terminating pod counts nowhere (the scheduler counts live pods only) until the plan places its replacement."""
+        return self._moved.get(pod.uid, pod.node_name if _live(pod) else None)
+
+    def _shift(self, pod: PodRecord, old: str | None, new: str | None) -> None:
         for t in self._by_namespace.get(pod.namespace, ()):
             if matches_labels(t.selector, pod.labels):
-                t.move(t.domain_of.get(old), t.domain_of.get(new))
+                t.move(_domain(t.domain_of, old), _domain(t.domain_of, new))
 
     def _tally(self, pod: PodRecord, c: SpreadConstraint, constraints: tuple[SpreadConstraint, ...],
                selector: LabelSelector) -> _Tally:
@@ -115,9 +124,10 @@ class SpreadIndex:
         tally = self._tallies.get((pod.namespace, selector, shape))
         if tally is None:
             counts: dict[str, int] = {}
-            for p in self._selectable(pod.namespace, selector):
+            arrivals = [p for p in self._arrivals.values() if p.namespace == pod.namespace]
+            for p in [*self._selectable(pod.namespace, selector), *arrivals]:
                 if matches_labels(selector, p.labels):
-                    value = domain_of.get(self._moved.get(p.uid, p.node_name))
+                    value = _domain(domain_of, self._counted_on(p))
                     if value is not None:
                         counts[value] = counts.get(value, 0) + 1
             tally = self._tallies[(pod.namespace, selector, shape)] = _Tally.of(pod.namespace, selector, domain_of,
@@ -138,7 +148,7 @@ class SpreadIndex:
         """The domain the pod counts in now (where it is, or where the plan sends it), if it counts at all."""
         if not matches_labels(tally.selector, pod.labels):
             return None
-        return tally.domain_of.get(self._moved.get(pod.uid, pod.node_name))
+        return _domain(tally.domain_of, self._counted_on(pod))
 
     def violation(self, pod: PodRecord, node: NodeRecord) -> str | None:
         """Why `pod` may not go to `node` under its hard spread constraints, or None."""
@@ -200,3 +210,11 @@ class SpreadIndex:
 def _skew(extremes: tuple[int, int], domains: int, c: SpreadConstraint) -> int:
     most, fewest = extremes
     return most - (fewest if domains >= c.min_domains else 0)
+
+
+def _live(pod: PodRecord) -> bool:
+    return pod.phase not in TERMINAL_PHASES and not pod.terminating
+
+
+def _domain(domain_of: dict[str, str], node: str | None) -> str | None:
+    return domain_of.get(node) if node is not None else None

@@ -42,9 +42,8 @@ def test_checks_after_incremental_moves_match_an_index_built_with_the_moves(seed
             incremental.violation(p, n)
             incremental.soft_worse(p, n)
     moved: dict[str, tuple[PodRecord, str]] = {}
-    movable = [p for p in pods if p.phase == "Running"]  # the planner places live pods only
     for _ in range(10):
-        p = rng.choice(movable)
+        p = rng.choice(pods)  # a Failed pod's move places its replacement
         if p.uid in moved and rng.random() < 0.3:
             incremental.remove(p)
             del moved[p.uid]
@@ -59,3 +58,24 @@ def test_checks_after_incremental_moves_match_an_index_built_with_the_moves(seed
         for n in nodes:
             assert incremental.violation(p, n) == fresh.violation(p, n)
             assert incremental.soft_worse(p, n) == fresh.soft_worse(p, n)
+
+
+def test_a_failed_pod_counts_nowhere_until_its_replacement_is_placed() -> None:
+    """The scheduler counts live pods only: a Failed pod leaves no gap where it was, and its replacement fills one
+    where the plan puts it, for the pod itself and for every pod checked after it."""
+    nodes = [node(f"n{i}", labels={HOST: f"n{i}", ZONE: f"z{i}"}) for i in range(3)]
+    zone = (SpreadConstraint(max_skew=1, topology_key=ZONE, selector=LabelSelector(match_labels=(("app", "web"),))),)
+
+    def web(name: str, on: str, phase: str = "Running") -> PodRecord:
+        return PodRecord(namespace="ns", name=name, uid=f"uid-{name}", node_name=on, phase=phase,
+                         labels={"app": "web"}, hard_spread=zone)
+
+    failed, other = web("failed", "n0", "Failed"), web("b", "n1")
+    index = SpreadIndex(cluster(*nodes, pods=(web("a", "n0"), other, failed)))  # live: z0 1, z1 1, z2 0
+    assert index.violation(failed, nodes[0]) == "topology spread", "z0 would hold 2 against z2's 0"
+    assert index.violation(failed, nodes[2]) is None
+    index.add(failed, "n2")  # live: z0 1, z1 1, z2 1
+    assert index.violation(other, nodes[0]) == "topology spread", "z0 2, z1 0: the Failed pod left no gap in z0"
+    index.remove(failed)  # live: z0 1, z1 1, z2 0 again
+    assert index.violation(other, nodes[2]) is None
+    assert index.violation(other, nodes[0]) == "topology spread"
