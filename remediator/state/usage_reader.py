@@ -76,12 +76,14 @@ class UsageReader:
         kubernetes, queries = sources(policy)
         max_age = policy.metrics.max_age
         measured = MeasuredUsage()
+        # per source: the nodes some strategy reading it must leave alone (with several queries, unknown to any)
+        unknown: dict[str, set[str]] = {KUBERNETES_METRICS: set(), PROMETHEUS: set()}
         if kubernetes:
             if time.monotonic() - self.items_read >= self.refresh:
                 await self._read_metrics_api()
             node_usage, pod_usage, _ = usage_from_items(self.items, now=now, max_age=max_age)
             measured = MeasuredUsage(nodes=node_usage, pods=pod_usage)
-            self._report(KUBERNETES_METRICS, [n for n in nodes if n not in node_usage])
+            unknown[KUBERNETES_METRICS] |= self._report(KUBERNETES_METRICS, [n for n in nodes if n not in node_usage])
         scores: dict[str, dict[str, float]] = {}
         for q in sorted(queries):
             if time.monotonic() - self.scores_read.get(q, -float("inf")) >= self.refresh:
@@ -89,7 +91,9 @@ class UsageReader:
             got = self.scores.get(q)
             fresh = got.values if got is not None and now - got.at <= max_age else {}
             scores[q] = fresh
-            self._report(f"{PROMETHEUS}: {q}", [n for n in nodes if n not in fresh])
+            unknown[PROMETHEUS] |= self._report(f"{PROMETHEUS}: {q}", [n for n in nodes if n not in fresh])
+        for source, names in unknown.items():
+            self.unknown.labels(source).set(len(names))
         return MeasuredUsage(nodes=measured.nodes, pods=measured.pods, scores=scores)
 
     async def _read_metrics_api(self) -> None:
@@ -144,9 +148,8 @@ class UsageReader:
             self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=tls))
         return self._session
 
-    def _report(self, source: str, unknown: list[str]) -> None:
-        label = source.split(":", 1)[0]
-        self.unknown.labels(label).set(len(unknown))
+    def _report(self, source: str, unknown: list[str]) -> frozenset[str]:
+        """Logs the nodes without fresh usage from `source` when they change; returns them."""
         now = frozenset(unknown)
         if now != self.reported.get(source, frozenset()):
             self.reported[source] = now
@@ -155,3 +158,4 @@ class UsageReader:
                 names = ", ".join(sorted(unknown)[:20]) + more
                 self.log.warning(f"{len(unknown)} nodes without fresh usage from {source} ({names}): utilization "
                                  "strategies leave them alone", extra={"source": source, "count": len(unknown)})
+        return now

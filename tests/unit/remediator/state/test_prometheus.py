@@ -35,8 +35,8 @@ def vector(*samples: tuple[dict[str, str], str]) -> dict[str, Any]:
 class Server:
     """A Prometheus API (`/api/v1/query`) that wants the bearer token, and the one Secret an API server holds."""
 
-    def __init__(self, answer: dict[str, Any]) -> None:
-        self.answer, self.queries, self.authorizations = answer, [], []
+    def __init__(self, answer: dict[str, Any], by_query: dict[str, dict[str, Any]] | None = None) -> None:
+        self.answer, self.by_query, self.queries, self.authorizations = answer, by_query or {}, [], []
 
     def app(self) -> web.Application:
         async def query(request: web.Request) -> web.Response:
@@ -45,7 +45,7 @@ class Server:
             if request.headers.get("Authorization") != f"Bearer {TOKEN}":
                 return web.json_response({"status": "error", "errorType": "unauthorized", "error": "no token"},
                                          status=401)
-            return web.json_response(self.answer)
+            return web.json_response(self.by_query.get(request.query.get("query", ""), self.answer))
 
         async def secret(_: web.Request) -> web.Response:
             return web.json_response({"data": {"prometheusAuthToken": base64.b64encode(TOKEN.encode()).decode()}})
@@ -158,3 +158,40 @@ def test_a_refused_query_leaves_every_node_unknown_and_the_token_out_of_the_log(
     text = "\n".join(f"{rec.getMessage()} {rec.__dict__}" for rec in caplog.records)
     assert "Prometheus query failed" in text and "HTTP 401" in text
     assert "not-the-token" not in text and TOKEN not in text
+
+
+def test_the_unknown_nodes_gauge_counts_the_nodes_any_query_lacks_not_the_last_querys() -> None:
+    memory = 'avg by (instance) (1 - node_memory_MemAvailable_bytes / node_memory_MemTotal_bytes)'
+    server = Server(vector(({"instance": "n1"}, "0.75")), by_query={memory: vector(({"instance": "n2"}, "0.5"))})
+
+    async def body(url: str) -> None:
+        two = parse_policy(f"""
+apiVersion: nodemedic.io/v1alpha1
+kind: RemediationPolicy
+strategies:
+- name: LowNodeUtilization
+  args:
+    thresholds: {{MetricResource: 20}}
+    targetThresholds: {{MetricResource: 50}}
+    metricsUtilization: {{source: Prometheus, prometheus: {{query: '{QUERY}'}}}}
+- name: HighNodeUtilization
+  args:
+    thresholds: {{MetricResource: 20}}
+    metricsUtilization: {{source: Prometheus, prometheus: {{query: '{memory}'}}}}
+metricsProviders:
+- source: Prometheus
+  prometheus: {{url: '{url}', authToken: {{secretReference: {{namespace: monitoring, name: prom-token}}}}}}
+""", source="p.yaml")
+        r = reader(url)
+        try:
+            measured = await r.read(two, ["n1", "n2", "n3"], NOW)
+        finally:
+            await r.close()
+            await r.kube.close()
+        assert measured.scores == {QUERY: {"n1": 0.75}, memory: {"n2": 0.5}}
+        # one query lacks n2 and n3, the other n1 and n3: every node is left alone by one strategy or the other
+        assert r.unknown.labels("Prometheus")._value.get() == 3
+        assert r.unknown.labels("KubernetesMetrics")._value.get() == 0
+
+    serve(server, body)
+    assert sorted(server.queries) == sorted([QUERY, memory])
