@@ -283,11 +283,20 @@ def build_descheduler(samplers: list[_TreeRssSampler]) -> None:
         # descheduler parses its version only in its release format, v<YYYYMMDD>-v<semver> (pkg/version), and skips
         # its Kubernetes version-skew check when it cannot: stamp it the way upstream's release build does.
         info = json.loads(run(["go", "mod", "download", "-json", f"sigs.k8s.io/descheduler@v{dv}"], cwd=w, env=env))
-        stamp = str(info.get("Time", ""))[:10].replace("-", "") or "00000000"
-        ldflags = f"-s -w -X sigs.k8s.io/descheduler/pkg/version.version=v{stamp}-v{dv}"
+        ldflags = f"-s -w -X sigs.k8s.io/descheduler/pkg/version.version=v{release_stamp(info)}-v{dv}"
         run(["go", "build", "-p", "2", "-trimpath", "-ldflags", ldflags, "-o", str(out / "descheduler"),
              "sigs.k8s.io/descheduler/cmd/descheduler"], cwd=w, env=env, sampler_out=samplers)
         _install(out, paths.descheduler_dir())
+
+
+def release_stamp(download: dict[str, object]) -> str:
+    """YYYYMMDD of the module version's publication: `go mod download -json` names the .info file that holds it
+    (its own output has no time); 00000000 when that file cannot be read."""
+    try:
+        info = json.loads(Path(str(download["Info"])).read_text())
+        return str(info["Time"])[:10].replace("-", "")
+    except (KeyError, OSError, ValueError, TypeError):
+        return "00000000"
 
 
 def build_helm(samplers: list[_TreeRssSampler]) -> None:

@@ -120,3 +120,11 @@ def test_karpenter_counts_as_missing_without_its_crds_or_at_another_version(tmp_
     assert not build.karpenter_version_matches("1.15.0")  # no CRDs
     (binary.parent / "crds" / "karpenter.sh_nodepools.yaml").write_text("kind: CustomResourceDefinition\n")
     assert not build.karpenter_version_matches("1.15.0")  # `go version -m` finds no module version in it
+
+
+def test_descheduler_is_stamped_with_its_release_date_from_the_module_info_file(tmp_path: Path) -> None:
+    info = tmp_path / "v0.36.0.info"
+    info.write_text('{"Version":"v0.36.0","Time":"2026-05-19T20:19:54Z"}')
+    assert build.release_stamp({"Path": "sigs.k8s.io/descheduler", "Info": str(info)}) == "20260519"
+    assert build.release_stamp({"Path": "sigs.k8s.io/descheduler", "Info": str(tmp_path / "gone.info")}) == "00000000"
+    assert build.release_stamp({"Path": "sigs.k8s.io/descheduler"}) == "00000000"
