@@ -87,7 +87,8 @@ def agents() -> Iterator[list[Agent]]:
 
 @pytest.fixture
 def processes() -> Iterator[list]:
-    """Remediator (or other) processes a test started: stopped after it, whatever the outcome."""
+    """Remediators, pool watchers and other things with a `stop()` a test started: stopped after it, whatever the
+    outcome (a failed assertion must not leave a process or a polling thread behind for the next test)."""
     started: list = []
     yield started
     for p in started:

@@ -153,6 +153,7 @@ def test_a_hung_task_line_on_a_karpenter_node_ends_with_the_node_removed_and_its
     sick = sorted(first_nodes)[0]
     on_sick = sorted(p for p, n in before.items() if n == sick)
     watch = PoolWatch(chain.core, chain.pool, {(chain.namespace, "web"): 3}).start()
+    processes.append(watch)  # stopped after the test, whatever the outcome
 
     chain.remediator(policy(chain.namespace), processes)
     root = host_root(chain.tmp)
@@ -203,6 +204,7 @@ def test_high_node_utilization_empties_an_idle_karpenter_node_and_karpenter_remo
     assert idle_node.isdisjoint(busy)
     (idle,) = idle_node
     watch = PoolWatch(chain.core, chain.pool, {(chain.namespace, "web"): 1}).start()
+    processes.append(watch)  # stopped after the test, whatever the outcome
 
     hnu = """strategies:
 - name: HighNodeUtilization
@@ -234,6 +236,7 @@ def test_with_the_breaker_at_its_limit_no_further_node_is_tainted_drained_or_rem
     (first,), (second,) = held, set(other_pods.values())
     assert first != second
     watch = PoolWatch(chain.core, chain.pool, {(chain.namespace, "held"): 2, (chain.namespace, "other"): 2}).start()
+    processes.append(watch)  # stopped after the test, whatever the outcome
 
     r = chain.remediator(policy(chain.namespace, safety="{maxTaintedNodes: 1}"), processes)
     set_condition(chain.core, first, "KernelDeadlock", "True")

@@ -174,6 +174,7 @@ def test_the_placement_engine_saves_the_node_karpenter_would_buy(
             processes.append(start_remediator(tmp_path, karpenter_cluster.kubeconfig, policy(pool.namespace),
                                               name=f"remediator-{pool.namespace}", lease_namespace=pool.namespace))
         watch = PoolWatch(pool.core, pool.namespace, {(pool.namespace, "small"): 1}).start()
+        processes.append(watch)  # stopped after the test, whatever the outcome
         runs[label] = run = pool.stream(watch)
         watch.assert_held(may_remove=set())
         if label.startswith("with "):
@@ -232,6 +233,7 @@ def test_the_balancing_engine_evens_the_resource_mix_within_the_pdb(
     _, m = pool.fragmented_start(prefer_m=True)
     before = mix_deviation(pool.core, pool.namespace)
     watch = PoolWatch(pool.core, pool.namespace, {(pool.namespace, "small"): 1}).start()
+    processes.append(watch)  # stopped after the test, whatever the outcome
     processes.append(start_remediator(tmp_path, karpenter_cluster.kubeconfig, f"""apiVersion: nodemedic.io/v1alpha1
 kind: RemediationPolicy
 rules: []
