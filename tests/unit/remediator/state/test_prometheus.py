@@ -70,7 +70,7 @@ def serve(server: Server, body: Callable[[str], Awaitable[None]]) -> None:
     asyncio.run(asyncio.wait_for(main(), 20))
 
 
-def policy(url: str, auth: str) -> Any:
+def policy(url: str, auth: str, more_strategies: str = "") -> Any:
     return parse_policy(f"""
 apiVersion: nodemedic.io/v1alpha1
 kind: RemediationPolicy
@@ -80,6 +80,7 @@ strategies:
     thresholds: {{MetricResource: 20}}
     targetThresholds: {{MetricResource: 50}}
     metricsUtilization: {{source: Prometheus, prometheus: {{query: '{QUERY}'}}}}
+{more_strategies}
 metricsProviders:
 - source: Prometheus
   prometheus: {{url: '{url}', authToken: {auth}}}
@@ -165,23 +166,11 @@ def test_the_unknown_nodes_gauge_counts_the_nodes_any_query_lacks_not_the_last_q
     server = Server(vector(({"instance": "n1"}, "0.75")), by_query={memory: vector(({"instance": "n2"}, "0.5"))})
 
     async def body(url: str) -> None:
-        two = parse_policy(f"""
-apiVersion: nodemedic.io/v1alpha1
-kind: RemediationPolicy
-strategies:
-- name: LowNodeUtilization
-  args:
-    thresholds: {{MetricResource: 20}}
-    targetThresholds: {{MetricResource: 50}}
-    metricsUtilization: {{source: Prometheus, prometheus: {{query: '{QUERY}'}}}}
+        two = policy(url, "{secretReference: {namespace: monitoring, name: prom-token}}", f"""\
 - name: HighNodeUtilization
   args:
     thresholds: {{MetricResource: 20}}
-    metricsUtilization: {{source: Prometheus, prometheus: {{query: '{memory}'}}}}
-metricsProviders:
-- source: Prometheus
-  prometheus: {{url: '{url}', authToken: {{secretReference: {{namespace: monitoring, name: prom-token}}}}}}
-""", source="p.yaml")
+    metricsUtilization: {{source: Prometheus, prometheus: {{query: '{memory}'}}}}""")
         r = reader(url)
         try:
             measured = await r.read(two, ["n1", "n2", "n3"], NOW)
