@@ -222,11 +222,6 @@ class PodRecord:
     unschedulable: str = ""
 
     @property
-    def live(self) -> bool:
-        """Neither finished (Succeeded, Failed) nor being deleted: what the scheduler counts and what holds room."""
-        return self.phase not in TERMINAL_PHASES and not self.terminating
-
-    @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
 
@@ -278,7 +273,7 @@ class LivePods:
             self._by_namespace = {}
             for pods in self._pods_by_node.values():  # every pod of the cluster: kept tight
                 for p in pods:
-                    if p.live:
+                    if p.phase not in TERMINAL_PHASES and not p.terminating:
                         self._by_namespace.setdefault(p.namespace, []).append(p)
         return self._by_namespace.get(namespace, [])
 
