@@ -240,7 +240,9 @@ class Controller:
         for c in plan.taints_remove:
             by_node[c.node][1].append(c)
         failed: set[str] = set()
-        for node, (adds, removes) in sorted(by_node.items()):
+        # Nodes that only lose taints first: the plan keeps the tainted count within the breaker once its removals
+        # are done, and adding before removing would exceed it for as long as the writes (and alerts) in between take.
+        for node, (adds, removes) in sorted(by_node.items(), key=lambda item: (bool(item[1][0]), item[0])):
             if not self.may_act():
                 return set(by_node)
             record = self.cache.nodes.get(node)

@@ -113,8 +113,9 @@ def main() -> int:
     ap.add_argument("--strict-runs", type=int, default=0, help="runs of condition and repair under a PDB that "
                                                                 "allows no disruption")
     args = ap.parse_args()
-    if build.missing():
-        print(f"control plane not built ({', '.join(build.missing())}): run `make build`", file=sys.stderr)
+    missing = build.missing(build.DEMO)
+    if missing:
+        print(f"control plane not built ({', '.join(missing)}): run `make build`", file=sys.stderr)
         return 2
     wanted = args.series.split(",")
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "

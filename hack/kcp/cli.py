@@ -20,7 +20,7 @@ def _cluster(args: argparse.Namespace) -> controlplane.Cluster:
 
 def cmd_build(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
-    reports = build.build(args.only or None)
+    reports = build.build(build.DEMO if args.demo else args.only or None, jobs=args.jobs)
     if args.json:
         print(json.dumps([dataclasses.asdict(r) for r in reports], indent=1))
         return 0
@@ -90,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build", help="build the pinned binaries into the cache (idempotent)")
     b.add_argument("--only", action="append", choices=list(build.COMPONENTS))
+    b.add_argument("--demo", action="store_true", help=f"only what `make demo` runs: {', '.join(build.DEMO)}")
+    b.add_argument("--jobs", type=int, default=2, help="components built side by side (default 2)")
     b.add_argument("--json", action="store_true")
     b.set_defaults(fn=cmd_build)
     for name, fn, helptext in (

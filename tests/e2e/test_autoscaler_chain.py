@@ -32,7 +32,8 @@ from tests.e2e.remediator_harness import (
 )
 from tests.waiting import wait_until
 
-pytestmark = pytest.mark.e2e
+# One xdist worker runs the whole module: its tests share one Karpenter cluster (module-scoped karpenter_cluster).
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("autoscaler_chain")]
 
 TAINT = "nodemedic.io/kernel-deadlock"
 CONSOLIDATING = "nodemedic.io/consolidating"

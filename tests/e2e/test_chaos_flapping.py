@@ -32,7 +32,7 @@ from tests.e2e.chaos import Figures, audit_calls, audited_cluster, evictions, re
 from tests.e2e.remediator_harness import start_remediator
 from tests.waiting import wait_until
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.long_running]
 
 NODES, FLAPPING, PODS_PER_NODE = 500, 100, 2
 DURATION = float(os.environ.get("NODEMEDIC_CHAOS_FLAP_SECONDS", "600"))

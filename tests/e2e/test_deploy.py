@@ -35,7 +35,8 @@ import manifests  # noqa: E402 - hack/manifests.py: the pinned helm and its stat
 
 from kcp import paths  # noqa: E402
 
-pytestmark = pytest.mark.e2e
+# One xdist worker runs the whole module: its tests share the manifests installed once (module-scoped installed).
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("deploy")]
 
 MANIFEST = ROOT / "deploy" / "manifests" / "nodemedic.yaml"
 NS = "nodemedic"

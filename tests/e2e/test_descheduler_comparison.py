@@ -46,7 +46,8 @@ from tests.waiting import wait_until
 sys.path.insert(0, str(HACK))
 from kcp import descheduler, nodes
 
-pytestmark = pytest.mark.e2e
+# One xdist worker runs the whole module: its tests share one comparison cluster (module-scoped compare_cluster).
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("descheduler_comparison")]
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "utilization.md"
 SCENARIO_LABEL = "compare.nodemedic.io/scenario"
@@ -535,6 +536,12 @@ def build(compare_cluster: LocalCluster) -> Iterator[Any]:
     wait_until(lambda: not [p for ns, p in made_pods if p in {x.metadata.name for x in
                                                                core.list_namespaced_pod(ns).items}],
                timeout=30, what="the scenario's pods deleted")
+    # A namespace's pods outlive its deletion by as long as the namespace controller takes, and the next scenario
+    # reuses node names: gone pods first, so none of them shows up on the next scenario's node of the same name.
+    for ns in made_ns:
+        core.delete_collection_namespaced_pod(ns, grace_period_seconds=0)
+    wait_until(lambda: not [p for ns in made_ns for p in core.list_namespaced_pod(ns).items], timeout=60,
+               what="the scenario's namespaces emptied of pods")
     for ns in made_ns:
         try:
             core.delete_namespace(ns)

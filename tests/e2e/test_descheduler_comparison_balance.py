@@ -38,7 +38,8 @@ from tests.e2e.test_descheduler_comparison import (
     run_nodemedic,
 )
 
-pytestmark = pytest.mark.e2e
+# One xdist worker runs the whole module: its tests share one comparison cluster (module-scoped compare_cluster).
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("descheduler_comparison_balance")]
 __all__ = ["build"]  # the scenario-building fixture, used by name
 
 DOCS = [Path(__file__).resolve().parents[2] / "docs" / name for name in ("balance-strategies.md", "utilization.md")]

@@ -28,7 +28,8 @@ from tests.e2e.test_descheduler_comparison import (  # the fixtures, by name, gi
     undocumented,
 )
 
-pytestmark = pytest.mark.e2e
+# One xdist worker runs the whole module: its tests share one comparison cluster (module-scoped compare_cluster).
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("descheduler_comparison_deschedule")]
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "deschedule-strategies.md"
 ZONE_A, ZONE_B, ZONE_C = "zone-a", "zone-b", "zone-c"

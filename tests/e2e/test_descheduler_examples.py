@@ -56,7 +56,8 @@ from tests.e2e.test_descheduler_comparison import (  # the fixtures, by name, gi
 )
 from tests.waiting import wait_until
 
-pytestmark = pytest.mark.e2e
+# One xdist worker runs the whole module: its tests share one comparison cluster and print one table.
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("descheduler_examples")]
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "docs" / name for name in ("deschedule-strategies.md", "balance-strategies.md", "utilization.md",

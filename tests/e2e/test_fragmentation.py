@@ -25,7 +25,8 @@ from tests.e2e.conftest import LocalCluster
 from tests.e2e.remediator_harness import nodemedic_events, start_remediator
 from tests.waiting import wait_until
 
-pytestmark = pytest.mark.e2e
+# One xdist worker runs the whole module: its tests share one Karpenter cluster (module-scoped karpenter_cluster).
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("fragmentation")]
 
 WINDOW = 75.0  # seconds of node-minutes counted from the first pending pod, the same for both runs
 ARRIVALS = (0.0, 10.0)  # when each pending pod is created, from the start of the stream

@@ -24,7 +24,8 @@ from tests.e2e.conftest import LocalCluster, _started
 from tests.e2e.remediator_harness import deployment, place_on_first
 from tests.waiting import wait_until
 
-pytestmark = pytest.mark.e2e
+# One xdist worker runs the whole module: its tests share one cluster with the metrics API registered.
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("metrics_utilization")]
 
 NODES = ["kwok-node-0", "kwok-node-1", "kwok-node-2"]
 HOT, COLD = NODES[0], NODES[1:]

@@ -235,7 +235,10 @@ def test_the_circuit_breaker_taints_at_most_the_limit_and_processes_the_rest_as_
             set_condition(core, n, "KernelDeadlock", "True")
 
         def tainted() -> set[str]:
-            return {n for n in pool if TAINT in taint_keys(core, n)}
+            # One LIST, so one moment: reading the nodes one by one can see a node's old taint and another's new
+            # one together, a state that never existed.
+            return {n.metadata.name for n in core.list_node().items
+                    if n.metadata.name in pool and any(t.key == TAINT for t in n.spec.taints or [])}
 
         first = wait_until(lambda: len(t := tainted()) == 2 and t, timeout=30, what="2 tainted nodes")
         wait_until(lambda: len(r.plan()["held"]) == 3, timeout=30, what="3 nodes held by the breaker")

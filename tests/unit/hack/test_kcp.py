@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -128,3 +129,82 @@ def test_descheduler_is_stamped_with_its_release_date_from_the_module_info_file(
     assert build.release_stamp({"Path": "sigs.k8s.io/descheduler", "Info": str(info)}) == "20260519"
     assert build.release_stamp({"Path": "sigs.k8s.io/descheduler", "Info": str(tmp_path / "gone.info")}) == "00000000"
     assert build.release_stamp({"Path": "sigs.k8s.io/descheduler"}) == "00000000"
+
+
+def _fake_components(monkeypatch: pytest.MonkeyPatch, builders: dict[str, object]) -> set[str]:
+    """Replaces the real builders with `builders` (name -> fn(samplers)); returns the set of components still
+    missing, which a fake builder empties by `done.discard(name)`."""
+    missing = set(builders)
+    monkeypatch.setattr(build, "COMPONENTS", {n: (fn, [n], "v0") for n, fn in builders.items()})
+    monkeypatch.setattr(build, "is_missing", lambda name: name in missing)
+    return missing
+
+
+def test_components_build_two_at_a_time_longest_first_and_report_in_component_order(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[str] = []
+    running: set[str] = set()
+    most_at_once = 0
+    lock = threading.Lock()
+    release = threading.Event()
+
+    def builder(name: str) -> object:
+        def fn(samplers: list[object]) -> None:
+            nonlocal most_at_once
+            with lock:
+                started.append(name)
+                running.add(name)
+                most_at_once = max(most_at_once, len(running))
+            if name == "kubernetes":  # the long one holds its lane until the others have run in the second
+                assert release.wait(30)
+            with lock:
+                running.discard(name)
+                missing.discard(name)
+                if not missing - {"kubernetes"}:
+                    release.set()
+        return fn
+
+    names = ["etcd", "kubernetes", "kwok", "karpenter"]
+    missing = _fake_components(monkeypatch, {n: builder(n) for n in names})
+    reports = build.build(jobs=2)
+    assert [r.component for r in reports] == names
+    assert all(r.built for r in reports)
+    assert started[:2] == ["kubernetes", "karpenter"]  # longest first, from COLD_SECONDS
+    assert most_at_once == 2
+
+
+def test_a_failed_component_build_fails_the_build_and_cancels_the_ones_not_started(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    ran: list[str] = []
+
+    def ok(name: str) -> object:
+        def fn(samplers: list[object]) -> None:
+            ran.append(name)
+            missing.discard(name)
+        return fn
+
+    def broken(samplers: list[object]) -> None:
+        ran.append("kubernetes")
+        raise SystemExit("[build kubernetes] command failed (1): go build")
+
+    missing = _fake_components(monkeypatch, {"kubernetes": broken, "etcd": ok("etcd"), "kwok": ok("kwok")})
+    with pytest.raises(SystemExit, match="command failed"):
+        build.build(jobs=1)
+    assert ran == ["kubernetes"]
+
+
+def test_only_what_the_demo_runs_is_built_for_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    ran: list[str] = []
+
+    def fake(name: str) -> object:
+        def fn(samplers: list[object]) -> None:
+            ran.append(name)
+            missing.discard(name)
+        return fn
+
+    missing = _fake_components(monkeypatch, {n: fake(n) for n in ("kubernetes", "etcd", "descheduler", "helm")})
+    missing.discard("etcd")  # cached
+    reports = build.build(["kubernetes", "etcd"])
+    assert sorted(ran) == ["kubernetes"]
+    assert [(r.component, r.built) for r in reports] == [("kubernetes", True), ("etcd", False)]
+    assert set(build.DEMO) == {"kubernetes", "etcd", "kwok", "kubectl", "karpenter"}
