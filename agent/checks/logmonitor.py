@@ -247,7 +247,7 @@ def _boot_time(host: HostRoot) -> dt.datetime | None:
         for line in host.read_text("/proc/stat").splitlines():
             if line.startswith("btime "):
                 return dt.datetime.fromtimestamp(int(line.split()[1]), dt.UTC)
-    except (OSError, ValueError, IndexError):
+    except (OSError, ValueError, IndexError, OverflowError):
         return None
     return None
 

@@ -387,3 +387,25 @@ _real_sleep = asyncio.sleep
 
 async def _yield() -> None:
     await _real_sleep(0)
+
+
+def test_a_node_stamped_in_year_9999_costs_only_itself_and_is_logged_once(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # Issue 25: a condition with lastTransitionTime "9999-12-31T23:59:59Z" (the API server stores any RFC 3339 time)
+    # made every cycle raise OverflowError; the loop retried forever and no node anywhere was remediated.
+    future = node("future", sick=True)
+    future["status"]["conditions"][1]["lastTransitionTime"] = "9999-12-31T23:59:59Z"
+    nodes = [future, node("sick-1", sick=True), node("sick-2", sick=True), node("well")]
+    pods = [pod("a", "future"), pod("b", "sick-1"), pod("c", "sick-2")]
+    with caplog.at_level(logging.WARNING, logger=LOG.name):
+        w = World(tmp_path, nodes=nodes, pods=pods)
+        for _ in range(3):
+            w.cycle()
+            w.watch_nodes()  # the node's heartbeats bring the same bad stamp again: logged once
+            w.clock.advance(1)
+    assert sorted(p for m, p in w.api.writes if m == "PATCH") == ["/api/v1/nodes/sick-1", "/api/v1/nodes/sick-2"]
+    assert sorted(w.api.evicted) == ["shop/b", "shop/c"]
+    (logged,) = [r for r in caplog.records if r.message == "unusable times treated as unknown"]
+    assert logged.object == "node/future"  # type: ignore[attr-defined]
+    assert logged.problems == [  # type: ignore[attr-defined]
+        "status.conditions[1].lastTransitionTime: '9999-12-31T23:59:59Z' is outside 1970-01-01..2262-04-11"]

@@ -260,6 +260,16 @@ def test_timestamps_without_a_zone_use_the_given_zone_and_come_back_in_utc() -> 
         2025, 6, 1, 11, tzinfo=dt.UTC)
 
 
+@pytest.mark.parametrize(("text", "hours"), [("0001-01-01 00:00:00", 5), ("9999-12-31 23:59:59", -5)],
+                         ids=["year-1-east", "year-9999-west"])
+def test_a_log_time_moved_past_datetimes_ends_by_its_zone_is_a_line_that_does_not_fit(text: str, hours: int) -> None:
+    # Issue 25: the conversion to UTC raised OverflowError, which the filelog reader did not expect: the check failed
+    # and the lines read with that one were lost. A ValueError is a line that does not fit the layout: skipped.
+    zone = dt.timezone(dt.timedelta(hours=hours))
+    with pytest.raises(ValueError, match="time out of range"):
+        parse_log_timestamp(text, "%Y-%m-%d %H:%M:%S", now=dt.datetime(2025, 6, 1, tzinfo=dt.UTC), tz=zone)
+
+
 def test_compiled_rule_patterns_are_ascii_like_re2() -> None:
     regex, _ = compile_rule_pattern(r"\w+")
     assert regex.flags & re.ASCII
