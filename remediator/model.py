@@ -377,6 +377,9 @@ class PlannedEviction:
     pod: PodRecord
     strategy: str
     reason: str
+    # The node the move counted on (its room reserved there), set by the planning gate; None: not asked (nodeFit
+    # off, a terminal pod) or before the gate. The pod's own node: a new node like it from the node autoscaler.
+    destination: str | None = None
 
 
 @dataclass(frozen=True)
