@@ -17,7 +17,7 @@ from typing import Any
 
 from remediator.model import NodeRecord, PdbRecord, PodRecord, Snapshot
 from remediator.state import records
-from remediator.state.kube import ApiError, Kube, WatchExpired
+from remediator.state.kube import ApiError, Kube, WatchExpired, WatchLineTooLong
 
 
 class Informer:
@@ -62,6 +62,12 @@ class Informer:
                     if event.get("type") != "BOOKMARK":
                         self._apply(str(event.get("type")), obj)
                 backoff = 0.2
+            except WatchLineTooLong as e:  # counted by the client (nodemedic_watch_lines_too_long_total)
+                self.log.error("watch event over the line bound, relisting", extra={"path": self.path,
+                                                                                    "error": str(e)})
+                need_list = True
+                await asyncio.sleep(backoff * (0.5 + random.random()))  # the object may change again: no busy relists
+                backoff = min(backoff * 2, 10.0)
             except WatchExpired:
                 self.log.info("watch expired, relisting", extra={"path": self.path})
                 need_list = True
