@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+from pathlib import Path
 from typing import Any
 
 from hypothesis import given
@@ -16,9 +17,9 @@ from remediator.policy.loader import load_policy
 from remediator.state.caches import snapshot_from_list
 from tests.unit.fuzz.seeds import CLUSTER, NOW, OWNED
 from tests.unit.fuzz.strategies import FUZZ
-from tests.unit.fuzz.test_snapshot_json import ROOT
 
-POLICY = load_policy(ROOT / "tests/testdata/policies/good/full.yaml")
+ROOT = Path(__file__).resolve().parents[3]
+POLICY = load_policy(ROOT / "tests/testdata/policies/good/full.yaml")  # every strategy, rules, limits, safety
 
 @st.composite
 def times(draw: st.DrawFn) -> str:
