@@ -22,6 +22,8 @@ YAML_HINT = "use a number with a unit h, m, s or ms (30s, 5m, 1h30m, 500ms) or a
 # (a timedelta would overflow later, where the value is used, instead of at the line that gives it).
 _GO_MAX_SECONDS = (2**63 - 1) / 1e9
 _GO_MAX = "a duration is at most 2562047h47m16s (Go's limit)"
+# The same limit for a duration given as a whole number of seconds (descheduler's `...Seconds` arguments).
+MAX_SECONDS = int(_GO_MAX_SECONDS)
 
 
 def parse_go_duration(text: str) -> dt.timedelta:

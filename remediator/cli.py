@@ -35,7 +35,7 @@ from remediator.server import app, loop_health, serve
 from remediator.state.caches import ClusterCache, snapshot_from_list
 from remediator.state.kube import ApiError, CredentialsError, Kube, load_credentials
 from remediator.state.metrics_api import usage_from_items
-from remediator.state.records import parse_time
+from remediator.state.records import parse_time, time_problem
 from remediator.state.usage_reader import UsageReader, sources
 
 LEASE_NAME = "nodemedic-remediator"
@@ -164,7 +164,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     policy = _load_or_exit(args.policy)
     now = parse_time(args.now) if args.now else dt.datetime.now(dt.UTC)
     if now is None:
-        print(f"--now: not an RFC3339 time: {args.now}", file=sys.stderr)
+        print(f"--now: {time_problem(args.now)} (give an RFC 3339 time with an offset, e.g. 2026-03-01T12:00:00Z)",
+              file=sys.stderr)
         return 2
     if args.snapshot:
         try:
@@ -174,7 +175,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
             print(f"{args.snapshot}: {e}", file=sys.stderr)
             return 2
         try:
-            snapshot = snapshot_from_list(doc, now)
+            snapshot = snapshot_from_list(doc, now, warn=lambda problem: print(f"{args.snapshot}: {problem}",
+                                                                               file=sys.stderr))
         except ValueError as e:  # valid JSON of the wrong shape
             print(f"{args.snapshot}: {e}", file=sys.stderr)
             return 2

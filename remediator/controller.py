@@ -179,9 +179,9 @@ class Controller:
         snapshot = self.cache.snapshot(now)
         if measured is not None:
             snapshot.measured = measured
+        self._forget_old_evictions()  # before planning: the planner's memory of them expires with them
         plan = plan_cycle(snapshot, self.source.policy, self.memory)
         self.metrics.cycle_seconds.observe(time.perf_counter() - t0)
-        self._forget_old_evictions()
         plan.evictions = [e for e in plan.evictions
                           if e.pod.uid not in self.in_flight and e.pod.uid not in self.recently_evicted]
         self.plan = plan
@@ -306,7 +306,9 @@ class Controller:
 
     def _start_eviction(self, e: PlannedEviction, now: dt.datetime) -> None:
         # The cool-down (and a balance move's loop guard) starts when we decide, not when the eviction lands.
-        self.memory.record_eviction(e.pod, balance=lookup(e.strategy).kind == "balance", now=now)
+        # From here until the caches no longer hold the pod, every cycle books it as moved (planning/leaving.py).
+        self.memory.record_eviction(e.pod, balance=lookup(e.strategy).kind == "balance", now=now,
+                                    destination=e.destination)
         task = asyncio.create_task(self._evict(e))
         self.in_flight[e.pod.uid] = task
 
@@ -319,6 +321,8 @@ class Controller:
         self.metrics.evictions.labels(e.strategy, str(result.outcome)).inc()
         if result.outcome in (Outcome.EVICTED, Outcome.GONE):
             self.recently_evicted[e.pod.uid] = self.monotonic()
+        else:
+            self.memory.forget_eviction(e.pod.uid)  # not made: the pod stays, and counts where it is again
         if result.outcome == Outcome.EVICTED:
             await self.alerts.pod(e.pod, kind=AlertKind.EVICTED, type_="Normal", reason="NodemedicEvicted",
                                   message=f"evicted from {e.pod.node_name} by {e.strategy}: {e.reason}",
@@ -340,6 +344,7 @@ class Controller:
         horizon = self.monotonic() - RECENT_EVICTION_MEMORY
         for uid in [u for u, t in self.recently_evicted.items() if t < horizon]:
             del self.recently_evicted[uid]
+            self.memory.forget_eviction(uid)  # a pod that refuses to go this long is planned afresh
 
     # --- dry run and policy --------------------------------------------------------------------
     def _report_dry_run(self, plan: Plan) -> None:

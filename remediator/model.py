@@ -38,6 +38,18 @@ class Toleration:
 
 
 TIMESTAMP_RESOLUTION = dt.timedelta(seconds=1)  # lastTransitionTime is serialized in whole seconds
+# The times planning uses. The API server stores any RFC 3339 time it is given ("9999-12-31T23:59:59Z" included),
+# and every planning cycle adds durations to such times: one stamp near datetime's ends would raise OverflowError in
+# every cycle and stop all remediation. No Kubernetes component writes a time before the Unix epoch or after the last
+# instant Go's int64 nanoseconds hold (2262-04-11); with the longest duration a policy accepts (Go's, ~292 years)
+# added or taken, a time in this range stays far inside datetime's. A time outside it is unknown where it is read.
+EARLIEST_TIME = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+LATEST_TIME = dt.datetime(2262, 4, 11, tzinfo=dt.UTC)
+
+
+def usable_time(t: dt.datetime) -> bool:
+    """Aware (RFC 3339 requires an offset; a naive time cannot be compared with an aware one) and in range."""
+    return t.tzinfo is not None and EARLIEST_TIME <= t <= LATEST_TIME
 
 
 @dataclass(frozen=True)
@@ -54,8 +66,8 @@ class Condition:
         is counted from. lastTransitionTime is truncated to the second, so the transition happened somewhere in
         [lastTransitionTime, +1 s); it also happened before our watch saw it. Taking the earlier of those two
         upper bounds never starts the clock early and, while we watch, adds only the watch latency."""
-        if self.last_transition is None:
-            return None
+        if self.last_transition is None or not usable_time(self.last_transition):
+            return None  # (records.parse_time keeps such a time out; a record built otherwise gets the same answer)
         latest = self.last_transition
         if latest.microsecond == 0:
             latest += TIMESTAMP_RESOLUTION
@@ -365,6 +377,9 @@ class PlannedEviction:
     pod: PodRecord
     strategy: str
     reason: str
+    # The node the move counted on (its room reserved there), set by the planning gate; None: not asked (nodeFit
+    # off, a terminal pod) or before the gate. The pod's own node: a new node like it from the node autoscaler.
+    destination: str | None = None
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,7 @@ def _plan_cycle(snapshot: Snapshot, policy: Policy, memory: PlannerMemory) -> Pl
     exclude = set(taints.evict_taints) | set(planned_taints) | {h.node for h in taints.held}
     exclude |= set(draining)
     cycle = Cycle(snapshot, policy, plan, memory, exclude=exclude, planned_taints=planned_taints,
-                  consolidating=draining)
+                  consolidating=draining, leaving=memory.forget_left(snapshot))
     configured.sort(key=lambda sa: KINDS.index(sa[0].kind))  # stable: policy order within a kind
     for strategy, args in configured:
         if strategy.kind == "deschedule":

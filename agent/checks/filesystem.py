@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from agent.host import HostRoot
 from agent.logsources.kmsg import KmsgReader
 from agent.model import CheckTiming, ConditionReport, EventReport, Observation, Status
+from agent.npd.re2 import bounded, compile_plain_pattern
 
 READONLY = "ReadonlyFilesystem"
 CORRUPTION = "FilesystemCorruption"
@@ -41,8 +42,10 @@ CORRUPTION = "FilesystemCorruption"
 _OCTAL_ESCAPE = re.compile(r"\\([0-7]{3})")  # the kernel escapes space, tab, newline and backslash this way
 # "EXT4-fs (sda1): Remounting filesystem read-only", "BTRFS error (device sda1): ... forced readonly"; ext3 wrote
 # the remount on a line of its own, after the error line that named the device.
-_REMOUNT_RO = re.compile(r"(?:\((?:device )?(?P<device>[^()\s]+)\)[^\n]*?)?"
-                         r"(?:[Rr]emounting filesystem read-only|forced readonly)")
+# On RE2 (linear time): with Python's re the optional device group made every "(" of a line scan the rest of it,
+# quadratic in the line's length on every kernel record.
+_REMOUNT_RO = compile_plain_pattern(r"(?:\((?:device )?(?P<device>[^()\s]+)\)[^\n]*?)?"
+                                    r"(?:[Rr]emounting filesystem read-only|forced readonly)")
 _ANY_DEVICE = "*"
 _MAX_KMSG_READS = 64  # per observation: the backlog of a ring buffer is read in bounded slices
 
@@ -130,7 +133,7 @@ class FilesystemCheck:
         try:
             for _ in range(_MAX_KMSG_READS):
                 for record in self._kmsg.read():
-                    if (match := _REMOUNT_RO.search(record.message)) is not None:
+                    if (match := _REMOUNT_RO.search(bounded(record.message))) is not None:
                         self._remounted_ro[match.group("device") or _ANY_DEVICE] = record.message.strip()[:200]
                 if not self._kmsg.behind:
                     return

@@ -27,6 +27,7 @@ from agent.logsources.journald import JournalReader
 from agent.logsources.kmsg import KmsgReader
 from agent.model import CheckTiming, ConditionReport, EventReport, Observation, Status
 from agent.npd.logmonitor_config import LogMonitorConfig, Plugin
+from agent.npd.re2 import MAX_MATCHED_BUFFER, bounded
 from agent.npd.timestamps import parse_log_timestamp
 from agent.npd.vocabulary import RuleType
 
@@ -171,6 +172,7 @@ class LogMonitor:
         """NPD filelog: the last group of `timestamp` and of `message`; a line that does not fit is skipped."""
         plugin = self.config.plugin_config
         at = None
+        text = bounded(text)
         if plugin.timestamp is not None:
             found = plugin.timestamp.search(text)
             if found is None:
@@ -190,19 +192,20 @@ class LogMonitor:
     def _push(self, line: _Line, now: dt.datetime) -> list[EventReport]:
         if any(skip in line.text for skip in self.config.skip_list):
             return []
-        self._buffer.append(line.text)
+        text = bounded(line.text)  # the work per line is bounded, whatever its length (agent/npd/re2.py)
+        self._buffer.append(text)
         joined: str | None = None
         events: list[EventReport] = []
         for rule in self.config.rules:
             if rule.spans_lines:
-                joined = "\n".join(self._buffer) if joined is None else joined
+                joined = _newest(self._buffer) if joined is None else joined
                 found = rule.regex.search(joined)
                 if found is None:
                     continue
                 count = joined.count("\n", found.start()) + 1
                 message = "\n".join(list(self._buffer)[-count:])
-            elif rule.regex.search(line.text) is not None:
-                message = line.text
+            elif rule.regex.search(text) is not None:
+                message = text
             else:
                 continue
             if rule.pattern_generated_message_suffix:
@@ -241,13 +244,26 @@ class LogMonitor:
             for t in self.condition_types))
 
 
+def _newest(buffer: deque[str]) -> str:
+    """The buffer's newest lines, joined, up to MAX_MATCHED_BUFFER (always the newest line: at most
+    MAX_MATCHED_LINE): a multi-line rule's match ends at the newest line, so the oldest lines are the ones to drop."""
+    taken: list[str] = []
+    size = 0
+    for text in reversed(buffer):
+        size += len(text) + 1
+        if taken and size > MAX_MATCHED_BUFFER:
+            break
+        taken.append(text)
+    return "\n".join(reversed(taken))
+
+
 def _boot_time(host: HostRoot) -> dt.datetime | None:
     """The host's boot time from `btime` in /proc/stat; None when it cannot be read."""
     try:
         for line in host.read_text("/proc/stat").splitlines():
             if line.startswith("btime "):
                 return dt.datetime.fromtimestamp(int(line.split()[1]), dt.UTC)
-    except (OSError, ValueError, IndexError):
+    except (OSError, ValueError, IndexError, OverflowError):
         return None
     return None
 

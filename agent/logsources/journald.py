@@ -50,7 +50,7 @@ def parse_entry(line: bytes) -> JournalEntry | None:
     message = _text(fields.get("MESSAGE"))
     try:
         at = dt.datetime.fromtimestamp(int(fields["__REALTIME_TIMESTAMP"]) / 1e6, dt.UTC)
-    except (KeyError, ValueError, TypeError):
+    except (KeyError, ValueError, TypeError, OverflowError, OSError):  # OverflowError/OSError: past any date
         return None
     if message is None:
         return None

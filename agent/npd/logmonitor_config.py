@@ -12,15 +12,13 @@ Differences from NPD, on purpose:
   optional: without it the host root's /var/log/journal and /run/log/journal are both read.
 - A permanent rule must name a condition declared in `conditions[]` (NPD silently never sets it), and a
   condition type the kubelet owns (`Ready`, `MemoryPressure`, ...) is refused.
-- Patterns are RE2 (Go) syntax. They are translated to Python's `re`: `\\z` -> `\\Z`, `\\Q...\\E`, `\\x{...}`,
-  Go octal escapes, `(?<name>...)`, POSIX classes `[[:alpha:]]`, and mid-pattern flag switches `(?i)`; what
-  Python cannot express (`\\pL`, `(?U)`, `\\C`) is an error. `\\d \\w \\s \\b` stay ASCII as in RE2.
+- Patterns are RE2 (Go) syntax and run on RE2 itself (`agent/npd/re2.py`): linear time, NPD's meaning, and what
+  RE2 refuses (backreferences, lookaround) is an error naming the field. A line is matched on its first 16 KiB and
+  a multi-line rule on the buffer's newest 64 KiB (`MAX_MATCHED_LINE`, `MAX_MATCHED_BUFFER`).
 - The end anchor wraps the whole pattern (`(?:PATTERN)\\Z`); NPD appends `\\z` to the text, so a top-level
   `A|B` there anchors only `B`.
 - `logPath` is honoured for kmsg too (default /dev/kmsg; NPD always reads /dev/kmsg), so a fixture file or FIFO
   in the same record format can stand in for the kernel.
-Python's `re` backtracks where RE2 does not: a pathological pattern (nested quantifiers) can be slow, which the
-small buffer and the newest-line-only search for single-line patterns keep bounded in practice.
 """
 
 from __future__ import annotations
@@ -28,13 +26,12 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from agent.npd.re2 import compile_plain_pattern, compile_rule_pattern
+from agent.npd.re2 import Regex, compile_plain_pattern, compile_rule_pattern
 from agent.npd.timestamps import go_layout_to_strptime
 from agent.npd.vocabulary import DefaultCondition, RuleType
 from nodemedic_common.durations import parse_go_duration
@@ -57,8 +54,8 @@ class Plugin(StrEnum):
 class PluginConfig:
     """filelog's line translation: `timestamp` and `message` regexes (the last group is used), Go time layout."""
 
-    timestamp: re.Pattern[str] | None = None
-    message: re.Pattern[str] | None = None
+    timestamp: Regex | None = None
+    message: Regex | None = None
     timestamp_format: str = ""  # the Go layout as written, e.g. "Jan _2 15:04:05"
     strptime_format: str = ""  # the same layout for datetime.strptime
     source: str = ""  # journald: the SYSLOG_IDENTIFIER to read
@@ -70,7 +67,7 @@ class Rule:
     type: RuleType
     reason: str
     pattern: str  # as written (RE2 syntax)
-    regex: re.Pattern[str]  # translated and anchored at the end of the newest line
+    regex: Regex  # RE2, anchored at the end of the text searched
     spans_lines: bool  # False when the pattern cannot match a newline: then only the newest line is searched
     condition: str = ""  # permanent rules only
     pattern_generated_message_suffix: str = ""
@@ -230,7 +227,7 @@ class _Parser:
             return self.journald_config(texts["source"])
         if plugin is not Plugin.FILELOG:
             return PluginConfig()  # kmsg lines carry their own time and message
-        regexes: dict[str, re.Pattern[str] | None] = {}
+        regexes: dict[str, Regex | None] = {}
         for key in ("timestamp", "message"):
             regexes[key] = None
             if texts[key]:

@@ -1,189 +1,157 @@
-"""RE2 (Go) patterns, as NPD's rule files are written, translated to Python's `re` (see logmonitor_config.py for
-what is translated and what is refused)."""
+"""Patterns from configuration files, on the RE2 engine node-problem-detector's patterns are written for.
+
+NPD's patterns are Go regexps: RE2 syntax, matched in time linear in the text. Python's `re` backtracks, and a
+check's timeout cannot interrupt a regex: `(a+)+b` on a 40-byte kernel line hung the whole agent, the shipped
+ProbeFailureStorm pattern took ~20 s per search on a line repeating its phrase 8 times, and every `.+`-led kernel
+pattern was quadratic in the line's length. So every pattern a config brings (NPD JSON rules and filelog
+`timestamp`/`message`, the shipped defaults included) is compiled by RE2 itself (the `google-re2` binding): the same
+syntax and meaning as in NPD, linear time, and what RE2 refuses (backreferences, lookaround) refused at load with
+RE2's own words. `\\d \\w \\s \\b` are ASCII, as in Go.
+
+The work per line is bounded too (`MAX_MATCHED_LINE`, `MAX_MATCHED_BUFFER`): linear time is still time, and a log
+line has no length limit of its own (journald and files; the kernel's is 1 KiB).
+"""
 
 from __future__ import annotations
 
-import re
-import warnings
+from typing import Protocol, cast
 
-_POSIX_CLASSES = {
-    "alnum": "0-9A-Za-z", "alpha": "A-Za-z", "ascii": r"\x00-\x7f", "blank": r"\t ", "cntrl": r"\x00-\x1f\x7f",
-    "digit": "0-9", "graph": "!-~", "lower": "a-z", "print": " -~", "punct": r"!-/:-@\[-`{-~",
-    "space": r"\t\n\v\f\r ", "upper": "A-Z", "word": "0-9A-Za-z_", "xdigit": "0-9A-Fa-f",
-}
-_NEGATED_POSIX = {"digit": r"\D", "space": r"\S", "word": r"\W"}
-_FLAG_GROUP = re.compile(r"\(\?([a-zA-Z]*(?:-[a-zA-Z]*)?)([:)])")
+import re2 as _engine  # google-re2
 
-
-def translate_re2(pattern: str) -> str:
-    """Rewrite an RE2 pattern into Python `re` syntax with the same meaning; ValueError for what has none."""
-    return _Re2Translator(pattern).run()
+# A line is matched on its first 16 KiB. Kernel records are at most 1 KiB (printk), kubelet and runtime lines a few
+# KiB; what a rule looks for is at a line's start (patterns are searched, so a match may start anywhere, and most
+# end in `.*`), and a longer line is a dump (a stack, a config) whose tail no shipped rule reads.
+MAX_MATCHED_LINE = 16 << 10
+# A multi-line rule searches the buffer's newest lines up to 64 KiB in all: the match must end at the newest line
+# (patterns are anchored at the end), so the oldest lines go first; bufferSize lines of 16 KiB could be 16 MiB.
+MAX_MATCHED_BUFFER = 64 << 10
 
 
-class _Re2Translator:
-    """One pass over an RE2 pattern. It also notes whether any piece can match "\\n"; if none can, a match
-    always lies within one line, so the monitor searches only the newest line instead of the whole buffer."""
+class Match(Protocol):
+    def group(self, group: int | str = 0) -> str | None: ...
 
-    def __init__(self, pattern: str) -> None:
-        self.pattern = pattern
-        self.may_match_newline = False
-
-    def run(self) -> str:
-        pattern, out = self.pattern, []
-        switches: list[list[str]] = [[]]  # per open group: "(?i)"-style flag switches, scoped until the group ends
-        pos = 0
-        while pos < len(pattern):
-            char = pattern[pos]
-            if char == "\\":
-                text, pos = self.escape(pos, in_class=False)
-                out.append(text)
-            elif char == "[":
-                text, pos = self.char_class(pos)
-                out.append(text)
-            elif char == "(":
-                flags = _FLAG_GROUP.match(pattern, pos)
-                if flags is not None:
-                    letters, kind = flags.groups()
-                    if set(letters) - set("ims-"):
-                        raise ValueError(f"flags {letters!r}: only i, m and s have a Python equivalent")
-                    if kind == ")" and letters.strip("-") == "":
-                        raise ValueError("empty flag group (?)")
-                    self.may_match_newline |= "s" in letters.partition("-")[0]  # "." then matches a newline
-                    out.append(f"(?{letters}:")
-                    if kind == ")":  # a switch: Python allows one only at the start, so scope it to its group
-                        switches[-1].append(letters)
-                    else:
-                        switches.append([])
-                    pos = flags.end()
-                    continue
-                if pattern.startswith("(?<", pos) and not pattern.startswith(("(?<=", "(?<!"), pos):
-                    out.append("(?P<")
-                    pos += 3
-                else:
-                    out.append("(")
-                    pos += 1
-                switches.append([])
-            elif char == ")":
-                if len(switches) == 1:
-                    raise ValueError(f"unexpected ) at position {pos}")
-                out.append(")" * len(switches.pop()) + ")")
-                pos += 1
-            elif char == "|":  # a switch applies to the rest of its alternative and to the following ones
-                open_ = switches[-1]
-                out.append(")" * len(open_) + "|" + "".join(f"(?{letters}:" for letters in open_))
-                pos += 1
-            else:
-                self.may_match_newline |= char == "\n"
-                out.append(char)
-                pos += 1
-        if len(switches) > 1:
-            raise ValueError("missing closing )")
-        out.append(")" * len(switches[0]))
-        return "".join(out)
-
-    def escape(self, pos: int, *, in_class: bool) -> tuple[str, int]:
-        text, end = self._escape(pos, in_class=in_class)
-        if not in_class:
-            self.may_match_newline |= _matches_newline(text)
-        return text, end
-
-    def _escape(self, pos: int, *, in_class: bool) -> tuple[str, int]:
-        pattern = self.pattern
-        if pos + 1 >= len(pattern):
-            raise ValueError("trailing backslash at end of pattern")
-        char = pattern[pos + 1]
-        if char == "z" and not in_class:
-            return r"\Z", pos + 2
-        if char == "Q" and not in_class:
-            end = pattern.find(r"\E", pos + 2)
-            text = pattern[pos + 2:] if end < 0 else pattern[pos + 2:end]
-            return re.escape(text), len(pattern) if end < 0 else end + 2
-        if char == "x" and pattern.startswith("{", pos + 2):
-            end = pattern.find("}", pos + 3)
-            try:
-                literal = chr(int(pattern[pos + 3:end], 16) if end > 0 else -1)
-            except ValueError:
-                raise ValueError(f"invalid escape {pattern[pos:end + 1 if end > 0 else None]!r}") from None
-            return re.escape(literal), end + 1
-        if char == "x":  # \xHH: taken whole so the newline test sees the character, not a bare \x
-            return pattern[pos:pos + 4], pos + 4
-        if char in "01234567":  # Go reads octal here; Python would read \1..\7 as a backreference
-            digits = re.match(r"[0-7]{1,3}", pattern[pos + 1:pos + 4])
-            assert digits is not None
-            if char != "0" and len(digits.group()) == 1:
-                raise ValueError(f"backreference \\{char} is not supported (RE2 has no backreferences)")
-            return re.escape(chr(int(digits.group(), 8))), pos + 1 + len(digits.group())
-        if char in "89":
-            raise ValueError(f"backreference \\{char} is not supported (RE2 has no backreferences)")
-        if char in "pP":
-            raise ValueError(f"Unicode class \\{char} is not supported by Python's re")
-        if char == "C":
-            raise ValueError(r"\C (any byte) is not supported by Python's re")
-        return pattern[pos:pos + 2], pos + 2
-
-    def char_class(self, start: int) -> tuple[str, int]:
-        pattern, out, pos = self.pattern, ["["], start + 1
-        if pattern.startswith("^", pos):
-            out.append("^")
-            pos += 1
-        if pattern.startswith("]", pos):  # a leading ] is a literal in RE2
-            out.append(r"\]")
-            pos += 1
-        while pos < len(pattern):
-            char = pattern[pos]
-            if char == "]":
-                out.append("]")
-                text = "".join(out)
-                self.may_match_newline |= _matches_newline(text)
-                return text, pos + 1
-            if char == "\\":
-                text, pos = self.escape(pos, in_class=True)
-                out.append(text)
-            elif pattern.startswith("[:", pos) and (end := pattern.find(":]", pos + 2)) > 0:
-                out.append(_posix_class(pattern[pos + 2:end]))
-                pos = end + 2
-            elif char in "[&~|":  # literals in RE2; Python warns that they may become set operators
-                out.append("\\" + char)
-                pos += 1
-            else:
-                out.append(char)
-                pos += 1
-        raise ValueError(f"missing closing ] for the class at position {start}")
+    def start(self, group: int = 0) -> int: ...
 
 
-def _matches_newline(piece: str) -> bool:
-    """Whether one translated escape or character class matches "\\n" (tried, not guessed)."""
+class Regex(Protocol):
+    """What the log monitor uses of a compiled pattern (an RE2 pattern; Python's re.Pattern has the same shape)."""
+
+    @property
+    def groups(self) -> int: ...
+
+    def search(self, text: str) -> Match | None: ...
+
+
+def compile_rule_pattern(pattern: str) -> tuple[Regex, bool]:
+    """(the pattern anchored at the end of the text as a whole, whether a match can span lines); ValueError with
+    RE2's reason. NPD appends `\\z` to the text, so its top-level `A|B` anchors only `B`; here `(?:A|B)\\z`."""
+    _compile(pattern, capture=False)  # alone first: refused as written (not as wrapped), and "a)|(b" is refused
+    return _compile(f"(?:{pattern})\\z", capture=False), may_match_newline(pattern)
+
+
+def compile_plain_pattern(pattern: str) -> Regex:
+    """A pattern whose groups are read (filelog's `timestamp` and `message`: the last group)."""
+    return _compile(pattern, capture=True)
+
+
+def bounded(text: str) -> str:
+    """The part of a line that is matched (MAX_MATCHED_LINE)."""
+    return text if len(text) <= MAX_MATCHED_LINE else text[:MAX_MATCHED_LINE]
+
+
+def _compile(pattern: str, *, capture: bool) -> Regex:
+    options = _engine.Options()
+    options.log_errors = False  # RE2 would print each refusal to stderr; the caller reports it with the field
+    options.never_capture = not capture  # a rule only asks whether and where it matched: the fastest engines
     try:
-        return _compile(piece).fullmatch("\n") is not None
+        return cast(Regex, _engine.compile(pattern, options))
+    except _engine.error as exc:
+        reason = exc.args[0] if exc.args else "refused"
+        reason = reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)
+        raise ValueError(f"{reason} (RE2 syntax, as in node-problem-detector)") from None
+    finally:
+        # The binding keeps every pattern it compiled (an LRU of 128); each caller keeps its own, so the cache would
+        # only hold a second copy of each (and the validation and newline-test compiles) for the agent's lifetime.
+        _engine.purge()
+
+
+def may_match_newline(pattern: str) -> bool:
+    """Whether any piece of the pattern can match "\\n" (each escape and class is tried on RE2, not guessed; what
+    is not understood counts as yes). If none can, a match always lies within one line, so the monitor searches only
+    the newest line instead of the whole buffer (the same result: the pattern is anchored at the end)."""
+    pos = 0
+    while pos < len(pattern):
+        char = pattern[pos]
+        if char == "\\":
+            end = _escape_end(pattern, pos)
+            piece = pattern[pos:end]
+        elif char == "[":
+            end = _class_end(pattern, pos)
+            piece = pattern[pos:end]
+        elif char == "(" and pattern.startswith("(?", pos):
+            end = pos + 2
+            while end < len(pattern) and (pattern[end].isalpha() or pattern[end] == "-"):
+                end += 1
+            if pattern[end:end + 1] in (":", ")") and "s" in pattern[pos + 2:end].partition("-")[0]:
+                return True  # a flag group turning on s: "." then matches a newline
+            pos = end  # (a named group's "(?P<name>" or "(?<name>" holds nothing that matches)
+            if pattern.startswith(("P<", "<"), pos):
+                pos = max(pos, pattern.find(">", pos) + 1)
+            continue
+        else:
+            if char == "\n":
+                return True
+            pos += 1
+            continue
+        if _piece_matches_newline(piece):
+            return True
+        pos = end
+    return False
+
+
+def _escape_end(pattern: str, pos: int) -> int:
+    if pattern.startswith("\\Q", pos):
+        end = pattern.find("\\E", pos + 2)
+        return len(pattern) if end < 0 else end + 2
+    if pattern.startswith(("\\x{", "\\p{", "\\P{"), pos):
+        end = pattern.find("}", pos)
+        return len(pattern) if end < 0 else end + 1
+    if pattern.startswith("\\x", pos):
+        return pos + 4
+    if pattern.startswith(("\\p", "\\P"), pos):
+        return pos + 3
+    digits = pos + 1
+    while digits < len(pattern) and digits < pos + 4 and pattern[digits] in "01234567":
+        digits += 1
+    return max(digits, pos + 2)
+
+
+def _class_end(pattern: str, start: int) -> int:
+    pos = start + 1
+    if pattern.startswith("^", pos):
+        pos += 1
+    if pattern.startswith("]", pos):  # a leading ] is a literal
+        pos += 1
+    while pos < len(pattern):
+        if pattern[pos] == "\\":
+            pos = _escape_end(pattern, pos)
+        elif pattern.startswith("[:", pos) and (end := pattern.find(":]", pos + 2)) > 0:
+            pos = end + 2
+        elif pattern[pos] == "]":
+            return pos + 1
+        else:
+            pos += 1
+    return len(pattern)
+
+
+def _piece_matches_newline(piece: str) -> bool:
+    """Does the escape or class consume a newline? (Zero-width ones, such as the end and word anchors, do not.)"""
+    try:
+        regex = _compile(piece, capture=False)
     except ValueError:
-        return True  # the whole pattern fails to compile right after; be conservative until then
+        return True  # the whole pattern is refused right after; be conservative until then
+    return cast(_Full, regex).fullmatch("\n") is not None
 
 
-def _posix_class(name: str) -> str:
-    if name.startswith("^"):
-        if name[1:] in _NEGATED_POSIX:
-            return _NEGATED_POSIX[name[1:]]
-        raise ValueError(f"negated POSIX class [:{name}:] is not supported; use a negated class [^...]")
-    if name not in _POSIX_CLASSES:
-        raise ValueError(f"unknown POSIX class [:{name}:]")
-    return _POSIX_CLASSES[name]
-
-
-def compile_rule_pattern(pattern: str) -> tuple[re.Pattern[str], bool]:
-    """(regex anchored at the end of the text, whether a match can span lines); ValueError with the reason."""
-    translator = _Re2Translator(pattern)
-    translated = translator.run()
-    return _compile(f"(?:{translated})\\Z"), translator.may_match_newline
-
-
-def compile_plain_pattern(pattern: str) -> re.Pattern[str]:
-    return _compile(translate_re2(pattern))
-
-
-def _compile(translated: str) -> re.Pattern[str]:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)  # nested-set warnings: RE2 reads those as literals too
-            return re.compile(translated, re.ASCII)
-    except re.error as exc:
-        raise ValueError(str(exc)) from None
+class _Full(Protocol):
+    def fullmatch(self, text: str) -> Match | None: ...

@@ -55,6 +55,13 @@ def parse_log_timestamp(text: str, strptime_format: str, *, now: dt.datetime, tz
     Syslog stamps carry no year: like NPD we take the current year, but a stamp more than a day in the future
     is from last year (a December line read in January). ValueError when the text does not fit the layout.
     """
+    try:
+        return _parse(text, strptime_format, now=now, tz=tz)
+    except OverflowError as e:  # a stamp at year 1 or 9999 in a zone that moves it past datetime's ends
+        raise ValueError(f"time out of range: {text!r:.60}") from e
+
+
+def _parse(text: str, strptime_format: str, *, now: dt.datetime, tz: dt.tzinfo | None) -> dt.datetime:
     has_year = "%Y" in strptime_format or "%y" in strptime_format
     if has_year:
         return _aware(dt.datetime.strptime(text, strptime_format), tz).astimezone(dt.UTC)

@@ -37,13 +37,21 @@ def _rfc3339(t: dt.datetime) -> str:
     return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+# A time read back from the Node outside what any Kubernetes component writes (before the Unix epoch, after Go's
+# int64 nanoseconds end) or without an offset is unknown: it is rewritten as UTC at every status write, and near
+# datetime's ends that conversion overflows.
+_EARLIEST = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_LATEST = dt.datetime(2262, 4, 11, tzinfo=dt.UTC)
+
+
 def _parse_time(value: object) -> dt.datetime | None:
     if not isinstance(value, str):
         return None
     try:
-        return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return None
+    return parsed if parsed.tzinfo is not None and _EARLIEST <= parsed <= _LATEST else None
 
 
 class ConditionBook:

@@ -15,12 +15,17 @@ from prometheus_client import CollectorRegistry, Counter
 
 from agent.reporting import credentials
 from agent.reporting.aiohttp_lean import aiohttp
+from nodemedic_common.lines import MAX_WATCH_LINE, LineTooLong, bounded_lines
 
 
 class ApiError(Exception):
     def __init__(self, status: int, what: str, body: str) -> None:
         super().__init__(f"{what}: HTTP {status}: {body[:300]}")
         self.status = status
+
+
+class StreamLineTooLong(ApiError):
+    """A line of a stream over MAX_WATCH_LINE (nodemedic_common/lines.py): the rest of that stream is not read."""
 
 
 class Kube:
@@ -31,6 +36,9 @@ class Kube:
         self._session: aiohttp.ClientSession | None = None
         self.requests = Counter("nodemedic_agent_api_requests_total", "API requests by verb and HTTP code",
                                 ["verb", "code"], registry=registry)
+        self.lines_too_long = Counter("nodemedic_agent_watch_lines_too_long_total",
+                                      "Watch events over the line bound (each restarts the watch with a LIST)",
+                                      registry=registry)
 
     def _headers(self, content_type: str | None) -> dict[str, str]:
         h = {"Accept": "application/json", "User-Agent": "nodemedic-agent"}
@@ -70,9 +78,12 @@ class Kube:
                 self.requests.labels("WATCH", str(resp.status)).inc()
                 if resp.status >= 400:
                     raise ApiError(resp.status, f"GET {path}", await resp.text())
-                async for line in resp.content:
+                async for line in bounded_lines(resp.content.iter_any(), MAX_WATCH_LINE):
                     if line.strip():
                         yield json.loads(line)
+        except LineTooLong as e:
+            self.lines_too_long.inc()
+            raise StreamLineTooLong(0, f"GET {path}", str(e)) from e
         except (aiohttp.ClientError, TimeoutError, ValueError) as e:
             raise ApiError(0, f"GET {path}", f"{type(e).__name__}: {e}") from e
 

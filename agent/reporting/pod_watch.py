@@ -17,7 +17,7 @@ import logging
 from typing import Any
 from urllib.parse import quote
 
-from agent.reporting.kube import ApiError, Kube
+from agent.reporting.kube import ApiError, Kube, StreamLineTooLong
 
 WATCH_SECONDS = 300  # the API server ends a watch after this; we resume from the last resourceVersion
 
@@ -46,7 +46,12 @@ class PodWatch:
                 if e.status == 410:
                     version = ""  # too old: start over from a fresh LIST
                     continue
-                self._log.warning("pod watch failed", extra={"error": str(e)})
+                if isinstance(e, StreamLineTooLong):
+                    # Resuming from `version` would read the same event again: a LIST (no line bound) gets past it.
+                    self._log.error("pod watch event over the line bound, relisting", extra={"error": str(e)})
+                    version = ""
+                else:
+                    self._log.warning("pod watch failed", extra={"error": str(e)})
                 await asyncio.sleep(self._retry)
 
     async def _list(self) -> str:
@@ -61,9 +66,12 @@ class PodWatch:
         path = (f"/api/v1/pods?watch=true&allowWatchBookmarks=true&fieldSelector={self._selector}"
                 f"&resourceVersion={version}&timeoutSeconds={WATCH_SECONDS}")
         async for event in self._kube.stream(path, read_timeout=WATCH_SECONDS + 30):
-            kind, obj = event.get("type"), event.get("object") or {}
+            if not isinstance(event, dict) or not isinstance(event.get("object"), dict):
+                raise ApiError(0, "pod watch", f"not a watch event: {str(event)[:100]}")
+            kind, obj = event.get("type"), event["object"]
             if kind == "ERROR":
-                raise ApiError(int(obj.get("code", 0)), "pod watch", str(obj.get("message", "")))
+                code = obj.get("code")
+                raise ApiError(code if isinstance(code, int) else 0, "pod watch", str(obj.get("message", "")))
             version = str((obj.get("metadata") or {}).get("resourceVersion", version))
             if kind != "BOOKMARK":
                 self._apply(str(kind), obj)
@@ -80,4 +88,6 @@ class PodWatch:
             at = dt.datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
         except ValueError:
             return
+        if at.tzinfo is None:
+            return  # not a time the API server writes; the stuck-pods check subtracts it from an aware `now`
         self._deleting[uid] = (f"{meta.get('namespace')}/{meta.get('name')}", at)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from remediator.model import (
     TERMINAL_PHASES,
@@ -27,6 +27,7 @@ from remediator.model import (
     Taint,
 )
 from remediator.planning.defaultevictor import protection
+from remediator.planning.leaving import Leaving, still_leaving
 from remediator.planning.limits import LimitState
 from remediator.planning.taints import AUTOSCALER_TAINTS, duration, safety_hold
 from remediator.policy.model import Policy
@@ -59,14 +60,31 @@ class PlannerMemory:
     consolidation_released: dict[str, dt.datetime] = field(default_factory=dict)
     # pending pod uid -> when a plan made room for it (not made again while its evictions play out)
     made_room_for: dict[str, dt.datetime] = field(default_factory=dict)
+    # pod uid -> an eviction started whose pod the caches may still show: booked as moved by every cycle until the
+    # snapshot no longer holds the pod (planning/leaving.py)
+    leaving: dict[str, Leaving] = field(default_factory=dict)
 
-    def record_eviction(self, pod: PodRecord, *, balance: bool, now: dt.datetime) -> None:
+    def record_eviction(self, pod: PodRecord, *, balance: bool, now: dt.datetime,
+                        destination: str | None = None) -> None:
+        self.leaving[pod.uid] = Leaving(pod, destination, now)
         owner = pod.controller
         if owner is None:
             return
         self.owner_last_eviction[owner.uid] = now
         if balance:
             self.moved_off[(owner.uid, pod.node_name)] = now
+
+    def forget_eviction(self, uid: str) -> None:
+        """The eviction was not made (refused, failed, aborted), or is old news: the pod counts where it is again."""
+        self.leaving.pop(uid, None)
+
+    def forget_left(self, snapshot: Snapshot) -> list[tuple[PodRecord, str | None]]:
+        """Forget the evictions whose pods the snapshot no longer holds; the others, to book as moved."""
+        staying = still_leaving(snapshot, self.leaving)
+        held = {pod.uid for pod, _ in staying}
+        for uid in [u for u in self.leaving if u not in held]:
+            del self.leaving[uid]
+        return staying
 
     def forget_before(self, horizon: dt.datetime) -> None:
         for key in [k for k, t in self.moved_off.items() if t < horizon]:
@@ -85,7 +103,7 @@ class Outcome:
 class Cycle:
     def __init__(self, snapshot: Snapshot, policy: Policy, plan: Plan, memory: PlannerMemory, *,
                  exclude: set[str], planned_taints: dict[str, list[Taint]],
-                 consolidating: Mapping[str, float]) -> None:
+                 consolidating: Mapping[str, float], leaving: Sequence[tuple[PodRecord, str | None]] = ()) -> None:
         self.snapshot, self.policy, self.plan, self.memory = snapshot, policy, plan, memory
         self.limits = LimitState(policy.limits, snapshot.now, dict(memory.owner_last_eviction))
         self.exclude = exclude  # never a destination: nodes tainted, being tainted, drained or held back
@@ -112,6 +130,10 @@ class Cycle:
         self._room_rank: dict[str, int] | None = None
         self._all_by_room: tuple[str, ...] | None = None
         self._offering: Offering | None = None
+        # Evictions of earlier cycles the snapshot does not show yet (planning/leaving.py): booked as this cycle's own.
+        self.leaving = tuple(leaving)
+        for pod, destination in self.leaving:
+            self._book_leaving(pod, destination)
 
     # --- the cycle's view of the nodes ---------------------------------------------------------------------
     @property
@@ -336,6 +358,18 @@ class Cycle:
         self._decide(Protected(pod, why), protected=True)
 
     # --- the books -------------------------------------------------------------------------------------------
+    def _book_leaving(self, pod: PodRecord, destination: str | None) -> None:
+        """An earlier cycle's eviction: the pod is decided, gone from its node and arriving at `destination`, as the
+        cycle that planned it booked it (but not against this cycle's limits: it was counted in its own)."""
+        self.decided.add(pod.key)
+        self._evicting.add(pod.key)
+        self.moved_to[pod.uid] = destination
+        if pod.phase in TERMINAL_PHASES:
+            return  # it holds nothing where it is (nodefit.pod_request_summary)
+        _add_room(self.released.setdefault(pod.node_name, {}), pod)
+        if destination is not None and destination != pod.node_name and destination in self.snapshot.nodes:
+            _add_room(self.reserved.setdefault(destination, {}), pod)
+
     def _decide(self, p: Protected, *, protected: bool) -> None:
         if p.pod.key in self.decided:
             return
@@ -343,6 +377,7 @@ class Cycle:
         (self.plan.protected if protected else self.plan.deferred).append(p)
 
     def _commit(self, c: PlannedEviction) -> None:
+        c = replace(c, destination=self.moved_to.get(c.pod.uid))
         self.decided.add(c.pod.key)
         self._evicting.add(c.pod.key)
         self.limits.take(c)
@@ -380,6 +415,11 @@ class Cycle:
         if self._affinity is None or self._spread is None or self._zones is None:
             self._affinity, self._spread = PodAffinityIndex(self.snapshot), SpreadIndex(self.snapshot)
             self._zones = ZoneSpread(self.snapshot)
+            for pod, destination in self.leaving:  # earlier cycles' moves count where they go, as this cycle's do
+                if destination is not None and destination != pod.node_name and destination in self.snapshot.nodes:
+                    self._affinity.add(pod, destination)
+                    self._spread.add(pod, destination)
+                    self._zones.add(pod, destination)
         return self._affinity, self._spread, self._zones
 
     def _place(self, pod: PodRecord, destinations: Collection[str] | None, accept: Accept | None, *,
@@ -460,3 +500,9 @@ class Cycle:
         room[PODS] -= 1
         for resource, quantity in pod.requests.items():
             room[resource] -= quantity
+
+
+def _add_room(room: Room, pod: PodRecord) -> None:
+    room[PODS] = room.get(PODS, 0) + 1
+    for resource, quantity in pod.requests.items():
+        room[resource] = room.get(resource, 0) + quantity

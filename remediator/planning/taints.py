@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from remediator.model import Effect, Held, HoldReason, NodeRecord, Snapshot, Taint, TaintChange
+from remediator.model import Effect, Held, HoldReason, NodeRecord, Snapshot, Taint, TaintChange, usable_time
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION, STRATEGY_PREFIX, Policy
 from remediator.policy.rules import TaintRule
 from remediator.policy.safety import Safety
@@ -54,8 +54,8 @@ def parse_owned(annotation: str | None) -> tuple[list[OwnedTaint], str | None]:
             if not isinstance(rules, list) or not all(isinstance(r, str) for r in rules):
                 raise ValueError("rules must be a list of strings")
             since = dt.datetime.fromisoformat(str(item["since"]).replace("Z", "+00:00"))
-            if since.tzinfo is None:
-                raise ValueError("since has no time zone")
+            if not usable_time(since):  # its age is computed every cycle (consolidation): keep the sum in range
+                raise ValueError(f"since {item['since']!r} has no time zone or is out of range")
             out.append(OwnedTaint(taint=Taint(key=_text(item["key"]), value=_text(item.get("value", "")),
                                               effect=Effect(item["effect"])),
                                   rules=tuple(rules), cause=_text(item.get("cause", "")), since=since))

@@ -33,7 +33,10 @@ class Utilization:
         if metrics.source != KUBERNETES_METRICS:
             self.scores = snapshot.measured.scores.get(metrics.query, {})
             return
-        # The moves earlier strategies of this cycle planned.
+        # The moves earlier cycles made that the snapshot does not show yet, and those earlier strategies of this
+        # cycle planned: the measured usage still has them where they were.
+        for pod, destination in cycle.leaving:
+            self._shift(pod, pod.node_name, destination)
         for e in cycle.plan.evictions:
             self._shift(e.pod, e.pod.node_name, cycle.moved_to.get(e.pod.uid))
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from remediator.model import NodeRecord, PdbRecord, PodRecord, Snapshot
 from remediator.state import records
-from remediator.state.kube import ApiError, Kube, WatchExpired
+from remediator.state.kube import ApiError, Kube, WatchExpired, WatchLineTooLong
 
 
 class Informer:
@@ -62,6 +62,12 @@ class Informer:
                     if event.get("type") != "BOOKMARK":
                         self._apply(str(event.get("type")), obj)
                 backoff = 0.2
+            except WatchLineTooLong as e:  # counted by the client (nodemedic_watch_lines_too_long_total)
+                self.log.error("watch event over the line bound, relisting", extra={"path": self.path,
+                                                                                    "error": str(e)})
+                need_list = True
+                await asyncio.sleep(backoff * (0.5 + random.random()))  # the object may change again: no busy relists
+                backoff = min(backoff * 2, 10.0)
             except WatchExpired:
                 self.log.info("watch expired, relisting", extra={"path": self.path})
                 need_list = True
@@ -84,6 +90,10 @@ class ClusterCache:
         self.priority_classes: dict[str, int] = {}  # for evictor.priorityThreshold.name
         self.claim_classes: dict[str, str] = {}  # PVC "ns/name" -> storage class, for evictor.protectedStorageClasses
         self.raw_nodes: dict[str, dict[str, Any]] = {}  # annotations/taints the taint writer patches from
+        self.log = log
+        # Node or pod key -> the unusable times last logged for it: each object's problem is logged once, not at
+        # every watch event (a node's heartbeat would repeat it every few seconds).
+        self.time_problems: dict[str, tuple[str, ...]] = {}
         self.changed = asyncio.Event()
         self.informers = [
             Informer(kube, "/api/v1/nodes", reset=self._reset_nodes, apply=self._apply_node, log=log),
@@ -116,7 +126,10 @@ class ClusterCache:
         if kind == "DELETED":
             self.nodes.pop(rec.name, None)
             self.raw_nodes.pop(rec.name, None)
+            self.time_problems.pop(f"node/{rec.name}", None)
         else:
+            if rec.created is None or any(c.last_transition is None for c in rec.conditions):
+                self._note_times(f"node/{rec.name}", obj)
             self.nodes[rec.name] = rec
             meta = obj.get("metadata") or {}
             self.raw_nodes[rec.name] = {"resourceVersion": meta.get("resourceVersion", ""),
@@ -151,7 +164,12 @@ class ClusterCache:
         old = self.pods.pop(rec.key, None)
         if old is not None:
             self._unindex(old)
-        if kind != "DELETED":
+        if kind == "DELETED":
+            self.time_problems.pop(f"pod/{rec.key}", None)
+        else:
+            if rec.created is None or rec.start_time is None or any(
+                    c.seconds_after_created is None for c in rec.conditions):
+                self._note_times(f"pod/{rec.key}", obj)
             self.pods[rec.key] = rec
             if rec.node_name:
                 self.pods_by_node.setdefault(rec.node_name, {})[rec.key] = rec
@@ -160,6 +178,17 @@ class ClusterCache:
             for o in rec.owners:
                 self.pods_by_owner.setdefault(o.uid, {})[rec.key] = rec
         self.changed.set()
+
+    def _note_times(self, key: str, obj: dict[str, Any]) -> None:
+        """Log, once per object and problem, the times its record keeps as unknown (records.parse_time): planning
+        goes on without them, and this says why that object is treated as it is."""
+        problems = tuple(records.unusable_times(obj))
+        if not problems:
+            self.time_problems.pop(key, None)
+            return
+        if self.time_problems.get(key) != problems:
+            self.log.warning("unusable times treated as unknown", extra={"object": key, "problems": list(problems)})
+        self.time_problems[key] = problems
 
     # --- PDBs ----------------------------------------------------------------------------------
     def _reset_pdbs(self, items: list[dict[str, Any]]) -> None:
@@ -230,9 +259,11 @@ def _stamp_observed(rec: NodeRecord, previous: NodeRecord | None, now: dt.dateti
     return dataclasses.replace(rec, conditions=tuple(conditions))
 
 
-def snapshot_from_list(doc: dict[str, Any], now: dt.datetime) -> Snapshot:
+def snapshot_from_list(doc: dict[str, Any], now: dt.datetime,
+                       warn: Callable[[str], None] | None = None) -> Snapshot:
     """A Snapshot from `kubectl get nodes,pods,pdb,priorityclasses,pvc -A -o json` output (a `kind: List`).
-    ValueError when `doc` is not such a list; an item that is not an object is skipped, like any odd data."""
+    ValueError when `doc` is not such a list; an item that is not an object is skipped, like any odd data.
+    `warn` is told "items[i] (Kind name): field: problem" for each time planning treats as unknown."""
     nodes: dict[str, NodeRecord] = {}
     by_node: dict[str, list[PodRecord]] = {}
     by_owner: dict[str, list[PodRecord]] = {}
@@ -240,8 +271,10 @@ def snapshot_from_list(doc: dict[str, Any], now: dt.datetime) -> Snapshot:
     priority_classes: dict[str, int] = {}
     claim_classes: dict[str, str] = {}
     pending: list[PodRecord] = []
-    for obj in _list_items(doc):
+    for index, obj in enumerate(_list_items(doc)):
         kind = obj.get("kind") if isinstance(obj, dict) else None
+        if warn is not None and kind in ("Node", "Pod"):
+            _warn_times(warn, f"items[{index}]", obj)
         if kind == "Node":
             n = records.node(obj)
             nodes[n.name] = n
@@ -262,6 +295,13 @@ def snapshot_from_list(doc: dict[str, Any], now: dt.datetime) -> Snapshot:
             claim_classes[key] = storage_class
     return Snapshot(now=now, nodes=nodes, pods_by_node=by_node, pods_by_owner=by_owner, pdbs=pdbs,
                     priority_classes=priority_classes, claim_classes=claim_classes, pending=pending)
+
+
+def _warn_times(warn: Callable[[str], None], where: str, obj: dict[str, Any]) -> None:
+    meta = obj.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    for problem in records.unusable_times(obj):
+        warn(f"{where} ({obj.get('kind')} {name}): {problem}: treated as unknown")
 
 
 def _list_items(doc: object) -> list[Any]:

@@ -18,6 +18,8 @@ import aiohttp
 from kubernetes import client, config  # credential resolution only; requests never go through it
 from prometheus_client import CollectorRegistry, Counter
 
+from nodemedic_common.lines import MAX_WATCH_LINE, LineTooLong, bounded_lines
+
 
 class ApiError(Exception):
     """A non-2xx answer. Callers decide on `status`, `reason` and `causes` (the API's Status object), never on the
@@ -43,6 +45,11 @@ class ApiError(Exception):
 
 class WatchExpired(Exception):
     """The watch's resourceVersion is too old (410 Gone): the caller must relist."""
+
+
+class WatchLineTooLong(WatchExpired):
+    """A watch event over MAX_WATCH_LINE: the caller relists (a LIST body has no line bound, and the watch resumes
+    after the event) instead of re-watching into the same event forever."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +95,9 @@ class Kube:
         self._user_agent = user_agent
         self.requests = Counter("nodemedic_api_requests_total", "API requests by verb and HTTP code",
                                 ["verb", "code"], registry=registry)
+        self.watch_lines_too_long = Counter(
+            "nodemedic_watch_lines_too_long_total", "Watch events over the line bound (each restarts that watch "
+            "with a relist)", ["path"], registry=registry)
 
     async def __aenter__(self) -> Kube:
         return self
@@ -156,16 +166,21 @@ class Kube:
                     raise WatchExpired(path)
                 if resp.status >= 400:
                     raise ApiError(resp.status, "WATCH", path, await resp.text())
-                async for line in resp.content:
+                async for line in bounded_lines(resp.content.iter_any(), MAX_WATCH_LINE):
                     if not line.strip():
                         continue
                     event = json.loads(line)
+                    if not isinstance(event, dict) or not isinstance(event.get("object"), dict):
+                        raise ApiError(0, "WATCH", path, f"not a watch event: {line[:100]!r}")
                     if event.get("type") == "ERROR":
                         status = event.get("object", {})
                         if status.get("code") == 410:
                             raise WatchExpired(path)
                         raise ApiError(int(status.get("code", 500)), "WATCH", path, json.dumps(status))
                     yield event
+        except LineTooLong as e:
+            self.watch_lines_too_long.labels(path).inc()
+            raise WatchLineTooLong(f"{path}: {e}") from e
         except (aiohttp.ClientError, TimeoutError) as e:
             self.requests.labels("WATCH", "error").inc()
             raise ApiError(0, "WATCH", path, f"{type(e).__name__}: {e}") from e

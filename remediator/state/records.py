@@ -11,6 +11,8 @@ import functools
 from typing import Any
 
 from remediator.model import (
+    EARLIEST_TIME,
+    LATEST_TIME,
     NO_STATUSES,
     Condition,
     ContainerStatuses,
@@ -28,17 +30,49 @@ from remediator.model import (
     SpreadConstraint,
     Taint,
     Toleration,
+    usable_time,
 )
 from remediator.state.quantity import resources
 
 
 def parse_time(value: Any) -> dt.datetime | None:
+    """An API time, or None when absent or unusable (model.usable_time; `time_problem` says why)."""
     if not isinstance(value, str) or not value:
         return None
     try:
-        return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return None
+    return parsed if usable_time(parsed) else None
+
+
+def time_problem(value: Any) -> str | None:
+    """Why `parse_time` treats a time that is present as unknown, or None when it is absent or usable."""
+    if value is None or value == "" or parse_time(value) is not None:
+        return None
+    if not isinstance(value, str):
+        return f"not a string: {value!r:.60}"
+    try:
+        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return f"not an RFC 3339 time: {value!r:.60}"
+    if parsed.tzinfo is None:
+        return f"{value!r:.60} has no UTC offset"
+    return f"{value!r:.60} is outside {EARLIEST_TIME:%Y-%m-%d}..{LATEST_TIME:%Y-%m-%d}"
+
+
+def unusable_times(obj: Any) -> list[str]:
+    """'<field>: <problem>' for each time of a Node or Pod that its record keeps as unknown (a Node's condition
+    times and creationTimestamp; a Pod's creationTimestamp, startTime and condition times): what to tell the
+    user, once, about an object whose times planning cannot use."""
+    if not isinstance(obj, dict):
+        return []
+    meta, status = _dict(obj.get("metadata")), _dict(obj.get("status"))
+    fields: list[tuple[str, Any]] = [("metadata.creationTimestamp", meta.get("creationTimestamp")),
+                                     ("status.startTime", status.get("startTime"))]
+    for i, c in enumerate(_list(status.get("conditions"))):
+        fields.append((f"status.conditions[{i}].lastTransitionTime", _dict(c).get("lastTransitionTime")))
+    return [f"{where}: {why}" for where, value in fields if (why := time_problem(value)) is not None]
 
 
 def _dict(value: Any) -> dict[str, Any]:

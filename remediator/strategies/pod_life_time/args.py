@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from nodemedic_common.durations import MAX_SECONDS
 from remediator.policy.reader import Reader, Section
 from remediator.strategies.scope import SCOPE_KEYS, PodScope, read_scope
 
@@ -69,7 +70,8 @@ def _conditions(r: Reader, m: Section) -> tuple[ConditionFilter, ...]:
             type=r.text(c, "type"),
             status=r.text(c, "status", check=lambda v: _status_problem(v) if v else None),
             reason=r.text(c, "reason"),
-            min_time_since_last_transition_seconds=r.optional_integer(c, "minTimeSinceLastTransitionSeconds", None),
+            min_time_since_last_transition_seconds=r.optional_integer(c, "minTimeSinceLastTransitionSeconds", None,
+                                                                         maximum=MAX_SECONDS),
         )
         if given == ConditionFilter() and len(r.errors) == errors_before:  # descheduler's check, too
             r.error(c.where(), path, f"give at least one of {', '.join(_CONDITION_KEYS)}")
@@ -86,7 +88,7 @@ def read_args(r: Reader, strategy: Section) -> PodLifeTimeArgs:
         r.error(kinds.where(), kinds.path, "include and exclude are mutually exclusive; give one of them")
     args = PodLifeTimeArgs(
         scope=read_scope(r, m),
-        max_pod_life_time_seconds=r.optional_integer(m, "maxPodLifeTimeSeconds", None),
+        max_pod_life_time_seconds=r.optional_integer(m, "maxPodLifeTimeSeconds", None, maximum=MAX_SECONDS),
         states=r.strings(m, "states", _state_problem) or (),
         conditions=_conditions(r, m),
         including_init_containers=r.flag(m, "includingInitContainers", False),

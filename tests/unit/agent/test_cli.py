@@ -229,3 +229,22 @@ def test_a_one_shot_check_releases_what_its_checks_hold() -> None:
 
     assert observation.conditions[0].status is Status.FALSE
     assert holder.closed == 1
+
+
+@pytest.mark.parametrize("cmd", ["validate", "check", "run"])
+def test_a_pattern_re2_refuses_exits_2_naming_file_and_field_without_a_traceback(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], cmd: str) -> None:
+    # Issue 25: patterns run on RE2 now; what RE2 cannot run (a lookahead, a backreference) is refused at start.
+    monitor = json.loads(KERNEL_MONITOR.read_text())
+    monitor["rules"][1]["pattern"] = "task (\\w+) blocked(?= for)"
+    bad = tmp_path / "bad-monitor.json"
+    bad.write_text(json.dumps(monitor))
+    cfg = tmp_path / "agent.yaml"
+    disabled = "\n".join(f"  {c}: {{enabled: false}}" for c in (*OTHERS, "cpu"))
+    cfg.write_text(f"checks:\n{disabled}\nsystemLogMonitors: [{bad}]\n")
+    argv = [cmd, "--config", str(cfg)] + (["--node", "n1", "--kubeconfig", str(tmp_path / "none")] if cmd == "run"
+                                          else [])
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}: rules[1].pattern: invalid regular expression: invalid perl operator: (?=" in err, err
+    assert "Traceback" not in err

@@ -72,6 +72,7 @@ class ApiServer:
         self.evicted: list[str] = []
         self.fail_nodes: set[str] = set()
         self.hold_evictions: asyncio.Event | None = None  # set: evictions wait for it (an eviction in flight)
+        self.fail_evictions = False
 
     async def get(self, path: str, **_: str) -> Any:
         name = path.rsplit("/", 1)[1]
@@ -86,6 +87,8 @@ class ApiServer:
         if path.endswith("/eviction"):
             if self.hold_evictions is not None:
                 await self.hold_evictions.wait()
+            if self.fail_evictions:
+                raise ApiError(403, method, path, '{"message": "pods is forbidden", "reason": "Forbidden"}')
             self.evicted.append(f"{body['metadata']['namespace']}/{body['metadata']['name']}")
             return {}
         if method == "PATCH" and path.startswith("/api/v1/nodes/"):
@@ -130,11 +133,11 @@ class World:
     """A controller wired to the fakes, its caches fed as the watches would feed them."""
 
     def __init__(self, tmp: Path, *, nodes: list[dict[str, Any]], pods: list[dict[str, Any]], leading: bool = True,
-                 dry_run: bool = False, max_tainted: int = 10) -> None:
+                 dry_run: bool = False, max_tainted: int = 10, policy: str | None = None) -> None:
         self.api, self.clock, self.lease = ApiServer(), Clock(), Lease(leading)
         self.api.nodes = {n["metadata"]["name"]: copy.deepcopy(n) for n in nodes}
         self.policy_path = tmp / "policy.yaml"
-        self.policy_path.write_text(POLICY % max_tainted)
+        self.policy_path.write_text(POLICY % max_tainted if policy is None else policy)
         self.registry = CollectorRegistry()
         self.metrics = metrics_mod.create(self.registry)
         self.cache = ClusterCache(self.api, log=LOG, clock=self.clock.wall)  # type: ignore[arg-type]
@@ -406,3 +409,88 @@ _real_sleep = asyncio.sleep
 
 async def _yield() -> None:
     await _real_sleep(0)
+
+
+def test_a_node_stamped_in_year_9999_costs_only_itself_and_is_logged_once(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # Issue 25: a condition with lastTransitionTime "9999-12-31T23:59:59Z" (the API server stores any RFC 3339 time)
+    # made every cycle raise OverflowError; the loop retried forever and no node anywhere was remediated.
+    future = node("future", sick=True)
+    future["status"]["conditions"][1]["lastTransitionTime"] = "9999-12-31T23:59:59Z"
+    nodes = [future, node("sick-1", sick=True), node("sick-2", sick=True), node("well")]
+    pods = [pod("a", "future"), pod("b", "sick-1"), pod("c", "sick-2")]
+    with caplog.at_level(logging.WARNING, logger=LOG.name):
+        w = World(tmp_path, nodes=nodes, pods=pods)
+        for _ in range(3):
+            w.cycle()
+            w.watch_nodes()  # the node's heartbeats bring the same bad stamp again: logged once
+            w.clock.advance(1)
+    assert sorted(p for m, p in w.api.writes if m == "PATCH") == ["/api/v1/nodes/sick-1", "/api/v1/nodes/sick-2"]
+    assert sorted(w.api.evicted) == ["shop/b", "shop/c"]
+    (logged,) = [r for r in caplog.records if r.message == "unusable times treated as unknown"]
+    assert logged.object == "node/future"  # type: ignore[attr-defined]
+    assert logged.problems == [  # type: ignore[attr-defined]
+        "status.conditions[1].lastTransitionTime: '9999-12-31T23:59:59Z' is outside 1970-01-01..2262-04-11"]
+
+
+LNU_POLICY = """\
+apiVersion: nodemedic.io/v1alpha1
+kind: RemediationPolicy
+rules: []
+strategies:
+- name: LowNodeUtilization
+  args: {thresholds: {cpu: 20}, targetThresholds: {cpu: 50}}
+limits: {ownerCooldown: 0s, maxNoOfPodsToEvictPerNode: 50, maxNoOfPodsToEvictTotal: 100}
+"""
+
+
+def busy_pod(name: str, node_name: str, cpu: str = "900m") -> dict[str, Any]:
+    p = pod(name, node_name)
+    p["spec"]["containers"][0]["resources"]["requests"]["cpu"] = cpu
+    return p
+
+
+def test_evictions_the_caches_have_not_seen_yet_count_as_moved_so_a_second_round_evicts_nothing_more(
+        tmp_path: Path) -> None:
+    # Issue 25 (tests/e2e/test_utilization.py failed once under load): the plan named 4 moves off the hot node and the
+    # remediator evicted 7 within 0.4 s. The first round's evictions finished before any watch event showed them, so
+    # the next cycle's snapshot still had the hot node at 90 % and planned other pods off it from a stale view.
+    hot = [busy_pod(f"h{i}", "hot") for i in range(8)]  # 8 x 900m on an 8-cpu node: 90 %; target 50 %: four go
+    w = World(tmp_path, nodes=[node("hot"), node("cold-1"), node("cold-2")], pods=hot, policy=LNU_POLICY)
+    w.cycle()
+    first = sorted(w.api.evicted)
+    assert len(first) == 4, first
+    for _ in range(3):  # the caches still show every pod where it was: no cycle may evict more
+        w.clock.advance(0.2)
+        w.cycle()
+    assert sorted(w.api.evicted) == first
+    # The watch now shows the evicted pods terminating (still holding their requests on the node, as the scheduler
+    # counts them), then gone and replaced on the cold nodes: still nothing more to move.
+    for key in first:
+        terminating = copy.deepcopy(next(p for p in hot if f"shop/{p['metadata']['name']}" == key))
+        terminating["metadata"]["deletionTimestamp"] = "2026-03-01T12:00:01Z"
+        w.cache._apply_pod("MODIFIED", terminating)
+    w.clock.advance(1)
+    w.cycle()
+    assert sorted(w.api.evicted) == first
+    for i, key in enumerate(first):
+        gone = next(p for p in hot if f"shop/{p['metadata']['name']}" == key)
+        w.cache._apply_pod("DELETED", copy.deepcopy(gone))
+        w.cache._apply_pod("ADDED", busy_pod(f"r{i}", f"cold-{1 + i % 2}"))
+    w.clock.advance(1)
+    w.cycle()
+    assert sorted(w.api.evicted) == first
+    assert w.controller.memory.leaving == {}, "evictions the caches have seen through are forgotten"
+
+
+def test_an_eviction_that_failed_stops_counting_as_moved_and_is_planned_again(tmp_path: Path) -> None:
+    hot = [busy_pod(f"h{i}", "hot") for i in range(8)]
+    w = World(tmp_path, nodes=[node("hot"), node("cold-1"), node("cold-2")], pods=hot, policy=LNU_POLICY)
+    w.api.fail_evictions = True
+    w.cycle()
+    assert w.metric("nodemedic_evictions_total", strategy="LowNodeUtilization", outcome="failed") == 4
+    assert w.controller.memory.leaving == {}, "not made: the pods count where they are"
+    w.api.fail_evictions = False
+    w.clock.advance(1)
+    w.cycle()
+    assert len(w.api.evicted) == 4

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -61,3 +62,52 @@ def test_a_snapshot_read_for_measured_usage_is_shape_checked_too(
     assert main(["plan", "--policy", str(policy), "--snapshot", str(snapshot), "--json"]) == code
     out, err = capsys.readouterr()
     assert said in (out if code == 0 else err), (out, err)
+
+
+@pytest.mark.parametrize(("now", "said"), [
+    ("9999-12-31T23:59:59Z", "--now: '9999-12-31T23:59:59Z' is outside 1970-01-01..2262-04-11"),
+    ("0001-01-01T00:00:00Z", "--now: '0001-01-01T00:00:00Z' is outside 1970-01-01..2262-04-11"),
+    ("2026-03-01T12:00:00", "--now: '2026-03-01T12:00:00' has no UTC offset"),
+    ("noon", "--now: not an RFC 3339 time: 'noon'"),
+], ids=["year-9999", "year-1", "no-offset", "garbage"])
+def test_plan_refuses_a_now_it_cannot_plan_at_with_exit_2_and_no_traceback(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], now: str, said: str) -> None:
+    # Issue 25: --now 0001-01-01T00:00:00Z ended in an OverflowError traceback (exit 1).
+    snapshot = tmp_path / "cluster.json"
+    snapshot.write_text('{"kind": "List", "items": []}')
+    assert main(["plan", "--policy", str(POLICY), "--snapshot", str(snapshot), "--now", now]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(said) and "Traceback" not in err, err
+
+
+def _node(name: str, stamp: str) -> dict[str, object]:
+    return {"kind": "Node", "metadata": {"name": name},
+            "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+                       "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+                                      {"type": "KernelDeadlock", "status": "True", "lastTransitionTime": stamp}]}}
+
+
+def test_a_snapshot_with_unusable_times_plans_the_rest_and_names_each_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Issue 25: a year-9999 stamp raised OverflowError, and times without an offset mixed with aware ones TypeError.
+    policy, snapshot = tmp_path / "policy.yaml", tmp_path / "cluster.json"
+    policy.write_text("""apiVersion: nodemedic.io/v1alpha1
+kind: RemediationPolicy
+rules:
+- name: kernel-deadlock
+  condition: {type: KernelDeadlock, status: "True", for: 30s}
+  taint: {key: nodemedic.io/kernel-deadlock, value: "true", effect: NoSchedule}
+safety: {maxTaintedNodes: 10, maxTaintedNodesPercent: 100}
+""")
+    snapshot.write_text(json.dumps({"kind": "List", "items": [
+        _node("future", "9999-12-31T23:59:59Z"), _node("naive", "2026-03-01T11:00:00"),
+        _node("sick", "2026-03-01T11:00:00Z")]}))
+    assert main(["plan", "--policy", str(policy), "--snapshot", str(snapshot), "--json",
+                 "--now", "2026-03-01T12:00:00Z"]) == 0
+    out, err = capsys.readouterr()
+    assert [c["node"] for c in json.loads(out)["taints"]["add"]] == ["sick"]
+    assert err.splitlines() == [
+        f"{snapshot}: items[0] (Node future): status.conditions[1].lastTransitionTime: '9999-12-31T23:59:59Z' is "
+        "outside 1970-01-01..2262-04-11: treated as unknown",
+        f"{snapshot}: items[1] (Node naive): status.conditions[1].lastTransitionTime: '2026-03-01T11:00:00' has no "
+        "UTC offset: treated as unknown"]

@@ -303,3 +303,20 @@ def test_a_node_selector_keeps_the_policy_to_its_nodes_breaker_and_destinations_
     assert plan.evictions == []  # outside-roomy is no destination, and "other" is outside
     assert [(p.pod.name, p.why) for p in plan.protected] == [
         ("web", "no other node fits: 0/2 nodes fit: 1 current node, 1 insufficient cpu")]  # the two selected
+
+
+@pytest.mark.parametrize("stamp", [
+    dt.datetime(9999, 12, 31, 23, 59, 59, tzinfo=dt.UTC),
+    dt.datetime(1, 1, 1, tzinfo=dt.UTC),
+    dt.datetime(2024, 5, 1, 11, 0),  # no offset: cannot be compared with the aware `now`
+], ids=["year-9999", "year-1", "naive"])
+def test_a_node_whose_condition_time_is_unusable_costs_only_that_node(stamp: dt.datetime) -> None:
+    # Issue 25: one condition stamped "9999-12-31T23:59:59Z" raised OverflowError in every cycle, so no node anywhere
+    # was remediated. Now its time is unknown: that node cannot prove its condition has lasted `for`, the rest go on.
+    bad = dataclasses.replace(node("bad"), conditions=(Condition("Ready", "True", NOW - dt.timedelta(hours=1)),
+                                                       Condition("KernelDeadlock", "True", stamp, observed_at=NOW)))
+    plan = plan_cycle(snap([bad, node("sick", sick=True), node("sick-2", sick=True), node("well")],
+                           [pod("a", "bad"), pod("b", "sick"), pod("c", "sick-2")]),
+                      policy(max_tainted_nodes=10, max_tainted_nodes_percent=100.0), PlannerMemory())
+    assert sorted(c.node for c in plan.taints_add) == ["sick", "sick-2"]
+    assert sorted(e.pod.name for e in plan.evictions) == ["b", "c"]

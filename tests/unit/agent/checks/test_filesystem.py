@@ -269,3 +269,15 @@ def test_without_a_readable_kernel_log_the_mount_table_alone_decides(root: Path)
     assert condition(observe(off), READONLY).status is Status.FALSE
     assert validate(Config(kernel_log="dev/kmsg")) == ['kernel_log: must be an absolute path, or "" not to read '
                                                        'the kernel log']
+
+
+def test_a_kernel_line_full_of_parentheses_is_read_in_one_pass(root: Path) -> None:
+    # Issue 25: on Python's re every "(" of a line made the remount pattern scan the rest of it: quadratic in the
+    # line's length, on every kernel record. On RE2 the line below is one linear pass, with the same answers.
+    write(root, "/proc/mounts", "/dev/sda0 / ext4 ro 0 0\n")
+    noise = "(x) " * 4000
+    kernel_log(root, noise, noise + "(sda0) EXT4-fs: Remounting filesystem read-only")
+    report = condition(observe(FilesystemCheck(Config(), HostRoot(root))), READONLY)
+    assert report.status is Status.FALSE, "the first parenthesised word names the device: x, not sda0"
+    kernel_log(root, "EXT4-fs (sda0): " + noise + "Remounting filesystem read-only")
+    assert condition(observe(FilesystemCheck(Config(), HostRoot(root))), READONLY).status is Status.TRUE

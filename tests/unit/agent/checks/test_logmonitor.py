@@ -13,7 +13,8 @@ import pytest
 from agent.checks.logmonitor import WAITING_TIMING, LogMonitor
 from agent.host import HostRoot
 from agent.model import ConditionReport, EventReport, Observation, Status
-from agent.npd.logmonitor_config import DEFAULT_MONITORS, LogMonitorConfig, load, loads
+from agent.npd.logmonitor_config import DEFAULT_MONITORS, DEFAULTS_DIR, LogMonitorConfig, load, loads
+from agent.npd.re2 import MAX_MATCHED_BUFFER, MAX_MATCHED_LINE
 
 TESTDATA = Path(__file__).resolve().parents[3] / "testdata" / "agent" / "logmonitor"
 KERNEL_MONITOR, READONLY_MONITOR = DEFAULT_MONITORS
@@ -530,3 +531,53 @@ def test_on_the_kmsg_device_the_monitor_waits_for_records_instead_of_polling(tmp
         assert monitor.timing == WAITING_TIMING
     finally:
         asyncio.run(monitor.close())
+
+
+# --- hostile lines: matching is linear (RE2) and bounded per line and per buffer (issue 25) ----------------------
+
+def test_a_nested_quantifier_on_a_kernel_line_completes_and_matches_as_re2_does(node: Node) -> None:
+    # `(a+)+b` on a 40-byte line hung the whole agent on Python's backtracking re (2^40 ways to fail); RE2 answers
+    # in one pass. The test finishing is the point; the events say the answer is right.
+    config = custom({"plugin": "kmsg", "rules": [{"type": "temporary", "reason": "Nested", "pattern": "(a+)+b"}]})
+    check = LogMonitor(config, host=node.host)
+    observe(check, START)
+    node.kernel("a" * 40, "a" * 40 + "c", "a" * 40 + "b")
+
+    assert [e.message for e in observe(check, START + MINUTE).events] == ["a" * 40 + "b"]
+
+
+def test_the_shipped_probe_failure_storm_pattern_on_a_line_repeating_its_phrase_completes() -> None:
+    # ~20 s per search on Python's re for a line that repeats its phrase 8 times (and the rule spans lines, so it
+    # searched the whole buffer at every line): now one linear pass, with the answer NPD's Go regexp gives.
+    (rule,) = [r for r in load(DEFAULTS_DIR / "kubelet-journal-monitor.json").rules if r.reason == "ProbeFailureStorm"]
+    phrase = '"Probe failed" probeType="Liveness" pod="shop/web-1" '
+    one_line = phrase * 8
+    assert rule.spans_lines
+    assert rule.regex.search(one_line) is None, "one line, however repetitive, is not a storm of five"
+    assert rule.regex.search("\n".join([one_line] * 5)) is not None
+    assert rule.regex.search("\n".join([one_line] * 4)) is None
+
+
+def test_a_line_is_matched_on_its_first_16_kib_and_a_longer_one_still_counts(node: Node) -> None:
+    config = custom({"plugin": "kmsg", "rules": [
+        {"type": "temporary", "reason": "Head", "pattern": "task .+:\\d+ blocked for more than \\d+ seconds\\..*"},
+        {"type": "temporary", "reason": "Tail", "pattern": "the very end"}]})
+    check = LogMonitor(config, host=node.host)
+    observe(check, START)
+    dump = "x" * (MAX_MATCHED_LINE * 4)
+    node.kernel("INFO: task kworker:7 blocked for more than 120 seconds. " + dump + " the very end")
+
+    (event,) = observe(check, START + MINUTE).events
+    assert event.reason == "Head" and len(event.message) == MAX_MATCHED_LINE, "only the first 16 KiB are read"
+
+
+def test_a_multi_line_rule_searches_the_newest_lines_up_to_the_buffer_bound(node: Node) -> None:
+    config = custom({"plugin": "kmsg", "bufferSize": 1000,
+                     "rules": [{"type": "temporary", "reason": "Pair", "pattern": "first\\n(?:.*\\n)*last"}]})
+    check = LogMonitor(config, host=node.host)
+    observe(check, START)
+    filler = "y" * (MAX_MATCHED_LINE - 1)
+    lines_in_bound = MAX_MATCHED_BUFFER // MAX_MATCHED_LINE
+    node.kernel("first", *[filler] * (lines_in_bound + 1), "last")  # "first" is past the bound: not searched
+    node.kernel("first", *[filler] * (lines_in_bound - 2), "last")  # within it
+    assert [e.reason for e in observe(check, START + MINUTE).events] == ["Pair"]

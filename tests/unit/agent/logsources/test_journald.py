@@ -50,7 +50,8 @@ def collect(reader: JournalReader, count: int) -> list[JournalEntry]:
     (b'{"MESSAGE":null,"__REALTIME_TIMESTAMP":"1700000000000000"}', None),  # a field over journalctl's size limit
     (b'{"MESSAGE":"no time"}', None),
     (b"Failed to open journal", None),
-], ids=["text", "bytes", "null", "no-timestamp", "not-json"])
+    (b'{"MESSAGE":"x","__REALTIME_TIMESTAMP":"999999999999999999999999"}', None),  # past any date: OverflowError
+], ids=["text", "bytes", "null", "no-timestamp", "not-json", "past-any-date"])
 def test_journalctl_json_lines_are_parsed(line: bytes, message: str | None) -> None:
     entry = parse_entry(line)
 

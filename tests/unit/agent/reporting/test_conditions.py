@@ -75,6 +75,18 @@ def test_garbage_on_the_node_is_seeded_as_unknown_instead_of_crashing() -> None:
     assert b.conditions()[0].to_api(at(0))["lastHeartbeatTime"] == "2026-11-22T12:00:00Z"
 
 
+@pytest.mark.parametrize("stamp", ["9999-12-31T23:59:59-05:00", "0001-01-01T00:00:00+05:00", "2026-11-22T11:00:00"],
+                         ids=["year-9999", "year-1", "no-offset"])
+def test_a_transition_time_on_the_node_that_cannot_be_written_back_is_seeded_as_now(stamp: str) -> None:
+    # Issue 25: the book writes its times back in UTC at every status write; these overflowed there (or, naive, were
+    # taken as the agent's local time).
+    b = book()
+    b.seed([{"type": "KernelDeadlock", "status": "True", "lastTransitionTime": stamp}])
+    (c,) = b.conditions()
+    assert c.status == Status.TRUE and c.last_transition.tzinfo is not None and c.last_transition.year >= 2026
+    assert c.to_api(at(0))["lastTransitionTime"].endswith("Z")
+
+
 def test_declared_defaults_fill_only_types_the_node_does_not_carry() -> None:
     b = book()
     b.seed([{"type": "KernelDeadlock", "status": "True", "reason": "TaskHung",

@@ -213,7 +213,8 @@ BAD_FILES = {
                                       "RemovePodsViolatingNodeTaints",
     "v1alpha1-unknown-strategy.yaml": ":4: strategies.RemovePodsViolatingNodeTaint: unknown strategy",
     "pod-life-time-negative-transition.yaml": ":14: strategies[0].args.conditions[0]."
-                                              "minTimeSinceLastTransitionSeconds: must be at least 0, got -14400",
+                                              "minTimeSinceLastTransitionSeconds: must be at least 0 and at most "
+                                              "9223372036, got -14400",
     "v1alpha1-lnu-threshold.yaml": ":9: strategies[0].args.targetThresholds.cpu: 50 is below thresholds.cpu (60)",
 }
 

@@ -230,7 +230,8 @@ BAD_FILES = {
                                      "reason, minTimeSinceLastTransitionSeconds",
     "lifetime-condition-status.yaml": ":9: strategies[0].args.conditions[0].status: must be one of True, False, "
                                       "Unknown (a pod condition's status), got 'true'",
-    "lifetime-negative-max.yaml": ":7: strategies[0].args.maxPodLifeTimeSeconds: must be at least 0, got -60",
+    "lifetime-negative-max.yaml": ":7: strategies[0].args.maxPodLifeTimeSeconds: must be at least 0 and at most "
+                                  "9223372036, got -60",
     "failed-pods-bad-exit-code.yaml": ":7: strategies[0].args.exitCodes[1]: must be an integer, got string 'OOM'",
     "failed-pods-negative-lifetime.yaml": ":8: strategies[0].args.minPodLifetimeSeconds: must be at least 0, got -5",
     # Settings that would turn nodemedic against the cluster (docs/bounds.md).

@@ -265,3 +265,37 @@ def test_preferred_node_affinity_keeps_weights_and_terms() -> None:
         ]}}}})
     assert rec.preferred_node_affinity == (PreferredNodeTerm(20, NodeSelectorTerm(
         match_expressions=(SelectorRequirement("disk", "In", ("ssd",)),))),)
+
+
+@pytest.mark.parametrize(("value", "problem"), [
+    ("9999-12-31T23:59:59Z", "'9999-12-31T23:59:59Z' is outside 1970-01-01..2262-04-11"),
+    ("0001-01-01T00:00:00Z", "'0001-01-01T00:00:00Z' is outside 1970-01-01..2262-04-11"),
+    ("2262-04-12T00:00:00Z", "'2262-04-12T00:00:00Z' is outside 1970-01-01..2262-04-11"),
+    ("2026-03-01T12:00:00", "'2026-03-01T12:00:00' has no UTC offset"),
+    ("yesterday", "not an RFC 3339 time: 'yesterday'"),
+    (1767225600, "not a string: 1767225600"),
+], ids=["year-9999", "year-1", "past-go-nanoseconds", "no-offset", "garbage", "a-number"])
+def test_a_time_planning_cannot_use_is_unknown_and_says_why(value: object, problem: str) -> None:
+    # Issue 25: the API server stores any RFC 3339 time; a condition stamped in year 9999 made every planning cycle
+    # raise OverflowError (a naive one, TypeError) and stopped remediation on every node.
+    assert records.parse_time(value) is None
+    assert records.time_problem(value) == problem
+
+
+@pytest.mark.parametrize("value", ["1970-01-01T00:00:00Z", "2026-03-01T12:00:00+05:30", "2262-04-11T00:00:00Z"])
+def test_a_usable_time_is_kept_and_has_no_problem(value: str) -> None:
+    assert records.parse_time(value) is not None
+    assert records.time_problem(value) is None
+
+
+def test_unusable_times_name_each_field_of_a_node_or_pod() -> None:
+    obj = {"metadata": {"creationTimestamp": "2026-01-01T00:00:00Z"},
+           "status": {"startTime": "2026-01-01T00:00:00",
+                      "conditions": [{"type": "Ready", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+                                     {"type": "KernelDeadlock", "lastTransitionTime": "9999-12-31T23:59:59Z"}]}}
+    assert records.unusable_times(obj) == [
+        "status.startTime: '2026-01-01T00:00:00' has no UTC offset",
+        "status.conditions[1].lastTransitionTime: '9999-12-31T23:59:59Z' is outside 1970-01-01..2262-04-11"]
+    node = records.node(obj)
+    assert [c.last_transition for c in node.conditions] == [dt.datetime(2026, 1, 1, tzinfo=dt.UTC), None]
+    assert records.pod(obj).start_time is None

@@ -11,7 +11,7 @@ import pytest
 from remediator.cli import main
 from remediator.model import LabelSelector, SelectorRequirement
 from remediator.policy.fields import Namespaces
-from remediator.policy.loader import load_policy
+from remediator.policy.loader import PolicyError, load_policy
 from remediator.strategies.pod_life_time.args import PodLifeTimeArgs
 from remediator.strategies.remove_failed_pods.args import RemoveFailedPodsArgs
 from remediator.strategies.remove_pods_having_too_many_restarts.args import RemovePodsHavingTooManyRestartsArgs
@@ -74,3 +74,25 @@ def test_plan_json_on_a_snapshot_shows_each_strategy_with_its_reasons(capsys: py
     ]
     assert doc["crashLoopNodes"] == [{"node": "bad-1", "namespace": "shop", "owner": "ReplicaSet/web",
                                       "pods": ["web-0", "web-1"], "healthyElsewhere": 2}]
+
+
+def test_a_number_of_seconds_past_gos_duration_limit_is_refused_at_load(tmp_path: Path) -> None:
+    # Issue 25: maxPodLifeTimeSeconds: 100000000000000 loaded, then every planning cycle raised OverflowError (a
+    # timedelta of that many seconds); a file's error names the line and field instead.
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("""apiVersion: nodemedic.io/v1alpha1
+kind: RemediationPolicy
+strategies:
+- name: PodLifeTime
+  args:
+    maxPodLifeTimeSeconds: 100000000000000
+    conditions:
+    - {type: Ready, minTimeSinceLastTransitionSeconds: 9223372037}
+""")
+    with pytest.raises(PolicyError) as e:
+        load_policy(policy)
+    assert e.value.errors == [
+        f"{policy}:6: strategies[0].args.maxPodLifeTimeSeconds: must be at least 0 and at most 9223372036, "
+        "got 100000000000000",
+        f"{policy}:8: strategies[0].args.conditions[0].minTimeSinceLastTransitionSeconds: must be at least 0 and at "
+        "most 9223372036, got 9223372037"]

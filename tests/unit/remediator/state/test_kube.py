@@ -1,0 +1,78 @@
+"""The remediator's watch reader against a real HTTP server: an event of any size the API server accepts is read
+(aiohttp's line iterator stopped at 512 KiB and raised LineTooLong, which killed the remediator: issue 25); one over
+the explicit bound is counted and the watch relists instead of crashing or re-reading it forever."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from remediator.state import kube as kube_mod
+from remediator.state.caches import ClusterCache
+from remediator.state.kube import Credentials, Kube, WatchLineTooLong
+from tests.watch_server import WatchServer, big_object, serving
+
+MiB = 1 << 20
+LOG = logging.getLogger("test.kube")
+
+
+def client(base: str, registry: CollectorRegistry | None = None) -> Kube:
+    return Kube(Credentials(server=base, ssl=False, token=None), registry=registry or CollectorRegistry())
+
+
+def test_a_watch_event_of_one_mebibyte_is_read_whole() -> None:
+    small = big_object("n0", "2", 10)
+    big = big_object("n1", "3", MiB)
+    server = WatchServer("/api/v1/nodes", lists=[{"metadata": {"resourceVersion": "1"}, "items": []}],
+                         watches=[[{"type": "ADDED", "object": small}, {"type": "MODIFIED", "object": big},
+                                   {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "4"}}}]])
+    got: list[dict[str, Any]] = []
+
+    async def body(base: str) -> None:
+        async with client(base) as kube:
+            got.extend([e async for e in kube.watch("/api/v1/nodes", "1")])
+
+    asyncio.run(serving(server, body))
+    assert [e["type"] for e in got] == ["ADDED", "MODIFIED", "BOOKMARK"]
+    assert len(got[1]["object"]["metadata"]["annotations"]["example.com/blob"]) == MiB
+
+
+def test_an_event_over_the_bound_is_counted_and_the_informer_relists_past_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kube_mod, "MAX_WATCH_LINE", 256 << 10)  # a small bound, so a 1 MiB event is over it
+    big = {**big_object("n1", "3", MiB), "status": {"allocatable": {"cpu": "4"}}}
+    server = WatchServer("/api/v1/nodes",
+                         lists=[{"metadata": {"resourceVersion": "1"}, "items": [big_object("n0", "1", 10)]},
+                                {"metadata": {"resourceVersion": "3"}, "items": [big_object("n0", "1", 10), big]}],
+                         watches=[[{"type": "ADDED", "object": big}]])
+    registry = CollectorRegistry()
+
+    async def body(base: str) -> None:
+        async with client(base, registry) as kube:
+            cache = ClusterCache(kube, log=LOG)
+            informer = next(i for i in cache.informers if i.path == "/api/v1/nodes")
+            task = asyncio.create_task(informer.run())
+            await server.wait_for(["LIST", "WATCH", "LIST", "WATCH"])
+            assert not task.done(), "the informer survives"
+            task.cancel()
+            assert sorted(cache.nodes) == ["n0", "n1"]
+            assert server.requests[3][1]["resourceVersion"] == "3", "the watch resumes after the relist"
+
+    asyncio.run(serving(server, body))
+    assert registry.get_sample_value("nodemedic_watch_lines_too_long_total", {"path": "/api/v1/nodes"}) == 1
+    assert [kind for kind, _ in server.requests] == ["LIST", "WATCH", "LIST", "WATCH"]
+
+
+def test_the_watch_raises_its_own_error_for_an_event_over_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kube_mod, "MAX_WATCH_LINE", 256 << 10)
+    server = WatchServer("/api/v1/nodes", lists=[], watches=[[{"type": "ADDED", "object": big_object("n", "2", MiB)}]])
+
+    async def body(base: str) -> None:
+        async with client(base) as kube:
+            with pytest.raises(WatchLineTooLong, match="longer than 0 MiB"):
+                _ = [e async for e in kube.watch("/api/v1/nodes", "1")]
+
+    asyncio.run(serving(server, body))
