@@ -58,6 +58,13 @@ def _wait_http(url: str, *, deadline: float, what: str, ctx: ssl.SSLContext | No
     raise TimeoutError(f"{what} not healthy at {url} ({last}); last lines of {log_path}:\n{_tail(log_path)}")
 
 
+def _insecure() -> ssl.SSLContext:
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE  # KCM/scheduler serve a self-signed cert on loopback
+    return ctx
+
+
 def _tail(p: Path, n: int = 30) -> str:
     try:
         return "\n".join(p.read_text(errors="replace").splitlines()[-n:])
@@ -74,6 +81,7 @@ class Cluster:
     processes: list[procs.ProcessRecord] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     audit: bool = False  # the API server writes an audit log (every request, level Metadata) to `audit_log`
+    scheduler_config: Path | None = None  # the KubeSchedulerConfiguration kube-scheduler was started with
 
     @classmethod
     def named(cls, name: str) -> Cluster:
@@ -160,9 +168,7 @@ class Cluster:
         self.ports = {k: free_port() for k in ("etcd", "etcd_peer", "apiserver", "kcm", "scheduler")}
         self._write_kubeconfig()
         self.save()
-        insecure = ssl.create_default_context()
-        insecure.check_hostname = False
-        insecure.verify_mode = ssl.CERT_NONE  # KCM/scheduler serve a self-signed cert on loopback
+        insecure = _insecure()
 
         etcd = self._start("etcd", self._etcd_args())
         self._wait_healthy(etcd, f"http://127.0.0.1:{self.ports['etcd']}/health", deadline, None)
@@ -174,6 +180,7 @@ class Cluster:
         self._step("kube-apiserver", t0)
 
         kcm = self._start("kube-controller-manager", self._kcm_args())
+        self.scheduler_config = scheduler_config
         sched = self._start("kube-scheduler", self._scheduler_args(scheduler_config))
         kwok = self._start("kwok", self._kwok_args())
         api = self.api()
@@ -314,14 +321,16 @@ class Cluster:
         ]
 
     def stop_component(self, name: str) -> None:
-        """Stop one component (kube-apiserver or etcd, to test clients riding out an outage)."""
+        """Stop one component (kube-apiserver or etcd, to test clients riding out an outage; kube-scheduler, to
+        keep new pods Pending)."""
         rec = next(p for p in self.processes if p.name == name)
         procs.stop(rec)
 
     def start_component(self, name: str, timeout: float = 60.0) -> None:
         """Start a stopped component again with the same flags, ports and data, and wait until it is healthy
         (etcd: its own /health, then the API server's /readyz, which checks etcd, when the API server runs)."""
-        argv = {"kube-apiserver": self._apiserver_args, "etcd": self._etcd_args}[name]()
+        argv = {"kube-apiserver": self._apiserver_args, "etcd": self._etcd_args,
+                "kube-scheduler": lambda: self._scheduler_args(self.scheduler_config)}[name]()
         index = next(i for i, p in enumerate(self.processes) if p.name == name)
         rec = procs.start(name, argv, self.log_dir)
         # Same place in the list: `down` stops newest first, and the API server must outlive its clients
@@ -334,6 +343,9 @@ class Cluster:
             rec = next(p for p in self.processes if p.name == "kube-apiserver")
             if not procs.is_ours_and_alive(rec):
                 return
+        if name == "kube-scheduler":  # serves /healthz with a self-signed certificate, as at start-up
+            self._wait_healthy(rec, f"https://127.0.0.1:{self.ports['scheduler']}/healthz", deadline, _insecure())
+            return
         ca = ssl.create_default_context(cafile=str(self.pki_dir / "ca.crt"))
         self._wait_healthy(rec, f"{self.server}/readyz", deadline, ca)
 

@@ -1,9 +1,10 @@
 """Chaos 2: the leading remediator is SIGKILLed in the middle of a multi-pod remediation.
 
-Eight pods of one Deployment run on kwok-node-0 behind a PDB that allows one disruption at a time, so moving them
+Eight pods of one Deployment run on kwok-node-0 behind a PDB that allows two disruptions at a time, so moving them
 takes several evictions spread over time. `plan` is asked first what it would do. Two remediators start (r1 leads,
-r2 stands by), the node's KernelDeadlock condition holds, r1 taints the node and starts evicting; after its second
-eviction it is killed with SIGKILL (no Lease release). Then:
+r2 stands by), the node's KernelDeadlock condition holds, r1 taints the node and evicts two pods, whose replacements
+stay Pending while kube-scheduler is stopped: the PDB holds r1 in the middle of the remediation, and it is killed
+there with SIGKILL (no Lease release). kube-scheduler starts again. Then:
 - r2 leads within the Lease duration of the kill (it counts the lease from its read before r1's last renewal
   landed, and wakes when the lease runs out: remediator/leader.py);
 - no pod is evicted twice (the API server's audit log: granted evictions per pod);
@@ -65,10 +66,11 @@ def test_a_killed_leader_is_replaced_within_the_lease_and_no_pod_is_evicted_twic
         apps.create_namespaced_deployment("chaos", deployment("web", PODS, [SICK, *OTHERS]))
         wait_running(core, "chaos", "web", PODS)
         cordon(core, OTHERS, False)
-        client.PolicyV1Api(cluster.api).create_namespaced_pod_disruption_budget("chaos", {
-            "metadata": {"name": "web"}, "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "web"}}}})
-        wait_until(lambda: client.PolicyV1Api(cluster.api).read_namespaced_pod_disruption_budget(
-            "web", "chaos").status.disruptions_allowed == 1, timeout=30, what="the PDB to allow one disruption")
+        policy_api = client.PolicyV1Api(cluster.api)
+        policy_api.create_namespaced_pod_disruption_budget("chaos", {
+            "metadata": {"name": "web"}, "spec": {"maxUnavailable": 2, "selector": {"matchLabels": {"app": "web"}}}})
+        wait_until(lambda: policy_api.read_namespaced_pod_disruption_budget(
+            "web", "chaos").status.disruptions_allowed == 2, timeout=30, what="the PDB to allow two disruptions")
 
         set_condition(core, SICK, "KernelDeadlock", "True", reason="TaskHung")
         policy = tmp_path / "policy.yaml"
@@ -86,16 +88,23 @@ def test_a_killed_leader_is_replaced_within_the_lease_and_no_pod_is_evicted_twic
         r2 = None
         try:
             wait_until(lambda: r1.metric("nodemedic_leader") == 1, timeout=30, what="r1 leads")
+            # Replacements stay Pending until r1 is dead: its first two evictions use up the PDB, which then holds
+            # r1 in the middle of the remediation whatever the machine's load (a kill timed from outside raced r1,
+            # which under load had finished all 8 first).
+            cluster.owned.stop_component("kube-scheduler")
             r2 = start_remediator(tmp_path, cluster.kubeconfig, POLICY, name="r2", lease_namespace="chaos",
                                   policy_path=policy)
             assert r2.metric("nodemedic_leader") == 0
             wait_until(lambda: r1.metric("nodemedic_evictions_total", outcome="evicted") >= 2, timeout=60,
                        what="r1's second eviction", interval=0.05)
+            wait_until(lambda: policy_api.read_namespaced_pod_disruption_budget(
+                "web", "chaos").status.disruptions_allowed == 0, timeout=30, what="the PDB used up by r1")
             r1.kill()
             t_kill = time.monotonic()
             done_by_r1 = len(evictions(remediator_calls(audit_calls(cluster))))
             figures("evictions done by r1 before SIGKILL", done_by_r1)
             assert done_by_r1 < PODS, "r1 finished before it was killed: no remediation was interrupted"
+            cluster.owned.start_component("kube-scheduler")  # the replacements run now: r2 has the rest to do
 
             wait_until(lambda: r2.metric("nodemedic_leader") == 1, timeout=LEASE_DURATION + 10,
                        what="r2 to lead", interval=0.05)
