@@ -79,7 +79,8 @@ def test_every_field_of_the_full_policy_lands_in_its_dataclass_field() -> None:
         eviction=EvictionSettings(retry_deadline=dt.timedelta(minutes=20), initial_backoff=dt.timedelta(seconds=2),
                                   max_backoff=dt.timedelta(minutes=1), grace_period_seconds=60),
         safety=Safety(max_tainted_nodes=None, max_tainted_nodes_percent=25.5, min_tainted_nodes=2, paused=True,
-                      exclude_label="example.com/no-remediation"),
+                      exclude_label="example.com/no-remediation",
+                      acknowledge=("evict-daemonset-pods", "evict-system-critical-pods")),
         notifications=Notifications(queue_size=50, sinks=(
             SinkConfig(type="webhook", url="https://hooks.example.com/nodemedic", name="ops",
                        timeout=dt.timedelta(seconds=10), max_attempts=3,
@@ -294,7 +295,7 @@ def test_an_unknown_key_message_lists_the_valid_keys() -> None:
         parse_policy(HEADER + "safety: {maxTainted: 2}\n", source="p.yaml")
     assert caught.value.errors == [
         "p.yaml:3: safety.maxTainted: unknown key (did you mean maxTaintedNodes?); valid keys: maxTaintedNodes, "
-        "maxTaintedNodesPercent, minTaintedNodes, paused, excludeLabel"]
+        "maxTaintedNodesPercent, minTaintedNodes, paused, excludeLabel, acknowledge"]
 
 
 @pytest.mark.parametrize(("status", "accepted"), [('"True"', True), ('"Unknown"', True), ("False", False),
