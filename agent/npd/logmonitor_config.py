@@ -33,12 +33,11 @@ from pathlib import Path
 
 from agent.npd.re2 import Regex, compile_plain_pattern, compile_rule_pattern
 from agent.npd.timestamps import go_layout_to_strptime
-from agent.npd.vocabulary import DefaultCondition, RuleType
+from agent.npd.vocabulary import KUBELET_CONDITIONS, DefaultCondition, RuleType
 from nodemedic_common.durations import parse_go_duration
 
 DEFAULTS_DIR = Path(__file__).parents[1] / "defaults"
 DEFAULT_MONITORS = (DEFAULTS_DIR / "kernel-monitor.json", DEFAULTS_DIR / "readonly-monitor.json")
-KUBELET_CONDITIONS = frozenset({"Ready", "MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable"})
 DEFAULT_BUFFER_SIZE = 10
 MAX_BUFFER_SIZE = 1000  # every line re-matches the whole buffer; beyond this a log flood would stall the agent
 
