@@ -23,6 +23,7 @@ from typing import Any
 
 from agent.npd.vocabulary import KUBELET_CONDITIONS, DefaultCondition, RuleType
 from nodemedic_common.durations import below_floor, parse_go_duration
+from nodemedic_common.inputs import MAX_DEPTH, Problem, json_depth_problem, read_text
 
 PLUGIN = "custom"
 DEFAULT_INVOKE_INTERVAL = dt.timedelta(seconds=30)
@@ -185,13 +186,19 @@ def load(path: str | os.PathLike[str]) -> PluginMonitorConfig:
     """Read and validate one custom-plugin-monitor file; raise `ConfigError` listing every problem."""
     file = Path(path)
     try:
-        text = file.read_text()
-    except (OSError, UnicodeDecodeError) as e:
+        text = read_text(file)
+    except OSError as e:
         raise ConfigError([f"{file}: cannot read: {e}"]) from e
+    if isinstance(text, Problem):
+        raise ConfigError([f"{file}:{text.line}: cannot read: {text.message}"])
     try:
         doc = json.loads(text, object_pairs_hook=_object_pairs)
     except json.JSONDecodeError as e:
         raise ConfigError([f"{file}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}"]) from e
+    except RecursionError:  # the decoder recurses per level: far deeper than MAX_DEPTH, refused alike
+        raise ConfigError([f"{file}: {DOCUMENT}: nested deeper than {MAX_DEPTH} levels"]) from None
+    if problem := json_depth_problem(doc):
+        raise ConfigError([f"{file}: {DOCUMENT}: {problem}"])
     r = _Reader(file)
     config = _read(r, doc, file.parent)
     if r.errors or config is None:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import yaml
 
+from nodemedic_common.inputs import Problem, read_text, yaml_problem
 from remediator.policy import descheduler, descheduler_v1alpha1
 from remediator.policy.autoscaler import read_autoscaler
 from remediator.policy.eviction import read_eviction
@@ -58,7 +59,10 @@ def convert_policy(text: str, *, source: str) -> str:
 def _parse(text: str, *, source: str, convert: bool) -> tuple[Policy, str]:
     try:
         loader = yaml.SafeLoader(text)
-    except yaml.YAMLError as e:  # a non-printable character, caught before parsing starts
+        # Before composing: depth and alias expansion are what make composing (and comparing) blow up.
+        if problem := yaml_problem(text):
+            raise PolicyError([f"{source}:{problem.line}: {DOCUMENT}: {problem.message}"])
+    except yaml.YAMLError as e:  # a non-printable character, caught before parsing starts; a syntax error
         raise PolicyError([_syntax_error(source, text, e)]) from None
     try:
         documents: list[yaml.Node] = []
@@ -146,10 +150,11 @@ def _sections(r: Reader, top: Section, *, from_descheduler: bool) -> Policy:
 def load_policy(path: str | os.PathLike[str]) -> Policy:
     source = os.fspath(path)
     try:
-        with open(source, encoding="utf-8") as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError) as e:
+        text = read_text(source)
+    except OSError as e:
         raise PolicyError([f"{source}: cannot read the policy file: {e}"]) from None
+    if isinstance(text, Problem):
+        raise PolicyError([f"{source}:{text.line}: {DOCUMENT}: cannot read the policy file: {text.message}"])
     return parse_policy(text, source=source)
 
 

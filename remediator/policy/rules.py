@@ -15,6 +15,8 @@ CONDITION_STATUSES = ("True", "False", "Unknown")
 _RULE_KEYS = ("name", "condition", "taint", "allowNoExecute", "evict", "recoverAfter")
 _CONDITION_KEYS = ("type", "status", "for")
 _TAINT_KEYS = ("key", "value", "effect")
+# Far above any real policy (the shipped one has 16); every rule is evaluated on every node each cycle.
+MAX_RULES = 1000
 # Conditions the kubelet reports on every node, in their healthy status: a rule on one of these matches every
 # healthy node at once, so it taints (and drains) the whole cluster up to the breaker's limit.
 KUBELET_HEALTHY = {"Ready": "True", "MemoryPressure": "False", "DiskPressure": "False", "PIDPressure": "False",
@@ -107,7 +109,12 @@ def _condition_status(r: Reader, c: Section) -> str:
 
 
 def read_rules(r: Reader, top: Section) -> tuple[TaintRule, ...]:
-    read = [_rule(r, node, path) for node, path in r.sequence(top, "rules") or []]
+    items = r.sequence(top, "rules") or []
+    if len(items) > MAX_RULES:
+        r.error(top.values["rules"], "rules", f"at most {MAX_RULES} rules, got {len(items)}: each is matched against "
+                                              "every node every cycle, and each owns a taint")
+        return ()
+    read = [_rule(r, node, path) for node, path in items]
     names: dict[str, _ReadRule] = {}
     values: dict[tuple[str, str], _ReadRule] = {}
     for rr in read:

@@ -202,3 +202,17 @@ def test_a_kubelet_condition_is_reported_once_not_again_at_the_rule_that_sets_it
         load(write_config(tmp_path, doc))
     assert [e.split(": ", 1)[1] for e in caught.value.errors] == [
         "conditions[0].type: 'Ready' is owned by the kubelet; choose another condition type"]
+
+
+@pytest.mark.parametrize(("content", "error"), [
+    ("[" * 100 + "]" * 100, ": <document>: nested deeper than 64 levels, the bound on a config file"),
+    ("[" * 100_000 + "]" * 100_000, ": <document>: nested deeper than 64 levels"),
+    (b'{"plugin": "custom"}\n\xff', ":2: cannot read: not UTF-8 text: byte 0xff at offset 21 (invalid start byte)"),
+    (b" " * ((4 << 20) + 1), ":1: cannot read: the file is larger than 4 MiB, the bound on a config file"),
+], ids=["nested 100 deep", "nested past the recursion limit", "binary", "over 4 MiB"])
+def test_a_hostile_file_is_refused_before_it_is_read_whole_or_walked(tmp_path, content, error):
+    file = tmp_path / "monitor.json"
+    file.write_bytes(content if isinstance(content, bytes) else content.encode())
+    with pytest.raises(ConfigError) as caught:
+        load(file)
+    assert caught.value.errors == [f"{file}{error}"]
