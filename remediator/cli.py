@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry
 
 from nodemedic_common import logs
 from nodemedic_common.durations import parse_go_duration
+from nodemedic_common.listen import listen_flag
 from nodemedic_common.tasks import cancelled, run_until_signal
 from remediator import __version__
 from remediator.alerts import metrics as metrics_mod
@@ -81,11 +82,18 @@ async def _run(args: argparse.Namespace) -> int:
                             lease_namespace=args.lease_namespace, lease_name=args.lease_name, usage=usage)
     runner = None
     if args.listen:
-        runner = await serve(app(
-            registry=registry, plan=lambda: controller.plan,
-            healthy=lambda: loop_health(lambda: controller.last_cycle,
-                                        lambda: all(i.synced.is_set() for i in cache.informers), 60.0),
-        ), args.listen)
+        try:
+            runner = await serve(app(
+                registry=registry, plan=lambda: controller.plan,
+                healthy=lambda: loop_health(lambda: controller.last_cycle,
+                                            lambda: all(i.synced.is_set() for i in cache.informers), 60.0),
+            ), args.listen)
+        except (ValueError, OSError) as e:  # a host that does not resolve, a port in use or not ours to take
+            log.error("cannot serve /metrics, /healthz and /plan", extra={"listen": args.listen, "error": str(e)})
+            print(f"nodemedic-remediator: --listen {args.listen}: {e}", file=sys.stderr)
+            await notifier.close()
+            await kube.close()
+            return 2
     log.info("remediator starting", extra={"identity": identity, "dry_run": args.dry_run, "version": __version__,
                                            "rules": len(policy.rules), "once": args.once})
     if args.once:
@@ -268,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--lease-namespace", default="kube-system")
     run.add_argument("--lease-name", default=LEASE_NAME,
                      help="the Lease replicas elect a leader with (one per installation)")
-    run.add_argument("--listen", default=":8080", help="metrics, /healthz and /plan ('' to disable)")
+    run.add_argument("--listen", default=":8080", type=listen_flag, help="metrics, /healthz and /plan ('' to disable)")
     run.add_argument("--identity", default="")
     run.add_argument("--cluster-name", default="")
     # Seconds or a duration ("15s"); checked together below as client-go checks them.
