@@ -147,11 +147,15 @@ class Kube:
                 headers=self._headers(content_type if data is not None else None),
                 timeout=aiohttp.ClientTimeout(total=timeout),
             ) as resp:
-                text = await resp.text()
+                raw = await resp.read()
                 self.requests.labels(verb, str(resp.status)).inc()
+                text = raw.decode("utf-8", errors="replace")
                 if resp.status >= 400:
                     raise ApiError(resp.status, method, path, text)
-                return json.loads(text) if text else None
+                try:
+                    return json.loads(raw) if raw else None
+                except ValueError as e:  # a proxy's HTML page, a truncated or binary body: an answer, not the API's
+                    raise ApiError(resp.status, method, path, f"the answer is not JSON ({e}): {text[:200]!r}") from None
         except (aiohttp.ClientError, TimeoutError) as e:
             self.requests.labels(verb, "error").inc()
             raise ApiError(0, method, path, f"{type(e).__name__}: {e}") from e

@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from remediator.state import kube as kube_mod
 from remediator.state.caches import ClusterCache
-from remediator.state.kube import Credentials, CredentialsError, Kube, WatchLineTooLong
+from remediator.state.kube import ApiError, Credentials, CredentialsError, Kube, WatchLineTooLong
 from tests.watch_server import WatchServer, big_object, serving
 
 MiB = 1 << 20
@@ -104,3 +105,26 @@ def test_a_hostile_kubeconfig_is_a_credentials_error_naming_the_file(tmp_path: P
     path.write_bytes(content)
     with pytest.raises(CredentialsError, match=f"^{re.escape(str(path))}: "):
         kube_mod.load_credentials(str(path))
+
+
+@pytest.mark.parametrize("body", [b"<html>gateway</html>", b'{"items": [', b"\xff\xfe\x00binary"],
+                         ids=["HTML", "truncated JSON", "binary"])
+def test_a_2xx_answer_that_is_not_json_is_an_api_error_not_a_decode_error(body: bytes) -> None:
+    async def answer(request: web.Request) -> web.Response:
+        return web.Response(body=body, content_type="application/json")
+
+    async def main() -> None:
+        application = web.Application()
+        application.router.add_get("/api/v1/nodes", answer)
+        runner = web.AppRunner(application)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        kube = client(f"http://127.0.0.1:{runner.addresses[0][1]}")
+        try:
+            with pytest.raises(ApiError, match=r"GET /api/v1/nodes: HTTP 200: the answer is not JSON"):
+                await kube.get("/api/v1/nodes")
+        finally:
+            await kube.close()
+            await runner.cleanup()
+
+    asyncio.run(main())
