@@ -71,7 +71,11 @@ def _parse(text: str, *, source: str, convert: bool) -> tuple[Policy, str]:
             if node is not None:
                 documents.append(node)
         r = Reader(source, loader)
-        policy, root = _document(r, documents)
+        try:
+            policy, root = _document(r, documents)
+        finally:
+            for warning in r.warnings:  # said whether or not the file loads: it is news either way
+                print(warning, file=sys.stderr)
         converted = ""
         if convert:
             # Every value here is the user's own (a scalar, list or mapping of the file), moved under our keys.
