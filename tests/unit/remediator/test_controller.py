@@ -514,3 +514,23 @@ def test_a_hostile_policy_edit_is_counted_and_announced_and_the_last_good_policy
     assert ("PATCH", "/api/v1/nodes/sick") in w.api.writes, "the last good policy still acts"
     (rejected,) = [e for e in w.api.events if e["reason"] == "NodemedicPolicyRejected"]
     assert "<document>" in rejected["message"]
+
+
+def test_a_loader_failure_that_is_not_a_policy_error_is_still_counted_and_announced(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    w = World(tmp_path, nodes=[node("sick", sick=True), node("well")], pods=[])
+
+    def crash(path: object) -> object:
+        raise RecursionError("maximum recursion depth exceeded")
+    monkeypatch.setattr(controller_mod, "load_policy", crash)
+    w.policy_path.write_text("apiVersion: nodemedic.io/v1alpha1\nkind: RemediationPolicy\n# changed\n")
+
+    async def cycle_and_settle() -> None:
+        await w.controller.cycle()
+        await asyncio.gather(*w.controller.background)
+
+    asyncio.run(cycle_and_settle())
+    assert w.metric("nodemedic_policy_reloads_total", result="error") == 1
+    assert ("PATCH", "/api/v1/nodes/sick") in w.api.writes, "the last good policy still acts"
+    (rejected,) = [e for e in w.api.events if e["reason"] == "NodemedicPolicyRejected"]
+    assert "RecursionError" in rejected["message"]
