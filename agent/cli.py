@@ -35,6 +35,7 @@ from agent.reporting.reporter import Reporter, StateFile
 from agent.reporting.status_server import Answer, StatusServer
 from agent.supervisor import Supervisor
 from nodemedic_common import logs
+from nodemedic_common.listen import listen_flag
 from nodemedic_common.tasks import cancelled, run_until_signal
 
 DEFAULTS = Path(__file__).with_name("defaults")
@@ -327,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--kubeconfig", help="default: in-cluster credentials")
     run.add_argument("--state-dir", help="where written condition types are remembered "
                                         "(default: <host-root>/var/lib/nodemedic)")
-    run.add_argument("--listen", default=":8081", help="/metrics and /healthz ('' to disable)")
+    run.add_argument("--listen", default=":8081", type=listen_flag, help="/metrics and /healthz ('' to disable)")
     run.add_argument("--log-level", default="INFO")
     check = sub.add_parser("check", help="run every check once on this host and print the result")
     check.add_argument("--json", action="store_true")

@@ -33,6 +33,7 @@ import yaml
 
 from agent.model import CheckTiming
 from nodemedic_common.durations import below_floor, parse_duration
+from nodemedic_common.inputs import Problem, quoted, read_text, yaml_problem
 
 
 class ConfigError(Exception):
@@ -92,9 +93,13 @@ def _construct_mapping(loader: _Lines, node: yaml.MappingNode) -> dict[Any, Any]
     out: dict[Any, Any] = {}
     lines: dict[Any, int] = {}
     for key_node, value_node in node.value:
+        if not isinstance(key_node, yaml.ScalarNode):  # `? [a, b] : 1`: a list key is unhashable, and no field
+            kind = "list" if isinstance(key_node, yaml.SequenceNode) else "mapping"
+            raise yaml.constructor.ConstructorError(None, None, f"a mapping key must be a plain value, got a {kind}",
+                                                    key_node.start_mark)
         key = loader.construct_object(key_node, deep=True)
         if key in out:
-            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {quoted(key)}", key_node.start_mark)
         out[key] = loader.construct_object(value_node, deep=True)
         lines[key] = key_node.start_mark.line + 1
     out["__lines__"] = lines
@@ -115,23 +120,23 @@ def _convert(value: Any, hint: Any, where: str) -> Any:
         return parse_duration(value)
     if hint is bool:
         if not isinstance(value, bool):
-            raise ValueError(f"must be true or false, not {value!r}")
+            raise ValueError(f"must be true or false, not {quoted(value)}")
         return value
     if hint in (int, float):
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ValueError(f"must be a number, not {value!r}")
+            raise ValueError(f"must be a number, not {quoted(value)}")
         if hint is int and not float(value).is_integer():
-            raise ValueError(f"must be a whole number, not {value!r}")
+            raise ValueError(f"must be a whole number, not {quoted(value)}")
         return hint(value)
     if hint is str:
         if not isinstance(value, str):
-            raise ValueError(f"must be a string, not {value!r}")
+            raise ValueError(f"must be a string, not {quoted(value)}")
         return value
     if hint is Path:
         return Path(str(value))
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         if not isinstance(value, dict):
-            raise ValueError(f"must be a mapping, not {value!r}")
+            raise ValueError(f"must be a mapping, not {quoted(value)}")
         nested: list[str] = []
         built = build_dataclass(hint, value, where.split(": ", 1)[-1], errors=nested, source=where.split(":", 1)[0],
                                 line=0)
@@ -140,7 +145,7 @@ def _convert(value: Any, hint: Any, where: str) -> Any:
         return built
     if origin in (tuple, list):
         if not isinstance(value, list):
-            raise ValueError(f"must be a list, not {value!r}")
+            raise ValueError(f"must be a list, not {quoted(value)}")
         (item,) = typing.get_args(hint)[:1]
         return tuple(_convert(v, item, f"{where}[{i}]") for i, v in enumerate(value))
     return value
@@ -187,6 +192,9 @@ def build_dataclass(cls: type, raw: Mapping[str, Any], where: str, *, errors: li
 
 def parse_config(text: str, *, source: str, registry: Mapping[str, CheckSpec]) -> AgentConfig:
     try:
+        # Before composing: nesting and alias expansion are what make loading (and quoting a value) blow up.
+        if problem := yaml_problem(text):
+            raise ConfigError([f"{source}:{problem.line}: <document>: {problem.message}"])
         doc = yaml.load(text, Loader=_Lines)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
@@ -270,7 +278,9 @@ def load_config(path: str | Path | None, *, registry: Mapping[str, CheckSpec]) -
     if path is None:
         return parse_config("", source="<defaults>", registry=registry)
     try:
-        text = Path(path).read_text()
+        text = read_text(path)
     except OSError as e:
         raise ConfigError([f"{path}: cannot read the agent config: {e.strerror}"]) from None
+    if isinstance(text, Problem):
+        raise ConfigError([f"{path}:{text.line}: <document>: cannot read the agent config: {text.message}"])
     return parse_config(text, source=str(path), registry=registry)

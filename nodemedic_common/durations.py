@@ -14,6 +14,8 @@ import datetime as dt
 import math
 import re
 
+from nodemedic_common.inputs import quoted
+
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
 _SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 GO_HINT = 'use a Go duration such as "30s", "5m", "1h30m", "500ms" or "0"'
@@ -34,17 +36,17 @@ def parse_go_duration(text: str) -> dt.timedelta:
 def parse_duration(value: object) -> dt.timedelta:
     """A YAML value: a Go duration string or a number of seconds, never negative; ValueError otherwise."""
     if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ValueError(f"not a duration: {value!r}; {YAML_HINT}")
+        raise ValueError(f"not a duration: {quoted(value)}; {YAML_HINT}")
     if isinstance(value, str):
         result = _parse_text(value.strip(), YAML_HINT, shown=value)
     elif isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"not a duration: {value!r}; {YAML_HINT}")
+        raise ValueError(f"not a duration: {quoted(value)}; {YAML_HINT}")
     elif abs(value) > _GO_MAX_SECONDS:
-        raise ValueError(f"duration {value!r} is too long: {_GO_MAX}")
+        raise ValueError(f"duration {quoted(value)} is too long: {_GO_MAX}")
     else:
         result = dt.timedelta(seconds=value)
     if result < dt.timedelta(0):
-        raise ValueError(f"must not be negative, got {value!r}")
+        raise ValueError(f"must not be negative, got {quoted(value)}")
     return result
 
 
@@ -60,9 +62,9 @@ def _parse_text(text: str, hint: str, *, shown: str | None = None) -> dt.timedel
         seconds += float(part.group(1)) * _SECONDS[part.group(2)]
         pos = part.end()
     if not body or pos < len(body):
-        raise ValueError(f"not a duration: {shown if shown is not None else text!r}; {hint}")
+        raise ValueError(f"not a duration: {quoted(shown if shown is not None else text)}; {hint}")
     if seconds > _GO_MAX_SECONDS:  # Go refuses it too ("invalid duration"); a timedelta would overflow
-        raise ValueError(f"duration {shown if shown is not None else text!r} is too long: {_GO_MAX}")
+        raise ValueError(f"duration {quoted(shown if shown is not None else text)} is too long: {_GO_MAX}")
     return dt.timedelta(seconds=-seconds if text.startswith("-") else seconds)
 
 

@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry
 
 from nodemedic_common import logs
 from nodemedic_common.durations import parse_go_duration
+from nodemedic_common.listen import listen_flag
 from nodemedic_common.tasks import cancelled, run_until_signal
 from remediator import __version__
 from remediator.alerts import metrics as metrics_mod
@@ -81,11 +82,18 @@ async def _run(args: argparse.Namespace) -> int:
                             lease_namespace=args.lease_namespace, lease_name=args.lease_name, usage=usage)
     runner = None
     if args.listen:
-        runner = await serve(app(
-            registry=registry, plan=lambda: controller.plan,
-            healthy=lambda: loop_health(lambda: controller.last_cycle,
-                                        lambda: all(i.synced.is_set() for i in cache.informers), 60.0),
-        ), args.listen)
+        try:
+            runner = await serve(app(
+                registry=registry, plan=lambda: controller.plan,
+                healthy=lambda: loop_health(lambda: controller.last_cycle,
+                                            lambda: all(i.synced.is_set() for i in cache.informers), 60.0),
+            ), args.listen)
+        except (ValueError, OSError) as e:  # a host that does not resolve, a port in use or not ours to take
+            log.error("cannot serve /metrics, /healthz and /plan", extra={"listen": args.listen, "error": str(e)})
+            print(f"nodemedic-remediator: --listen {args.listen}: {e}", file=sys.stderr)
+            await notifier.close()
+            await kube.close()
+            return 2
     log.info("remediator starting", extra={"identity": identity, "dry_run": args.dry_run, "version": __version__,
                                            "rules": len(policy.rules), "once": args.once})
     if args.once:
@@ -136,15 +144,37 @@ async def _live_items(kubeconfig: str, policy: Policy, now: dt.datetime) -> tupl
                            ("/apis/policy/v1/poddisruptionbudgets", "PodDisruptionBudget"),
                            ("/apis/scheduling.k8s.io/v1/priorityclasses", "PriorityClass"),
                            ("/api/v1/persistentvolumeclaims", "PersistentVolumeClaim")):
-            for obj in (await kube.get(path)).get("items") or []:
+            for obj in _list_items(await kube.get(path), path):
                 obj["kind"] = kind  # list items carry no kind
                 items.append(obj)
-        nodes = [str((o.get("metadata") or {}).get("name")) for o in items if o["kind"] == "Node"]
+        # metadata of the wrong shape is refused by snapshot_from_list afterwards, with the item named
+        nodes = [str(m.get("name")) for o in items if o["kind"] == "Node" and isinstance(m := o.get("metadata"), dict)]
         measured = await usage.read(policy, nodes, now)
     finally:
         await usage.close()
         await kube.close()
     return {"kind": "List", "items": items}, measured
+
+
+def _list_items(answer: object, path: str) -> list[dict[str, Any]]:
+    """The items of a LIST answer; ValueError naming the path and field when it is not a Kubernetes list (a proxy,
+    a mock or an aggregated API answering something else must not become a traceback)."""
+    if not isinstance(answer, dict):
+        raise ValueError(f"GET {path}: not a Kubernetes list: the answer is {_json_kind(answer)}, not an object")
+    items = answer.get("items")
+    if items is None:
+        return []  # an empty list is sent as `items: null` by some servers
+    if not isinstance(items, list):
+        raise ValueError(f"GET {path}: not a Kubernetes list: items is {_json_kind(items)}, not a list")
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise ValueError(f"GET {path}: not a Kubernetes list: items[{i}] is {_json_kind(item)}, not an object")
+    return items
+
+
+def _json_kind(value: object) -> str:
+    kinds = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
+    return kinds.get(type(value), "a number")
 
 
 def _print_plan(plan: Plan) -> None:
@@ -194,7 +224,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
         except ApiError as e:
             print(f"cannot read the cluster: {e}", file=sys.stderr)
             return 1
-        snapshot = snapshot_from_list(doc, now)
+        except ValueError as e:  # answers that are not Kubernetes lists
+            print(f"nodemedic-remediator plan: {e}", file=sys.stderr)
+            return 2
+        try:
+            snapshot = snapshot_from_list(doc, now)
+        except ValueError as e:  # items of the wrong shape, as snapshot_from_list refuses them in a file
+            print(f"nodemedic-remediator plan: the cluster's answer: {e}", file=sys.stderr)
+            return 2
     snapshot.measured = measured
     plan = plan_cycle(snapshot, policy, PlannerMemory())
     if args.json:
@@ -268,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--lease-namespace", default="kube-system")
     run.add_argument("--lease-name", default=LEASE_NAME,
                      help="the Lease replicas elect a leader with (one per installation)")
-    run.add_argument("--listen", default=":8080", help="metrics, /healthz and /plan ('' to disable)")
+    run.add_argument("--listen", default=":8080", type=listen_flag, help="metrics, /healthz and /plan ('' to disable)")
     run.add_argument("--identity", default="")
     run.add_argument("--cluster-name", default="")
     # Seconds or a duration ("15s"); checked together below as client-go checks them.

@@ -92,6 +92,9 @@ class PolicySource:
             self.policy = load_policy(self.path)
         except PolicyError as e:
             return False, e.errors
+        except Exception as e:  # noqa: BLE001 - a loader bug on odd input (a RecursionError was one) must still be
+            # counted and announced as a rejected policy, not skipped in silence by the cycle's own handler.
+            return False, [f"{self.path}: <document>: the policy could not be loaded: {type(e).__name__}: {e}"]
         self.stat, self.digest = self._stat(), self._digest()  # the new policy may read other secret files
         return True, []
 

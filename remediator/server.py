@@ -9,6 +9,7 @@ from collections.abc import Callable
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from nodemedic_common.listen import split_listen
 from remediator.model import Plan
 
 
@@ -32,10 +33,14 @@ def app(*, registry: CollectorRegistry, healthy: Callable[[], tuple[bool, str]],
 
 
 async def serve(application: web.Application, listen: str) -> web.AppRunner:
-    host, _, port = listen.rpartition(":")
+    host, port = split_listen(listen)
     runner = web.AppRunner(application, access_log=None)
     await runner.setup()
-    await web.TCPSite(runner, host or "0.0.0.0", int(port)).start()
+    try:
+        await web.TCPSite(runner, host, port).start()
+    except BaseException:
+        await runner.cleanup()
+        raise
     return runner
 
 

@@ -33,12 +33,12 @@ from pathlib import Path
 
 from agent.npd.re2 import Regex, compile_plain_pattern, compile_rule_pattern
 from agent.npd.timestamps import go_layout_to_strptime
-from agent.npd.vocabulary import DefaultCondition, RuleType
+from agent.npd.vocabulary import KUBELET_CONDITIONS, DefaultCondition, RuleType
 from nodemedic_common.durations import parse_go_duration
+from nodemedic_common.inputs import MAX_DEPTH, Problem, json_depth_problem, read_text
 
 DEFAULTS_DIR = Path(__file__).parents[1] / "defaults"
 DEFAULT_MONITORS = (DEFAULTS_DIR / "kernel-monitor.json", DEFAULTS_DIR / "readonly-monitor.json")
-KUBELET_CONDITIONS = frozenset({"Ready", "MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable"})
 DEFAULT_BUFFER_SIZE = 10
 MAX_BUFFER_SIZE = 1000  # every line re-matches the whole buffer; beyond this a log flood would stall the agent
 
@@ -111,9 +111,11 @@ def load(path: Path | str) -> LogMonitorConfig:
     """Read and validate one system-log-monitor file; ConfigError lists every problem."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_text(path)
+    except OSError as exc:
         raise ConfigError([f"{path}: cannot read: {exc}"]) from None
+    if isinstance(text, Problem):
+        raise ConfigError([f"{path}:{text.line}: cannot read: {text.message}"])
     return loads(text, path=path)
 
 
@@ -123,6 +125,10 @@ def loads(text: str, *, path: Path | str = "<string>") -> LogMonitorConfig:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError([f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}"]) from None
+    except RecursionError:  # the decoder recurses per level: far deeper than MAX_DEPTH, refused alike
+        raise ConfigError([f"{path}: <document>: nested deeper than {MAX_DEPTH} levels"]) from None
+    if problem := json_depth_problem(document):
+        raise ConfigError([f"{path}: <document>: {problem}"])
     return _Parser(path).document(document)
 
 

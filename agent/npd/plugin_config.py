@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent.npd.vocabulary import DefaultCondition, RuleType
+from agent.npd.vocabulary import KUBELET_CONDITIONS, DefaultCondition, RuleType
 from nodemedic_common.durations import below_floor, parse_go_duration
+from nodemedic_common.inputs import MAX_DEPTH, Problem, json_depth_problem, read_text
 
 PLUGIN = "custom"
 DEFAULT_INVOKE_INTERVAL = dt.timedelta(seconds=30)
@@ -30,6 +31,9 @@ DEFAULT_TIMEOUT = dt.timedelta(seconds=5)
 # Each invocation forks a process per rule: faster than once a second is a fork bomb on the node, not a check.
 MIN_INVOKE_INTERVAL = (dt.timedelta(seconds=1), "each run forks one process per rule")
 DEFAULT_MAX_OUTPUT_LENGTH = 80
+# The runner keeps up to this much of each plugin's output in memory and puts it in a condition's message: a bound,
+# or one rule with a chatty plugin holds gigabytes on the node (10**12 was accepted). Far above any status line.
+MAX_OUTPUT_LENGTH = 1024 * 1024
 DEFAULT_CONCURRENCY = 3
 DOCUMENT = "<document>"  # the field path of errors about the file as a whole
 
@@ -139,13 +143,17 @@ class _Reader:
             return default
         return value
 
-    def integer(self, obj: dict[str, Any], key: str, where: str, default: int, minimum: int) -> int:
+    def integer(self, obj: dict[str, Any], key: str, where: str, default: int, *, minimum: int,
+                maximum: tuple[int, str] | None = None) -> int:
         value = obj.get(key, default)
         if isinstance(value, bool) or not isinstance(value, int):  # JSON true is a Python int; NPD wants a number
             self.error(_join(where, key), f"must be an integer, got {_json_type(value)}")
             return default
         if value < minimum:
             self.error(_join(where, key), f"must be at least {minimum}, got {value}")
+            return default
+        if maximum is not None and value > maximum[0]:
+            self.error(_join(where, key), f"must be at most {maximum[0]} ({maximum[1]}), got {value}")
             return default
         return value
 
@@ -178,13 +186,19 @@ def load(path: str | os.PathLike[str]) -> PluginMonitorConfig:
     """Read and validate one custom-plugin-monitor file; raise `ConfigError` listing every problem."""
     file = Path(path)
     try:
-        text = file.read_text()
-    except (OSError, UnicodeDecodeError) as e:
+        text = read_text(file)
+    except OSError as e:
         raise ConfigError([f"{file}: cannot read: {e}"]) from e
+    if isinstance(text, Problem):
+        raise ConfigError([f"{file}:{text.line}: cannot read: {text.message}"])
     try:
         doc = json.loads(text, object_pairs_hook=_object_pairs)
     except json.JSONDecodeError as e:
         raise ConfigError([f"{file}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}"]) from e
+    except RecursionError:  # the decoder recurses per level: far deeper than MAX_DEPTH, refused alike
+        raise ConfigError([f"{file}: {DOCUMENT}: nested deeper than {MAX_DEPTH} levels"]) from None
+    if problem := json_depth_problem(doc):
+        raise ConfigError([f"{file}: {DOCUMENT}: {problem}"])
     r = _Reader(file)
     config = _read(r, doc, file.parent)
     if r.errors or config is None:
@@ -226,7 +240,9 @@ def _read_plugin_config(r: _Reader, raw: Any) -> PluginConfig:
     return PluginConfig(
         invoke_interval=r.duration(obj, "invoke_interval", where, DEFAULT_INVOKE_INTERVAL, MIN_INVOKE_INTERVAL),
         timeout=r.duration(obj, "timeout", where, DEFAULT_TIMEOUT),
-        max_output_length=r.integer(obj, "max_output_length", where, DEFAULT_MAX_OUTPUT_LENGTH, minimum=1),
+        max_output_length=r.integer(obj, "max_output_length", where, DEFAULT_MAX_OUTPUT_LENGTH, minimum=1,
+                                    maximum=(MAX_OUTPUT_LENGTH, "1 MiB: the output is held in memory and written to "
+                                                                "the Node")),
         concurrency=r.integer(obj, "concurrency", where, DEFAULT_CONCURRENCY, minimum=1),
         enable_message_change_based_condition_update=r.boolean(
             obj, "enable_message_change_based_condition_update", where, False),
@@ -247,6 +263,8 @@ def _read_conditions(r: _Reader, raw: Any) -> tuple[DefaultCondition, ...]:
         ctype = r.string(obj, "type", where, required=True)
         reason = r.string(obj, "reason", where, required=True)
         message = r.string(obj, "message", where)
+        if ctype in KUBELET_CONDITIONS:  # still declared below, so a rule naming it gets no second error
+            r.error(_join(where, "type"), f"{ctype!r} is owned by the kubelet; choose another condition type")
         if ctype and any(c.type == ctype for c in conditions):
             r.error(_join(where, "type"), f"condition {ctype!r} is declared more than once")
         elif ctype:  # kept even when its reason is bad, so rules naming it get no second, misleading error

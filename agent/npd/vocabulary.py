@@ -6,6 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+# The kubelet writes these on every heartbeat; a monitor declaring one would fight it for the condition (and the
+# reporter refuses to start with one), so both NPD loaders refuse them at load.
+KUBELET_CONDITIONS = frozenset({"Ready", "MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable"})
+
 
 class RuleType(StrEnum):
     TEMPORARY = "temporary"  # a problem that happened: reported as an event

@@ -18,6 +18,18 @@ from dataclasses import dataclass, replace
 from agent.model import ConditionReport, Observation, Status
 
 KUBELET_OWNED = frozenset({"Ready", "MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable"})
+# What the agent writes of one condition's message: a plugin's output (up to 1 MiB) or a log line would otherwise
+# go whole into every status PATCH and sit in the Node object every watcher of Nodes receives. The kubelet's own
+# messages are one sentence; NPD's plugin output defaults to 80 characters.
+MAX_MESSAGE = 1024
+TRUNCATED = " ...[truncated]"
+
+
+def bounded_message(message: str) -> str:
+    """`message`, or its first characters and TRUNCATED, at most MAX_MESSAGE characters in all."""
+    if len(message) <= MAX_MESSAGE:
+        return message
+    return message[:MAX_MESSAGE - len(TRUNCATED)] + TRUNCATED
 
 
 @dataclass(frozen=True)
@@ -85,7 +97,7 @@ class ConditionBook:
                 status = Status.UNKNOWN
             self.current[type_] = NodeCondition(
                 type=type_, status=status, reason=str(raw.get("reason", "") or ""),
-                message=str(raw.get("message", "") or ""),
+                message=bounded_message(str(raw.get("message", "") or "")),
                 last_transition=_parse_time(raw.get("lastTransitionTime")) or dt.datetime.now(dt.UTC),
             )
 
@@ -103,6 +115,7 @@ class ConditionBook:
         return changed
 
     def _set(self, type_: str, status: Status, reason: str, message: str, at: dt.datetime) -> bool:
+        message = bounded_message(message)
         old = self.current.get(type_)
         if old is not None and (old.status, old.reason, old.message) == (status, reason, message):
             return False

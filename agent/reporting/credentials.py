@@ -68,56 +68,90 @@ def in_cluster(sa_dir: Path = SERVICE_ACCOUNT, environ: dict[str, str] | None = 
 
 
 def from_kubeconfig(path: str | Path, context: str | None = None) -> Credentials:
+    """Every way a kubeconfig can be wrong (not UTF-8, a list where a mapping belongs, a number for a URL, a CA
+    that is not a certificate) is a CredentialsError naming the file and field, never a traceback."""
     path = Path(path)
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as e:
-        raise CredentialsError(f"{path}: {e}") from e
-    if not isinstance(doc, dict):
-        raise CredentialsError(f"{path}: not a kubeconfig (expected a mapping)")
+    doc = _read(path)
     name = context or doc.get("current-context")
     if not name:
         raise CredentialsError(f"{path}: current-context: not set")
-    ctx = _named(doc, "contexts", name, path)["context"]
-    cluster = _named(doc, "clusters", ctx.get("cluster"), path)["cluster"]
-    user = _named(doc, "users", ctx.get("user"), path).get("user") or {}
+    ctx = _mapping(_named(doc, "contexts", name, path).get("context"), f"contexts[{name}].context", path)
+    cluster_name, user_name = ctx.get("cluster"), ctx.get("user")
+    cluster = _mapping(_named(doc, "clusters", cluster_name, path).get("cluster"),
+                       f"clusters[{cluster_name}].cluster", path)
+    user = _mapping(_named(doc, "users", user_name, path).get("user") or {}, f"users[{user_name}].user", path)
     for unsupported in ("exec", "auth-provider"):
         if unsupported in user:
-            raise CredentialsError(f"{path}: users[{ctx.get('user')}].{unsupported}: not supported by the agent; "
+            raise CredentialsError(f"{path}: users[{user_name}].{unsupported}: not supported by the agent; "
                                    "use a client certificate or a token")
-    server = str(cluster.get("server") or "").rstrip("/")
+    server = _text(cluster, "server", f"clusters[{cluster_name}]", path).rstrip("/")
     if not server.startswith(("https://", "http://")):
-        raise CredentialsError(f"{path}: clusters[{ctx.get('cluster')}].server: not an http(s) URL: {server!r}")
+        raise CredentialsError(f"{path}: clusters[{cluster_name}].server: not an http(s) URL: {server!r}")
     base = path.parent
     tls: ssl.SSLContext | bool
     if cluster.get("insecure-skip-tls-verify"):
         tls = False
     else:
-        tls = ssl.create_default_context(**_ca(cluster, base, path))
+        tls = _ssl_context(cluster, base, path, f"clusters[{cluster_name}]")
         cert = _pem(user, "client-certificate", base, path)
         key = _pem(user, "client-key", base, path)
         if (cert is None) != (key is None):
-            raise CredentialsError(f"{path}: users[{ctx.get('user')}]: client-certificate and client-key go together")
+            raise CredentialsError(f"{path}: users[{user_name}]: client-certificate and client-key go together")
         if cert is not None and key is not None:
             _load_cert_chain(tls, cert, key)
-    token_file = user.get("tokenFile")
-    return Credentials(server, tls, static_token=user.get("token"),
+    token_file = _text(user, "tokenFile", f"users[{user_name}]", path)
+    return Credentials(server, tls, static_token=_text(user, "token", f"users[{user_name}]", path) or None,
                        token_file=(base / token_file) if token_file else None)
 
 
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        doc = yaml.safe_load(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise CredentialsError(f"{path}: not UTF-8 text: byte 0x{e.object[e.start]:02x} at offset {e.start}") from None
+    except (OSError, yaml.YAMLError) as e:
+        raise CredentialsError(f"{path}: {e}") from e
+    if not isinstance(doc, dict):
+        raise CredentialsError(f"{path}: not a kubeconfig (expected a mapping)")
+    return doc
+
+
+def _mapping(value: object, where: str, path: Path) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise CredentialsError(f"{path}: {where}: must be a mapping")
+    return value
+
+
+def _text(entry: dict[str, Any], key: str, where: str, path: Path) -> str:
+    value = entry.get(key) or ""
+    if not isinstance(value, str):
+        raise CredentialsError(f"{path}: {where}.{key}: must be a string")
+    return value
+
+
 def _named(doc: dict[str, Any], section: str, name: object, path: Path) -> dict[str, Any]:
-    for entry in doc.get(section) or []:
+    entries = doc.get(section) or []
+    if not isinstance(entries, list):
+        raise CredentialsError(f"{path}: {section}: must be a list")
+    for entry in entries:
         if isinstance(entry, dict) and entry.get("name") == name:
             return entry
     raise CredentialsError(f"{path}: {section}: no entry named {name!r}")
 
 
-def _ca(cluster: dict[str, Any], base: Path, path: Path) -> dict[str, Any]:
+def _ssl_context(cluster: dict[str, Any], base: Path, path: Path, where: str) -> ssl.SSLContext:
     if cluster.get("certificate-authority-data"):
-        return {"cadata": _b64(cluster["certificate-authority-data"], "certificate-authority-data", path).decode()}
-    if cluster.get("certificate-authority"):
-        return {"cafile": str(base / cluster["certificate-authority"])}
-    return {}
+        field_name, data = "certificate-authority-data", _b64(cluster["certificate-authority-data"],
+                                                              "certificate-authority-data", path)
+        try:
+            return ssl.create_default_context(cadata=data.decode("ascii"))
+        except (ssl.SSLError, ValueError) as e:  # not PEM, or no certificate in it
+            raise CredentialsError(f"{path}: {where}.{field_name}: not a PEM CA certificate: {e}") from None
+    ca_file = _text(cluster, "certificate-authority", where, path)
+    try:
+        return ssl.create_default_context(cafile=str(base / ca_file) if ca_file else None)
+    except (ssl.SSLError, OSError) as e:
+        raise CredentialsError(f"{path}: {where}.certificate-authority: {e}") from None
 
 
 def _pem(user: dict[str, Any], key: str, base: Path, path: Path) -> bytes | None:
@@ -131,7 +165,9 @@ def _pem(user: dict[str, Any], key: str, base: Path, path: Path) -> bytes | None
     return None
 
 
-def _b64(value: str, field_name: str, path: Path) -> bytes:
+def _b64(value: object, field_name: str, path: Path) -> bytes:
+    if not isinstance(value, str):
+        raise CredentialsError(f"{path}: {field_name}: must be a base64 string")
     try:
         return base64.b64decode(value, validate=True)
     except ValueError as e:

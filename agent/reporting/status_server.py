@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
 
+from nodemedic_common.listen import split_listen
+
 
 @dataclass(frozen=True)
 class Answer:
@@ -24,14 +26,6 @@ class Answer:
 
 Route = Callable[[], Answer]
 MAX_HEAD = 8192  # request line + headers; a scrape sends a few hundred bytes
-
-
-def split_listen(listen: str) -> tuple[str, int]:
-    """"0.0.0.0:9101", ":9101" (every IPv4 address) or "[::1]:9101" -> (host, port); ValueError otherwise."""
-    host, sep, port = listen.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError(f"--listen {listen!r}: must be HOST:PORT, :PORT or [IPV6]:PORT")
-    return host.removeprefix("[").removesuffix("]") or "0.0.0.0", int(port)
 
 
 class StatusServer:

@@ -27,7 +27,8 @@ _PASSED_ON = ("nodeSelector", "maxNoOfPodsToEvictPerNode", "maxNoOfPodsToEvictPe
 _STRATEGY_KEYS = ("enabled", "weight", "params")
 _PARAMS_KEYS = ("nodeResourceUtilizationThresholds", "nodeAffinityType", "podsHavingTooManyRestarts", "podLifeTime",
                 "removeDuplicates", "failedPods", "includeSoftConstraints", "namespaces", "thresholdPriority",
-                "thresholdPriorityClassName", "labelSelector", "nodeFit", "includePreferNoSchedule", "excludedTaints")
+                "thresholdPriorityClassName", "labelSelector", "nodeFit", "includePreferNoSchedule", "excludedTaints",
+                "maxPodLifeTimeSeconds")
 _EVICTOR_PARAMS = ("thresholdPriority", "thresholdPriorityClassName", "nodeFit")
 
 Args = Callable[[Reader, Section], Pairs]
@@ -60,6 +61,16 @@ def _life_time_states(r: Reader, params: Section) -> Pairs:
     # podStatusPhases was merged into states by the migration.
     life = r.section(params, "podLifeTime", ("maxPodLifeTimeSeconds", "states", "podStatusPhases"))
     pairs = _take("maxPodLifeTimeSeconds", nested="podLifeTime")(r, params)
+    if "maxPodLifeTimeSeconds" in params.values:
+        # The oldest v1alpha1 form, still printed in descheduler guides: the number directly under params.
+        where = params.key_nodes["maxPodLifeTimeSeconds"]
+        if pairs:
+            r.error(where, params.at("maxPodLifeTimeSeconds"), "given twice: here and in podLifeTime; keep "
+                                                               "podLifeTime.maxPodLifeTimeSeconds")
+        else:
+            r.warn(where, params.at("maxPodLifeTimeSeconds"), "deprecated form: descheduler reads it as "
+                                                              "params.podLifeTime.maxPodLifeTimeSeconds; move it there")
+            pairs = [(scalar("maxPodLifeTimeSeconds", where), params.values["maxPodLifeTimeSeconds"])]
     states = [item for key in ("podStatusPhases", "states") for item, _ in (r.sequence(life, key) or [])]
     if states:
         pairs.append((scalar("states", life.where()), sequence(states, life.where())))
@@ -82,7 +93,8 @@ STRATEGIES: dict[str, tuple[str, tuple[str, ...], Args]] = {
     "RemovePodsHavingTooManyRestarts": ("deschedule", ("namespaces", "labelSelector", "podsHavingTooManyRestarts"),
                                         _both(_SCOPE, _take("podRestartThreshold", "includingInitContainers",
                                                             nested="podsHavingTooManyRestarts"))),
-    "PodLifeTime": ("deschedule", ("namespaces", "labelSelector", "podLifeTime"), _both(_SCOPE, _life_time_states)),
+    "PodLifeTime": ("deschedule", ("namespaces", "labelSelector", "podLifeTime", "maxPodLifeTimeSeconds"),
+                    _both(_SCOPE, _life_time_states)),
     "RemoveDuplicates": ("balance", ("namespaces", "removeDuplicates"),
                          _both(_take("namespaces"), _take("excludeOwnerKinds", nested="removeDuplicates"))),
     "RemovePodsViolatingTopologySpreadConstraint": ("balance", ("namespaces", "labelSelector",

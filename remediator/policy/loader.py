@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import yaml
 
+from nodemedic_common.inputs import Problem, read_text, yaml_problem
 from remediator.policy import descheduler, descheduler_v1alpha1
 from remediator.policy.autoscaler import read_autoscaler
 from remediator.policy.eviction import read_eviction
@@ -22,9 +23,9 @@ from remediator.policy.metrics import check_sources, read_metrics_providers
 from remediator.policy.model import Policy
 from remediator.policy.node_selector import read_node_selector
 from remediator.policy.notifications import read_notifications
-from remediator.policy.reader import DOCUMENT, Reader, is_null
+from remediator.policy.reader import DOCUMENT, Reader, Section, is_null
 from remediator.policy.rules import read_rules
-from remediator.policy.safety import read_safety
+from remediator.policy.safety import check_acknowledged, read_safety, taken_risks
 from remediator.policy.strategies import read_strategies
 from remediator.policy.window import read_window
 
@@ -58,7 +59,10 @@ def convert_policy(text: str, *, source: str) -> str:
 def _parse(text: str, *, source: str, convert: bool) -> tuple[Policy, str]:
     try:
         loader = yaml.SafeLoader(text)
-    except yaml.YAMLError as e:  # a non-printable character, caught before parsing starts
+        # Before composing: depth and alias expansion are what make composing (and comparing) blow up.
+        if problem := yaml_problem(text):
+            raise PolicyError([f"{source}:{problem.line}: {DOCUMENT}: {problem.message}"])
+    except yaml.YAMLError as e:  # a non-printable character, caught before parsing starts; a syntax error
         raise PolicyError([_syntax_error(source, text, e)]) from None
     try:
         documents: list[yaml.Node] = []
@@ -67,11 +71,21 @@ def _parse(text: str, *, source: str, convert: bool) -> tuple[Policy, str]:
             if node is not None:
                 documents.append(node)
         r = Reader(source, loader)
-        policy, root = _document(r, documents)
+        try:
+            policy, root = _document(r, documents)
+        finally:
+            for warning in r.warnings:  # said whether or not the file loads: it is news either way
+                print(warning, file=sys.stderr)
         converted = ""
         if convert:
             # Every value here is the user's own (a scalar, list or mapping of the file), moved under our keys.
-            converted = yaml.safe_dump(loader.construct_object(root, deep=True), sort_keys=False)
+            document = loader.construct_object(root, deep=True)
+            risks = taken_risks(policy.safety, policy.limits, policy.evictor)
+            if risks and isinstance(document, dict):
+                # The DeschedulerPolicy chose these (descheduler reads them without acknowledgement); the
+                # RemediationPolicy it becomes says so, as nodemedic's own files must, and so loads as it is.
+                document.setdefault("safety", {})["acknowledge"] = list(risks)
+            converted = yaml.safe_dump(document, sort_keys=False)
         return policy, converted
     except yaml.YAMLError as e:
         raise PolicyError([_syntax_error(source, text, e)]) from None
@@ -99,7 +113,8 @@ def _document(r: Reader, documents: list[yaml.Node]) -> tuple[Policy, yaml.Node]
         r.error(documents[1], DOCUMENT, "a policy file holds exactly one YAML document; this is a second one")
     root = documents[0]
     version = descheduler.api_version(root)
-    if version in DESCHEDULER_VERSIONS:
+    from_descheduler = version in DESCHEDULER_VERSIONS
+    if from_descheduler:
         if version == descheduler_v1alpha1.V1ALPHA1:
             root = descheduler_v1alpha1.to_v1alpha2(r, root)
         root = descheduler.translate(r, root, nodemedic_api=API_VERSION, nodemedic_kind=KIND)
@@ -114,6 +129,13 @@ def _document(r: Reader, documents: list[yaml.Node]) -> tuple[Policy, yaml.Node]
         if got and got != expected:
             also = f" (or {', '.join(DESCHEDULER_VERSIONS)} for a DeschedulerPolicy)" if key == "apiVersion" else ""
             r.error(top.values[key], key, f"must be {expected}{also}, got {got!r}")
+    policy = _sections(r, top, from_descheduler=from_descheduler)
+    if r.errors:
+        raise PolicyError([message for _, message in sorted(r.errors, key=lambda e: e[0])])
+    return policy, root
+
+
+def _sections(r: Reader, top: Section, *, from_descheduler: bool) -> Policy:
     strategies = read_strategies(r, top)
     providers = read_metrics_providers(r, top)
     check_sources(r, top, [(s.name, s.args) for s in strategies], providers)
@@ -122,18 +144,21 @@ def _document(r: Reader, documents: list[yaml.Node]) -> tuple[Policy, yaml.Node]
                     notifications=read_notifications(r, top),
                     autoscaler=read_autoscaler(r, top, [s.name for s in strategies]), window=read_window(r, top),
                     metrics=providers, node_selector=read_node_selector(r, top))
-    if r.errors:
-        raise PolicyError([message for _, message in sorted(r.errors, key=lambda e: e[0])])
-    return policy, root
+    if not from_descheduler:
+        # A DeschedulerPolicy has no rules nor taints of nodemedic's and no safety section to acknowledge in: its
+        # evictor flags mean what they mean in descheduler, and nodemedic's breaker and limits defaults apply.
+        check_acknowledged(r, top, taken_risks(policy.safety, policy.limits, policy.evictor), policy.safety)
+    return policy
 
 
 def load_policy(path: str | os.PathLike[str]) -> Policy:
     source = os.fspath(path)
     try:
-        with open(source, encoding="utf-8") as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError) as e:
+        text = read_text(source)
+    except OSError as e:
         raise PolicyError([f"{source}: cannot read the policy file: {e}"]) from None
+    if isinstance(text, Problem):
+        raise PolicyError([f"{source}:{text.line}: {DOCUMENT}: cannot read the policy file: {text.message}"])
     return parse_policy(text, source=source)
 
 

@@ -55,10 +55,14 @@ class Reader:
     source: str
     loader: yaml.SafeLoader  # converts scalars exactly as yaml.safe_load would
     errors: list[tuple[int, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # accepted, but said on stderr (deprecated forms)
 
     def error(self, node: yaml.Node, path: str, message: str) -> None:
         line = node.start_mark.line + 1
         self.errors.append((line, f"{self.source}:{line}: {path}: {message}"))
+
+    def warn(self, node: yaml.Node, path: str, message: str) -> None:
+        self.warnings.append(f"{self.source}:{node.start_mark.line + 1}: {path}: warning: {message}")
 
     def value(self, node: yaml.Node, path: str) -> object:
         """A scalar's Python value; a list or mapping comes back as-is for the caller to reject with its type."""

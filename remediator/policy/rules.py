@@ -9,12 +9,18 @@ import yaml
 
 from remediator.model import Effect, Taint
 from remediator.policy.reader import Reader, Section
-from remediator.policy.syntax import label_value_problem, qualified_name_problem
+from remediator.policy.syntax import label_value_problem, owned_taint_problem, qualified_name_problem
 
 CONDITION_STATUSES = ("True", "False", "Unknown")
 _RULE_KEYS = ("name", "condition", "taint", "allowNoExecute", "evict", "recoverAfter")
 _CONDITION_KEYS = ("type", "status", "for")
 _TAINT_KEYS = ("key", "value", "effect")
+# Far above any real policy (the shipped one has 16); every rule is evaluated on every node each cycle.
+MAX_RULES = 1000
+# Conditions the kubelet reports on every node, in their healthy status: a rule on one of these matches every
+# healthy node at once, so it taints (and drains) the whole cluster up to the breaker's limit.
+KUBELET_HEALTHY = {"Ready": "True", "MemoryPressure": "False", "DiskPressure": "False", "PIDPressure": "False",
+                   "NetworkUnavailable": "False"}
 
 
 @dataclass(frozen=True)
@@ -29,6 +35,10 @@ class TaintRule:
     evict: bool = True
     recover_after: dt.timedelta = dt.timedelta(minutes=5)
     allow_no_execute: bool = False  # NoExecute taints need this explicit opt-in
+
+
+def _taint_key_problem(key: str) -> str | None:
+    return qualified_name_problem(key) or owned_taint_problem(key)
 
 
 def _rule_name_problem(name: str) -> str | None:
@@ -52,7 +62,11 @@ def _rule(r: Reader, node: yaml.Node, path: str) -> _ReadRule:
     t = r.section(m, "taint", _TAINT_KEYS, required=True)
     condition_type = r.text(c, "type", required=True)
     status = _condition_status(r, c)
-    taint = Taint(key=r.text(t, "key", required=True, check=qualified_name_problem),
+    if KUBELET_HEALTHY.get(condition_type) == status:
+        r.error(c.line_node("status", "type"), c.at("status"),
+                f"{condition_type}={status} is the kubelet's healthy state, true of every working node: this rule "
+                f"would taint them all; match the unhealthy status instead")
+    taint = Taint(key=r.text(t, "key", required=True, check=_taint_key_problem),
                   value=r.text(t, "value", check=label_value_problem), effect=Effect.NO_SCHEDULE)
     allow_no_execute = r.flag(m, "allowNoExecute", False)
     effect_text = r.text(t, "effect", str(Effect.NO_SCHEDULE))
@@ -95,7 +109,12 @@ def _condition_status(r: Reader, c: Section) -> str:
 
 
 def read_rules(r: Reader, top: Section) -> tuple[TaintRule, ...]:
-    read = [_rule(r, node, path) for node, path in r.sequence(top, "rules") or []]
+    items = r.sequence(top, "rules") or []
+    if len(items) > MAX_RULES:
+        r.error(top.values["rules"], "rules", f"at most {MAX_RULES} rules, got {len(items)}: each is matched against "
+                                              "every node every cycle, and each owns a taint")
+        return ()
+    read = [_rule(r, node, path) for node, path in items]
     names: dict[str, _ReadRule] = {}
     values: dict[tuple[str, str], _ReadRule] = {}
     for rr in read:

@@ -31,3 +31,31 @@ def namespace_problem(name: str) -> str | None:
     if len(name) > 63 or not _DNS_LABEL.fullmatch(name):
         return f"invalid namespace {name!r}: must be a lowercase DNS label"
     return None
+
+
+
+# Taint keys other components own and act on. nodemedic writes a rule's taint and removes it on recovery, so a rule
+# on one of these keys fights or fakes its owner (removing node.kubernetes.io/unschedulable uncordons a node that is
+# being drained). Checked most specific first; the general *.kubernetes.io / *.k8s.io reservation comes last.
+_OWNED_PREFIXES = (
+    ("node.kubernetes.io/out-of-service", "kube-controller-manager force-deletes the pods on a node with it and "
+                                          "force-detaches their volumes"),
+    ("node.kubernetes.io/", "the node lifecycle controller and the kubelet own node.kubernetes.io/* (not-ready and "
+                            "unreachable evict every pod, unschedulable is a cordon)"),
+    ("node.cloudprovider.kubernetes.io/", "the cloud controller manager owns node.cloudprovider.kubernetes.io/*"),
+    ("node-role.kubernetes.io/", "the cluster installer owns node-role.kubernetes.io/* (control-plane isolation)"),
+    ("karpenter.sh/", "Karpenter owns karpenter.sh/* (it disrupts and deletes nodes by them)"),
+    ("ToBeDeletedByClusterAutoscaler", "cluster-autoscaler owns it (it marks a node it is deleting)"),
+    ("DeletionCandidateOfClusterAutoscaler", "cluster-autoscaler owns it (it marks a node it may delete soon)"),
+)
+_RESERVED_DOMAINS = ("kubernetes.io", "k8s.io", "karpenter.sh")
+
+
+def owned_taint_problem(key: str) -> str | None:
+    """Why nodemedic must not write, remove or drain for taint `key`, or None when it may."""
+    prefix = key.rpartition("/")[0]
+    why = next((why for owned, why in _OWNED_PREFIXES
+                if key == owned or (owned.endswith("/") and key.startswith(owned))), None)
+    if why is None and any(prefix == d or prefix.endswith("." + d) for d in _RESERVED_DOMAINS):
+        why = f"the prefix {prefix} is reserved for Kubernetes' and the node autoscalers' own components"
+    return f"taint key {key!r} is not nodemedic's: {why}" if why else None

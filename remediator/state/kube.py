@@ -18,6 +18,7 @@ import aiohttp
 from kubernetes import client, config  # credential resolution only; requests never go through it
 from prometheus_client import CollectorRegistry, Counter
 
+from nodemedic_common.inputs import quoted
 from nodemedic_common.lines import MAX_WATCH_LINE, LineTooLong, bounded_lines
 
 
@@ -74,16 +75,27 @@ def load_credentials(kubeconfig: str | None) -> Credentials:
             config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
         else:
             config.load_incluster_config(client_configuration=cfg)
-    except (config.ConfigException, OSError, ValueError, TypeError) as e:
+    except (config.ConfigException, OSError, ValueError, TypeError) as e:  # ValueError: also not UTF-8
         where = kubeconfig or "in-cluster credentials (pass --kubeconfig outside a pod)"
         raise CredentialsError(f"{where}: {e}") from None
+    except (AttributeError, KeyError) as e:  # the library walks the file unchecked: a list or number out of place
+        raise CredentialsError(f"{kubeconfig}: not a usable kubeconfig (a value of the wrong type): {e}") from None
+    where = kubeconfig or "in-cluster credentials"
+    # The library copies a kubeconfig's values through unchecked: a number or a list for the server or the token,
+    # and CA data that is not a certificate, surface only here (or at the first request) unless checked now.
+    if not isinstance(cfg.host, str) or not cfg.host.startswith(("https://", "http://")):
+        raise CredentialsError(f"{where}: server: must be an http(s) URL, got {quoted(cfg.host)}")
+    ctx: ssl.SSLContext | bool = False
     if cfg.verify_ssl:
-        ctx: ssl.SSLContext | bool = ssl.create_default_context(cafile=cfg.ssl_ca_cert)
-        if cfg.cert_file:
-            ctx.load_cert_chain(cfg.cert_file, cfg.key_file)  # type: ignore[union-attr]
-    else:
-        ctx = False
+        try:
+            ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert)
+            if cfg.cert_file:
+                ctx.load_cert_chain(cfg.cert_file, cfg.key_file)
+        except (ssl.SSLError, OSError) as e:
+            raise CredentialsError(f"{where}: certificate-authority or client certificate does not load: {e}") from None
     token = cfg.api_key.get("authorization") or cfg.api_key.get("BearerToken")
+    if token is not None and not isinstance(token, str):
+        raise CredentialsError(f"{where}: token: must be a string")
     refresh = cfg if cfg.refresh_api_key_hook else None
     return Credentials(server=cfg.host.rstrip("/"), ssl=ctx, token=token, refresh=refresh)
 
@@ -135,11 +147,15 @@ class Kube:
                 headers=self._headers(content_type if data is not None else None),
                 timeout=aiohttp.ClientTimeout(total=timeout),
             ) as resp:
-                text = await resp.text()
+                raw = await resp.read()
                 self.requests.labels(verb, str(resp.status)).inc()
+                text = raw.decode("utf-8", errors="replace")
                 if resp.status >= 400:
                     raise ApiError(resp.status, method, path, text)
-                return json.loads(text) if text else None
+                try:
+                    return json.loads(raw) if raw else None
+                except ValueError as e:  # a proxy's HTML page, a truncated or binary body: an answer, not the API's
+                    raise ApiError(resp.status, method, path, f"the answer is not JSON ({e}): {text[:200]!r}") from None
         except (aiohttp.ClientError, TimeoutError) as e:
             self.requests.labels(verb, "error").inc()
             raise ApiError(0, method, path, f"{type(e).__name__}: {e}") from e

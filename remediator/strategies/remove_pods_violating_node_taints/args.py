@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from remediator.model import LabelSelector
 from remediator.policy.fields import Namespaces, read_label_selector, read_namespaces
 from remediator.policy.reader import Reader, Section
-from remediator.policy.syntax import label_value_problem, qualified_name_problem
+from remediator.policy.syntax import label_value_problem, owned_taint_problem, qualified_name_problem
 
 _TAINTS_ARGS_KEYS = ("namespaces", "labelSelector", "includePreferNoSchedule", "excludedTaints", "includedTaints")
 
@@ -28,11 +28,20 @@ def _taint_filter_problem(entry: str) -> str | None:
     return qualified_name_problem(key) or label_value_problem(value)
 
 
+def _included_taint_problem(entry: str) -> str | None:
+    # Excluding another component's taint only narrows what is evicted; including one drains every node that
+    # component marks (every cordoned node for node.kubernetes.io/unschedulable, every node an autoscaler is
+    # deleting), racing the owner's own drain or eviction.
+    problem = _taint_filter_problem(entry)
+    owned = None if problem else owned_taint_problem(entry.partition("=")[0])
+    return problem or (owned and f"{owned}; including it would evict from every node its owner taints")
+
+
 def read_args(r: Reader, strategy: Section) -> RemovePodsViolatingNodeTaintsArgs:
     m = r.section(strategy, "args", _TAINTS_ARGS_KEYS)
     d = RemovePodsViolatingNodeTaintsArgs()
     excluded = r.strings(m, "excludedTaints", _taint_filter_problem)
-    included = r.strings(m, "includedTaints", _taint_filter_problem)
+    included = r.strings(m, "includedTaints", _included_taint_problem)
     if excluded is not None and included is not None:
         r.error(m.values["includedTaints"], m.at("includedTaints"),
                 "includedTaints and excludedTaints are mutually exclusive; give one of them")

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
 from agent.checks import BUILTIN
-from agent.config import CheckSpec, ConfigError, parse_config
+from agent.config import CheckSpec, ConfigError, load_config, parse_config
 from agent.model import CheckTiming
 
 
@@ -116,3 +117,49 @@ def test_every_shipped_check_rejects_a_timing_the_supervisor_cannot_run(check: s
     assert f"agent.yaml:2: checks.{check}.timing.interval: must be positive" in err.value.errors
     timeout = "must be positive" if check == "kubelet" else "must be positive and not longer than timing.interval"
     assert f"agent.yaml:2: checks.{check}.timing.timeout: {timeout}" in err.value.errors
+
+
+# --- hostile files: bounded before parsing, refused with file and line, never a traceback ------------------
+
+
+def _refused(text: str) -> list[str]:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(text, source="agent.yaml", registry=REGISTRY)
+    return caught.value.errors
+
+
+def test_a_config_nested_past_the_bound_is_refused_at_its_line_not_a_recursion_error() -> None:
+    assert _refused("heartbeat: " + "[" * 5000 + "]" * 5000 + "\n") == [
+        "agent.yaml:1: <document>: nested deeper than 64 levels, the bound on a config file"]
+
+
+def test_billion_laughs_are_refused_before_an_error_message_could_quote_them() -> None:
+    lines = ["x0: &a0 [l, l, l, l, l, l, l, l, l]"]
+    lines += [f"x{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 9)]
+    text = "anchors:\n" + "".join(f"  {line}\n" for line in lines) + "heartbeat: *a8\n"
+    (error,) = _refused(text)
+    assert error.startswith("agent.yaml:") and "expands to more than 100000 values" in error
+
+
+def test_an_error_quotes_at_most_a_bounded_part_of_a_huge_value() -> None:
+    (error,) = _refused(f"heartbeat: [{', '.join(['x' * 1000] * 1000)}]\n")
+    assert error.startswith("agent.yaml:1: heartbeat: not a duration: ['xxx") and len(error) < 1000
+
+
+def test_a_non_scalar_key_is_refused_at_its_line() -> None:
+    assert _refused("checks:\n  ? [a, b]\n  : 1\n") == [
+        "agent.yaml:2: <document>: a mapping key must be a plain value, got a list"]
+
+
+@pytest.mark.parametrize(("content", "error"), [
+    (b"heartbeat: 10s\n\xff\xfe\x00", ":2: <document>: cannot read the agent config: not UTF-8 text: byte 0xff at "
+                                      "offset 15 (invalid start byte)"),
+    (b"#" * ((4 << 20) + 1), ":1: <document>: cannot read the agent config: the file is larger than 4 MiB, the "
+                             "bound on a config file"),
+], ids=["binary", "over 4 MiB"])
+def test_an_unreadable_config_file_is_refused_with_its_line(tmp_path: Path, content: bytes, error: str) -> None:
+    path = tmp_path / "agent.yaml"
+    path.write_bytes(content)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, registry=REGISTRY)
+    assert caught.value.errors == [f"{path}{error}"]

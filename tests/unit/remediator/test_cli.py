@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from remediator import cli as cli_mod
 from remediator.cli import main
 from remediator.leader import LeaseTimings
+from remediator.state.kube import Credentials, Kube
 
 ROOT = Path(__file__).resolve().parents[3]
 POLICY = str(ROOT / "deploy" / "policy" / "default.yaml")
@@ -69,3 +71,31 @@ def test_run_refuses_a_sync_timeout_of_zero(capsys: pytest.CaptureFixture[str]) 
         main(["run", "--policy", POLICY, "--once", "--sync-timeout", "0s", "--listen", ""])
     assert exited.value.code == 2
     assert capsys.readouterr().err == "nodemedic-remediator run: --sync-timeout: must be greater than zero, got 0s\n"
+
+
+@pytest.mark.parametrize(("answer", "error"), [
+    ([], "GET /api/v1/nodes: not a Kubernetes list: the answer is a list, not an object"),
+    ("nodes", "GET /api/v1/nodes: not a Kubernetes list: the answer is a string, not an object"),
+    ({"items": 5}, "GET /api/v1/nodes: not a Kubernetes list: items is a number, not a list"),
+    ({"items": {"a": 1}}, "GET /api/v1/nodes: not a Kubernetes list: items is an object, not a list"),
+    ({"items": [{}, "n1"]}, "GET /api/v1/nodes: not a Kubernetes list: items[1] is a string, not an object"),
+], ids=["a list", "a string", "items a number", "items an object", "an item a string"])
+def test_a_cluster_answer_that_is_not_a_kubernetes_list_is_exit_2_naming_the_path(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], answer: object, error: str) -> None:
+    async def get(self: Kube, path: str, **params: str) -> object:
+        return answer if path == "/api/v1/nodes" else {"items": []}
+    monkeypatch.setattr(cli_mod, "load_credentials", lambda kubeconfig: Credentials("https://x", False, None))
+    monkeypatch.setattr(Kube, "get", get)
+    assert main(["plan", "--policy", POLICY, "--kubeconfig", "k"]) == 2
+    err = capsys.readouterr().err
+    assert f"nodemedic-remediator plan: {error}" in err and "Traceback" not in err
+
+
+def test_a_node_whose_metadata_is_not_an_object_is_left_out_of_the_plan_without_a_traceback(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    async def get(self: Kube, path: str, **params: str) -> object:
+        return {"items": [{"metadata": 5}]} if path == "/api/v1/nodes" else {"items": []}
+    monkeypatch.setattr(cli_mod, "load_credentials", lambda kubeconfig: Credentials("https://x", False, None))
+    monkeypatch.setattr(Kube, "get", get)
+    assert main(["plan", "--policy", POLICY, "--kubeconfig", "k"]) == 0
+    assert "Traceback" not in capsys.readouterr().err

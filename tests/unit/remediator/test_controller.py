@@ -494,3 +494,43 @@ def test_an_eviction_that_failed_stops_counting_as_moved_and_is_planned_again(tm
     w.clock.advance(1)
     w.cycle()
     assert len(w.api.evicted) == 4
+
+
+@pytest.mark.parametrize("text", [
+    "apiVersion: nodemedic.io/v1alpha1\nkind: RemediationPolicy\nrules: " + "[" * 2000 + "]" * 2000 + "\n",
+    "apiVersion: nodemedic.io/v1alpha1\nkind: RemediationPolicy\n# caf\xe9\n",
+], ids=["nested 2000 deep", "not UTF-8"])
+def test_a_hostile_policy_edit_is_counted_and_announced_and_the_last_good_policy_kept(tmp_path: Path,
+                                                                                      text: str) -> None:
+    w = World(tmp_path, nodes=[node("sick", sick=True), node("well")], pods=[])
+    w.policy_path.write_bytes(text.encode("latin-1"))
+
+    async def cycle_and_settle() -> None:
+        await w.controller.cycle()
+        await asyncio.gather(*w.controller.background)
+
+    asyncio.run(cycle_and_settle())
+    assert w.metric("nodemedic_policy_reloads_total", result="error") == 1
+    assert ("PATCH", "/api/v1/nodes/sick") in w.api.writes, "the last good policy still acts"
+    (rejected,) = [e for e in w.api.events if e["reason"] == "NodemedicPolicyRejected"]
+    assert "<document>" in rejected["message"]
+
+
+def test_a_loader_failure_that_is_not_a_policy_error_is_still_counted_and_announced(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    w = World(tmp_path, nodes=[node("sick", sick=True), node("well")], pods=[])
+
+    def crash(path: object) -> object:
+        raise RecursionError("maximum recursion depth exceeded")
+    monkeypatch.setattr(controller_mod, "load_policy", crash)
+    w.policy_path.write_text("apiVersion: nodemedic.io/v1alpha1\nkind: RemediationPolicy\n# changed\n")
+
+    async def cycle_and_settle() -> None:
+        await w.controller.cycle()
+        await asyncio.gather(*w.controller.background)
+
+    asyncio.run(cycle_and_settle())
+    assert w.metric("nodemedic_policy_reloads_total", result="error") == 1
+    assert ("PATCH", "/api/v1/nodes/sick") in w.api.writes, "the last good policy still acts"
+    (rejected,) = [e for e in w.api.events if e["reason"] == "NodemedicPolicyRejected"]
+    assert "RecursionError" in rejected["message"]

@@ -152,6 +152,12 @@ BAD_CONFIGS = [
     ("duplicate-condition", monitor(conditions=[CONDITION, CONDITION]),
      "conditions[1].type: condition 'NTPProblem' is declared more than once"),
     ("condition-without-type", monitor(conditions=[CONDITION, {"reason": "R"}]), "conditions[1].type: is required"),
+    *[(f"kubelet-condition-{kind}", monitor(conditions=[CONDITION, {"type": kind, "reason": "R"}]),
+       f"conditions[1].type: '{kind}' is owned by the kubelet; choose another condition type")
+      for kind in ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable")],
+    ("unbounded-max-output", monitor(pluginConfig={"max_output_length": 10**12}),
+     "pluginConfig.max_output_length: must be at most 1048576 (1 MiB: the output is held in memory and written to "
+     "the Node), got 1000000000000"),
 ]
 
 
@@ -180,6 +186,33 @@ def test_every_mistake_in_a_file_is_reported_at_once(tmp_path):
     assert str(caught.value) == "\n".join(caught.value.errors)
 
 
+def test_max_output_length_is_accepted_up_to_one_mebibyte(tmp_path):
+    file = write_config(tmp_path, monitor(pluginConfig={"max_output_length": 1024 * 1024}))
+    assert load(file).plugin_config.max_output_length == 1024 * 1024
+
+
 def test_an_unreadable_file_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match=r"monitor\.json: cannot read"):
         load(tmp_path / "monitor.json")
+
+
+def test_a_kubelet_condition_is_reported_once_not_again_at_the_rule_that_sets_it(tmp_path):
+    doc = monitor(conditions=[{"type": "Ready", "reason": "R"}], rules=[{**PERMANENT, "condition": "Ready"}])
+    with pytest.raises(ConfigError) as caught:
+        load(write_config(tmp_path, doc))
+    assert [e.split(": ", 1)[1] for e in caught.value.errors] == [
+        "conditions[0].type: 'Ready' is owned by the kubelet; choose another condition type"]
+
+
+@pytest.mark.parametrize(("content", "error"), [
+    ("[" * 100 + "]" * 100, ": <document>: nested deeper than 64 levels, the bound on a config file"),
+    ("[" * 100_000 + "]" * 100_000, ": <document>: nested deeper than 64 levels"),
+    (b'{"plugin": "custom"}\n\xff', ":2: cannot read: not UTF-8 text: byte 0xff at offset 21 (invalid start byte)"),
+    (b" " * ((4 << 20) + 1), ":1: cannot read: the file is larger than 4 MiB, the bound on a config file"),
+], ids=["nested 100 deep", "nested past the recursion limit", "binary", "over 4 MiB"])
+def test_a_hostile_file_is_refused_before_it_is_read_whole_or_walked(tmp_path, content, error):
+    file = tmp_path / "monitor.json"
+    file.write_bytes(content if isinstance(content, bytes) else content.encode())
+    with pytest.raises(ConfigError) as caught:
+        load(file)
+    assert caught.value.errors == [f"{file}{error}"]

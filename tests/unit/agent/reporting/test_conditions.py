@@ -7,7 +7,7 @@ import datetime as dt
 import pytest
 
 from agent.model import ConditionReport, Observation, Status
-from agent.reporting.conditions import ConditionBook
+from agent.reporting.conditions import MAX_MESSAGE, TRUNCATED, ConditionBook
 
 T0 = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.UTC)
 
@@ -95,3 +95,18 @@ def test_declared_defaults_fill_only_types_the_node_does_not_carry() -> None:
             ConditionReport("CPUPressure", Status.FALSE, "NoPressure")], now=T0)
     by_type = {c.type: c.status for c in b.conditions()}
     assert by_type == {"KernelDeadlock": Status.TRUE, "CPUPressure": Status.FALSE}
+
+
+@pytest.mark.parametrize("length", [MAX_MESSAGE + 1, 10 * MAX_MESSAGE, 1 << 20], ids=["one over", "ten times", "1 MiB"])
+def test_a_message_over_the_bound_is_written_truncated_with_a_marker(length: int) -> None:
+    b = book()
+    b.apply(obs("kernel", 0, ConditionReport("KernelDeadlock", Status.TRUE, "TaskHung", "x" * length)))
+    (c,) = b.conditions()
+    assert len(c.message) == MAX_MESSAGE and c.message.endswith(TRUNCATED)
+    assert c.message.startswith("x" * (MAX_MESSAGE - len(TRUNCATED)))
+
+
+def test_a_message_at_the_bound_is_written_whole() -> None:
+    b = book()
+    b.apply(obs("kernel", 0, ConditionReport("KernelDeadlock", Status.TRUE, "TaskHung", "x" * MAX_MESSAGE)))
+    assert b.conditions()[0].message == "x" * MAX_MESSAGE

@@ -107,3 +107,29 @@ def test_in_cluster_uses_the_service_account_and_the_service_env(tmp_path: Path,
         credentials.in_cluster(tmp_path, {})
     with pytest.raises(CredentialsError, match="no service-account token"):
         credentials.in_cluster(tmp_path / "nothing", {"KUBERNETES_SERVICE_HOST": "h", "KUBERNETES_SERVICE_PORT": "1"})
+
+
+NOT_A_CERT = "bm90IGEgY2VydA=="  # base64 of "not a cert"
+
+
+def hostile_kubeconfigs() -> dict[str, bytes]:
+    """Kubeconfigs that are wrong in type, encoding or certificate data, by what is wrong."""
+    def doc(cluster: str, user: str = "{token: abc}") -> bytes:
+        return (f"apiVersion: v1\nkind: Config\nclusters:\n- name: k\n  cluster: {cluster}\ncontexts:\n- name: c\n"
+                f"  context: {{cluster: k, user: u}}\ncurrent-context: c\nusers:\n- name: u\n  user: {user}\n"
+                ).encode()
+    return {
+        "CA data not a certificate": doc("{server: 'https://127.0.0.1:1', "
+                                         f"certificate-authority-data: {NOT_A_CERT}}}"),
+        "server a list": doc("{server: [1, 2]}"),
+        "clusters a number": b"apiVersion: v1\nclusters: 5\ncurrent-context: c\ncontexts: 5\n",
+        "not UTF-8": b"apiVersion: v1\nclusters:\n- \xff\xfe\n",
+    }
+
+
+@pytest.mark.parametrize("content", list(hostile_kubeconfigs().values()), ids=list(hostile_kubeconfigs()))
+def test_a_hostile_kubeconfig_is_a_credentials_error_naming_the_file(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "kubeconfig"
+    path.write_bytes(content)
+    with pytest.raises(CredentialsError, match=f"^{re.escape(str(path))}: "):
+        credentials.from_kubeconfig(path)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from agent.reporting.status_server import MAX_HEAD, Answer, StatusServer, split_listen
+from agent.reporting.status_server import MAX_HEAD, Answer, StatusServer
 
 
 def run(body: Callable[[], Coroutine[Any, Any, None]]) -> None:
@@ -113,16 +113,3 @@ def test_close_ends_connections_still_open() -> None:
         writer.close()
 
     run(body)
-
-
-@pytest.mark.parametrize(("listen", "expected"), [
-    (":8081", ("0.0.0.0", 8081)), ("127.0.0.1:9101", ("127.0.0.1", 9101)), ("[::1]:9101", ("::1", 9101)),
-])
-def test_listen_addresses(listen: str, expected: tuple[str, int]) -> None:
-    assert split_listen(listen) == expected
-
-
-@pytest.mark.parametrize("listen", ["8081", "host:", "host:http", ":70000"])
-def test_a_bad_listen_address_is_refused_by_name(listen: str) -> None:
-    with pytest.raises(ValueError, match=f"--listen '{listen}'"):
-        split_listen(listen)

@@ -10,7 +10,7 @@ import pytest
 
 from remediator.cli import main
 from remediator.policy.fields import Namespaces
-from remediator.policy.loader import convert_policy, parse_policy, validate_main
+from remediator.policy.loader import PolicyError, convert_policy, parse_policy, validate_main
 from remediator.strategies.high_node_utilization.args import HighNodeUtilizationArgs
 from remediator.strategies.low_node_utilization.args import LowNodeUtilizationArgs
 from remediator.strategies.remove_pods_violating_node_taints.args import RemovePodsViolatingNodeTaintsArgs
@@ -230,3 +230,40 @@ def test_validate_rejects_each_bad_descheduler_policy_naming_file_line_and_field
     out, err = capsys.readouterr()
     assert out == ""
     assert f"{name}{expected}" in err.splitlines()[0], err
+
+
+OLDEST_POD_LIFE_TIME = """apiVersion: "descheduler/v1alpha1"
+kind: "DeschedulerPolicy"
+strategies:
+  "PodLifeTime":
+    enabled: true
+    params:
+      {params}
+"""
+
+
+def test_the_oldest_pod_life_time_form_plans_as_the_nested_one_with_a_deprecation_warning(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    old = parse_policy(OLDEST_POD_LIFE_TIME.format(params="maxPodLifeTimeSeconds: 86400"), source="old.yaml")
+    assert capsys.readouterr().err == (
+        "old.yaml:7: strategies.PodLifeTime.params.maxPodLifeTimeSeconds: warning: deprecated form: descheduler "
+        "reads it as params.podLifeTime.maxPodLifeTimeSeconds; move it there\n")
+    nested = parse_policy(OLDEST_POD_LIFE_TIME.format(params="podLifeTime: {maxPodLifeTimeSeconds: 86400}"),
+                          source="new.yaml")
+    assert capsys.readouterr().err == ""
+    assert old == nested
+
+
+def test_the_pod_life_time_given_both_ways_is_refused() -> None:
+    both = "maxPodLifeTimeSeconds: 60\n      podLifeTime: {maxPodLifeTimeSeconds: 60}"
+    text = OLDEST_POD_LIFE_TIME.format(params=both)
+    with pytest.raises(PolicyError, match=r"d\.yaml:7: strategies\.PodLifeTime\.params\.maxPodLifeTimeSeconds: given "
+                                          r"twice"):
+        parse_policy(text, source="d.yaml")
+
+
+def test_the_oldest_form_is_a_parameter_of_pod_life_time_only() -> None:
+    text = OLDEST_POD_LIFE_TIME.replace('"PodLifeTime"', '"RemoveFailedPods"')
+    text = text.format(params="maxPodLifeTimeSeconds: 60")
+    with pytest.raises(PolicyError, match="not a parameter of RemoveFailedPods"):
+        parse_policy(text, source="d.yaml")

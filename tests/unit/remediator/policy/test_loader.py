@@ -79,7 +79,8 @@ def test_every_field_of_the_full_policy_lands_in_its_dataclass_field() -> None:
         eviction=EvictionSettings(retry_deadline=dt.timedelta(minutes=20), initial_backoff=dt.timedelta(seconds=2),
                                   max_backoff=dt.timedelta(minutes=1), grace_period_seconds=60),
         safety=Safety(max_tainted_nodes=None, max_tainted_nodes_percent=25.5, min_tainted_nodes=2, paused=True,
-                      exclude_label="example.com/no-remediation"),
+                      exclude_label="example.com/no-remediation",
+                      acknowledge=("evict-daemonset-pods", "evict-system-critical-pods")),
         notifications=Notifications(queue_size=50, sinks=(
             SinkConfig(type="webhook", url="https://hooks.example.com/nodemedic", name="ops",
                        timeout=dt.timedelta(seconds=10), max_attempts=3,
@@ -294,7 +295,7 @@ def test_an_unknown_key_message_lists_the_valid_keys() -> None:
         parse_policy(HEADER + "safety: {maxTainted: 2}\n", source="p.yaml")
     assert caught.value.errors == [
         "p.yaml:3: safety.maxTainted: unknown key (did you mean maxTaintedNodes?); valid keys: maxTaintedNodes, "
-        "maxTaintedNodesPercent, minTaintedNodes, paused, excludeLabel"]
+        "maxTaintedNodesPercent, minTaintedNodes, paused, excludeLabel, acknowledge"]
 
 
 @pytest.mark.parametrize(("status", "accepted"), [('"True"', True), ('"Unknown"', True), ("False", False),
@@ -367,3 +368,60 @@ def test_a_non_printable_character_is_a_syntax_error_with_its_line() -> None:
 
 def test_the_sink_types_accepted_are_the_ones_the_notifier_can_format() -> None:
     assert set(SINK_TYPES) == set(notify_formats.FORMATS)
+
+
+# --- hostile files: bounded before parsing, refused with file and line, never a traceback ------------------
+
+
+def _refused(text: str) -> list[str]:
+    with pytest.raises(PolicyError) as caught:
+        parse_policy(text, source="p.yaml")
+    return caught.value.errors
+
+
+def test_a_policy_nested_past_the_bound_is_refused_at_its_line_not_a_recursion_error() -> None:
+    assert _refused(HEADER + "rules: " + "[" * 5000 + "]" * 5000 + "\n") == [
+        "p.yaml:3: <document>: nested deeper than 64 levels, the bound on a config file"]
+
+
+def test_a_descheduler_policy_comparing_two_billion_laughs_profiles_is_refused_before_any_comparison() -> None:
+    def chain(p: str) -> str:
+        lines = [f"        - &{p}0 [l, l, l, l, l, l, l, l, l]"]
+        lines += [f"        - &{p}{i} [{', '.join([f'*{p}{i - 1}'] * 9)}]" for i in range(1, 11)]
+        return "\n".join(lines)
+    profile = ("- name: {name}\n  pluginConfig:\n  - name: DefaultEvictor\n    args:\n      minPodAge:\n{chain}\n"
+               "  plugins:\n    deschedule: {{enabled: [{plugin}]}}\n")
+    text = ("apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n"
+            + profile.format(name="one", chain=chain("b"), plugin="RemovePodsViolatingNodeTaints")
+            + profile.format(name="two", chain=chain("c"), plugin="RemovePodsHavingTooManyRestarts"))
+    (error,) = _refused(text)
+    assert error.startswith("p.yaml:") and "expands to more than 100000 values" in error
+
+
+def test_more_rules_than_the_bound_are_refused_at_the_rules_key() -> None:
+    rules = "".join(f"- {{condition: {{type: C{i}}}, taint: {{key: nodemedic.io/c{i}}}}}\n" for i in range(1001))
+    assert _refused(HEADER + "rules:\n" + rules) == [
+        "p.yaml:4: rules: at most 1000 rules, got 1001: each is matched against every node every cycle, and each "
+        "owns a taint"]
+
+
+def test_a_non_scalar_key_is_refused_at_its_line() -> None:
+    assert _refused(HEADER + "? [a, b]\n: 1\n") == ["p.yaml:3: <document>: must be a string key, got a list"]
+
+
+def test_a_policy_file_over_the_size_bound_is_refused_before_parsing(tmp_path: Path) -> None:
+    path = tmp_path / "big.yaml"
+    path.write_bytes(HEADER.encode() + b"#" * (4 << 20))
+    with pytest.raises(PolicyError) as caught:
+        load_policy(path)
+    assert caught.value.errors == [f"{path}:1: <document>: cannot read the policy file: the file is larger than "
+                                   "4 MiB, the bound on a config file"]
+
+
+def test_binary_policy_bytes_are_refused_at_their_line(tmp_path: Path) -> None:
+    path = tmp_path / "binary.yaml"
+    path.write_bytes(HEADER.encode() + b"rules: \x00\xff\xfe")
+    with pytest.raises(PolicyError) as caught:
+        load_policy(path)
+    assert caught.value.errors == [f"{path}:3: <document>: cannot read the policy file: not UTF-8 text: byte 0xff at "
+                                   "offset 66 (invalid start byte)"]

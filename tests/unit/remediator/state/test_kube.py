@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from remediator.state import kube as kube_mod
 from remediator.state.caches import ClusterCache
-from remediator.state.kube import Credentials, Kube, WatchLineTooLong
+from remediator.state.kube import ApiError, Credentials, CredentialsError, Kube, WatchLineTooLong
 from tests.watch_server import WatchServer, big_object, serving
 
 MiB = 1 << 20
@@ -76,3 +79,52 @@ def test_the_watch_raises_its_own_error_for_an_event_over_the_bound(monkeypatch:
                 _ = [e async for e in kube.watch("/api/v1/nodes", "1")]
 
     asyncio.run(serving(server, body))
+
+
+NOT_A_CERT = "bm90IGEgY2VydA=="  # base64 of "not a cert"
+
+
+def hostile_kubeconfigs() -> dict[str, bytes]:
+    """Kubeconfigs that are wrong in type, encoding or certificate data, by what is wrong."""
+    def doc(cluster: str, user: str = "{token: abc}") -> bytes:
+        return (f"apiVersion: v1\nkind: Config\nclusters:\n- name: k\n  cluster: {cluster}\ncontexts:\n- name: c\n"
+                f"  context: {{cluster: k, user: u}}\ncurrent-context: c\nusers:\n- name: u\n  user: {user}\n"
+                ).encode()
+    return {
+        "CA data not a certificate": doc("{server: 'https://127.0.0.1:1', "
+                                         f"certificate-authority-data: {NOT_A_CERT}}}"),
+        "server a list": doc("{server: [1, 2]}"),
+        "clusters a number": b"apiVersion: v1\nclusters: 5\ncurrent-context: c\ncontexts: 5\n",
+        "not UTF-8": b"apiVersion: v1\nclusters:\n- \xff\xfe\n",
+    }
+
+
+@pytest.mark.parametrize("content", list(hostile_kubeconfigs().values()), ids=list(hostile_kubeconfigs()))
+def test_a_hostile_kubeconfig_is_a_credentials_error_naming_the_file(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "kubeconfig"
+    path.write_bytes(content)
+    with pytest.raises(CredentialsError, match=f"^{re.escape(str(path))}: "):
+        kube_mod.load_credentials(str(path))
+
+
+@pytest.mark.parametrize("body", [b"<html>gateway</html>", b'{"items": [', b"\xff\xfe\x00binary"],
+                         ids=["HTML", "truncated JSON", "binary"])
+def test_a_2xx_answer_that_is_not_json_is_an_api_error_not_a_decode_error(body: bytes) -> None:
+    async def answer(request: web.Request) -> web.Response:
+        return web.Response(body=body, content_type="application/json")
+
+    async def main() -> None:
+        application = web.Application()
+        application.router.add_get("/api/v1/nodes", answer)
+        runner = web.AppRunner(application)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        kube = client(f"http://127.0.0.1:{runner.addresses[0][1]}")
+        try:
+            with pytest.raises(ApiError, match=r"GET /api/v1/nodes: HTTP 200: the answer is not JSON"):
+                await kube.get("/api/v1/nodes")
+        finally:
+            await kube.close()
+            await runner.cleanup()
+
+    asyncio.run(main())
