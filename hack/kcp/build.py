@@ -58,7 +58,8 @@ def _prefix() -> str:
 
 
 def log(msg: str) -> None:
-    print(f"{_prefix()} {msg}", file=sys.stderr, flush=True)
+    sys.stderr.write(f"{_prefix()} {msg}\n")  # one write per line: two builds log side by side
+    sys.stderr.flush()
 
 
 def go_env() -> dict[str, str]:
