@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from remediator.policy.reader import Reader, Section, is_null
+from remediator.policy.secret_files import location_problem
 
 KUBERNETES_METRICS, PROMETHEUS = "KubernetesMetrics", "Prometheus"
 SOURCES = (KUBERNETES_METRICS, PROMETHEUS)
@@ -161,6 +162,10 @@ def _prometheus(r: Reader, provider: Section) -> PrometheusProvider | None:
         namespace, name = r.text(ref, "namespace", required=True), r.text(ref, "name", required=True)
         secret = (namespace, name) if namespace and name else None
     token_file = r.text(auth, "file")
+    # Read at each query (a projected token rotates), so only its place is known now; read_secret_file checks the
+    # rest (a regular file, its size) then.
+    if token_file and (problem := location_problem(token_file, r.secrets_dir)):
+        r.error(auth.values["file"], auth.at("file"), problem)
     if "authToken" in m.values and "secretReference" in auth.values and "file" in auth.values:
         r.error(auth.where(), auth.path, "secretReference and file are mutually exclusive; give one of them")
     elif "authToken" in m.values and not auth.values and auth.present:

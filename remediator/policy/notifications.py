@@ -6,6 +6,9 @@ in the file, or, to keep them out of a ConfigMap, read from a file (a mounted Se
     url: {file: /etc/nodemedic/secrets/slack-url}      # the file's content, surrounding whitespace removed
     headers: {Authorization: {env: ALERTS_TOKEN}}
 
+A file must be a regular file of at most 64 KiB under the secrets directory (`--secrets-dir`, default
+/etc/nodemedic/secrets, where the chart mounts the Secret): see secret_files.py.
+
 They are read when the policy is loaded (and reloaded), and no message, here or later, ever repeats one: an
 invalid URL is reported without its text.
 """
@@ -22,6 +25,7 @@ import yaml
 
 from remediator.policy.fields import MIN_BACKOFF, check_backoff
 from remediator.policy.reader import Reader, Section
+from remediator.policy.secret_files import location_problem, read_secret_file
 
 MAX_QUEUE_SIZE = 100_000
 MAX_ATTEMPTS = 100  # a sink retried for ever holds its queue slot for ever
@@ -92,15 +96,15 @@ def _secret_text(r: Reader, m: Section, key: str, files: list[str], *, required:
     if not name:
         return ""
     if source == "file":
-        if not os.path.isabs(name):
-            r.error(ref.values["file"], ref.at("file"), f"must be an absolute path, got {name!r}")
+        if problem := location_problem(name, r.secrets_dir):
+            r.error(ref.values["file"], ref.at("file"), problem)
             return ""
         files.append(name)
         try:
-            with open(name, encoding="utf-8") as f:
-                value = f.read().strip()
-        except (OSError, UnicodeDecodeError) as e:
-            r.error(ref.values["file"], ref.at("file"), f"cannot read {name}: {getattr(e, 'strerror', None) or e}")
+            value = read_secret_file(name, r.secrets_dir)
+        except OSError as e:
+            detail = f"cannot read {name}: {e.strerror}" if e.strerror else str(e)
+            r.error(ref.values["file"], ref.at("file"), detail)
             return ""
     else:
         value = os.environ.get(name, "").strip()

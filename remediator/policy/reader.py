@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import yaml
 
 from nodemedic_common.durations import below_floor, parse_duration
+from remediator.policy.secret_files import DEFAULT_SECRETS_DIR
 
 DOCUMENT = "<document>"  # the field path of errors about the file as a whole
 BAD = object()  # marks a value whose error is already recorded
@@ -56,6 +57,7 @@ class Reader:
     loader: yaml.SafeLoader  # converts scalars exactly as yaml.safe_load would
     errors: list[tuple[int, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # accepted, but said on stderr (deprecated forms)
+    secrets_dir: str = DEFAULT_SECRETS_DIR  # the only directory `{file: PATH}` secrets are read from (--secrets-dir)
 
     def error(self, node: yaml.Node, path: str, message: str) -> None:
         line = node.start_mark.line + 1

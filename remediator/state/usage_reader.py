@@ -26,6 +26,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from remediator.model import MeasuredUsage
 from remediator.policy.metrics import KUBERNETES_METRICS, PROMETHEUS, TOKEN_KEY, MetricsUtilization
 from remediator.policy.model import Policy
+from remediator.policy.secret_files import DEFAULT_SECRETS_DIR, read_secret_file
 from remediator.state import prometheus
 from remediator.state.kube import ApiError, Kube
 from remediator.state.metrics_api import list_metrics, usage_from_items
@@ -54,8 +55,8 @@ def sources(policy: Policy) -> tuple[bool, set[str]]:
 
 class UsageReader:
     def __init__(self, kube: Kube, *, registry: CollectorRegistry, log: logging.Logger,
-                 refresh: float = REFRESH) -> None:
-        self.kube, self.log, self.refresh = kube, log, refresh
+                 refresh: float = REFRESH, secrets_dir: str = DEFAULT_SECRETS_DIR) -> None:
+        self.kube, self.log, self.refresh, self.secrets_dir = kube, log, refresh, secrets_dir
         self.reads = Counter("nodemedic_usage_reads_total", "Reads of measured usage (metricsUtilization)",
                              ["source", "outcome"], registry=registry)
         self.unknown = Gauge("nodemedic_usage_unknown_nodes",
@@ -133,8 +134,15 @@ class UsageReader:
             if not raw:
                 raise OSError(f"Secret {secret[0]}/{secret[1]} has no {TOKEN_KEY} key")
             return base64.b64decode(raw).decode().strip()
-        path = token_file or os.path.join(SERVICE_ACCOUNT, "token")
-        if not token_file and not os.path.exists(path):
+        if token_file:
+            # The loader checked its place; whether it is a regular file of sane size is known only now.
+            try:
+                return read_secret_file(token_file, self.secrets_dir)
+            except OSError as e:
+                detail = f"cannot read {token_file}: {e.strerror}" if e.strerror else str(e)
+                raise OSError(f"metricsProviders[].prometheus.authToken.file: {detail}") from None
+        path = os.path.join(SERVICE_ACCOUNT, "token")
+        if not os.path.exists(path):
             return None
         with open(path, encoding="utf-8") as f:
             return f.read().strip()
