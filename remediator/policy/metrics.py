@@ -150,11 +150,17 @@ def read_metrics_providers(r: Reader, top: Section) -> MetricsProviders:
 
 def _prometheus(r: Reader, provider: Section) -> PrometheusProvider | None:
     m = r.section(provider, "prometheus", _PROMETHEUS_KEYS, required=True)
-    url = r.text(m, "url", required=True)
+    # The URL may carry credentials (userinfo, a token in the query): no error repeats it.
+    url = r.text(m, "url", required=True, secret=True)
     if url:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            r.error(m.values["url"], m.at("url"), f"must be an http:// or https:// URL with a host, got {url!r}")
+        try:
+            parts = urlsplit(url)
+            valid = parts.scheme in ("http", "https") and bool(parts.hostname)
+        except ValueError:
+            valid = False
+        if not valid:
+            r.error(m.values["url"], m.at("url"), "must be an http:// or https:// URL with a host (not shown: a URL "
+                                                  "may carry a credential)")
     auth = r.section(m, "authToken", _AUTH_KEYS)
     secret = None
     if "secretReference" in auth.values:

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from nodemedic_common.redaction import MIN_SECRET_LENGTH, header_secrets, url_secrets
 from remediator.policy.fields import MIN_BACKOFF, check_backoff
 from remediator.policy.reader import Reader, Section
 from remediator.policy.secret_files import location_problem, read_secret_file
@@ -33,7 +34,6 @@ SINK_TYPES = ("webhook", "slack", "alertmanager")
 _NOTIFICATIONS_KEYS = ("queueSize", "sinks")
 _SINK_KEYS = ("type", "name", "url", "timeout", "maxAttempts", "initialBackoff", "maxBackoff", "headers")
 _SECRET_SOURCES = ("file", "env")
-_MIN_SECRET_LENGTH = 6
 
 
 @dataclass(frozen=True)
@@ -48,15 +48,13 @@ class SinkConfig:
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
     def secrets(self) -> tuple[str, ...]:
-        """What no output may contain: the URL and its path and query (where a Slack URL keeps its key, and what a
-        server echoes back), every header value and its credential without the scheme ("Bearer <token>")."""
-        parts = urlsplit(self.url)
-        path = parts.path + (f"?{parts.query}" if parts.query else "")
-        values = [self.url, path if len(path) > 1 else ""]
+        """What no output may contain, in any form (nodemedic_common.redaction): the URL, its path and query (where a
+        Slack URL keeps its key, and what a server echoes back), its token segments and userinfo, every header value
+        and its credential without the scheme ("Bearer <token>")."""
+        values = url_secrets(self.url)
         for _, value in self.headers:
-            values += [value, value.partition(" ")[2].strip()]
-        # Shorter than this is no credential (X-Debug: 1), and cutting it out would garble every message.
-        return tuple(v for v in values if len(v) >= _MIN_SECRET_LENGTH)
+            values += header_secrets(value)
+        return tuple(dict.fromkeys(v for v in values if len(v) >= MIN_SECRET_LENGTH))
 
 
 @dataclass(frozen=True)
@@ -84,7 +82,7 @@ def _secret_text(r: Reader, m: Section, key: str, files: list[str], *, required:
     """m[key] as text, or read from `{file: PATH}` / `{env: NAME}`; errors name the source, never the value."""
     node = m.values.get(key)
     if not isinstance(node, yaml.MappingNode):
-        return r.text(m, key, required=required, check=check)
+        return r.text(m, key, required=required, check=check, secret=True)
     ref = r.mapping(node, m.at(key), _SECRET_SOURCES)
     ref.anchor = m.key_nodes[key]
     given = [k for k in _SECRET_SOURCES if k in ref.values]

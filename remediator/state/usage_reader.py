@@ -23,6 +23,7 @@ from typing import Any
 import aiohttp
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from nodemedic_common.redaction import redact, userinfo_secrets
 from remediator.model import MeasuredUsage
 from remediator.policy.metrics import KUBERNETES_METRICS, PROMETHEUS, TOKEN_KEY, MetricsUtilization
 from remediator.policy.model import Policy
@@ -113,14 +114,17 @@ class UsageReader:
         provider = policy.metrics.prometheus
         if provider is None:  # the loader refuses a Prometheus strategy without the provider
             return
+        token: str | None = None
         try:
             token = await self._token(provider.token_secret, provider.token_file)
             values = await prometheus.query(self._sess(), provider.url, q, token=token)
         except (prometheus.QueryError, ApiError, OSError) as e:
             self.reads.labels(PROMETHEUS, "error").inc()
-            # The message never holds the token: QueryError is built from the URL (credentials cut) and the answer.
+            # The answer's body may echo the request: the token and the URL's userinfo are cut in every form
+            # (raw, JSON-escaped, percent- and base64-encoded) before the message is logged, then it is shortened.
+            error = redact(str(e), [*([token] if token else []), *userinfo_secrets(provider.url)])
             self.log.warning("Prometheus query failed: its last values count until they are stale",
-                             extra={"query": q, "error": str(e)[:300]})
+                             extra={"query": q, "error": error[:300]})
             return
         self.reads.labels(PROMETHEUS, "ok").inc()
         self.scores[q] = _Scores(values, now)

@@ -174,3 +174,33 @@ def test_validate_takes_the_secrets_directory_from_its_flag(tmp_path: Path, caps
     assert main(["validate", "--policy", str(policy_file)]) == 2
     assert "is outside the secrets directory /etc/nodemedic/secrets (--secrets-dir)" in capsys.readouterr().err
     assert main(["validate", "--policy", str(policy_file), "--secrets-dir", str(tmp_path)]) == 0
+
+
+# --- a secret in the wrong place is never quoted ---------------------------------------------------------------
+@pytest.mark.parametrize(("url", "headers", "secret"), [
+    ("12345678901234567890", "{}", "12345678901234567890"),  # a token pasted unquoted into the URL field
+    ("https://h.example/x", "{Authorization: 98765432109876}", "98765432109876"),
+    ("https://h.example/x", "{Authorization: 2026-01-01 12:00:00}", "2026"),
+    ("https://h.example/x", "{Authorization: [Bearer s3cr3tl1st]}", "s3cr3tl1st"),
+], ids=["url-number", "header-number", "header-timestamp", "header-list"])
+def test_a_sink_value_of_the_wrong_type_is_refused_without_quoting_it(url: str, headers: str, secret: str) -> None:
+    (got,) = errors(sinks(url, headers))
+    assert "must be a string" in got and "not shown: it may be a credential" in got, got
+    assert secret not in got and "quote it" not in got
+
+
+def test_a_prometheus_url_with_a_credential_is_refused_without_quoting_it() -> None:
+    text = HEADER + """strategies:
+- name: LowNodeUtilization
+  args:
+    thresholds: {MetricResource: 20}
+    targetThresholds: {MetricResource: 50}
+    metricsUtilization: {source: Prometheus, prometheus: {query: 'up'}}
+metricsProviders:
+- source: Prometheus
+  prometheus: {url: 'prometheus.example/api?access_token=pr0ms3cr3t'}
+"""
+    (got,) = errors(text)
+    assert got.startswith("p.yaml:11: metricsProviders[0].prometheus.url: must be an http:// or https:// URL with a "
+                          "host"), got
+    assert "pr0ms3cr3t" not in got

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import datetime as dt
+import json
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -44,8 +45,10 @@ class Server:
             self.queries.append(request.query.get("query", ""))
             self.authorizations.append(request.headers.get("Authorization", ""))
             if request.headers.get("Authorization") != f"Bearer {TOKEN}":
-                return web.json_response({"status": "error", "errorType": "unauthorized", "error": "no token"},
-                                         status=401)
+                # As some proxies answer: the credential it was given, JSON-escaped, and its base64.
+                given = request.headers.get("Authorization", "").removeprefix("Bearer ")
+                echo = {"error": "no token", "given": given, "b64": base64.b64encode(given.encode()).decode()}
+                return web.Response(status=401, text=json.dumps(echo).replace("/", "\\/"))
             return web.json_response(self.by_query.get(request.query.get("query", ""), self.answer))
 
         async def secret(_: web.Request) -> web.Response:
@@ -220,3 +223,26 @@ def test_a_token_file_that_is_a_fifo_fails_the_query_at_once_naming_the_field(
     (record,) = [rec for rec in caplog.records if rec.getMessage().startswith("Prometheus query failed")]
     assert record.__dict__["error"] == (f"metricsProviders[].prometheus.authToken.file: {token} is not a regular "
                                         "file (a FIFO, device, socket or directory is never read)")
+
+
+def test_a_refusal_echoing_the_wrong_token_escaped_or_encoded_is_logged_with_it_cut_out(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    wrong = tmp_path / "token"
+    wrong.write_text("wr0ng/t0ken+value\n")
+    server = Server(vector(({"instance": "n1"}, "0.75")))
+
+    async def body(url: str) -> None:
+        r = reader(url, str(tmp_path))
+        try:
+            await r.read(policy(url, f"{{file: '{wrong}'}}", secrets_dir=str(tmp_path)), ["n1"], NOW)
+        finally:
+            await r.close()
+            await r.kube.close()
+
+    with caplog.at_level(logging.WARNING, logger="test.usage"):
+        serve(server, body)
+    (record,) = [rec for rec in caplog.records if rec.getMessage().startswith("Prometheus query failed")]
+    error = record.__dict__["error"]
+    assert "HTTP 401" in error and error.count("<redacted>") == 2, error
+    for leak in ("wr0ng", base64.b64encode(b"wr0ng/t0ken+value").decode()):
+        assert leak not in error, error
