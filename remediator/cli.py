@@ -32,6 +32,7 @@ from remediator.model import MeasuredUsage, Plan
 from remediator.planner import PlannerMemory, plan_cycle
 from remediator.policy.loader import PolicyError, convert_policy, load_policy, validate_main
 from remediator.policy.model import Policy
+from remediator.policy.secret_files import DEFAULT_SECRETS_DIR
 from remediator.server import app, loop_health, serve
 from remediator.state.caches import ClusterCache, snapshot_from_list
 from remediator.state.kube import ApiError, CredentialsError, Kube, load_credentials
@@ -42,9 +43,9 @@ from remediator.state.usage_reader import UsageReader, sources
 LEASE_NAME = "nodemedic-remediator"
 
 
-def _load_or_exit(path: str) -> Any:
+def _load_or_exit(path: str, secrets_dir: str) -> Any:
     try:
-        return load_policy(path)
+        return load_policy(path, secrets_dir=secrets_dir)
     except PolicyError as e:
         for err in e.errors:
             print(err, file=sys.stderr)
@@ -54,7 +55,7 @@ def _load_or_exit(path: str) -> Any:
 # --- run --------------------------------------------------------------------------------------------
 async def _run(args: argparse.Namespace) -> int:
     log = logs.setup("nodemedic.remediator", args.log_level)
-    policy = _load_or_exit(args.policy)
+    policy = _load_or_exit(args.policy, args.secrets_dir)
     registry = CollectorRegistry()
     metrics = metrics_mod.create(registry)
     identity = args.identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
@@ -76,8 +77,9 @@ async def _run(args: argparse.Namespace) -> int:
             on_change=lambda leading: metrics.leader.set(1 if leading else 0),
         )
     # Always there: a reloaded policy may start asking for measured usage; it reads nothing until one does.
-    usage = UsageReader(kube, registry=registry, log=log)
-    controller = Controller(kube=kube, cache=cache, source=PolicySource(args.policy, policy), alerts=alerts,
+    usage = UsageReader(kube, registry=registry, log=log, secrets_dir=args.secrets_dir)
+    source = PolicySource(args.policy, policy, secrets_dir=args.secrets_dir)
+    controller = Controller(kube=kube, cache=cache, source=source, alerts=alerts,
                             metrics=metrics, log=log, elector=elector, dry_run=args.dry_run,
                             lease_namespace=args.lease_namespace, lease_name=args.lease_name, usage=usage)
     runner = None
@@ -134,11 +136,13 @@ async def _once(controller: Controller, *, cache: ClusterCache, kube: Kube, usag
 
 
 # --- plan -------------------------------------------------------------------------------------------
-async def _live_items(kubeconfig: str, policy: Policy, now: dt.datetime) -> tuple[dict[str, Any], MeasuredUsage]:
+async def _live_items(kubeconfig: str, policy: Policy, now: dt.datetime,
+                      secrets_dir: str) -> tuple[dict[str, Any], MeasuredUsage]:
     """The cluster as a `kind: List`, and the usage the policy's strategies measure (nothing when none does)."""
     kube = Kube(load_credentials(kubeconfig), registry=CollectorRegistry())
     items: list[dict[str, Any]] = []
-    usage = UsageReader(kube, registry=CollectorRegistry(), log=logging.getLogger("nodemedic.remediator"))
+    usage = UsageReader(kube, registry=CollectorRegistry(), log=logging.getLogger("nodemedic.remediator"),
+                        secrets_dir=secrets_dir)
     try:
         for path, kind in (("/api/v1/nodes", "Node"), ("/api/v1/pods", "Pod"),
                            ("/apis/policy/v1/poddisruptionbudgets", "PodDisruptionBudget"),
@@ -191,7 +195,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     # A one-shot process: no cyclic collection while a whole cluster is decoded and planned (it halves the time
     # on 15,000 pods; see remediator/heap.py). Memory comes back when the process exits.
     gc.disable()
-    policy = _load_or_exit(args.policy)
+    policy = _load_or_exit(args.policy, args.secrets_dir)
     now = parse_time(args.now) if args.now else dt.datetime.now(dt.UTC)
     if now is None:
         print(f"--now: {time_problem(args.now)} (give an RFC 3339 time with an offset, e.g. 2026-03-01T12:00:00Z)",
@@ -217,7 +221,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         measured = MeasuredUsage(nodes=nodes, pods=pods)
     else:
         try:
-            doc, measured = asyncio.run(_live_items(args.kubeconfig, policy, now))
+            doc, measured = asyncio.run(_live_items(args.kubeconfig, policy, now, args.secrets_dir))
         except CredentialsError as e:
             print(f"nodemedic-remediator: {e}", file=sys.stderr)
             return 2
@@ -246,7 +250,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
     try:
         with open(args.policy, encoding="utf-8") as f:
             text = f.read()
-        converted = convert_policy(text, source=args.policy)
+        converted = convert_policy(text, source=args.policy, secrets_dir=args.secrets_dir)
     except (OSError, UnicodeDecodeError) as e:
         print(f"{args.policy}: cannot read the policy file: {e}", file=sys.stderr)
         return 2
@@ -265,7 +269,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 
 def cmd_autoscaler_flags(args: argparse.Namespace) -> int:
-    flags = status_taint_flags(_load_or_exit(args.policy))
+    flags = status_taint_flags(_load_or_exit(args.policy, args.secrets_dir))
     print(f"# cluster-autoscaler flags for the taints {args.policy} may put on nodes (docs/autoscalers.md):")
     print("\n".join(flags) if flags else "# none: the policy owns no taint")
     return 0
@@ -289,12 +293,19 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def _secrets_dir_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--secrets-dir", default=DEFAULT_SECRETS_DIR,
+                        help="the only directory the policy's {file: PATH} secrets and authToken.file are read from "
+                             f"(default {DEFAULT_SECRETS_DIR}, where the chart mounts the notifications Secret)")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="nodemedic-remediator", description="nodemedic cluster remediator")
     ap.add_argument("--version", action="version", version=f"nodemedic-remediator {__version__}")
     sub = ap.add_subparsers(dest="cmd", required=True)
     run = sub.add_parser("run", help="watch the cluster and remediate")
     run.add_argument("--policy", required=True)
+    _secrets_dir_flag(run)
     run.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG") or None,
                      help="default: $KUBECONFIG, else in-cluster credentials")
     run.add_argument("--dry-run", action="store_true", help="plan and report, write nothing")
@@ -318,8 +329,10 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--log-level", default="INFO")
     val = sub.add_parser("validate", help="check a policy file: exit 0, or 2 with file:line: field errors")
     val.add_argument("--policy", required=True)
+    _secrets_dir_flag(val)
     plan = sub.add_parser("plan", help="print what would be done now; writes nothing")
     plan.add_argument("--policy", required=True)
+    _secrets_dir_flag(plan)
     src = plan.add_mutually_exclusive_group(required=True)
     src.add_argument("--kubeconfig")
     src.add_argument("--snapshot", help="`kubectl get nodes,pods,pdb,priorityclasses,pvc -A -o json` output "
@@ -330,10 +343,12 @@ def main(argv: list[str] | None = None) -> int:
     conv = sub.add_parser("convert", help="write a DeschedulerPolicy (descheduler/v1alpha2 or v1alpha1) as the "
                                           "equivalent nodemedic policy")
     conv.add_argument("--policy", required=True)
+    _secrets_dir_flag(conv)
     conv.add_argument("--output", "-o", help="file to write (default: stdout)")
     flags = sub.add_parser("autoscaler-flags",
                            help="print the cluster-autoscaler --status-taint flags for the taints the policy owns")
     flags.add_argument("--policy", required=True)
+    _secrets_dir_flag(flags)
     args = ap.parse_args(argv)
     if args.cmd == "run" and (problems := _run_flag_problems(args)):
         run.exit(2, "".join(f"{run.prog}: {p}\n" for p in problems))  # before anything starts
@@ -342,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "autoscaler-flags":
         return cmd_autoscaler_flags(args)
     if args.cmd == "validate":
-        return validate_main(args.policy)
+        return validate_main(args.policy, secrets_dir=args.secrets_dir)
     if args.cmd == "plan":
         return cmd_plan(args)
     return asyncio.run(_run(args))

@@ -30,6 +30,7 @@ from remediator.planner import PlannerMemory, plan_cycle
 from remediator.planning import taints as owned_taints
 from remediator.policy.loader import PolicyError, load_policy
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION, Policy
+from remediator.policy.secret_files import DEFAULT_SECRETS_DIR, read_secret_bytes
 from remediator.state.caches import ClusterCache
 from remediator.state.kube import ApiError, Kube
 from remediator.state.usage_reader import UsageReader
@@ -46,9 +47,10 @@ class PolicySource:
     """The policy file, re-read when its content changes, or the content of a file it reads a notification secret
     from (a rotated key in a mounted Secret); a bad new file keeps the last good policy."""
 
-    def __init__(self, path: str, policy: Policy) -> None:
+    def __init__(self, path: str, policy: Policy, *, secrets_dir: str = DEFAULT_SECRETS_DIR) -> None:
         self.path = Path(path)
         self.policy = policy
+        self.secrets_dir = secrets_dir
         self.stat = self._stat()
         self.digest = self._digest()
 
@@ -72,8 +74,8 @@ class PolicySource:
         except OSError:
             return ""
         for file in self._files()[1:]:
-            try:
-                policy.update(hashlib.sha256(file.read_bytes()).digest())
+            try:  # bounded and regular files only, as the loader reads them: the file may have changed since
+                policy.update(hashlib.sha256(read_secret_bytes(str(file), self.secrets_dir)).digest())
             except OSError:
                 policy.update(b"unreadable")  # reported by the reload that follows
         return policy.hexdigest()
@@ -89,7 +91,7 @@ class PolicySource:
             return False, []
         self.digest = digest
         try:
-            self.policy = load_policy(self.path)
+            self.policy = load_policy(self.path, secrets_dir=self.secrets_dir)
         except PolicyError as e:
             return False, e.errors
         except Exception as e:  # noqa: BLE001 - a loader bug on odd input (a RecursionError was one) must still be

@@ -3,7 +3,10 @@
 A few lines of asyncio instead of aiohttp.web: the agent runs on every node with a 40 MiB budget, and the web
 framework alone costs about 2 MiB of RSS for two fixed routes. Each request head is read with a size and a time
 limit, the answer carries Content-Length and the connection is closed (Prometheus and probes open a connection per
-scrape anyway), so a slow or hostile client costs one small task for at most `read_timeout` seconds.
+scrape anyway), so a slow or hostile client costs one small task for at most `read_timeout` seconds. At most
+`max_connections` are served at once: the agent runs in the host network, where anything on the node can reach
+it, and 5,000 held connections took it to 157 MB, past its memory limit; a connection past the bound is closed as
+soon as it is accepted (a scraper retries at its next interval).
 """
 
 from __future__ import annotations
@@ -26,11 +29,15 @@ class Answer:
 
 Route = Callable[[], Answer]
 MAX_HEAD = 8192  # request line + headers; a scrape sends a few hundred bytes
+# Prometheus, a second scraper and the kubelet's probes use a handful at a time; each costs a task and buffers
+# (~30 KiB), so this bounds the endpoint to a few MiB whatever is sent to it.
+MAX_CONNECTIONS = 64
 
 
 class StatusServer:
-    def __init__(self, routes: Mapping[str, Route], *, read_timeout: float = 5.0) -> None:
-        self.routes, self.read_timeout = dict(routes), read_timeout
+    def __init__(self, routes: Mapping[str, Route], *, read_timeout: float = 5.0,
+                 max_connections: int = MAX_CONNECTIONS) -> None:
+        self.routes, self.read_timeout, self.max_connections = dict(routes), read_timeout, max_connections
         self._server: asyncio.Server | None = None
         self._clients: set[asyncio.Task[None]] = set()
 
@@ -38,6 +45,11 @@ class StatusServer:
     def port(self) -> int:
         assert self._server is not None and self._server.sockets, "start() first"
         return int(self._server.sockets[0].getsockname()[1])
+
+    @property
+    def connections(self) -> int:
+        """Connections being served now."""
+        return len(self._clients)
 
     async def start(self, listen: str) -> None:
         host, port = split_listen(listen)
@@ -54,6 +66,9 @@ class StatusServer:
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
+        if len(self._clients) >= self.max_connections:
+            writer.transport.abort()  # at once, unread: waiting for its request is what the bound prevents
+            return
         self._clients.add(task)
         try:
             answer, head_only = await self._answer(reader)

@@ -26,6 +26,7 @@ from enum import StrEnum
 import aiohttp
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from nodemedic_common.redaction import redact
 from remediator import __version__
 from remediator.alerts.alert import Alert
 from remediator.alerts.formats import FORMATS, Format
@@ -304,9 +305,8 @@ class Notifier:
 
 
 def _redacted(answer: _Answer, secrets: tuple[str, ...]) -> _Answer:
-    """The answer with the sink's URL and header values cut out of its error: aiohttp puts the URL in some of its
-    exceptions, and a server may echo the request in its error body; the error goes to logs."""
-    error = answer.error
-    for secret in sorted(secrets, key=len, reverse=True):
-        error = error.replace(secret, "<redacted>")
+    """The answer with the sink's URL and header values cut out of its error, raw, JSON-escaped, percent-encoded and
+    base64-encoded, and any URL's userinfo: aiohttp puts the URL in some of its exceptions, and a server may echo
+    the request in its error body; the error goes to logs."""
+    error = redact(answer.error, secrets)
     return answer if error == answer.error else dataclasses.replace(answer, error=error)

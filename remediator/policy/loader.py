@@ -26,6 +26,7 @@ from remediator.policy.notifications import read_notifications
 from remediator.policy.reader import DOCUMENT, Reader, Section, is_null
 from remediator.policy.rules import read_rules
 from remediator.policy.safety import check_acknowledged, read_safety, taken_risks
+from remediator.policy.secret_files import DEFAULT_SECRETS_DIR
 from remediator.policy.strategies import read_strategies
 from remediator.policy.window import read_window
 
@@ -44,19 +45,20 @@ class PolicyError(Exception):
         self.errors = list(errors)
 
 
-def parse_policy(text: str, *, source: str) -> Policy:
+def parse_policy(text: str, *, source: str, secrets_dir: str = DEFAULT_SECRETS_DIR) -> Policy:
     """The policy in `text`, or PolicyError listing every problem; `source` names the file in messages. A
-    descheduler DeschedulerPolicy is read as it is (descheduler.py)."""
-    return _parse(text, source=source, convert=False)[0]
+    descheduler DeschedulerPolicy is read as it is (descheduler.py). `{file: PATH}` secrets are read only from
+    `secrets_dir` (secret_files.py)."""
+    return _parse(text, source=source, convert=False, secrets_dir=secrets_dir)[0]
 
 
-def convert_policy(text: str, *, source: str) -> str:
+def convert_policy(text: str, *, source: str, secrets_dir: str = DEFAULT_SECRETS_DIR) -> str:
     """`text` as a nodemedic RemediationPolicy (for `convert`): a DeschedulerPolicy as the translation the loader
     validated, so the result plans identically; PolicyError when it does not validate."""
-    return _parse(text, source=source, convert=True)[1]
+    return _parse(text, source=source, convert=True, secrets_dir=secrets_dir)[1]
 
 
-def _parse(text: str, *, source: str, convert: bool) -> tuple[Policy, str]:
+def _parse(text: str, *, source: str, convert: bool, secrets_dir: str) -> tuple[Policy, str]:
     try:
         loader = yaml.SafeLoader(text)
         # Before composing: depth and alias expansion are what make composing (and comparing) blow up.
@@ -70,7 +72,7 @@ def _parse(text: str, *, source: str, convert: bool) -> tuple[Policy, str]:
             node = loader.get_node()
             if node is not None:
                 documents.append(node)
-        r = Reader(source, loader)
+        r = Reader(source, loader, secrets_dir=secrets_dir)
         try:
             policy, root = _document(r, documents)
         finally:
@@ -151,7 +153,7 @@ def _sections(r: Reader, top: Section, *, from_descheduler: bool) -> Policy:
     return policy
 
 
-def load_policy(path: str | os.PathLike[str]) -> Policy:
+def load_policy(path: str | os.PathLike[str], *, secrets_dir: str = DEFAULT_SECRETS_DIR) -> Policy:
     source = os.fspath(path)
     try:
         text = read_text(source)
@@ -159,13 +161,13 @@ def load_policy(path: str | os.PathLike[str]) -> Policy:
         raise PolicyError([f"{source}: cannot read the policy file: {e}"]) from None
     if isinstance(text, Problem):
         raise PolicyError([f"{source}:{text.line}: {DOCUMENT}: cannot read the policy file: {text.message}"])
-    return parse_policy(text, source=source)
+    return parse_policy(text, source=source, secrets_dir=secrets_dir)
 
 
-def validate_main(path: str) -> int:
+def validate_main(path: str, *, secrets_dir: str = DEFAULT_SECRETS_DIR) -> int:
     """`nodemedic-remediator validate`: 0 and a one-line summary, or 2 with every error on stderr."""
     try:
-        policy = load_policy(path)
+        policy = load_policy(path, secrets_dir=secrets_dir)
     except PolicyError as e:
         for message in e.errors:
             print(message, file=sys.stderr)

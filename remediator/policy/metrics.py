@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from remediator.policy.reader import Reader, Section, is_null
+from remediator.policy.secret_files import location_problem
 
 KUBERNETES_METRICS, PROMETHEUS = "KubernetesMetrics", "Prometheus"
 SOURCES = (KUBERNETES_METRICS, PROMETHEUS)
@@ -149,11 +150,17 @@ def read_metrics_providers(r: Reader, top: Section) -> MetricsProviders:
 
 def _prometheus(r: Reader, provider: Section) -> PrometheusProvider | None:
     m = r.section(provider, "prometheus", _PROMETHEUS_KEYS, required=True)
-    url = r.text(m, "url", required=True)
+    # The URL may carry credentials (userinfo, a token in the query): no error repeats it.
+    url = r.text(m, "url", required=True, secret=True)
     if url:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            r.error(m.values["url"], m.at("url"), f"must be an http:// or https:// URL with a host, got {url!r}")
+        try:
+            parts = urlsplit(url)
+            valid = parts.scheme in ("http", "https") and bool(parts.hostname)
+        except ValueError:
+            valid = False
+        if not valid:
+            r.error(m.values["url"], m.at("url"), "must be an http:// or https:// URL with a host (not shown: a URL "
+                                                  "may carry a credential)")
     auth = r.section(m, "authToken", _AUTH_KEYS)
     secret = None
     if "secretReference" in auth.values:
@@ -161,6 +168,10 @@ def _prometheus(r: Reader, provider: Section) -> PrometheusProvider | None:
         namespace, name = r.text(ref, "namespace", required=True), r.text(ref, "name", required=True)
         secret = (namespace, name) if namespace and name else None
     token_file = r.text(auth, "file")
+    # Read at each query (a projected token rotates), so only its place is known now; read_secret_file checks the
+    # rest (a regular file, its size) then.
+    if token_file and (problem := location_problem(token_file, r.secrets_dir)):
+        r.error(auth.values["file"], auth.at("file"), problem)
     if "authToken" in m.values and "secretReference" in auth.values and "file" in auth.values:
         r.error(auth.where(), auth.path, "secretReference and file are mutually exclusive; give one of them")
     elif "authToken" in m.values and not auth.values and auth.present:

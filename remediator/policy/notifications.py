@@ -6,6 +6,9 @@ in the file, or, to keep them out of a ConfigMap, read from a file (a mounted Se
     url: {file: /etc/nodemedic/secrets/slack-url}      # the file's content, surrounding whitespace removed
     headers: {Authorization: {env: ALERTS_TOKEN}}
 
+A file must be a regular file of at most 64 KiB under the secrets directory (`--secrets-dir`, default
+/etc/nodemedic/secrets, where the chart mounts the Secret): see secret_files.py.
+
 They are read when the policy is loaded (and reloaded), and no message, here or later, ever repeats one: an
 invalid URL is reported without its text.
 """
@@ -20,8 +23,10 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from nodemedic_common.redaction import MIN_SECRET_LENGTH, header_secrets, url_secrets
 from remediator.policy.fields import MIN_BACKOFF, check_backoff
 from remediator.policy.reader import Reader, Section
+from remediator.policy.secret_files import location_problem, read_secret_file
 
 MAX_QUEUE_SIZE = 100_000
 MAX_ATTEMPTS = 100  # a sink retried for ever holds its queue slot for ever
@@ -29,7 +34,6 @@ SINK_TYPES = ("webhook", "slack", "alertmanager")
 _NOTIFICATIONS_KEYS = ("queueSize", "sinks")
 _SINK_KEYS = ("type", "name", "url", "timeout", "maxAttempts", "initialBackoff", "maxBackoff", "headers")
 _SECRET_SOURCES = ("file", "env")
-_MIN_SECRET_LENGTH = 6
 
 
 @dataclass(frozen=True)
@@ -44,15 +48,13 @@ class SinkConfig:
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
     def secrets(self) -> tuple[str, ...]:
-        """What no output may contain: the URL and its path and query (where a Slack URL keeps its key, and what a
-        server echoes back), every header value and its credential without the scheme ("Bearer <token>")."""
-        parts = urlsplit(self.url)
-        path = parts.path + (f"?{parts.query}" if parts.query else "")
-        values = [self.url, path if len(path) > 1 else ""]
+        """What no output may contain, in any form (nodemedic_common.redaction): the URL, its path and query (where a
+        Slack URL keeps its key, and what a server echoes back), its token segments and userinfo, every header value
+        and its credential without the scheme ("Bearer <token>")."""
+        values = url_secrets(self.url)
         for _, value in self.headers:
-            values += [value, value.partition(" ")[2].strip()]
-        # Shorter than this is no credential (X-Debug: 1), and cutting it out would garble every message.
-        return tuple(v for v in values if len(v) >= _MIN_SECRET_LENGTH)
+            values += header_secrets(value)
+        return tuple(dict.fromkeys(v for v in values if len(v) >= MIN_SECRET_LENGTH))
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,7 @@ def _secret_text(r: Reader, m: Section, key: str, files: list[str], *, required:
     """m[key] as text, or read from `{file: PATH}` / `{env: NAME}`; errors name the source, never the value."""
     node = m.values.get(key)
     if not isinstance(node, yaml.MappingNode):
-        return r.text(m, key, required=required, check=check)
+        return r.text(m, key, required=required, check=check, secret=True)
     ref = r.mapping(node, m.at(key), _SECRET_SOURCES)
     ref.anchor = m.key_nodes[key]
     given = [k for k in _SECRET_SOURCES if k in ref.values]
@@ -92,15 +94,15 @@ def _secret_text(r: Reader, m: Section, key: str, files: list[str], *, required:
     if not name:
         return ""
     if source == "file":
-        if not os.path.isabs(name):
-            r.error(ref.values["file"], ref.at("file"), f"must be an absolute path, got {name!r}")
+        if problem := location_problem(name, r.secrets_dir):
+            r.error(ref.values["file"], ref.at("file"), problem)
             return ""
         files.append(name)
         try:
-            with open(name, encoding="utf-8") as f:
-                value = f.read().strip()
-        except (OSError, UnicodeDecodeError) as e:
-            r.error(ref.values["file"], ref.at("file"), f"cannot read {name}: {getattr(e, 'strerror', None) or e}")
+            value = read_secret_file(name, r.secrets_dir)
+        except OSError as e:
+            detail = f"cannot read {name}: {e.strerror}" if e.strerror else str(e)
+            r.error(ref.values["file"], ref.at("file"), detail)
             return ""
     else:
         value = os.environ.get(name, "").strip()

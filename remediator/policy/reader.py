@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import yaml
 
 from nodemedic_common.durations import below_floor, parse_duration
+from remediator.policy.secret_files import DEFAULT_SECRETS_DIR
 
 DOCUMENT = "<document>"  # the field path of errors about the file as a whole
 BAD = object()  # marks a value whose error is already recorded
@@ -56,6 +57,7 @@ class Reader:
     loader: yaml.SafeLoader  # converts scalars exactly as yaml.safe_load would
     errors: list[tuple[int, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # accepted, but said on stderr (deprecated forms)
+    secrets_dir: str = DEFAULT_SECRETS_DIR  # the only directory `{file: PATH}` secrets are read from (--secrets-dir)
 
     def error(self, node: yaml.Node, path: str, message: str) -> None:
         line = node.start_mark.line + 1
@@ -64,18 +66,23 @@ class Reader:
     def warn(self, node: yaml.Node, path: str, message: str) -> None:
         self.warnings.append(f"{self.source}:{node.start_mark.line + 1}: {path}: warning: {message}")
 
-    def value(self, node: yaml.Node, path: str) -> object:
-        """A scalar's Python value; a list or mapping comes back as-is for the caller to reject with its type."""
+    def value(self, node: yaml.Node, path: str, *, secret: bool = False) -> object:
+        """A scalar's Python value; a list or mapping comes back as-is for the caller to reject with its type.
+        `secret`: the value may be a credential, and an error never repeats it (it goes to stderr and an Event)."""
         if not isinstance(node, yaml.ScalarNode):
             return node
         try:
             return self.loader.construct_object(node)
         except (yaml.YAMLError, ValueError, TypeError) as e:
-            self.error(node, path, f"unreadable value {node.value!r}: {e}")
+            self.error(node, path, "unreadable value (not shown: it may be a credential)" if secret
+                       else f"unreadable value {node.value!r}: {e}")
             return BAD
 
-    def wrong(self, node: yaml.Node, path: str, expected: str, got: object) -> None:
+    def wrong(self, node: yaml.Node, path: str, expected: str, got: object, *, secret: bool = False) -> None:
         if got is BAD:
+            return
+        if secret:  # the kind of value only: a token written unquoted may read as a number or a date
+            self.error(node, path, f"must be {expected}, got {_kind(got)} (not shown: it may be a credential)")
             return
         message = f"must be {expected}, got {_describe(got)}"
         if expected == "a string" and isinstance(node, yaml.ScalarNode) and got is not None:
@@ -129,15 +136,17 @@ class Reader:
         return [(item, f"{parent.at(key)}[{i}]") for i, item in enumerate(node.value)]
 
     def text(self, m: Section, key: str, default: str = "", *, required: bool = False,
-             check: Callable[[str], str | None] | None = None) -> str:
+             check: Callable[[str], str | None] | None = None, secret: bool = False) -> str:
+        """m[key] as a string. `secret`: a credential's field (a sink URL, a header): no error quotes the value;
+        `check` must not either."""
         node = m.values.get(key)
         if node is None:
             if required and m.present:
                 self.error(m.where(), m.at(key), "required")
             return default
-        got = self.value(node, m.at(key))
+        got = self.value(node, m.at(key), secret=secret)
         if not isinstance(got, str):
-            self.wrong(node, m.at(key), "a string", got)
+            self.wrong(node, m.at(key), "a string", got, secret=secret)
             return default
         if required and not got:
             self.error(node, m.at(key), "must not be empty")
@@ -271,6 +280,14 @@ class Reader:
 
 def is_null(node: yaml.Node) -> bool:
     return isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null"
+
+
+def _kind(value: object) -> str:
+    """What `_describe` says without the value."""
+    if value is None or isinstance(value, yaml.Node):
+        return _describe(value)
+    return {bool: "a boolean", str: "a string", int: "an integer", float: "a number"}.get(type(value),
+                                                                                      type(value).__name__)
 
 
 def _describe(value: object) -> str:

@@ -23,9 +23,11 @@ from typing import Any
 import aiohttp
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from nodemedic_common.redaction import redact, userinfo_secrets
 from remediator.model import MeasuredUsage
 from remediator.policy.metrics import KUBERNETES_METRICS, PROMETHEUS, TOKEN_KEY, MetricsUtilization
 from remediator.policy.model import Policy
+from remediator.policy.secret_files import DEFAULT_SECRETS_DIR, read_secret_file
 from remediator.state import prometheus
 from remediator.state.kube import ApiError, Kube
 from remediator.state.metrics_api import list_metrics, usage_from_items
@@ -54,8 +56,8 @@ def sources(policy: Policy) -> tuple[bool, set[str]]:
 
 class UsageReader:
     def __init__(self, kube: Kube, *, registry: CollectorRegistry, log: logging.Logger,
-                 refresh: float = REFRESH) -> None:
-        self.kube, self.log, self.refresh = kube, log, refresh
+                 refresh: float = REFRESH, secrets_dir: str = DEFAULT_SECRETS_DIR) -> None:
+        self.kube, self.log, self.refresh, self.secrets_dir = kube, log, refresh, secrets_dir
         self.reads = Counter("nodemedic_usage_reads_total", "Reads of measured usage (metricsUtilization)",
                              ["source", "outcome"], registry=registry)
         self.unknown = Gauge("nodemedic_usage_unknown_nodes",
@@ -112,14 +114,17 @@ class UsageReader:
         provider = policy.metrics.prometheus
         if provider is None:  # the loader refuses a Prometheus strategy without the provider
             return
+        token: str | None = None
         try:
             token = await self._token(provider.token_secret, provider.token_file)
             values = await prometheus.query(self._sess(), provider.url, q, token=token)
         except (prometheus.QueryError, ApiError, OSError) as e:
             self.reads.labels(PROMETHEUS, "error").inc()
-            # The message never holds the token: QueryError is built from the URL (credentials cut) and the answer.
+            # The answer's body may echo the request: the token and the URL's userinfo are cut in every form
+            # (raw, JSON-escaped, percent- and base64-encoded) before the message is logged, then it is shortened.
+            error = redact(str(e), [*([token] if token else []), *userinfo_secrets(provider.url)])
             self.log.warning("Prometheus query failed: its last values count until they are stale",
-                             extra={"query": q, "error": str(e)[:300]})
+                             extra={"query": q, "error": error[:300]})
             return
         self.reads.labels(PROMETHEUS, "ok").inc()
         self.scores[q] = _Scores(values, now)
@@ -133,8 +138,15 @@ class UsageReader:
             if not raw:
                 raise OSError(f"Secret {secret[0]}/{secret[1]} has no {TOKEN_KEY} key")
             return base64.b64decode(raw).decode().strip()
-        path = token_file or os.path.join(SERVICE_ACCOUNT, "token")
-        if not token_file and not os.path.exists(path):
+        if token_file:
+            # The loader checked its place; whether it is a regular file of sane size is known only now.
+            try:
+                return read_secret_file(token_file, self.secrets_dir)
+            except OSError as e:
+                detail = f"cannot read {token_file}: {e.strerror}" if e.strerror else str(e)
+                raise OSError(f"metricsProviders[].prometheus.authToken.file: {detail}") from None
+        path = os.path.join(SERVICE_ACCOUNT, "token")
+        if not os.path.exists(path):
             return None
         with open(path, encoding="utf-8") as f:
             return f.read().strip()

@@ -251,6 +251,7 @@ MATRIX = [
     (REMEDIATOR, "delete", "/pods", "default", "web-1", False),
     (REMEDIATOR, "create", "/pods", "default", "", False),
     (REMEDIATOR, "patch", "/pods", "default", "web-1", False),
+    (REMEDIATOR, "patch", "/pods/status", "default", "web-1", False),  # the default policy: no MakeRoomForPendingPods
     (REMEDIATOR, "get", "/pods", "default", "web-1", False),
     (REMEDIATOR, "create", "/pods/exec", "default", "web-1", False),
     (REMEDIATOR, "get", "/secrets", NS, "anything", False),

@@ -89,7 +89,8 @@ notifications:
     headers: {{Authorization: {{env: NODEMEDIC_TEST_ALERTS_TOKEN}}}}
     initialBackoff: 100ms
 """
-        r = start_remediator(tmp_path, cluster.kubeconfig, policy, name="r", lease_namespace=namespace)
+        r = start_remediator(tmp_path, cluster.kubeconfig, policy, name="r", lease_namespace=namespace,
+                             extra=["--secrets-dir", str(secret_dir)])
         processes.append(r)
         set_condition(core, node, "KernelDeadlock", "True")
         wait_until(lambda: TAINT in taint_keys(core, node), timeout=30, what="the taint")
@@ -103,12 +104,13 @@ notifications:
                    what="the failed first attempt logged (with the echoing error body)")
 
         policy_file = tmp_path / "r-policy.yaml"
-        validate = subprocess.run([*REMEDIATOR, "validate", "--policy", str(policy_file)], capture_output=True,
+        validate = subprocess.run([*REMEDIATOR, "validate", "--policy", str(policy_file),
+                                   "--secrets-dir", str(secret_dir)], capture_output=True,
                                   text=True, timeout=60, check=False)
         assert validate.returncode == 0, validate.stderr
         plan = subprocess.run([*REMEDIATOR, "plan", "--policy", str(policy_file), "--kubeconfig",
-                               str(cluster.kubeconfig), "--json"], capture_output=True, text=True, timeout=120,
-                              check=False)
+                               str(cluster.kubeconfig), "--json", "--secrets-dir", str(secret_dir)],
+                              capture_output=True, text=True, timeout=120, check=False)
         assert plan.returncode == 0, plan.stderr
         events = core.list_event_for_all_namespaces()
         channels = {

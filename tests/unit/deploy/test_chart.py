@@ -16,7 +16,7 @@ import yaml
 from agent import cli as agent_cli
 from remediator import cli as remediator_cli
 from remediator.actions.evictor import Outcome
-from remediator.policy.loader import validate_main
+from remediator.policy.loader import load_policy, validate_main
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "hack"))
@@ -204,3 +204,28 @@ def test_notification_credentials_are_mounted_from_a_secret_never_carried_in_a_c
     # The policy's own example refers to the mounted keys, and the chart creates no Secret to hold a value itself.
     assert "{file: /etc/nodemedic/secrets/slack-url}" in (ROOT / "deploy" / "policy" / "default.yaml").read_text()
     assert not [d for d in objs if d["kind"] == "Secret"]
+
+
+def _granted(role: str) -> set[tuple[str, str]]:
+    (doc,) = [d for d in docs(manifests.MANIFESTS / "nodemedic.yaml")
+              if d["kind"] == "ClusterRole" and d["metadata"]["name"] == role]
+    return {(resource, verb) for rule in doc["rules"] for resource in rule["resources"] for verb in rule["verbs"]}
+
+
+def test_pods_status_is_granted_only_for_a_policy_that_nominates(tmp_path: Path) -> None:
+    """The remediator patches pods/status only to nominate (actions/nominator.py, MakeRoomForPendingPods): the
+    rendered default policy has no such strategy, so no such grant."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(_configmap("nodemedic-remediator")["policy.yaml"])
+    nominates = any(s.name == "MakeRoomForPendingPods" for s in load_policy(policy).strategies)
+    assert not nominates
+    assert ("pods/status", "patch") not in _granted("nodemedic-remediator")
+    calls = "\n".join(p.read_text() for p in (ROOT / "remediator").rglob("*.py"))
+    assert calls.count("/status\"") == 1 and "pods/{pod.name}/status" in calls, "pods/status has one writer"
+
+
+def test_the_agent_may_list_and_watch_pods_because_the_default_config_runs_stuck_pods() -> None:
+    config = yaml.safe_load(_configmap("nodemedic-agent")["agent.yaml"]) or {}
+    assert (config.get("checks") or {}).get("stuckPods", {}).get("enabled", True)
+    assert {("pods", "list"), ("pods", "watch")} <= _granted("nodemedic-agent")
+    assert not {("pods", v) for v in ("get", "create", "update", "patch", "delete")} & _granted("nodemedic-agent")

@@ -520,7 +520,7 @@ def test_a_loader_failure_that_is_not_a_policy_error_is_still_counted_and_announ
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     w = World(tmp_path, nodes=[node("sick", sick=True), node("well")], pods=[])
 
-    def crash(path: object) -> object:
+    def crash(path: object, **_: object) -> object:
         raise RecursionError("maximum recursion depth exceeded")
     monkeypatch.setattr(controller_mod, "load_policy", crash)
     w.policy_path.write_text("apiVersion: nodemedic.io/v1alpha1\nkind: RemediationPolicy\n# changed\n")

@@ -82,3 +82,79 @@ def test_loop_health_needs_synced_caches_and_a_recent_cycle(synced: bool, age: f
                                                              expected: tuple[bool, str]) -> None:
     last = time.monotonic() - age
     assert loop_health(lambda: last, lambda: synced, 60.0) == expected
+
+
+# --- slow and many clients ------------------------------------------------------------------------------------
+async def _closed(reader: asyncio.StreamReader) -> bytes:
+    """What the server sent before closing; a reset reads as nothing. The deadline fails a server that waits."""
+    try:
+        return await asyncio.wait_for(reader.read(), 10)
+    except ConnectionResetError:
+        return b""
+
+
+async def _get(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: str) -> bytes:
+    """One keep-alive GET on an open connection: the head and body of its answer."""
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    await writer.drain()
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+    lines = head.lower().split(b"\r\n")
+    length = int(next(line.split(b":")[1] for line in lines if line.startswith(b"content-length")))
+    return head + await asyncio.wait_for(reader.readexactly(length), 10)
+
+
+@pytest.mark.parametrize("sent", [b"", b"GET /metrics HTTP/1.1\r\nHost: x\r\n"], ids=["silent", "half-a-head"])
+def test_a_client_that_does_not_send_a_whole_request_head_in_time_is_dropped(sent: bytes) -> None:
+    async def go() -> None:
+        runner = await serve(make(), "127.0.0.1:0", header_timeout=0.2)
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", runner.addresses[0][1])
+            writer.write(sent)
+            await writer.drain()
+            assert await _closed(reader) == b""
+            writer.close()
+        finally:
+            await runner.cleanup()
+
+    asyncio.run(go())
+
+
+def test_the_next_request_on_a_kept_alive_connection_gets_the_same_bound() -> None:
+    async def go() -> None:
+        runner = await serve(make(), "127.0.0.1:0", header_timeout=0.2)
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", runner.addresses[0][1])
+            assert (await _get(reader, writer, "/healthz")).startswith(b"HTTP/1.1 200 OK")
+            writer.write(b"GET /metrics HTTP/1.1\r\n")  # then stalls
+            await writer.drain()
+            assert await _closed(reader) == b""
+            writer.close()
+        finally:
+            await runner.cleanup()
+
+    asyncio.run(go())
+
+
+def test_a_connection_past_the_bound_is_closed_at_once_and_the_open_ones_are_still_served() -> None:
+    async def go() -> None:
+        runner = await serve(make(), "127.0.0.1:0", header_timeout=30.0, max_connections=2)
+        port = runner.addresses[0][1]
+        try:
+            held = [await asyncio.open_connection("127.0.0.1", port) for _ in range(2)]
+            for reader, writer in held:  # answered, so certainly accepted; then idle, kept alive
+                assert (await _get(reader, writer, "/healthz")).startswith(b"HTTP/1.1 200 OK")
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            try:
+                writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                await writer.drain()
+            except ConnectionResetError:
+                pass
+            assert await _closed(reader) == b"", "closed unanswered, long before the 30 s head timeout"
+            writer.close()
+            assert (await _get(*held[0], "/healthz")).startswith(b"HTTP/1.1 200 OK")
+            for _, w in held:
+                w.close()
+        finally:
+            await runner.cleanup()
+
+    asyncio.run(go())

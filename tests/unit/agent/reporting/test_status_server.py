@@ -113,3 +113,33 @@ def test_close_ends_connections_still_open() -> None:
         writer.close()
 
     run(body)
+
+
+def test_a_connection_past_the_bound_is_closed_at_once_and_the_held_ones_are_still_served() -> None:
+    async def body() -> None:
+        server = StatusServer(routes([True]), read_timeout=30.0, max_connections=3)
+        await server.start("127.0.0.1:0")
+        held = [await asyncio.open_connection("127.0.0.1", server.port) for _ in range(3)]
+        for _, w in held:  # half a request each: the server waits on them (up to read_timeout)
+            w.write(b"GET /metrics HTTP/1.1\r\n")
+            await w.drain()
+        # Each accept runs as its own task: wait until the server holds all three before the extra one arrives.
+        while server.connections < 3:
+            await asyncio.sleep(0)
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        try:  # a whole request, closed unanswered: an empty read, or a reset
+            writer.write(b"GET /metrics HTTP/1.1\r\n\r\n")
+            await writer.drain()
+            answer = await reader.read()
+        except ConnectionResetError:
+            answer = b""
+        assert answer == b""
+        writer.close()
+        r0, w0 = held[0]
+        w0.write(b"\r\n")  # a held one completes its request and is answered
+        assert (await r0.read()).startswith(b"HTTP/1.1 200 OK\r\n")
+        for _, w in held:
+            w.close()
+        await server.close()
+
+    run(body)

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import datetime as dt
+import json
 import logging
 import socket
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from aiohttp import web
@@ -406,11 +409,44 @@ def test_an_error_that_repeats_the_sink_url_or_a_header_is_logged_with_them_cut_
     assert "urlsecret0123" not in text and "headersecret0123" not in text, text
 
 
+def test_an_error_that_echoes_the_request_json_escaped_or_encoded_is_logged_with_every_form_cut_out(
+        caplog: pytest.LogCaptureFixture) -> None:
+    async def echo(request: web.Request) -> web.Response:  # a JSON error body escaping "/" as PHP does
+        body = json.dumps({"url": str(request.url), "token": request.path.rsplit("/", 1)[-1],
+                           "encoded": quote(request.path, safe=""), "auth": request.headers["Authorization"]})
+        return web.Response(status=400, text=body.replace("/", "\\/"))
+
+    async def body() -> None:
+        app = web.Application()
+        app.router.add_route("POST", "/{tail:.*}", echo)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        host, port = runner.addresses[0][:2]
+        h = harness(sink(f"http://hookuser:p4sswordX@{host}:{port}/services/T0/B0/urlsecret0123"))
+        await h.notifier.start()
+        h.notifier.notify(alert())
+        await eventually(lambda: h.count("webhook", Result.REJECTED) == 1, what="rejected")
+        await h.notifier.close()
+        await runner.cleanup()
+
+    with caplog.at_level(logging.INFO, logger=LOG.name):
+        run(body)
+    [record] = [r for r in caplog.records if r.getMessage() == "notification rejected"]
+    basic = base64.b64encode(b"hookuser:p4sswordX").decode()
+    assert record.error.count("<redacted>") >= 4, record.error  # type: ignore[attr-defined]
+    text = "\n".join(f"{r.getMessage()} {r.__dict__}" for r in caplog.records)
+    for leak in ("urlsecret0123", "p4sswordX", basic):
+        assert leak not in text, (leak, text)
+
+
 def test_the_secrets_of_a_sink_are_its_url_its_path_and_its_header_credentials() -> None:
     config = sink("https://hooks.example/services/T0/B0/XYZsecret?k=v",
                   headers=(("Authorization", "Bearer tok3n-value"), ("X-Debug", "1")))
     assert set(config.secrets()) == {"https://hooks.example/services/T0/B0/XYZsecret?k=v",
-                                     "/services/T0/B0/XYZsecret?k=v", "Bearer tok3n-value", "tok3n-value"}
+                                     "/services/T0/B0/XYZsecret?k=v", "T0/B0/XYZsecret", "B0/XYZsecret", "XYZsecret",
+                                     "Bearer tok3n-value", "tok3n-value"}
     assert "XYZsecret" not in repr(config) and "tok3n" not in repr(config)
 
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import datetime as dt
+import json
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,7 @@ import pytest
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
-from remediator.policy.loader import parse_policy
+from remediator.policy.loader import PolicyError, parse_policy
 from remediator.state import prometheus
 from remediator.state.kube import Credentials, Kube
 from remediator.state.usage_reader import UsageReader
@@ -43,8 +45,10 @@ class Server:
             self.queries.append(request.query.get("query", ""))
             self.authorizations.append(request.headers.get("Authorization", ""))
             if request.headers.get("Authorization") != f"Bearer {TOKEN}":
-                return web.json_response({"status": "error", "errorType": "unauthorized", "error": "no token"},
-                                         status=401)
+                # As some proxies answer: the credential it was given, JSON-escaped, and its base64.
+                given = request.headers.get("Authorization", "").removeprefix("Bearer ")
+                echo = {"error": "no token", "given": given, "b64": base64.b64encode(given.encode()).decode()}
+                return web.Response(status=401, text=json.dumps(echo).replace("/", "\\/"))
             return web.json_response(self.by_query.get(request.query.get("query", ""), self.answer))
 
         async def secret(_: web.Request) -> web.Response:
@@ -70,7 +74,7 @@ def serve(server: Server, body: Callable[[str], Awaitable[None]]) -> None:
     asyncio.run(asyncio.wait_for(main(), 20))
 
 
-def policy(url: str, auth: str, more_strategies: str = "") -> Any:
+def policy(url: str, auth: str, more_strategies: str = "", secrets_dir: str = "/etc/nodemedic/secrets") -> Any:
     return parse_policy(f"""
 apiVersion: nodemedic.io/v1alpha1
 kind: RemediationPolicy
@@ -84,7 +88,7 @@ strategies:
 metricsProviders:
 - source: Prometheus
   prometheus: {{url: '{url}', authToken: {auth}}}
-""", source="p.yaml")
+""", source="p.yaml", secrets_dir=secrets_dir)
 
 
 def test_a_query_answers_each_node_s_value_and_sends_the_token() -> None:
@@ -114,9 +118,9 @@ def test_an_answer_descheduler_would_refuse_is_an_error(answer: dict[str, Any], 
     serve(Server(answer), body)
 
 
-def reader(api: str) -> UsageReader:
+def reader(api: str, secrets_dir: str = "/etc/nodemedic/secrets") -> UsageReader:
     kube = Kube(Credentials(server=api, ssl=False, token=None), registry=CollectorRegistry())
-    return UsageReader(kube, registry=CollectorRegistry(), log=logging.getLogger("test.usage"))
+    return UsageReader(kube, registry=CollectorRegistry(), log=logging.getLogger("test.usage"), secrets_dir=secrets_dir)
 
 
 def test_the_reader_takes_the_token_from_the_secret_and_puts_the_scores_in_the_snapshot() -> None:
@@ -144,9 +148,9 @@ def test_a_refused_query_leaves_every_node_unknown_and_the_token_out_of_the_log(
     server = Server(vector(({"instance": "n1"}, "0.75")))
 
     async def body(url: str) -> None:
-        r = reader(url)
+        r = reader(url, str(tmp_path))
         try:
-            measured = await r.read(policy(url, f"{{file: '{wrong}'}}"), ["n1"], NOW)
+            measured = await r.read(policy(url, f"{{file: '{wrong}'}}", secrets_dir=str(tmp_path)), ["n1"], NOW)
         finally:
             await r.close()
             await r.kube.close()
@@ -184,3 +188,61 @@ def test_the_unknown_nodes_gauge_counts_the_nodes_any_query_lacks_not_the_last_q
 
     serve(server, body)
     assert sorted(server.queries) == sorted([QUERY, memory])
+
+
+def test_a_token_file_outside_the_secrets_directory_is_refused_when_the_policy_loads(tmp_path: Path) -> None:
+    sa_token = tmp_path / "serviceaccount-token"
+    with pytest.raises(PolicyError) as e:
+        policy("http://prometheus.example", f"{{file: '{sa_token}'}}", secrets_dir=str(tmp_path / "secrets"))
+    (got,) = e.value.errors
+    assert got.startswith(f"p.yaml:13: metricsProviders[0].prometheus.authToken.file: {sa_token} is outside the "
+                          f"secrets directory {tmp_path / 'secrets'} (--secrets-dir)"), got
+
+
+def test_a_token_file_that_is_a_fifo_fails_the_query_at_once_naming_the_field(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    token = tmp_path / "token"
+    token.write_text("t0k3n\n")
+    server = Server(vector(({"instance": "n1"}, "0.75")))
+
+    async def body(url: str) -> None:
+        loaded = policy(url, f"{{file: '{token}'}}", secrets_dir=str(tmp_path))
+        token.unlink()
+        os.mkfifo(token)  # after the load: only a read finds out; it must not wait for a writer
+        r = reader(url, str(tmp_path))
+        try:
+            measured = await r.read(loaded, ["n1"], NOW)
+        finally:
+            await r.close()
+            await r.kube.close()
+        assert measured.scores == {QUERY: {}}
+
+    with caplog.at_level(logging.WARNING, logger="test.usage"):
+        serve(server, body)
+    assert server.authorizations == []
+    (record,) = [rec for rec in caplog.records if rec.getMessage().startswith("Prometheus query failed")]
+    assert record.__dict__["error"] == (f"metricsProviders[].prometheus.authToken.file: {token} is not a regular "
+                                        "file (a FIFO, device, socket or directory is never read)")
+
+
+def test_a_refusal_echoing_the_wrong_token_escaped_or_encoded_is_logged_with_it_cut_out(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    wrong = tmp_path / "token"
+    wrong.write_text("wr0ng/t0ken+value\n")
+    server = Server(vector(({"instance": "n1"}, "0.75")))
+
+    async def body(url: str) -> None:
+        r = reader(url, str(tmp_path))
+        try:
+            await r.read(policy(url, f"{{file: '{wrong}'}}", secrets_dir=str(tmp_path)), ["n1"], NOW)
+        finally:
+            await r.close()
+            await r.kube.close()
+
+    with caplog.at_level(logging.WARNING, logger="test.usage"):
+        serve(server, body)
+    (record,) = [rec for rec in caplog.records if rec.getMessage().startswith("Prometheus query failed")]
+    error = record.__dict__["error"]
+    assert "HTTP 401" in error and error.count("<redacted>") == 2, error
+    for leak in ("wr0ng", base64.b64encode(b"wr0ng/t0ken+value").decode()):
+        assert leak not in error, error
