@@ -131,13 +131,20 @@ def test_descheduler_is_stamped_with_its_release_date_from_the_module_info_file(
     assert build.release_stamp({"Path": "sigs.k8s.io/descheduler"}) == "00000000"
 
 
-def _fake_components(monkeypatch: pytest.MonkeyPatch, builders: dict[str, object]) -> set[str]:
-    """Replaces the real builders with `builders` (name -> fn(samplers)); returns the set of components still
-    missing, which a fake builder empties by `done.discard(name)`."""
-    missing = set(builders)
+def _fake_components(monkeypatch: pytest.MonkeyPatch, builders: dict[str, object], missing: set[str]) -> None:
+    """Replaces the real builders with `builders` (name -> fn(samplers)), all of them missing until a fake builder
+    takes its name out of `missing`."""
+    missing |= set(builders)
     monkeypatch.setattr(build, "COMPONENTS", {n: (fn, [n], "v0") for n, fn in builders.items()})
     monkeypatch.setattr(build, "is_missing", lambda name: name in missing)
-    return missing
+
+
+def _builds(ran: list[str], missing: set[str], name: str) -> object:
+    """A fake builder that records its run and leaves its component built."""
+    def fn(samplers: list[object]) -> None:
+        ran.append(name)
+        missing.discard(name)
+    return fn
 
 
 def test_components_build_two_at_a_time_longest_first_and_report_in_component_order(
@@ -165,7 +172,8 @@ def test_components_build_two_at_a_time_longest_first_and_report_in_component_or
         return fn
 
     names = ["etcd", "kubernetes", "kwok", "karpenter"]
-    missing = _fake_components(monkeypatch, {n: builder(n) for n in names})
+    missing: set[str] = set()
+    _fake_components(monkeypatch, {n: builder(n) for n in names}, missing)
     reports = build.build(jobs=2)
     assert [r.component for r in reports] == names
     assert all(r.built for r in reports)
@@ -177,17 +185,13 @@ def test_a_failed_component_build_fails_the_build_and_cancels_the_ones_not_start
         monkeypatch: pytest.MonkeyPatch) -> None:
     ran: list[str] = []
 
-    def ok(name: str) -> object:
-        def fn(samplers: list[object]) -> None:
-            ran.append(name)
-            missing.discard(name)
-        return fn
-
     def broken(samplers: list[object]) -> None:
         ran.append("kubernetes")
         raise SystemExit("[build kubernetes] command failed (1): go build")
 
-    missing = _fake_components(monkeypatch, {"kubernetes": broken, "etcd": ok("etcd"), "kwok": ok("kwok")})
+    missing: set[str] = set()
+    _fake_components(monkeypatch, {"kubernetes": broken, "etcd": _builds(ran, missing, "etcd"),
+                                   "kwok": _builds(ran, missing, "kwok")}, missing)
     with pytest.raises(SystemExit, match="command failed"):
         build.build(jobs=1)
     assert ran == ["kubernetes"]
@@ -195,14 +199,9 @@ def test_a_failed_component_build_fails_the_build_and_cancels_the_ones_not_start
 
 def test_only_what_the_demo_runs_is_built_for_it(monkeypatch: pytest.MonkeyPatch) -> None:
     ran: list[str] = []
-
-    def fake(name: str) -> object:
-        def fn(samplers: list[object]) -> None:
-            ran.append(name)
-            missing.discard(name)
-        return fn
-
-    missing = _fake_components(monkeypatch, {n: fake(n) for n in ("kubernetes", "etcd", "descheduler", "helm")})
+    missing: set[str] = set()
+    _fake_components(monkeypatch, {n: _builds(ran, missing, n) for n in ("kubernetes", "etcd", "descheduler", "helm")},
+                     missing)
     missing.discard("etcd")  # cached
     reports = build.build(["kubernetes", "etcd"])
     assert sorted(ran) == ["kubernetes"]
