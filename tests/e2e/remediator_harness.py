@@ -146,9 +146,20 @@ def nodemedic_events(core: client.CoreV1Api, namespace: str, reason: str) -> lis
             if e.reporting_component == "nodemedic-remediator"]
 
 
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+
+
 def cordon(core: client.CoreV1Api, nodes: list[str], on: bool) -> None:
+    """Cordon or uncordon. An uncordon returns once kube-controller-manager has also removed the
+    node.kubernetes.io/unschedulable taint it added, which kube-scheduler's filters still honour: on a loaded machine
+    that lags, and a pod created in between could only go to the nodes never cordoned (a metrics-utilization test
+    saw a replacement placed back on the hot node that way)."""
     for n in nodes:
         core.patch_node(n, {"spec": {"unschedulable": on}})
+    if not on:
+        wait_until(lambda: not any(t.key == UNSCHEDULABLE_TAINT for n in nodes
+                                   for t in core.read_node(n).spec.taints or []),
+                   timeout=60, what=f"the {UNSCHEDULABLE_TAINT} taint gone from {nodes}")
 
 
 def place_on_first(core: client.CoreV1Api, pool: list[str], create: Callable[[], object]) -> None:
