@@ -25,6 +25,7 @@ from tests.e2e.conftest import LocalCluster
 from tests.e2e.fake_host import host_root
 from tests.e2e.remediator_harness import (
     RemediatorProcess,
+    cordon,
     nodemedic_events,
     set_condition,
     start_remediator,
@@ -101,8 +102,7 @@ class Chain:
         return False
 
     def cordoned(self, nodes: set[str], on: bool) -> None:
-        for n in nodes:
-            self.core.patch_node(n, {"spec": {"unschedulable": on}})
+        cordon(self.core, sorted(nodes), on)  # an uncordon also waits for the unschedulable taint to go
 
 
 @pytest.fixture
