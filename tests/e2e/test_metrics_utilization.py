@@ -30,10 +30,14 @@ pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("metrics_utilization")]
 NODES = ["kwok-node-0", "kwok-node-1", "kwok-node-2"]
 HOT, COLD = NODES[0], NODES[1:]
 GI = 1 << 30
-# kwok nodes offer 7910m of cpu and 31Gi of memory. kwok-node-0 runs four pods requesting 100m each (5 %: by
-# requests every node is underutilized, and descheduler's and nodemedic's LowNodeUtilization do nothing), but they use
-# 1400m each and the node 6000m (76 %). Relieving it to the 50 % target (3955m) takes two of them: 4600m, then 3200m.
+# kwok nodes offer 7910m of cpu and 31Gi of memory. kwok-node-0 runs four pods requesting 500m each (25 %: by
+# requests no node is over the 50 % target, and descheduler's and nodemedic's LowNodeUtilization do nothing), but they
+# use 1400m each and the node 6000m (76 %). Relieving it to the 50 % target (3955m) takes two of them: 4600m, then
+# 3200m. The requests are large enough for kube-scheduler's default scoring to prefer the cold nodes for the
+# replacements: at 100m, NodeResourcesFit (+1 for a cold node) and NodeResourcesBalancedAllocation (+1 for the hot
+# one) tied all three nodes, and a replacement went back to the hot node at random.
 POD_CPU, POD_MEMORY = 1400, 1 * GI
+POD_REQUEST = "500m"
 NODE_USAGE = {HOT: (6000, 8 * GI), COLD[0]: (400, 2 * GI), COLD[1]: (300, 2 * GI)}
 PODS, EXPECTED_EVICTIONS = 4, 2
 
@@ -76,7 +80,7 @@ def hot_node(metrics_cluster: tuple[LocalCluster, metrics_api.Usage]) -> Iterato
 
     def create() -> None:
         for i in range(PODS):
-            apps.create_namespaced_deployment(namespace, deployment(f"busy-{i}", 1, NODES))
+            apps.create_namespaced_deployment(namespace, deployment(f"busy-{i}", 1, NODES, cpu=POD_REQUEST))
         wait_until(lambda: len(running(core, namespace)) == PODS, timeout=60, what=f"{PODS} Running pods")
 
     place_on_first(core, NODES, create)
