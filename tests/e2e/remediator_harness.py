@@ -146,6 +146,15 @@ def nodemedic_events(core: client.CoreV1Api, namespace: str, reason: str) -> lis
             if e.reporting_component == "nodemedic-remediator"]
 
 
+def events_once(core: client.CoreV1Api, namespace: str, reason: str, count: int,
+                timeout: float = 30) -> list[client.CoreV1Event]:
+    """nodemedic's Events of `reason` once there are at least `count`: the remediator writes an Event after the action
+    it reports returns, so the effect (a replacement Running) can be seen before the Event lands. Callers assert the
+    exact number and content, so one Event too many still fails."""
+    return wait_until(lambda: (found := nodemedic_events(core, namespace, reason)) and len(found) >= count and found,
+                      timeout=timeout, what=f"{count} {reason} Events in {namespace}")
+
+
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 
 

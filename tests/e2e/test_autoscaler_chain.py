@@ -26,7 +26,7 @@ from tests.e2e.fake_host import host_root
 from tests.e2e.remediator_harness import (
     RemediatorProcess,
     cordon,
-    nodemedic_events,
+    events_once,
     set_condition,
     start_remediator,
     taint_keys,
@@ -182,7 +182,8 @@ def test_a_hung_task_line_on_a_karpenter_node_ends_with_the_node_removed_and_its
     replacements = set(after.values()) - first_nodes
     assert replacements, f"the evicted pods ran on a node Karpenter added: {after}"
     assert all(watch.added[n] > t0 for n in replacements)
-    evicted = sorted(e.involved_object.name for e in nodemedic_events(chain.core, chain.namespace, "NodemedicEvicted"))
+    evicted = sorted(e.involved_object.name
+                     for e in events_once(chain.core, chain.namespace, "NodemedicEvicted", len(on_sick)))
     assert evicted == on_sick
     watch.assert_held(may_remove={sick})
     print(f"\nchain: kernel line → condition {t_detected - t0:.1f}s → taint {t_tainted - t_detected:.1f}s → "

@@ -15,7 +15,7 @@ from kubernetes import client
 from tests.e2e.conftest import LocalCluster
 from tests.e2e.remediator_harness import (
     deployment,
-    nodemedic_events,
+    events_once,
     place_on_first,
     pods_of,
     start_remediator,
@@ -90,7 +90,7 @@ def test_topology_spread_evens_out_a_zone_that_came_back(
                timeout=30, what="a quiet plan after two evictions")
     counts = per_zone(core, namespace, "web")
     assert max(counts.values()) - min(counts.values()) <= 1
-    events = nodemedic_events(core, namespace, "NodemedicEvicted")
+    events = events_once(core, namespace, "NodemedicEvicted", 2)
     assert len(events) == 2 and all("RemovePodsViolatingTopologySpreadConstraint" in e.message for e in events), \
         [e.message for e in events]
 
@@ -115,5 +115,5 @@ def test_remove_duplicates_spreads_replicas_stacked_on_one_node(
                                                                  outcome="evicted") == 2,
                timeout=30, what="a quiet plan after two evictions")
     assert set(wait_running(core, namespace, "dup", 3).values()) == set(pool)
-    events = nodemedic_events(core, namespace, "NodemedicEvicted")
+    events = events_once(core, namespace, "NodemedicEvicted", 2)
     assert len(events) == 2 and all("RemoveDuplicates" in e.message for e in events), [e.message for e in events]

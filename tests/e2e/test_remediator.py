@@ -18,6 +18,7 @@ from tests.e2e.conftest import LocalCluster
 from tests.e2e.remediator_harness import (
     REMEDIATOR,
     deployment,
+    events_once,
     nodemedic_events,
     place_on_first,
     pool_affinity,
@@ -119,7 +120,7 @@ def test_a_condition_taints_the_node_and_evicts_only_pods_that_may_and_can_move(
                timeout=60, what="guarded pods evicted once the PDB allows it")
 
     assert r.metric("nodemedic_evictions_total", outcome="evicted") == 6  # 4 web + 2 guarded, nothing else
-    evicted_events = nodemedic_events(core, namespace, "NodemedicEvicted")
+    evicted_events = events_once(core, namespace, "NodemedicEvicted", 6)
     assert len({e.involved_object.name for e in evicted_events}) == 6
     assert nodemedic_events(core, "default", "NodemedicTainted")
 
@@ -214,7 +215,7 @@ def test_a_pod_whose_constraints_leave_it_nowhere_to_go_stays_while_others_move(
                         timeout=30, what=f"{stuck} reported as protected")
     assert "0/" in reason and why in reason, reason
     assert running_on(core, namespace, "spread") == placed, "no spread pod was evicted"
-    evicted = {e.involved_object.name for e in nodemedic_events(core, namespace, "NodemedicEvicted")}
+    evicted = {e.involved_object.name for e in events_once(core, namespace, "NodemedicEvicted", 1)}
     assert stuck not in evicted and len(evicted) == 1, evicted
 
 
@@ -306,7 +307,7 @@ def test_only_the_leader_acts_and_a_standby_takes_over_without_evicting_twice(
     policy_api.patch_namespaced_pod_disruption_budget("web", namespace, {"spec": {"minAvailable": 3}})
     wait_until(lambda: (p := running_on(core, namespace, "web")) and len(p) == 4 and a not in p.values(),
                timeout=90, what="all web pods moved off the sick node")
-    evicted = [e.involved_object.name for e in nodemedic_events(core, namespace, "NodemedicEvicted")]
+    evicted = [e.involved_object.name for e in events_once(core, namespace, "NodemedicEvicted", 4)]
     assert len(evicted) == 4 and len(set(evicted)) == 4, evicted
 
 
@@ -396,7 +397,7 @@ def test_a_restart_in_the_middle_of_a_remediation_converges_and_keeps_ownership(
     wait_until(lambda: TAINT not in taint_keys(core, a), timeout=30,
                what="the new process removing the taint the first one added")
     assert running_on(core, namespace, "bystander") == bystanders, "a pod the plan did not require was evicted"
-    evicted = [e.involved_object.name for e in nodemedic_events(core, namespace, "NodemedicEvicted")]
+    evicted = [e.involved_object.name for e in events_once(core, namespace, "NodemedicEvicted", 3)]
     assert len(evicted) == 3 and len(set(evicted)) == 3, evicted
 
 
