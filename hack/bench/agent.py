@@ -128,8 +128,8 @@ def main() -> int:
     ap.add_argument("--warmup", type=float, default=20.0, help="seconds before steady-state sampling")
     ap.add_argument("--window", type=float, default=60.0, help="steady-state sampling window, seconds")
     args = ap.parse_args()
-    if build.missing():
-        print(f"not built: {build.missing()}; run `make build`", file=sys.stderr)
+    if build.missing(build.BINARIES):
+        print(f"not built: {build.missing(build.BINARIES)}; run `make build`", file=sys.stderr)
         return 2
     cluster = controlplane.Cluster.named("bench-agent")
     if cluster.load() and cluster.running():

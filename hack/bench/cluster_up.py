@@ -24,8 +24,8 @@ def main() -> int:
     ap.add_argument("--nodes", type=int, default=50)
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
-    if build.missing():
-        print(f"not built: {build.missing()}; run `make build`", file=sys.stderr)
+    if build.missing(build.BINARIES):
+        print(f"not built: {build.missing(build.BINARIES)}; run `make build`", file=sys.stderr)
         return 2
     results = []
     for i in range(args.runs):

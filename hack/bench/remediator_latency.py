@@ -80,8 +80,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--samples", type=int, default=30)
     args = ap.parse_args()
-    if build.missing():
-        print(f"not built: {build.missing()}; run `make build`", file=sys.stderr)
+    if build.missing(build.BINARIES):
+        print(f"not built: {build.missing(build.BINARIES)}; run `make build`", file=sys.stderr)
         return 2
     cluster = controlplane.Cluster.named("bench-remediator")
     if cluster.load() and cluster.running():

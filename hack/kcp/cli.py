@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from kcp import build, controlplane, karpenter, paths, versions
+from kcp import build, controlplane, image, karpenter, paths, realnode, versions
 
 DEFAULT_NAME = "nodemedic"
 
@@ -32,12 +32,17 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    if build.missing():
-        print(f"missing binaries: {', '.join(build.missing())}; run `hack/cluster build` first", file=sys.stderr)
+    if missing := build.missing(build.BINARIES):
+        print(f"missing binaries: {', '.join(missing)}; run `hack/cluster build` first", file=sys.stderr)
         return 2
     c = _cluster(args)
     t0 = time.monotonic()
-    c.up(args.nodes, scheduler_config=args.scheduler_config, timeout=args.timeout, audit=args.audit)
+    if args.real_nodes and build.missing(["image"]):
+        print("the real node runs the nodemedic image, not built for this code: run `hack/cluster build --only image`",
+              file=sys.stderr)
+        return 2
+    c.up(args.nodes, scheduler_config=args.scheduler_config, timeout=args.timeout, audit=args.audit,
+         real_nodes=args.real_nodes)
     if args.autoscaler == "karpenter":
         try:
             karpenter.start(c, karpenter.Options(node_repair=args.node_repair))
@@ -47,6 +52,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         c.timings["karpenter"] = round(time.monotonic() - t0, 2)
     took = time.monotonic() - t0
     print(json.dumps({"kubeconfig": str(c.kubeconfig), "server": c.server, "nodes": args.nodes,
+                      **({"real_node": realnode.NAME, "image": image.reference()} if args.real_nodes else {}),
                       "seconds": round(took, 2), "steps": c.timings,
                       "logs": str(c.log_dir), **({"audit_log": str(c.audit_log)} if c.audit else {}),
                       **({"autoscaler": args.autoscaler, "node_pools": [p.name for p in karpenter.Options().node_pools]}
@@ -110,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--autoscaler", choices=["karpenter"],
                            help="also run Karpenter (kwok provider) with its CRDs, a KWOKNodeClass and a test-sized "
                                 "NodePool `default` (WhenEmpty, consolidateAfter 5s); its nodes are real NodeClaims")
+            p.add_argument("--real-nodes", type=int, choices=[0, 1], default=0,
+                           help="1: also a real node (kubelet, kube-proxy, containerd) running the nodemedic image")
             p.add_argument("--node-repair", action="store_true", help="with --autoscaler karpenter: NodeRepair=true")
             p.add_argument("--audit", action="store_true",
                            help="API server audit log of every request (level Metadata) in <state dir>/logs/audit.log")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from kcp import audit as kube_audit
 from kcp import nodes as kwok_nodes
-from kcp import paths, pki, procs
+from kcp import paths, pki, procs, realnode
 from kcp.api import Api
 
 STAGES = Path(__file__).with_name("kwok-stages.yaml")
@@ -82,6 +82,7 @@ class Cluster:
     timings: dict[str, float] = field(default_factory=dict)
     audit: bool = False  # the API server writes an audit log (every request, level Metadata) to `audit_log`
     scheduler_config: Path | None = None  # the KubeSchedulerConfiguration kube-scheduler was started with
+    real_nodes: int = 0  # 1: a real node (kubelet, containerd) beside the kwok ones (hack/kcp/realnode.py)
 
     @classmethod
     def named(cls, name: str) -> Cluster:
@@ -123,11 +124,12 @@ class Cluster:
         self.ports = data["ports"]
         self.processes = [procs.ProcessRecord(**p) for p in data["processes"]]
         self.audit = bool(data.get("audit", False))
+        self.real_nodes = int(data.get("real_nodes", 0))
         return True
 
     def save(self) -> None:
         data = {"ports": self.ports, "processes": [p.to_json() for p in self.processes],
-                "kubeconfig": str(self.kubeconfig), "audit": self.audit}
+                "kubeconfig": str(self.kubeconfig), "audit": self.audit, "real_nodes": self.real_nodes}
         tmp = self.state_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, indent=1))
         tmp.rename(self.state_file)
@@ -137,9 +139,15 @@ class Cluster:
 
     # --- up ----------------------------------------------------------------------------------------
     def up(self, node_count: int, *, scheduler_config: Path | None = None, timeout: float = 120.0,
-           audit: bool = False) -> None:
+           audit: bool = False, real_nodes: int = 0) -> None:
         """Start everything and `node_count` Ready kwok nodes. `audit`: the API server logs every request
-        (level Metadata) to `audit_log`, for counting a client's requests (off by default: it costs I/O)."""
+        (level Metadata) to `audit_log`, for counting a client's requests (off by default: it costs I/O).
+        `real_nodes` (0 or 1): also a real node, which takes this machine's container runtime and kubelet paths."""
+        if real_nodes not in (0, 1):
+            raise RuntimeError(f"real_nodes {real_nodes}: one real node per machine at most (it takes the machine's "
+                               "CRI socket and kubelet root)")
+        if real_nodes and (problems := realnode.preflight()):
+            raise RuntimeError("the real node cannot start:\n  " + "\n  ".join(problems))
         missing = [c for c in COMPONENTS if not paths.binary(c).exists()]
         if missing:
             raise RuntimeError(f"control-plane binaries missing ({', '.join(missing)}): run `hack/cluster build`")
@@ -150,20 +158,21 @@ class Cluster:
         self.state_dir.mkdir(parents=True)
         self.processes = []
         self.audit = audit
+        self.real_nodes = real_nodes
         t0 = time.monotonic()
         deadline = t0 + timeout
         try:
             self._start_all(node_count, scheduler_config, deadline, t0)
         except BaseException:
             log(f"start-up failed; stopping what was started (logs kept in {self.log_dir})")
-            self.stop_processes()
+            self._stop_all()
             raise
 
     def _step(self, name: str, t0: float) -> None:
         self.timings[name] = round(time.monotonic() - t0, 2)
 
     def _start_all(self, node_count: int, scheduler_config: Path | None, deadline: float, t0: float) -> None:
-        pki.make(self.pki_dir)
+        pki.make(self.pki_dir, extra_sans=f"IP:{realnode.node_ip()}" if self.real_nodes else "")
         self._step("pki", t0)
         self.ports = {k: free_port() for k in ("etcd", "etcd_peer", "apiserver", "kcm", "scheduler")}
         self._write_kubeconfig()
@@ -199,6 +208,10 @@ class Cluster:
             raise
         self._step("nodes-ready", t0)
         self._wait_default_service_account(api, deadline)
+        if self.real_nodes:
+            realnode.start(self.state_dir, self.server, self._start, deadline, log)
+            kwok_nodes.wait_ready(api, [realnode.NAME], max(1.0, deadline - time.monotonic()))
+            self._step("real-node-ready", t0)
         self._step("ready", t0)
 
     @staticmethod
@@ -263,6 +276,15 @@ class Cluster:
 
     def _apiserver_args(self) -> list[str]:
         p = self.pki_dir
+        # With a real node its pods reach the API server through the kubernetes Service: at the node's address, and
+        # the Service's endpoints kept by the server itself; the server reaches the kubelet at the node's address.
+        network = ["--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none"]
+        if self.real_nodes:
+            network = ["--bind-address=0.0.0.0", f"--advertise-address={realnode.node_ip()}",
+                       "--endpoint-reconciler-type=lease", "--kubelet-preferred-address-types=InternalIP",
+                       f"--kubelet-client-certificate={p / 'apiserver-kubelet-client.crt'}",
+                       f"--kubelet-client-key={p / 'apiserver-kubelet-client.key'}",
+                       f"--kubelet-certificate-authority={p / 'ca.crt'}"]
         audit = []
         if self.audit:
             policy = kube_audit.write_policy(self.state_dir / "audit-policy.yaml")
@@ -272,14 +294,14 @@ class Cluster:
         return [
             str(paths.binary("kube-apiserver")),
             f"--etcd-servers=http://127.0.0.1:{self.ports['etcd']}", "--etcd-prefix=/registry",
-            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={self.ports['apiserver']}",
+            *network, f"--secure-port={self.ports['apiserver']}",
             f"--tls-cert-file={p / 'apiserver.crt'}", f"--tls-private-key-file={p / 'apiserver.key'}",
             f"--client-ca-file={p / 'ca.crt'}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             f"--service-account-key-file={p / 'sa.pub'}", f"--service-account-signing-key-file={p / 'sa.key'}",
             "--service-cluster-ip-range=10.0.0.0/24",
             "--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
-            "--allow-privileged=true", "--endpoint-reconciler-type=none", "--profiling=false",
+            "--allow-privileged=true", "--profiling=false",
             f"--requestheader-client-ca-file={p / 'ca.crt'}", "--requestheader-allowed-names=front-proxy-client",
             "--requestheader-username-headers=X-Remote-User", "--requestheader-group-headers=X-Remote-Group",
             "--requestheader-extra-headers-prefix=X-Remote-Extra-",
@@ -377,10 +399,21 @@ class Cluster:
                 found.append((int(entry), cmd[:160]))
         return found
 
+    def _stop_all(self) -> list[str]:
+        """The real node first (its pods, mounts and network before its processes' parents), then every process."""
+        lines = []
+        if self.real_nodes:
+            lines += realnode.stop(self.state_dir, self._stop_named, log)
+        return lines + self.stop_processes()
+
+    def _stop_named(self, name: str) -> str:
+        found = [rec for rec in self.processes if rec.name == name]
+        return "; ".join(f"{rec.name} (pid {rec.pid}): {procs.stop(rec)}" for rec in found) or f"{name}: not started"
+
     def down(self, keep_state: bool = False) -> list[str]:
         if not self.load():
             return [f"no cluster state at {self.state_dir}"]
-        lines = self.stop_processes()
+        lines = self._stop_all()
         left = [(p.name, p.pid) for p in self.running()] + self.strays()
         if left:
             raise RuntimeError(f"processes still running after down: {left}")

@@ -42,6 +42,11 @@ def karpenter_dir() -> Path:
     return cache_root() / "bin" / f"karpenter-v{versions.KARPENTER}"
 
 
+def images_dir() -> Path:
+    """The nodemedic image's archive and buildah's storage (hack/kcp/image.py)."""
+    return cache_root() / "images"
+
+
 def go_cache() -> Path:
     return cache_root() / "go-build"
 
@@ -52,6 +57,8 @@ def binary(name: str) -> Path:
         "kube-apiserver": kubernetes_dir(),
         "kube-controller-manager": kubernetes_dir(),
         "kube-scheduler": kubernetes_dir(),
+        "kubelet": kubernetes_dir(),
+        "kube-proxy": kubernetes_dir(),
         "etcd": etcd_dir(),
         "kwok": kwok_dir(),
         "kubectl": kubectl_dir() / "bin",

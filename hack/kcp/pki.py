@@ -38,8 +38,16 @@ def client_cert(pki: Path, name: str, user: str, groups: tuple[str, ...] = ()) -
     return pki / f"{name}.crt", pki / f"{name}.key"
 
 
-def make(pki: Path) -> None:
-    """CA, apiserver serving cert, admin client cert (system:masters), service-account signing key."""
+def server_cert(pki: Path, name: str, common_name: str, sans: str) -> tuple[Path, Path]:
+    """A serving certificate for `sans` (openssl subjectAltName syntax), signed by the cluster CA."""
+    _signed(name, f"/CN={common_name}", f"subjectAltName={sans}\nextendedKeyUsage=serverAuth\n"
+            "keyUsage=digitalSignature\n", pki)
+    return pki / f"{name}.crt", pki / f"{name}.key"
+
+
+def make(pki: Path, extra_sans: str = "") -> None:
+    """CA, apiserver serving cert (also for `extra_sans`: a real node's pods reach it at the node's address),
+    admin client cert (system:masters), the API server's client cert for kubelets, service-account signing key."""
     pki.mkdir(parents=True, exist_ok=True)
     _key("ca", pki)
     _openssl(
@@ -47,11 +55,10 @@ def make(pki: Path) -> None:
         "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
         cwd=pki,
     )
-    _signed(
-        "apiserver", "/CN=kube-apiserver",
-        f"subjectAltName={SERVER_SANS}\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature\n", pki,
-    )
+    server_cert(pki, "apiserver", "kube-apiserver", SERVER_SANS + (f",{extra_sans}" if extra_sans else ""))
     client_cert(pki, "admin", "kubernetes-admin", ("system:masters",))
+    # kube-apiserver -> kubelet (logs, exec, metrics): the kubelet's webhook authorization asks RBAC about it.
+    client_cert(pki, "apiserver-kubelet-client", "kube-apiserver-kubelet-client", ("system:masters",))
     # The aggregation layer's front proxy (apiserver -> extension apiservers): its CA must be set, or every
     # component logs "missing content for CA bundle ... requestheader-client-ca-file" forever.
     client_cert(pki, "front-proxy-client", "front-proxy-client")

@@ -46,7 +46,7 @@ def _started(name: str, node_count: int, *, scheduler_config: Callable[[Path], s
              audit: bool = False) -> Iterator[LocalCluster]:
     """A control plane of our own: fails (never skips) when it is not built or cannot start; afterwards stops it
     and fails if any process it started is still running."""
-    missing = build.missing()
+    missing = build.missing(build.BINARIES)
     if missing:
         pytest.fail(
             f"the local control plane is not built ({', '.join(missing)} missing): run `make build` "

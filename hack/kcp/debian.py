@@ -1,0 +1,39 @@
+"""The Debian packages of versions.DEBIAN_PACKAGES, installed with apt at their pinned versions when absent.
+
+They are the one part of the toolchain that lives outside the cache: containerd, runc and buildah run as root
+against the host's kernel, and apt is how this machine gets them. A package at another version is replaced by the
+pinned one, so every machine runs the same runtime."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from kcp import versions
+from kcp.steps import TreeRssSampler, log, run
+
+
+def installed(package: str) -> str:
+    """The installed version of `package`, or "" when it is not installed."""
+    done = subprocess.run(["dpkg-query", "-W", "-f", "${Status}\t${Version}", package], capture_output=True,
+                          text=True, check=False)
+    status, _, version = done.stdout.partition("\t")
+    return version if done.returncode == 0 and status.endswith(" installed") else ""
+
+
+def missing() -> dict[str, str]:
+    """package -> pinned version, for each package not installed at its pinned version."""
+    return {p: v for p, v in versions.DEBIAN_PACKAGES.items() if installed(p) != v}
+
+
+def install(samplers: list[TreeRssSampler]) -> None:
+    wanted = missing()
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    args = ["apt-get", "install", "-y", "--no-install-recommends", *(f"{p}={v}" for p, v in sorted(wanted.items()))]
+    try:
+        run(args, cwd=Path("/"), env=env, sampler_out=samplers)
+    except SystemExit:
+        log("apt-get install failed; updating the package lists once and trying again")
+        run(["apt-get", "update"], cwd=Path("/"), env=env, sampler_out=samplers)
+        run(args, cwd=Path("/"), env=env, sampler_out=samplers)
