@@ -90,6 +90,15 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
+def any_mount_shared() -> bool:
+    """Whether any mount propagates (this machine's are all private; a systemd machine's are shared)."""
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        fields = line.split()
+        if any(f.startswith("shared:") for f in fields[6:fields.index("-")]):
+            return True
+    return False
+
+
 def _containerd_config(node_dir: Path) -> Path:
     cni_conf = node_dir / "cni"
     _write(cni_conf / "10-nodemedic.conflist", json.dumps({
@@ -191,6 +200,10 @@ def start(state_dir: Path, server: str, start_process: Callable[[str, list[str]]
     _write(node_dir / "sysctls.json", json.dumps({str(p): p.read_text().strip() for p in SYSCTLS if p.exists()}))
     Path("/proc/sys/net/bridge/bridge-nf-call-iptables").write_text("1")  # Service traffic between pods on the bridge
     Path("/proc/sys/net/ipv4/ip_forward").write_text("1")
+    # A pod that mounts the host's / with HostToContainer propagation (the agent) needs / shared, as systemd makes it
+    # on every node; on these machines every mount is private. `stop` makes them private again (only if all were).
+    _write(node_dir / "root-propagation", "shared" if any_mount_shared() else "private")
+    _sh("mount", "--make-rshared", "/")
 
     containerd = start_process("containerd", ["containerd", f"--config={_containerd_config(node_dir)}"])
     _wait("containerd's socket", lambda: _sh("ctr", f"--address={SOCKET}", "version", check=False).returncode == 0,
@@ -333,6 +346,9 @@ def stop(state_dir: Path, stop_process: Callable[[str], str], log: Log) -> list[
     _rmdir_cgroups()
     for path in LEFTOVERS:
         shutil.rmtree(path, ignore_errors=True)
+    propagation = state_dir / "real-node" / "root-propagation"
+    if propagation.exists() and propagation.read_text() == "private":
+        _sh("mount", "--make-rprivate", "/")
     saved = state_dir / "real-node" / "sysctls.json"
     if saved.exists():
         for path, value in json.loads(saved.read_text()).items():

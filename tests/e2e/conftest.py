@@ -43,10 +43,11 @@ class LocalCluster:
 
 @contextlib.contextmanager
 def _started(name: str, node_count: int, *, scheduler_config: Callable[[Path], str] | None = None,
-             audit: bool = False) -> Iterator[LocalCluster]:
+             audit: bool = False, real_nodes: int = 0) -> Iterator[LocalCluster]:
     """A control plane of our own: fails (never skips) when it is not built or cannot start; afterwards stops it
-    and fails if any process it started is still running."""
-    missing = build.missing(build.BINARIES)
+    and fails if any process it started is still running. `real_nodes=1`: with the real node (hack/kcp/realnode.py),
+    which also needs the image built for this code."""
+    missing = build.missing(build.BINARIES if not real_nodes else list(build.COMPONENTS))
     if missing:
         pytest.fail(
             f"the local control plane is not built ({', '.join(missing)} missing): run `make build` "
@@ -61,7 +62,7 @@ def _started(name: str, node_count: int, *, scheduler_config: Callable[[Path], s
         config_path.parent.mkdir(parents=True, exist_ok=True)
         config_path.write_text(scheduler_config(owned.kubeconfig))
     try:
-        owned.up(node_count, scheduler_config=config_path, audit=audit, timeout=180)
+        owned.up(node_count, scheduler_config=config_path, audit=audit, timeout=180, real_nodes=real_nodes)
     except Exception as e:  # noqa: BLE001 - any start-up failure fails the tests with its message
         owned.down()
         pytest.fail(f"the local control plane failed to start: {e}", pytrace=False)
