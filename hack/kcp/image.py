@@ -107,7 +107,9 @@ def is_missing() -> bool:
 
 
 def _buildah(*args: str) -> list[str]:
-    return ["buildah", f"--root={paths.images_dir() / 'buildah'}", "--runroot=/run/nodemedic-buildah",
+    # Storage in the cache; its run-time state (locks, mounts) on tmpfs, one per storage, as containers/storage wants.
+    root = paths.images_dir() / "buildah"
+    return ["buildah", f"--root={root}", f"--runroot=/run/nodemedic-buildah-{_digest(str(root).encode())[:8]}",
             "--storage-driver=overlay", *args]
 
 
