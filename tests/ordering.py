@@ -11,6 +11,7 @@ test the record lacks counts as 0 s. The order never decides an outcome: every t
 from __future__ import annotations
 
 import json
+import re
 import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
@@ -40,7 +41,10 @@ def record(reports: Iterable[Path]) -> None:
     for report in reports:
         if report.exists():
             for case in ET.parse(report).getroot().iter("testcase"):
-                known[f"{case.get('classname', '')}::{case.get('name', '')}"] = float(case.get("time") or 0.0)
+                # pytest-xdist's loadgroup renames a grouped test `name@group`; the collection, sorted before
+                # that, knows it by its plain name.
+                name = re.sub(r"@[\w.-]+$", "", case.get("name", ""))
+                known[f"{case.get('classname', '')}::{name}"] = float(case.get("time") or 0.0)
     target = record_path()
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(".tmp")

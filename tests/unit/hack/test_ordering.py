@@ -53,3 +53,14 @@ def test_a_report_merges_into_the_record_and_a_broken_record_reads_as_none(tmp_p
     assert ordering.load() == {"tests.unit.test_a::test_b": 2.5, "tests.unit.test_a::test_old": 7.0}
     ordering.record_path().write_text("not json")
     assert ordering.load() == {}
+
+
+def test_a_grouped_tests_time_is_recorded_under_the_name_the_collection_knows(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NODEMEDIC_CACHE", str(tmp_path))
+    report = tmp_path / "r.xml"
+    report.write_text('<testsuites><testsuite><testcase classname="tests.e2e.test_real_node" '
+                      'name="test_chain[a-1]@real_node" time="36.3"/></testsuite></testsuites>')
+    ordering.record([report])
+    assert ordering.load() == {"tests.e2e.test_real_node::test_chain[a-1]": 36.3}
+    assert ordering.key("tests/e2e/test_real_node.py::test_chain[a-1]") in ordering.load()
