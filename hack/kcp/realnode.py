@@ -108,7 +108,6 @@ def _containerd_config(node_dir: Path) -> Path:
              "ipam": {"type": "host-local", "ranges": [[{"subnet": POD_CIDR}]], "routes": [{"dst": "0.0.0.0/0"}]}},
             {"type": "portmap", "capabilities": {"portMappings": True}},
         ]}, indent=1))
-    _write(node_dir / "loopback.conf", "")  # containerd adds the loopback plugin itself
     return _write(node_dir / "containerd.toml", f"""version = 2
 root = "{CONTAINERD_ROOT}"
 state = "{CONTAINERD_STATE}"

@@ -155,6 +155,14 @@ def events_once(core: client.CoreV1Api, namespace: str, reason: str, count: int,
                       timeout=timeout, what=f"{count} {reason} Events in {namespace}")
 
 
+def new_namespace(core: client.CoreV1Api, name: str) -> str:
+    """Create a namespace and return once KCM has made its `default` ServiceAccount (pods need it)."""
+    core.create_namespace({"metadata": {"name": name}})
+    wait_until(lambda: core.list_namespaced_service_account(name).items, timeout=30,
+               what=f"ServiceAccount {name}/default")
+    return name
+
+
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 
 

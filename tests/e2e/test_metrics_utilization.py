@@ -21,7 +21,7 @@ from kubernetes import client
 from kcp import descheduler, paths
 from tests.e2e import metrics_api, prometheus_api
 from tests.e2e.conftest import LocalCluster, _started
-from tests.e2e.remediator_harness import deployment, place_on_first
+from tests.e2e.remediator_harness import deployment, new_namespace, place_on_first
 from tests.waiting import wait_until
 
 # One xdist worker runs the whole module: its tests share one cluster with the metrics API registered.
@@ -74,9 +74,7 @@ def hot_node(metrics_cluster: tuple[LocalCluster, metrics_api.Usage]) -> Iterato
     cluster, usage = metrics_cluster
     core, apps = client.CoreV1Api(cluster.api), client.AppsV1Api(cluster.api)
     namespace = f"busy-{secrets.token_hex(3)}"
-    core.create_namespace({"metadata": {"name": namespace}})
-    wait_until(lambda: core.list_namespaced_service_account(namespace).items, timeout=30,
-               what=f"ServiceAccount {namespace}/default")
+    new_namespace(core, namespace)
 
     def create() -> None:
         for i in range(PODS):

@@ -23,7 +23,7 @@ from kubernetes import client
 
 from kcp import image, paths, realnode
 from tests.e2e.conftest import LocalCluster, _started
-from tests.e2e.remediator_harness import cordon, deployment, events_once, running_on, taint_keys
+from tests.e2e.remediator_harness import cordon, deployment, events_once, new_namespace, running_on, taint_keys
 from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("real_node")]
@@ -135,9 +135,7 @@ def test_a_kernel_line_on_the_real_node_taints_it_and_its_real_pod_runs_elsewher
     cluster, _ = installed
     core, apps = client.CoreV1Api(cluster.api), client.AppsV1Api(cluster.api)
     namespace = f"work-{secrets.token_hex(3)}"
-    core.create_namespace({"metadata": {"name": namespace}})
-    wait_until(lambda: core.list_namespaced_service_account(namespace).items, timeout=30,
-               what=f"ServiceAccount {namespace}/default")
+    new_namespace(core, namespace)
     work = deployment("work", 1, [realnode.NAME, *KWOK_NODES])
     work["spec"]["template"]["spec"]["containers"][0].update(image=image.pause_reference(), imagePullPolicy="Never")
     cordon(core, KWOK_NODES, True)
