@@ -1,10 +1,12 @@
 """Host networking basics: `NetworkInterfaceDown` and `IPForwardingDisabled`.
 
-`NetworkInterfaceDown`, from `/sys/class/net/<if>/flags` (IFF_UP 0x1, IFF_LOOPBACK 0x8, IFF_RUNNING 0x40):
+`NetworkInterfaceDown`, from `/sys/class/net/<if>/flags` (IFF_UP 0x1) and `/sys/class/net/<if>/carrier`:
 - the loopback interface missing or not up (`LoopbackMissing`, `LoopbackDown`): nothing local works without it;
-- a physical interface that is up but not running (no carrier: `InterfaceNotRunning`), or that was up earlier
-  in this agent's life and is down now (`InterfaceWentDown`). An interface that was never up is an unused port,
-  not a fault.
+- a physical interface that is up but has no carrier (`carrier` reads 0: `InterfaceNotRunning`), or that was up
+  earlier in this agent's life and is down now (`InterfaceWentDown`). An interface that was never up is an unused
+  port, not a fault. The `flags` file is the device's own flags, which never hold IFF_RUNNING (the kernel adds that
+  bit only to SIOCGIFFLAGS answers, from the carrier): judged by `flags`, every running NIC looked cable-less, as
+  the first agent on a real node showed.
 Virtual interfaces (their sysfs entry lives under `/sys/devices/virtual/`: veth, bridges, tunnels, CNI devices)
 come and go with pods and are not looked at, nor names matching an `exclude` glob. A finding must hold on two
 observations in a row, so a link renegotiating during one poll is not reported.
@@ -26,7 +28,7 @@ from agent.model import CheckTiming, ConditionReport, Observation, Status
 NAME = "network"
 INTERFACES = "NetworkInterfaceDown"
 FORWARDING = "IPForwardingDisabled"
-IFF_UP, IFF_LOOPBACK, IFF_RUNNING = 0x1, 0x8, 0x40
+IFF_UP = 0x1
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,13 @@ class NetworkCheck:
         except ValueError:
             raise ValueError(f"/sys/class/net/{name}/flags: {text[:20]!r} is not a hex number") from None
 
+    def _carrier(self, name: str) -> bool:
+        """Whether an interface that is up has a carrier (the kernel refuses the read, EINVAL, while it is down)."""
+        text = self._host.read_sensor(f"/sys/class/net/{name}/carrier").strip()
+        if text not in ("0", "1"):
+            raise ValueError(f"/sys/class/net/{name}/carrier: {text[:20]!r} is neither 0 nor 1")
+        return text == "1"
+
     def _interfaces(self) -> ConditionReport:
         try:
             finding, checked = self._find_problem()
@@ -98,8 +107,8 @@ class NetworkCheck:
             checked.append(name)
             if flags & IFF_UP:
                 self._was_up.add(name)
-                if not flags & IFF_RUNNING:
-                    problems.append(f"{name} is up but not running (no carrier)")
+                if not self._carrier(name):
+                    problems.append(f"{name} is up but has no carrier")
                     reason = reason or "InterfaceNotRunning"
             elif name in self._was_up:
                 problems.append(f"{name} went down")

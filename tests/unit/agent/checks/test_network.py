@@ -21,13 +21,19 @@ class Host:
         (root / "sys/class/net").mkdir(parents=True)
         (root / "proc/sys/net/ipv4").mkdir(parents=True)
         (root / "proc/sys/net/ipv4/ip_forward").write_text("1\n")
-        self.link("lo", "0x49", virtual=True)
+        self.link("lo", "0x9", virtual=True)
 
-    def link(self, name: str, flags: str, *, virtual: bool = False) -> None:
+    def link(self, name: str, flags: str, *, carrier: bool = True, virtual: bool = False) -> None:
+        """An interface as the kernel shows it: `flags` never holds IFF_RUNNING (0x40), whatever the link does;
+        `carrier` says whether the link is up, and cannot be read (EINVAL) while the interface is down."""
         where = "devices/virtual/net" if virtual else "devices/pci0000:00/0000:00:03.0/net"
         device = self.root / "sys" / where / name
         device.mkdir(parents=True, exist_ok=True)
+        assert not int(flags, 16) & 0x40, "the kernel's flags file never holds IFF_RUNNING"
         (device / "flags").write_text(flags + "\n")
+        (device / "carrier").unlink(missing_ok=True)
+        if int(flags, 16) & 0x1:
+            (device / "carrier").write_text(("1" if carrier else "0") + "\n")
         entry = self.root / "sys/class/net" / name
         if not entry.is_symlink():
             entry.symlink_to(Path("../..") / where / name)
@@ -43,7 +49,7 @@ def observe(check: NetworkCheck) -> dict[str, tuple[Status, str]]:
 
 
 def test_a_healthy_node(host: Host) -> None:
-    host.link("eth0", "0x1043")
+    host.link("eth0", "0x1003")
     host.link("veth1234", "0x1002", virtual=True)  # a pod's veth that is down: not looked at
     host.link("cali0a1b", "0x1002", virtual=True)
 
@@ -52,8 +58,8 @@ def test_a_healthy_node(host: Host) -> None:
 
 
 def test_an_interface_up_without_carrier_is_reported_on_the_second_observation(host: Host) -> None:
-    host.link("eth0", "0x1043")
-    host.link("eth1", "0x1003")  # IFF_UP without IFF_RUNNING
+    host.link("eth0", "0x1003")
+    host.link("eth1", "0x1003", carrier=False)
     check = NetworkCheck(Config(), HostRoot(host.root))
 
     first, second = observe(check), observe(check)
@@ -63,16 +69,16 @@ def test_an_interface_up_without_carrier_is_reported_on_the_second_observation(h
 
 
 def test_a_blip_seen_once_is_not_reported(host: Host) -> None:
-    host.link("eth0", "0x1003")
+    host.link("eth0", "0x1003", carrier=False)
     check = NetworkCheck(Config(), HostRoot(host.root))
     observe(check)
-    host.link("eth0", "0x1043")
+    host.link("eth0", "0x1003")
 
     assert observe(check)[INTERFACES] == (Status.FALSE, "InterfacesUp")
 
 
 def test_an_interface_that_was_up_and_went_down_is_reported_but_an_unused_port_is_not(host: Host) -> None:
-    host.link("eth0", "0x1043")
+    host.link("eth0", "0x1003")
     host.link("eno2", "0x1002")  # never up: an unused port
     check = NetworkCheck(Config(), HostRoot(host.root))
     assert observe(check)[INTERFACES] == (Status.FALSE, "InterfacesUp")
@@ -84,7 +90,7 @@ def test_an_interface_that_was_up_and_went_down_is_reported_but_an_unused_port_i
 
 
 def test_excluded_names_are_not_looked_at(host: Host) -> None:
-    host.link("ib0", "0x1003")
+    host.link("ib0", "0x1003", carrier=False)
     check = NetworkCheck(Config(exclude=("ib*",)), HostRoot(host.root))
     observe(check)
 
@@ -116,11 +122,28 @@ def test_validation_names_the_bad_fields() -> None:
 
 
 def test_a_second_interface_failing_while_one_is_reported_does_not_flap_the_condition(host: Host) -> None:
-    host.link("eth0", "0x1043")
-    host.link("eth1", "0x1003")
+    host.link("eth0", "0x1003")
+    host.link("eth1", "0x1003", carrier=False)
     check = NetworkCheck(Config(), HostRoot(host.root))
     observe(check)
     assert observe(check)[INTERFACES] == (Status.TRUE, "InterfaceNotRunning")
-    host.link("eth0", "0x1003")
+    host.link("eth0", "0x1003", carrier=False)
 
     assert observe(check)[INTERFACES] == (Status.TRUE, "InterfaceNotRunning")
+
+
+def test_an_unreadable_or_garbled_carrier_is_unknown_not_a_fault(host: Host) -> None:
+    host.link("eth0", "0x1003")
+    carrier = host.root / "sys/devices/pci0000:00/0000:00:03.0/net/eth0/carrier"
+    carrier.write_text("yes\n")
+    check = NetworkCheck(Config(), HostRoot(host.root))
+    assert observe(check)[INTERFACES] == (Status.UNKNOWN, "BadSensorData")
+    carrier.unlink()
+    assert observe(check)[INTERFACES] == (Status.UNKNOWN, "BadSensorData")
+
+
+def test_this_machines_own_interfaces_are_up(tmp_path: Path) -> None:
+    """The real /sys of the machine running the tests: its NICs carry traffic (the tests reach PyPI through one)."""
+    check = NetworkCheck(Config(), HostRoot(Path("/")))
+    observe(check)
+    assert observe(check)[INTERFACES] == (Status.FALSE, "InterfacesUp")
