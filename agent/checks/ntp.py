@@ -4,11 +4,21 @@ Two sources, both injectable for tests:
 - the kernel's own sync state, from `adjtimex(2)` with no modes set (a read; needs no privilege and no host
   path, since a container shares the host's kernel clock). `STA_UNSYNC` in the status, or the clock state
   `TIME_ERROR`, means no time daemon is disciplining the clock.
-- the offset measured against configured NTP servers with ntplib, tried in order until one answers. Each query
-  is a blocking socket call, so it runs in a thread; a cancelled check leaves at most one query to finish within
-  its `query_timeout`. The default server list is empty, meaning "kernel sync state only": most nodes sit behind
-  egress rules that block public NTP, and a check that always says NTPServerUnreachable teaches people to
-  ignore it. Configure the servers the node's own time daemon uses.
+- the offset measured against NTP servers with ntplib, tried in order until one answers. Each query is a blocking
+  socket call, so it runs in a thread; a cancelled check leaves at most one query to finish within its
+  `query_timeout`. Configured `servers` are used as given, and no file is read.
+
+The default server list is empty, meaning "the servers the node's own time daemon uses": chrony's, ntpd's or
+systemd-timesyncd's configuration under the host root (`ntp_daemon_servers`), named in the message. Most nodes sit
+behind egress rules that block public NTP, and the daemon's servers are the ones its node reaches. Even so, such a
+server that does not answer is only noted, never NTPServerUnreachable: the daemon may keep time by other means
+(chrony on a PTP hardware clock, with its distribution's pool lines left unreachable), the kernel's sync state
+already says whether it does, and a check that says NTPServerUnreachable on every node of a fleet teaches people to
+ignore it. When no file names a server, only the kernel's sync state is judged, and the message says so. Only the
+first timing.timeout // query_timeout of the daemon's servers are tried, so the check ends before the supervisor
+cancels it, and the message says when some were left out. Validation cannot hold an interval under 16 s against
+servers it does not know yet, so they are asked at most every MIN_QUERY_INTERVAL; in between, the last answer
+stands.
 
 True when any problem is found; the reason names the gravest one: ClockOffsetTooLarge (the clock is measurably
 wrong), then ClockUnsynchronized (it may drift), then NTPServerUnreachable (it could not be verified).
@@ -27,6 +37,7 @@ from dataclasses import dataclass, field
 
 import ntplib
 
+from agent.checks.ntp_daemon_servers import LOOKED_FOR, find_daemon_servers
 from agent.host import HostRoot
 from agent.model import CheckTiming, ConditionReport, Observation, Status
 from nodemedic_common.durations import below_floor
@@ -40,6 +51,8 @@ CLOCK_STATES = ("TIME_OK", "TIME_INS", "TIME_DEL", "TIME_OOP", "TIME_WAIT", "TIM
 
 
 MIN_QUERY_INTERVAL = dt.timedelta(seconds=16)  # NTP's minpoll (2^4 s); pools rate-limit faster clients
+
+Measured = tuple[str, float] | list[str]  # (server, offset) from the first that answered, else each one's failure
 
 
 @dataclass(frozen=True)
@@ -69,6 +82,10 @@ def validate(config: Config) -> list[str]:
         # Servers are tried in turn; if all time out the check must still finish before the supervisor cancels it.
         errors.append(f"query_timeout: {len(config.servers)} servers x {config.query_timeout.total_seconds():g}s "
                       f"exceed timing.timeout ({config.timing.timeout.total_seconds():g}s)")
+    elif config.query_timeout > config.timing.timeout:  # no servers: the time daemon's are asked, one at least
+        errors.append(f"query_timeout: {config.query_timeout.total_seconds():g}s exceeds timing.timeout "
+                      f"({config.timing.timeout.total_seconds():g}s): not even one of the time daemon's servers "
+                      "could be asked")
     if not config.kernel_sync and not config.servers:
         errors.append("servers: must name at least one server when kernel_sync is false")
     if config.servers and (problem := below_floor(config.timing.interval, MIN_QUERY_INTERVAL,
@@ -152,30 +169,34 @@ class NTPProblem:
         self.timing = config.timing
         self.condition_types: tuple[str, ...] = (CONDITION,)
         self._config = config
-        self._host = host  # unused today: both sources are kernel-wide or network; kept for the common shape
+        self._host = host  # where the time daemon's files are, when no servers are configured
         self._adjtimex = adjtimex
         self._query = query
         self._last: tuple[object, ConditionReport] | None = None  # (finding, report) for _keep_message
+        self._last_query: tuple[dt.datetime, tuple[str, ...], Measured] | None = None  # (when, servers, result)
 
     async def observe(self, now: dt.datetime) -> Observation:
         problems: list[tuple[str, str]] = []  # (reason, message), gravest first once sorted
         unknown: list[str] = []
         notes: list[str] = []
+        context: object = ()  # what the message says besides the finding: where the servers came from
         if self._config.servers:
-            self._judge_offset(await self._measure(), problems, notes)
+            self._judge_offset(await self._measure(self._config.servers), problems, notes)
+        else:
+            context = await self._judge_daemon_servers(now, problems, notes)
         if self._config.kernel_sync:
             self._judge_kernel(problems, unknown, notes)
         if problems:
             problems.sort(key=lambda p: _GRAVITY.index(p[0]))
             message = "; ".join([m for _, m in problems] + unknown + notes)
             report = ConditionReport(CONDITION, Status.TRUE, problems[0][0], message)
-            key: object = (report.status, tuple(reason for reason, _ in problems))
+            key: object = (report.status, tuple(reason for reason, _ in problems), context)
         elif unknown:
             report = ConditionReport(CONDITION, Status.UNKNOWN, "BadSensorData", "; ".join(unknown + notes))
-            key = (report.status, tuple(unknown))
+            key = (report.status, tuple(unknown), context)
         else:
             report = ConditionReport(CONDITION, Status.FALSE, "ClockSynchronized", "; ".join(notes))
-            key = report.status
+            key = (report.status, context)
         return Observation(self.name, now, (self._keep_message(report, key),))
 
     def _keep_message(self, report: ConditionReport, key: object) -> ConditionReport:
@@ -187,12 +208,49 @@ class NTPProblem:
         self._last = (key, report)
         return report
 
-    async def _measure(self) -> tuple[str, float] | list[str]:
+    async def _judge_daemon_servers(self, now: dt.datetime, problems: list[tuple[str, str]],
+                                    notes: list[str]) -> object:
+        """The offset against the servers of the node's own time daemon. Returns what the message says about them,
+        so a changed file rewrites it."""
+        # Read again at every observation rather than cached by mtime: a few small files, within fixed bounds, and
+        # telling a change by stat would take as many calls, plus every confdir's (a new file changes no mtime of
+        # the files already seen).
+        found = await asyncio.get_running_loop().run_in_executor(None, find_daemon_servers, self._host)
+        remarks = [f"skipped {_listed(found.notes, '; ')}"] if found.notes else []
+        if not found.servers:
+            notes.extend([f"no NTP server in the time daemon configuration (read {_listed(found.read)})" if found.read
+                          else f"no time daemon configuration found (looked for {LOOKED_FOR})", *remarks,
+                          "kernel sync state only"])
+            return found
+        fit = self._config.timing.timeout // self._config.query_timeout  # each may time out: all within timing.timeout
+        if len(found.servers) > fit:
+            remarks.insert(0, f"only the first {fit} of the {len(found.servers)} servers from {found.daemon} are tried "
+                              f"(timing.timeout {self._config.timing.timeout.total_seconds():g}s / query_timeout "
+                              f"{self._config.query_timeout.total_seconds():g}s)")
+        origin = f"from {found.daemon} {_listed(found.files)}"
+        result = await self._measure_at_most_every_minpoll(now, found.servers[:fit])
+        if isinstance(result, list):
+            notes.append(f"no server {origin} answered ({'; '.join(result)}): the kernel's sync state decides")
+        else:
+            self._judge_offset(result, problems, notes, origin=origin)
+        notes.extend(remarks)
+        return found, isinstance(result, list)
+
+    async def _measure_at_most_every_minpoll(self, now: dt.datetime, servers: tuple[str, ...]) -> Measured:
+        """`_measure`, or its last result while that is younger than MIN_QUERY_INTERVAL: validation holds only
+        configured servers to it. A clock stepped back (`now` before the last query) asks again."""
+        if (last := self._last_query) and last[1] == servers and dt.timedelta(0) <= now - last[0] < MIN_QUERY_INTERVAL:
+            return last[2]
+        result = await self._measure(servers)
+        self._last_query = (now, servers, result)
+        return result
+
+    async def _measure(self, servers: tuple[str, ...]) -> Measured:
         """(server, offset) from the first server that answers, else one failure line per server."""
         loop = asyncio.get_running_loop()
         timeout = self._config.query_timeout.total_seconds()
         failures: list[str] = []
-        for server in self._config.servers:
+        for server in servers:
             try:
                 offset = await loop.run_in_executor(None, functools.partial(self._query, server, timeout))
             except (OSError, ntplib.NTPException, ValueError) as e:
@@ -204,14 +262,15 @@ class NTPProblem:
             return server, offset
         return failures
 
-    def _judge_offset(self, result: tuple[str, float] | list[str], problems: list[tuple[str, str]],
-                      notes: list[str]) -> None:
+    def _judge_offset(self, result: Measured, problems: list[tuple[str, str]], notes: list[str], *,
+                      origin: str = "") -> None:
         if isinstance(result, list):
             problems.append(("NTPServerUnreachable", f"no NTP server answered ({'; '.join(result)})"))
             return
         server, offset = result
         limit = self._config.max_offset.total_seconds()
-        text = f"offset {offset * 1000:+.1f} ms against {server} (limit {limit * 1000:g} ms)"
+        bounds = "; ".join(filter(None, (f"limit {limit * 1000:g} ms", origin)))
+        text = f"offset {offset * 1000:+.1f} ms against {server} ({bounds})"
         if abs(offset) > limit:
             problems.append(("ClockOffsetTooLarge", text))
         else:
@@ -236,4 +295,10 @@ class NTPProblem:
 
 
 _GRAVITY = ("ClockOffsetTooLarge", "ClockUnsynchronized", "NTPServerUnreachable")
+
+
+def _listed(items: tuple[str, ...], separator: str = ", ", most: int = 3) -> str:
+    """At most `most` items, then how many more: a message names a few files, not a whole directory."""
+    more = f" and {len(items) - most} more" if len(items) > most else ""
+    return separator.join(items[:most]) + more
 

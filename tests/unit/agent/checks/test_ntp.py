@@ -1,4 +1,5 @@
-"""NTPProblem: the kernel's sync state and the offset against configured servers, with injected sources."""
+"""NTPProblem: the kernel's sync state and the offset against configured servers or the time daemon's, with injected
+sources and fixture host roots."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import ntplib
 import pytest
 
+from agent.checks import ntp
 from agent.checks.ntp import (
     CLOCK_STATES,
     STA_UNSYNC,
@@ -32,6 +35,7 @@ NOW = dt.datetime(2024, 5, 1, 12, 0, 0, tzinfo=dt.UTC)
 SYNCED = KernelClock(state=0, status=0x2001)  # TIME_OK, STA_PLL | STA_NANO
 UNSYNCED = KernelClock(state=TIME_ERROR, status=STA_UNSYNC)
 SERVERS = ("ntp-a.internal", "ntp-b.internal", "ntp-c.internal")
+NO_DAEMON = HostRoot(Path("/nonexistent/nodemedic-test-host"))  # no time daemon file: the machine's own are not read
 
 
 def by_server(answers: dict[str, float | Exception]) -> dict[str, float | Exception]:
@@ -63,13 +67,13 @@ class FakeSources:
         return answer
 
 
-def make(fake: FakeSources, config: Config | None = None) -> NTPProblem:
-    return NTPProblem(config or Config(servers=SERVERS), HostRoot(), adjtimex=fake.adjtimex, query=fake.query)
+def make(fake: FakeSources, config: Config | None = None, host: HostRoot = NO_DAEMON) -> NTPProblem:
+    return NTPProblem(config or Config(servers=SERVERS), host, adjtimex=fake.adjtimex, query=fake.query)
 
 
-def observe(check: NTPProblem) -> ConditionReport:
-    obs = asyncio.run(check.observe(NOW))
-    assert (obs.check, obs.at, obs.error, obs.events) == ("ntp", NOW, "", ())
+def observe(check: NTPProblem, now: dt.datetime = NOW) -> ConditionReport:
+    obs = asyncio.run(check.observe(now))
+    assert (obs.check, obs.at, obs.error, obs.events) == ("ntp", now, "", ())
     (report,) = obs.conditions
     return report
 
@@ -133,10 +137,113 @@ def test_unreachable_servers_are_each_named_with_their_failure() -> None:
                                       "ntp-b.internal: No response; ntp-c.internal: bad packet)")
 
 
-def test_without_servers_only_the_kernel_sync_state_is_judged() -> None:
+def test_without_servers_or_a_time_daemon_file_only_the_kernel_sync_state_is_judged() -> None:
     fake = FakeSources(clock=UNSYNCED)
     report = observe(make(fake, Config()))
     assert (report.status, report.reason, fake.asked) == (Status.TRUE, "ClockUnsynchronized", [])
+    assert report.message == (
+        "kernel clock is not synchronised (kernel clock state TIME_ERROR, STA_UNSYNC set); no time daemon "
+        "configuration found (looked for /etc/chrony/chrony.conf, /etc/chrony.conf, /etc/ntpsec/ntp.conf, "
+        "/etc/ntp.conf, /etc/systemd/timesyncd.conf and its drop-ins); kernel sync state only")
+
+
+def chrony_host(root: Path, *servers: str) -> HostRoot:
+    conf = root / "etc/chrony/chrony.conf"
+    conf.parent.mkdir(parents=True, exist_ok=True)
+    conf.write_text("".join(f"server {server} iburst\n" for server in servers))
+    return HostRoot(root)
+
+
+def test_without_servers_the_time_daemons_are_asked_and_named_in_the_message(tmp_path: Path) -> None:
+    fake = FakeSources(a=OSError(101, "Network is unreachable"), b=0.125)
+    report = observe(make(fake, Config(), chrony_host(tmp_path, "ntp-a.internal", "ntp-b.internal")))
+    assert fake.asked == [("ntp-a.internal", 2.0), ("ntp-b.internal", 2.0)]
+    assert (report.status, report.message) == (Status.FALSE, (
+        "offset +125.0 ms against ntp-b.internal (limit 500 ms; from chrony /etc/chrony/chrony.conf); "
+        "kernel clock state TIME_OK, STA_UNSYNC clear"))
+
+
+def test_a_time_daemon_server_measuring_the_clock_wrong_is_a_problem(tmp_path: Path) -> None:
+    fake = FakeSources(a=-0.9)
+    report = observe(make(fake, Config(), chrony_host(tmp_path, "ntp-a.internal")))
+    assert (report.status, report.reason) == (Status.TRUE, "ClockOffsetTooLarge")
+    assert report.message.startswith("offset -900.0 ms against ntp-a.internal (limit 500 ms; from chrony ")
+
+
+@pytest.mark.parametrize(("clock", "status", "reason"), [
+    pytest.param(SYNCED, Status.FALSE, "ClockSynchronized", id="kernel-synchronised"),
+    pytest.param(UNSYNCED, Status.TRUE, "ClockUnsynchronized", id="kernel-unsynchronised"),
+])
+def test_time_daemon_servers_that_do_not_answer_are_noted_and_the_kernel_state_decides(
+        tmp_path: Path, clock: KernelClock, status: Status, reason: str) -> None:
+    fake = FakeSources(clock=clock, **UNREACHABLE)
+    report = observe(make(fake, Config(), chrony_host(tmp_path, "ntp-a.internal", "ntp-b.internal")))
+    assert (report.status, report.reason) == (status, reason)
+    refused = "[Errno 111] Connection refused"
+    assert (f"no server from chrony /etc/chrony/chrony.conf answered (ntp-a.internal: {refused}; "
+            f"ntp-b.internal: {refused}): the kernel's sync state decides") in report.message
+
+
+def test_configured_servers_win_and_no_time_daemon_file_is_read(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    def never(host: HostRoot) -> None:
+        raise AssertionError("the time daemon's files were read")
+
+    monkeypatch.setattr(ntp, "find_daemon_servers", never)
+    fake = FakeSources()
+    report = observe(make(fake, Config(servers=SERVERS[2:]), chrony_host(tmp_path, "ntp-a.internal")))
+    assert (fake.asked, report.message) == ([("ntp-c.internal", 2.0)], (
+        "offset +10.0 ms against ntp-c.internal (limit 500 ms); kernel clock state TIME_OK, STA_UNSYNC clear"))
+
+
+def test_a_file_that_names_no_server_is_named_in_the_message(tmp_path: Path) -> None:
+    report = observe(make(FakeSources(), Config(), chrony_host(tmp_path)))
+    assert report.message == ("no NTP server in the time daemon configuration (read /etc/chrony/chrony.conf); "
+                              "kernel sync state only; kernel clock state TIME_OK, STA_UNSYNC clear")
+
+
+def test_only_the_time_daemon_servers_that_fit_the_timeout_are_tried_and_the_message_says_so(tmp_path: Path) -> None:
+    fake = FakeSources(**UNREACHABLE)
+    fake.answers.update({f"ntp-{key}.internal": 0.001 for key in "defg"})
+    host = chrony_host(tmp_path, *(f"ntp-{key}.internal" for key in "abcdefg"))
+    config = Config(timing=CheckTiming(interval=dt.timedelta(seconds=60), timeout=dt.timedelta(seconds=7)))
+    report = observe(make(fake, config, host))
+    assert [server for server, _ in fake.asked] == ["ntp-a.internal", "ntp-b.internal", "ntp-c.internal"]
+    assert report.status is Status.FALSE
+    assert ("only the first 3 of the 7 servers from chrony are tried (timing.timeout 7s / query_timeout 2s)"
+            in report.message)
+
+
+def test_time_daemon_servers_are_asked_at_most_every_16s_whatever_the_interval(tmp_path: Path) -> None:
+    fake = FakeSources()
+    every_5s = CheckTiming(interval=dt.timedelta(seconds=5), timeout=dt.timedelta(seconds=5))
+    check = make(fake, Config(timing=every_5s), chrony_host(tmp_path, "ntp-a.internal"))
+    for seconds in (0, 5, 10, 15):
+        assert observe(check, NOW + dt.timedelta(seconds=seconds)).status is Status.FALSE
+    assert len(fake.asked) == 1
+    fake.answers["ntp-a.internal"] = 0.9
+    assert observe(check, NOW + dt.timedelta(seconds=15.9)).reason == "ClockSynchronized"  # the last answer stands
+    assert observe(check, NOW + dt.timedelta(seconds=16)).reason == "ClockOffsetTooLarge"
+    assert observe(check, NOW - dt.timedelta(hours=1)).reason == "ClockOffsetTooLarge"  # a clock stepped back
+    assert len(fake.asked) == 3
+
+
+def test_a_changed_time_daemon_file_is_read_at_the_next_observation(tmp_path: Path) -> None:
+    fake = FakeSources()
+    check = make(fake, Config(), chrony_host(tmp_path, "ntp-a.internal"))
+    assert "against ntp-a.internal" in observe(check).message
+    chrony_host(tmp_path, "ntp-b.internal")
+    report = observe(check, NOW + dt.timedelta(minutes=1))
+    assert (fake.asked[-1][0], report.status) == ("ntp-b.internal", Status.FALSE)
+    assert "against ntp-b.internal" in report.message  # a new source rewrites the message, same finding or not
+
+
+def test_skipped_time_daemon_files_are_noted_in_the_message(tmp_path: Path) -> None:
+    (tmp_path / "etc/chrony").mkdir(parents=True)
+    (tmp_path / "etc/chrony/chrony.conf").write_bytes(b"\0\1\2")
+    report = observe(make(FakeSources(), Config(), HostRoot(tmp_path)))
+    assert report.status is Status.FALSE
+    assert "skipped /etc/chrony/chrony.conf: not a text file; kernel sync state only" in report.message
 
 
 def test_the_kernel_state_can_be_left_out_where_something_else_keeps_the_clock() -> None:
@@ -256,6 +363,9 @@ def test_servers_may_name_a_port(server: str, parsed: tuple[str, int]) -> None:
     pytest.param(Config(query_timeout=dt.timedelta(0)), ["query_timeout: must be positive"], id="zero-query-timeout"),
     pytest.param(Config(servers=("a", "b", "c", "d", "e", "f")),
                  ["query_timeout: 6 servers x 2s exceed timing.timeout (10s)"], id="servers-outlast-the-timeout"),
+    pytest.param(Config(query_timeout=dt.timedelta(seconds=11)),
+                 ["query_timeout: 11s exceeds timing.timeout (10s): not even one of the time daemon's servers could "
+                  "be asked"], id="time-daemon-server-outlasts-the-timeout"),
     pytest.param(Config(kernel_sync=False), ["servers: must name at least one server when kernel_sync is false"],
                  id="nothing-to-check"),
     pytest.param(Config(timing=CheckTiming(interval=dt.timedelta(seconds=5), timeout=dt.timedelta(seconds=10))),
