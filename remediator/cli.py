@@ -12,6 +12,7 @@ import os
 import socket
 import sys
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
@@ -28,12 +29,14 @@ from remediator.alerts.notifier import Notifier
 from remediator.autoscaler_flags import status_taint_flags
 from remediator.controller import Controller, PolicySource
 from remediator.leader import LeaderElector, LeaseTimings
-from remediator.model import MeasuredUsage, Plan
+from remediator.model import MeasuredUsage, NodeAutoscaler, Plan
 from remediator.planner import PlannerMemory, plan_cycle
+from remediator.policy.autoscaler import AUTO
 from remediator.policy.loader import PolicyError, convert_policy, load_policy, validate_main
 from remediator.policy.model import Policy
 from remediator.policy.secret_files import DEFAULT_SECRETS_DIR
 from remediator.server import app, loop_health, serve
+from remediator.state.autoscaler_detection import AutoscalerDetector, detect
 from remediator.state.caches import ClusterCache, snapshot_from_list
 from remediator.state.kube import ApiError, CredentialsError, Kube, load_credentials
 from remediator.state.metrics_api import usage_from_items
@@ -41,6 +44,7 @@ from remediator.state.records import parse_time, time_problem
 from remediator.state.usage_reader import UsageReader, sources
 
 LEASE_NAME = "nodemedic-remediator"
+NO_AUTOSCALER = "none"  # plan --autoscaler none: the cluster runs no node autoscaler
 
 
 def _load_or_exit(path: str, secrets_dir: str) -> Any:
@@ -78,10 +82,13 @@ async def _run(args: argparse.Namespace) -> int:
         )
     # Always there: a reloaded policy may start asking for measured usage; it reads nothing until one does.
     usage = UsageReader(kube, registry=registry, log=log, secrets_dir=args.secrets_dir)
+    # Likewise: it looks for the node autoscalers only while the policy says addsNodes: auto.
+    autoscalers = AutoscalerDetector(kube, gauge=metrics.autoscaler_detected, log=log)
     source = PolicySource(args.policy, policy, secrets_dir=args.secrets_dir)
     controller = Controller(kube=kube, cache=cache, source=source, alerts=alerts,
                             metrics=metrics, log=log, elector=elector, dry_run=args.dry_run,
-                            lease_namespace=args.lease_namespace, lease_name=args.lease_name, usage=usage)
+                            lease_namespace=args.lease_namespace, lease_name=args.lease_name, usage=usage,
+                            autoscalers=autoscalers)
     runner = None
     if args.listen:
         try:
@@ -136,9 +143,19 @@ async def _once(controller: Controller, *, cache: ClusterCache, kube: Kube, usag
 
 
 # --- plan -------------------------------------------------------------------------------------------
-async def _live_items(kubeconfig: str, policy: Policy, now: dt.datetime,
-                      secrets_dir: str) -> tuple[dict[str, Any], MeasuredUsage]:
-    """The cluster as a `kind: List`, and the usage the policy's strategies measure (nothing when none does)."""
+@dataclass(frozen=True)
+class LiveCluster:
+    """What `plan --kubeconfig` reads of the cluster, once."""
+
+    items: dict[str, Any]  # the cluster as a `kind: List`
+    measured: MeasuredUsage  # the usage the policy's strategies measure (nothing when none does)
+    autoscalers: frozenset[NodeAutoscaler]  # the node autoscalers found (looked for only for addsNodes: auto)
+    unanswered: list[str]  # why an autoscaler could not be looked for (counted as not found)
+
+
+async def _live_items(kubeconfig: str, policy: Policy, now: dt.datetime, secrets_dir: str, *,
+                      detect_autoscalers: bool) -> LiveCluster:
+    """`detect_autoscalers`: look for the node autoscalers too."""
     kube = Kube(load_credentials(kubeconfig), registry=CollectorRegistry())
     items: list[dict[str, Any]] = []
     usage = UsageReader(kube, registry=CollectorRegistry(), log=logging.getLogger("nodemedic.remediator"),
@@ -154,10 +171,13 @@ async def _live_items(kubeconfig: str, policy: Policy, now: dt.datetime,
         # metadata of the wrong shape is refused by snapshot_from_list afterwards, with the item named
         nodes = [str(m.get("name")) for o in items if o["kind"] == "Node" and isinstance(m := o.get("metadata"), dict)]
         measured = await usage.read(policy, nodes, now)
+        probes = await detect(kube) if detect_autoscalers else {}
     finally:
         await usage.close()
         await kube.close()
-    return {"kind": "List", "items": items}, measured
+    return LiveCluster({"kind": "List", "items": items}, measured,
+                       frozenset(a for a, probe in probes.items() if probe.present),
+                       [f"{a}: {probe.evidence}" for a, probe in probes.items() if probe.present is None])
 
 
 def _list_items(answer: object, path: str) -> list[dict[str, Any]]:
@@ -191,6 +211,13 @@ def _print_plan(plan: Plan) -> None:
     print(f"breaker: open={plan.breaker_open} taintedLimit={plan.tainted_limit}")
 
 
+def _autoscaler_flag(value: str | None) -> frozenset[NodeAutoscaler] | None:
+    """`plan --autoscaler`: the node autoscalers it names; None when not given."""
+    if value is None:
+        return None
+    return frozenset() if value == NO_AUTOSCALER else frozenset({NodeAutoscaler(value)})
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
     # A one-shot process: no cyclic collection while a whole cluster is decoded and planned (it halves the time
     # on 15,000 pods; see remediator/heap.py). Memory comes back when the process exits.
@@ -201,6 +228,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print(f"--now: {time_problem(args.now)} (give an RFC 3339 time with an offset, e.g. 2026-03-01T12:00:00Z)",
               file=sys.stderr)
         return 2
+    said = _autoscaler_flag(args.autoscaler)
     if args.snapshot:
         try:
             with open(args.snapshot) as f:
@@ -210,7 +238,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
             return 2
         try:
             snapshot = snapshot_from_list(doc, now, warn=lambda problem: print(f"{args.snapshot}: {problem}",
-                                                                               file=sys.stderr))
+                                                                               file=sys.stderr),
+                                          autoscalers=frozenset() if said is None else said)
         except ValueError as e:  # valid JSON of the wrong shape
             print(f"{args.snapshot}: {e}", file=sys.stderr)
             return 2
@@ -221,7 +250,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
         measured = MeasuredUsage(nodes=nodes, pods=pods)
     else:
         try:
-            doc, measured = asyncio.run(_live_items(args.kubeconfig, policy, now, args.secrets_dir))
+            # Only what addsNodes: auto needs and the user did not say.
+            live = asyncio.run(_live_items(args.kubeconfig, policy, now, args.secrets_dir,
+                                           detect_autoscalers=said is None and policy.autoscaler.adds_nodes == AUTO))
         except CredentialsError as e:
             print(f"nodemedic-remediator: {e}", file=sys.stderr)
             return 2
@@ -231,11 +262,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
         except ValueError as e:  # answers that are not Kubernetes lists
             print(f"nodemedic-remediator plan: {e}", file=sys.stderr)
             return 2
+        for why in live.unanswered:
+            print(f"nodemedic-remediator plan: node autoscaler {why}: counted as not detected", file=sys.stderr)
         try:
-            snapshot = snapshot_from_list(doc, now)
+            snapshot = snapshot_from_list(live.items, now, autoscalers=live.autoscalers if said is None else said)
         except ValueError as e:  # items of the wrong shape, as snapshot_from_list refuses them in a file
             print(f"nodemedic-remediator plan: the cluster's answer: {e}", file=sys.stderr)
             return 2
+        measured = live.measured
     snapshot.measured = measured
     plan = plan_cycle(snapshot, policy, PlannerMemory())
     if args.json:
@@ -340,6 +374,9 @@ def main(argv: list[str] | None = None) -> int:
                      "evictor.protectedStorageClasses)")
     plan.add_argument("--json", action="store_true")
     plan.add_argument("--now", help="RFC3339 time to plan at (default: now)")
+    plan.add_argument("--autoscaler", choices=[*map(str, NodeAutoscaler), NO_AUTOSCALER],
+                      help="the node autoscaler the cluster runs, for autoscaler.addsNodes: auto (default: detected "
+                           "with --kubeconfig; none with --snapshot, which does not show it)")
     conv = sub.add_parser("convert", help="write a DeschedulerPolicy (descheduler/v1alpha2 or v1alpha1) as the "
                                           "equivalent nodemedic policy")
     conv.add_argument("--policy", required=True)

@@ -31,6 +31,7 @@ from remediator.planning import taints as owned_taints
 from remediator.policy.loader import PolicyError, load_policy
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION, Policy
 from remediator.policy.secret_files import DEFAULT_SECRETS_DIR, read_secret_bytes
+from remediator.state.autoscaler_detection import AutoscalerDetector
 from remediator.state.caches import ClusterCache
 from remediator.state.kube import ApiError, Kube
 from remediator.state.usage_reader import UsageReader
@@ -105,7 +106,7 @@ class Controller:
     def __init__(self, *, kube: Kube, cache: ClusterCache, source: PolicySource, alerts: Alerts, metrics: Metrics,
                  log: logging.Logger, elector: LeaderElector | None, dry_run: bool, lease_namespace: str,
                  lease_name: str, usage: UsageReader | None = None,
-                 resync: float = 10.0,
+                 autoscalers: AutoscalerDetector | None = None, resync: float = 10.0,
                  clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
                  monotonic: Callable[[], float] = time.monotonic) -> None:
         self.kube, self.cache, self.source, self.alerts, self.metrics = kube, cache, source, alerts, metrics
@@ -114,6 +115,7 @@ class Controller:
         self.resync = resync
         self.clock, self.monotonic = clock, monotonic
         self.usage = usage  # measured usage for metricsUtilization; None: requests only
+        self.autoscalers = autoscalers  # the node autoscalers addsNodes: auto counts on; None: none looked for
         self.memory = PlannerMemory()
         self.heap = HeapFreezer()
         self.plan = Plan()
@@ -180,8 +182,11 @@ class Controller:
         # the cycle's time: the cycle is the snapshot of the caches and the plan.
         measured = await self.usage.read(self.source.policy, self.cache.nodes, now) \
             if self.usage is not None else None
+        # Likewise the node autoscalers (two GETs at start and every few minutes, only for addsNodes: auto).
+        autoscalers = await self.autoscalers.current(self.source.policy) \
+            if self.autoscalers is not None else frozenset()
         t0 = time.perf_counter()
-        snapshot = self.cache.snapshot(now)
+        snapshot = self.cache.snapshot(now, autoscalers=autoscalers)
         if measured is not None:
             snapshot.measured = measured
         self._forget_old_evictions()  # before planning: the planner's memory of them expires with them

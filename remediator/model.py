@@ -314,6 +314,18 @@ class MeasuredUsage:
     scores: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
+class NodeAutoscaler(StrEnum):
+    """A node autoscaler nodemedic can find in the cluster (state/autoscaler_detection.py), for
+    `autoscaler.addsNodes: auto`: the value is the `autoscaler` label of nodemedic_autoscaler_detected."""
+
+    KARPENTER = "karpenter"
+    CLUSTER_AUTOSCALER = "cluster-autoscaler"
+
+
+# Karpenter sets it on every node of a NodePool, and replaces only such nodes.
+KARPENTER_NODEPOOL_LABEL = "karpenter.sh/nodepool"
+
+
 @dataclass
 class Snapshot:
     """One consistent view of the cluster for one planning cycle. Strategies must not mutate it."""
@@ -329,6 +341,8 @@ class Snapshot:
     _live: LivePods | None = field(default=None, init=False, repr=False, compare=False)
     pending: list[PodRecord] = field(default_factory=list)  # pods not bound to a node yet
     measured: MeasuredUsage = field(default_factory=MeasuredUsage)  # only what the policy's strategies ask for
+    # The node autoscalers found in the cluster (none when not looked for: `autoscaler.addsNodes` is not auto)
+    autoscalers: frozenset[NodeAutoscaler] = frozenset()
 
     def pods(self, node: str) -> list[PodRecord]:
         return self.pods_by_node.get(node, [])

@@ -35,7 +35,8 @@ from kcp.measure import percentile  # noqa: E402
 
 
 def policy() -> str:
-    """The shipped default policy with the demo's timers, the autoscaler declared, and a rule for the kwok fault."""
+    """The shipped default policy with the demo's timers and a rule for the kwok fault; its autoscaler section as
+    shipped (addsNodes: auto: the remediator finds Karpenter itself)."""
     doc = yaml.safe_load((ROOT / "deploy" / "policy" / "default.yaml").read_text())
     for rule in doc.get("rules", []):
         rule.setdefault("condition", {})["for"] = "2s"
@@ -45,7 +46,6 @@ def policy() -> str:
                          "evict": True, "recoverAfter": "10m"})
     doc.setdefault("limits", {})["ownerCooldown"] = "0s"
     doc["eviction"] = {"initialBackoff": "200ms", "maxBackoff": "1s"}
-    doc["autoscaler"] = {"addsNodes": True}
     doc["safety"] = {"maxTaintedNodes": 5}
     return yaml.safe_dump(doc, sort_keys=False)
 

@@ -312,6 +312,9 @@ def nodemedic_policy(per_node: int, total: int) -> str:
         "limits": {"maxNoOfPodsToEvictPerNode": per_node, "maxNoOfPodsToEvictPerNamespace": None,
                    "maxNoOfPodsToEvictTotal": total, "ownerCooldown": "0s"},
         "safety": {"maxTaintedNodes": 1000, "maxTaintedNodesPercent": 100},
+        # descheduler's node fit (existing nodes only), as a DeschedulerPolicy is read; and so no autoscaler
+        # detection requests in the API request counts compared with descheduler's.
+        "autoscaler": {"addsNodes": False},
     }
     return json.dumps(doc, indent=1) + "\n"  # JSON is YAML
 

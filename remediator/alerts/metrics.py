@@ -24,6 +24,7 @@ class Metrics:
     fragmentation_pending: Gauge
     fragmentation_stranded: Gauge
     resource_mix_deviation: Gauge
+    autoscaler_detected: Gauge
 
 
 def create(registry: CollectorRegistry) -> Metrics:
@@ -62,4 +63,8 @@ def create(registry: CollectorRegistry) -> Metrics:
                                      "Summed distance of the nodes' cpu:memory request mix from the cluster's, in "
                                      "percentage points, before and after the plan's moves (BalanceResourceMix)",
                                      ["when"], registry=r),
+        autoscaler_detected=Gauge("nodemedic_autoscaler_detected",
+                                  "1 while the node autoscaler is detected in the cluster, else 0: what "
+                                  "autoscaler.addsNodes: auto counts on (state/autoscaler_detection.py)",
+                                  ["autoscaler"], registry=r),
     )

@@ -29,6 +29,7 @@ from remediator.model import (
 from remediator.planning.defaultevictor import protection
 from remediator.planning.leaving import Leaving, still_leaving
 from remediator.planning.limits import LimitState
+from remediator.planning.new_node import who_adds
 from remediator.planning.taints import AUTOSCALER_TAINTS, duration, safety_hold
 from remediator.policy.model import Policy
 from remediator.scheduling.nodefit import CPU, PODS, find_destination, new_node_reason, pod_request_summary
@@ -211,14 +212,8 @@ class Cycle:
             return
         if self.policy.evictor.node_fit and c.pod.phase not in TERMINAL_PHASES:
             destination, why = self._place(c.pod, None, None, cache=True)
-            if destination is None and self.policy.autoscaler.adds_nodes:
-                new_node_why = self._place_on_new_node(c.pod)
-                if new_node_why is None:
-                    c = PlannedEviction(c.pod, c.strategy, f"{c.reason}; no node has room now: to a new node like "
-                                                           f"{c.pod.node_name} from the node autoscaler")
-                    destination = c.pod.node_name
-                else:
-                    why = f"{why}; {new_node_why}"
+            if destination is None:
+                destination, c, why = self._on_new_node(c, why)
             if destination is None:
                 self.plan.protected.append(Protected(c.pod, "no other node fits: " + why))
                 return
@@ -227,11 +222,24 @@ class Cycle:
             self.moved_to[c.pod.uid] = None
         self._commit(c)
 
-    def _place_on_new_node(self, pod: PodRecord) -> str | None:
-        """Reserve room for `pod` on the new node like its own that the autoscaler adds, or say why it would not fit."""
-        source = self.snapshot.nodes.get(pod.node_name)
+    def _on_new_node(self, c: PlannedEviction, why: str) -> tuple[str | None, PlannedEviction, str]:
+        """A candidate that fits no node there is: (its own node, `c` saying which new node it counts on, "") when a
+        node autoscaler adds a node like its own that takes it (autoscaler.addsNodes); else (None, `c`, why not)."""
+        source = self.snapshot.nodes.get(c.pod.node_name)
         if source is None:
-            return "its node is gone"
+            return None, c, f"{why}; its node is gone"
+        adder, nobody = who_adds(source, self.policy.autoscaler.adds_nodes, self.snapshot.autoscalers)
+        if adder is None:
+            return None, c, f"{why}; {nobody}" if nobody else why
+        new_node_why = self._place_on_new_node(c.pod, source)
+        if new_node_why is not None:
+            return None, c, f"{why}; {new_node_why}"
+        return source.name, PlannedEviction(c.pod, c.strategy, f"{c.reason}; no node has room now: to a new node "
+                                                               f"like {source.name} from {adder}"), ""
+
+    def _place_on_new_node(self, pod: PodRecord, source: NodeRecord) -> str | None:
+        """Reserve room for `pod` on the new node like `source` that the autoscaler adds, or say why it would not
+        fit."""
         drop = {r.taint.key for r in self.policy.rules} | {t.key for t in self.planned_taints.get(source.name, ())}
         room = self.new_nodes.setdefault(source.name, {})
         why = new_node_reason(pod, source, self.snapshot, drop_taints=drop | set(AUTOSCALER_TAINTS), held=room)

@@ -5,21 +5,27 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
+from typing import Final, Literal, TypeAlias
 
 from remediator.policy.reader import Reader, Section
 
 _AUTOSCALER_KEYS = ("addsNodes", "consolidates")
+AUTO: Final = "auto"
+# true, false, or AUTO: true when the remediator finds a node autoscaler in the cluster (state/autoscaler_detection.py)
+AddsNodes: TypeAlias = bool | Literal["auto"]
 
 
 @dataclass(frozen=True)
 class AutoscalerSettings:
     """`adds_nodes`: an autoscaler (Karpenter, cluster-autoscaler) adds a node for pods that fit nowhere, so node fit
-    also accepts, for a pod drained off a tainted node, a new node like the one it leaves.
+    also accepts, for a pod drained off a tainted node, a new node like the one it leaves. AUTO decides per node from
+    the autoscalers the remediator found (planning/new_node.py). A DeschedulerPolicy is read with false: descheduler's
+    node fit counts only the nodes there are (descheduler.py).
     `consolidates`: the autoscaler empties underutilized nodes itself (Karpenter's WhenEmptyOrUnderutilized,
     cluster-autoscaler's scale-down): then HighNodeUtilization, which does the same, is refused: one consolidator.
     """
 
-    adds_nodes: bool = False
+    adds_nodes: AddsNodes = AUTO
     consolidates: bool = False
 
 
@@ -27,7 +33,7 @@ def read_autoscaler(r: Reader, top: Section, strategies: Collection[str]) -> Aut
     """`strategies`: the names of the strategies the policy configures."""
     m = r.section(top, "autoscaler", _AUTOSCALER_KEYS)
     d = AutoscalerSettings()
-    settings = AutoscalerSettings(adds_nodes=r.flag(m, "addsNodes", d.adds_nodes),
+    settings = AutoscalerSettings(adds_nodes=_adds_nodes(r, m, d.adds_nodes),
                                   consolidates=r.flag(m, "consolidates", d.consolidates))
     if settings.consolidates and "HighNodeUtilization" in strategies:
         # Two consolidators race: each drains nodes the other counts on as destinations (docs/autoscalers.md).
@@ -35,3 +41,16 @@ def read_autoscaler(r: Reader, top: Section, strategies: Collection[str]) -> Aut
                 "the node autoscaler consolidates, so HighNodeUtilization must not: remove one of them "
                 "(with Karpenter, consolidationPolicy WhenEmpty leaves packing to HighNodeUtilization)")
     return settings
+
+
+def _adds_nodes(r: Reader, m: Section, default: AddsNodes) -> AddsNodes:
+    node = m.values.get("addsNodes")
+    if node is None:
+        return default
+    got = r.value(node, m.at("addsNodes"))
+    if isinstance(got, bool):
+        return got
+    if got == AUTO:
+        return AUTO
+    r.wrong(node, m.at("addsNodes"), f"true, false or {AUTO}", got)
+    return default

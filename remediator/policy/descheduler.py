@@ -101,6 +101,11 @@ def translate(r: Reader, root: yaml.Node, *, nodemedic_api: str, nodemedic_kind:
         (scalar("rules", root), sequence([], root)),
         (scalar("strategies", root), sequence(deschedule + balance, root)),
         (scalar("evictor", root), mapping(evictor, root)),
+        # descheduler's node fit counts only the nodes there are: a pod with no room on one stays, whatever node
+        # autoscaler runs. Written out, so `convert` shows it and a user who wants nodemedic's `auto` can say so.
+        (scalar("autoscaler", root),
+         mapping([(scalar("addsNodes", root), yaml.ScalarNode(_BOOL, "false", root.start_mark, root.end_mark))],
+                 root)),
     ]
     if "nodeSelector" in top.values:  # the same field and string form in both policies
         pairs.append((top.key_nodes["nodeSelector"], top.values["nodeSelector"]))

@@ -15,7 +15,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from remediator.model import NodeRecord, PdbRecord, PodRecord, Snapshot
+from remediator.model import NodeAutoscaler, NodeRecord, PdbRecord, PodRecord, Snapshot
 from remediator.state import records
 from remediator.state.kube import ApiError, Kube, WatchExpired, WatchLineTooLong
 
@@ -233,7 +233,8 @@ class ClusterCache:
             self.claim_classes[key] = storage_class
         self.changed.set()
 
-    def snapshot(self, now: dt.datetime) -> Snapshot:
+    def snapshot(self, now: dt.datetime, *, autoscalers: frozenset[NodeAutoscaler] = frozenset()) -> Snapshot:
+        """`autoscalers`: the node autoscalers found in the cluster (autoscaler_detection.py)."""
         return Snapshot(
             now=now,
             nodes=dict(self.nodes),
@@ -243,6 +244,7 @@ class ClusterCache:
             priority_classes=dict(self.priority_classes),
             claim_classes=dict(self.claim_classes),
             pending=list(self.pending.values()),
+            autoscalers=autoscalers,
         )
 
 
@@ -259,11 +261,12 @@ def _stamp_observed(rec: NodeRecord, previous: NodeRecord | None, now: dt.dateti
     return dataclasses.replace(rec, conditions=tuple(conditions))
 
 
-def snapshot_from_list(doc: dict[str, Any], now: dt.datetime,
-                       warn: Callable[[str], None] | None = None) -> Snapshot:
+def snapshot_from_list(doc: dict[str, Any], now: dt.datetime, warn: Callable[[str], None] | None = None, *,
+                       autoscalers: frozenset[NodeAutoscaler] = frozenset()) -> Snapshot:
     """A Snapshot from `kubectl get nodes,pods,pdb,priorityclasses,pvc -A -o json` output (a `kind: List`).
     ValueError when `doc` is not such a list; an item that is not an object is skipped, like any odd data.
-    `warn` is told "items[i] (Kind name): field: problem" for each time planning treats as unknown."""
+    `warn` is told "items[i] (Kind name): field: problem" for each time planning treats as unknown. `autoscalers`: the
+    node autoscalers the cluster runs (a list of objects does not show them: detected, or said by the user)."""
     nodes: dict[str, NodeRecord] = {}
     by_node: dict[str, list[PodRecord]] = {}
     by_owner: dict[str, list[PodRecord]] = {}
@@ -294,7 +297,8 @@ def snapshot_from_list(doc: dict[str, Any], now: dt.datetime,
             key, storage_class = records.claim_class(obj)
             claim_classes[key] = storage_class
     return Snapshot(now=now, nodes=nodes, pods_by_node=by_node, pods_by_owner=by_owner, pdbs=pdbs,
-                    priority_classes=priority_classes, claim_classes=claim_classes, pending=pending)
+                    priority_classes=priority_classes, claim_classes=claim_classes, pending=pending,
+                    autoscalers=autoscalers)
 
 
 def _warn_times(warn: Callable[[str], None], where: str, obj: dict[str, Any]) -> None:

@@ -21,6 +21,10 @@ from prometheus_client import CollectorRegistry, Counter
 from nodemedic_common.inputs import quoted
 from nodemedic_common.lines import MAX_WATCH_LINE, LineTooLong, bounded_lines
 
+# The Accept header for an object's metadata without its data (meta.k8s.io/v1 PartialObjectMetadata, Kubernetes
+# 1.15+); a server that cannot answer so sends the whole object.
+PARTIAL_METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json"
+
 
 class ApiError(Exception):
     """A non-2xx answer. Callers decide on `status`, `reason` and `causes` (the API's Status object), never on the
@@ -117,8 +121,8 @@ class Kube:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    def _headers(self, content_type: str | None) -> dict[str, str]:
-        h = {"Accept": "application/json", "User-Agent": self._user_agent}
+    def _headers(self, content_type: str | None, accept: str = "application/json") -> dict[str, str]:
+        h = {"Accept": accept, "User-Agent": self._user_agent}
         token = self._creds.token
         if self._creds.refresh is not None:
             token = self._creds.refresh.get_api_key_with_prefix("authorization") or token
@@ -138,13 +142,15 @@ class Kube:
             await self._session.close()
 
     async def request(self, method: str, path: str, *, params: dict[str, str] | None = None, body: Any = None,
-                      content_type: str = "application/json", timeout: float = 30.0) -> Any:
+                      content_type: str = "application/json", accept: str = "application/json",
+                      timeout: float = 30.0) -> Any:
+        """`accept`: e.g. PARTIAL_METADATA, for an object's metadata only."""
         verb = _verb(method, path, params)
         data = None if body is None else json.dumps(body)
         try:
             async with self._sess().request(
                 method, self._creds.server + path, params=params, data=data,
-                headers=self._headers(content_type if data is not None else None),
+                headers=self._headers(content_type if data is not None else None, accept),
                 timeout=aiohttp.ClientTimeout(total=timeout),
             ) as resp:
                 raw = await resp.read()

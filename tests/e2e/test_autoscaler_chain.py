@@ -8,6 +8,7 @@ workload may drop below its minimum.
 
 from __future__ import annotations
 
+import json
 import secrets
 import shutil
 import time
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
@@ -37,6 +39,7 @@ from tests.waiting import wait_until
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("autoscaler_chain")]
 
 TAINT = "nodemedic.io/kernel-deadlock"
+SHIPPED_POLICY = Path(__file__).resolve().parents[2] / "deploy" / "policy" / "default.yaml"
 CONSOLIDATING = "nodemedic.io/consolidating"
 NODE_GONE = 180  # Karpenter removes an empty node after consolidateAfter (5 s) + up to 10 s + 15 s + the drain
 
@@ -122,8 +125,11 @@ def chain(karpenter_cluster: LocalCluster, tmp_path: Path) -> Iterator[Chain]:
         shutil.copyfile(log, tmp_path / "karpenter.log")
 
 
-def policy(namespace: str, *, rules: bool = True, strategies: str = "", safety: str = "{}",
-           autoscaler: str = "{addsNodes: true}") -> str:
+# The shipped policy's autoscaler section as it is (addsNodes: auto): the remediator must find Karpenter itself.
+SHIPPED_AUTOSCALER = json.dumps(yaml.safe_load(SHIPPED_POLICY.read_text())["autoscaler"])
+
+
+def policy(namespace: str, *, rules: bool = True, strategies: str = "", safety: str = "{}") -> str:
     rule = f"""
 - name: kernel-deadlock
   condition: {{type: KernelDeadlock, status: "True", for: 2s}}
@@ -138,7 +144,7 @@ evictor: {{nodeFit: true, namespaces: {{include: [{namespace}]}}}}
 limits: {{ownerCooldown: 0s}}
 eviction: {{retryDeadline: 300s, initialBackoff: 200ms, maxBackoff: 1s}}
 safety: {safety}
-autoscaler: {autoscaler}
+autoscaler: {SHIPPED_AUTOSCALER}
 """
 
 
@@ -146,7 +152,8 @@ def test_a_hung_task_line_on_a_karpenter_node_ends_with_the_node_removed_and_its
     chain: Chain, agents: list[Agent], processes: list,
 ) -> None:
     # 4 pods of 1500m on 4-CPU nodes: Karpenter makes two full nodes, so the pods of either have room nowhere
-    # else: nodemedic counts on the autoscaler (autoscaler.addsNodes) and Karpenter must add a node for them.
+    # else: nodemedic counts on the autoscaler it detects (autoscaler.addsNodes: auto, the shipped default) and
+    # Karpenter must add a node for them.
     chain.deploy("web", 4, "1500m", min_available=3)
     before = chain.placed("web", 4)
     first_nodes = set(before.values())
@@ -156,7 +163,7 @@ def test_a_hung_task_line_on_a_karpenter_node_ends_with_the_node_removed_and_its
     watch = PoolWatch(chain.core, chain.pool, {(chain.namespace, "web"): 3}).start()
     processes.append(watch)  # stopped after the test, whatever the outcome
 
-    chain.remediator(policy(chain.namespace), processes)
+    r = chain.remediator(policy(chain.namespace), processes)
     root = host_root(chain.tmp)
     config = write_config(chain.tmp / "agent.yaml", ["kernel-monitor.json"])
     agents.append(agent := start_agent(chain.cluster.kubeconfig, sick, root, config, chain.tmp / "agent.log"))
@@ -186,6 +193,10 @@ def test_a_hung_task_line_on_a_karpenter_node_ends_with_the_node_removed_and_its
                      for e in events_once(chain.core, chain.namespace, "NodemedicEvicted", len(on_sick)))
     assert evicted == on_sick
     watch.assert_held(may_remove={sick})
+    assert [e.get("evidence") for e in r.log_events()
+            if e.get("msg") == "node autoscaler detected" and e.get("autoscaler") == "karpenter"] == [
+        "the API serves karpenter.sh/v1 nodepools"], "the remediator found Karpenter itself, once"
+    assert r.metric("nodemedic_autoscaler_detected", autoscaler="karpenter") == 1
     print(f"\nchain: kernel line → condition {t_detected - t0:.1f}s → taint {t_tainted - t_detected:.1f}s → "
           f"pods serving elsewhere {t_moved - t_tainted:.1f}s (on new {sorted(replacements)}) → node removed "
           f"{t_removed - t_moved:.1f}s; total {t_removed - t0:.1f}s; fewest serving web pods "

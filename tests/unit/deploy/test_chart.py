@@ -16,7 +16,9 @@ import yaml
 from agent import cli as agent_cli
 from remediator import cli as remediator_cli
 from remediator.actions.evictor import Outcome
+from remediator.policy.autoscaler import AUTO
 from remediator.policy.loader import load_policy, validate_main
+from remediator.state.autoscaler_detection import CLUSTER_AUTOSCALER_STATUS
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "hack"))
@@ -53,6 +55,8 @@ def test_the_rendered_objects_are_the_expected_set() -> None:
         ("RoleBinding", "nodemedic-agent-events", "default"),
         ("Role", "nodemedic-remediator-leader-election", "nodemedic"),
         ("RoleBinding", "nodemedic-remediator-leader-election", "nodemedic"),
+        ("Role", "nodemedic-remediator-autoscaler-detection", "kube-system"),
+        ("RoleBinding", "nodemedic-remediator-autoscaler-detection", "kube-system"),
         ("Service", "nodemedic-agent", "nodemedic"),
         ("Service", "nodemedic-remediator", "nodemedic"),
         ("DaemonSet", "nodemedic-agent", "nodemedic"),
@@ -222,6 +226,23 @@ def test_pods_status_is_granted_only_for_a_policy_that_nominates(tmp_path: Path)
     assert ("pods/status", "patch") not in _granted("nodemedic-remediator")
     calls = "\n".join(p.read_text() for p in (ROOT / "remediator").rglob("*.py"))
     assert calls.count("/status\"") == 1 and "pods/{pod.name}/status" in calls, "pods/status has one writer"
+
+
+def test_the_remediator_may_get_the_one_configmap_that_shows_cluster_autoscaler_and_no_other() -> None:
+    """autoscaler.addsNodes: auto, the shipped default, looks for that ConfigMap (state/autoscaler_detection.py):
+    without the grant every look would be a 403 (tests/e2e/test_deploy.py counts none)."""
+    objs = docs(manifests.MANIFESTS / "nodemedic.yaml")
+    assert yaml.safe_load(_configmap("nodemedic-remediator")["policy.yaml"])["autoscaler"]["addsNodes"] == AUTO
+    (role,) = [d for d in objs if d["kind"] == "Role" and d["metadata"]["name"].endswith("-autoscaler-detection")]
+    assert (role["metadata"]["namespace"], role["rules"]) == (CLUSTER_AUTOSCALER_STATUS[0], [
+        {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": [CLUSTER_AUTOSCALER_STATUS[1]],
+         "verbs": ["get"]}])
+    (binding,) = [d for d in objs if d["kind"] == "RoleBinding" and d["metadata"]["name"] == role["metadata"]["name"]]
+    assert binding["metadata"]["namespace"] == CLUSTER_AUTOSCALER_STATUS[0]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "nodemedic-remediator", "namespace": "nodemedic"}]
+    granted = [rule for d in objs if d["kind"] in ("Role", "ClusterRole") and "remediator" in d["metadata"]["name"]
+               for rule in d["rules"] if "configmaps" in rule["resources"]]
+    assert granted == role["rules"], "no other grant on ConfigMaps"
 
 
 def test_the_agent_may_list_and_watch_pods_because_the_default_config_runs_stuck_pods() -> None:

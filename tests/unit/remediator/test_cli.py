@@ -3,6 +3,7 @@ once, a kubeconfig that does not exist or names no context (exit 2, the file nam
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from remediator import cli as cli_mod
 from remediator.cli import main
 from remediator.leader import LeaseTimings
-from remediator.state.kube import Credentials, Kube
+from remediator.state.kube import ApiError, Credentials, Kube
 
 ROOT = Path(__file__).resolve().parents[3]
 POLICY = str(ROOT / "deploy" / "policy" / "default.yaml")
@@ -91,11 +92,62 @@ def test_a_cluster_answer_that_is_not_a_kubernetes_list_is_exit_2_naming_the_pat
     assert f"nodemedic-remediator plan: {error}" in err and "Traceback" not in err
 
 
+async def nothing_found(self: Kube, method: str, path: str, **_: object) -> object:
+    """The API of a cluster without a node autoscaler (what `plan` asks besides its lists)."""
+    raise ApiError(404, method, path, '{"kind": "Status", "code": 404, "reason": "NotFound", "message": "not found"}')
+
+
 def test_a_node_whose_metadata_is_not_an_object_is_left_out_of_the_plan_without_a_traceback(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     async def get(self: Kube, path: str, **params: str) -> object:
         return {"items": [{"metadata": 5}]} if path == "/api/v1/nodes" else {"items": []}
     monkeypatch.setattr(cli_mod, "load_credentials", lambda kubeconfig: Credentials("https://x", False, None))
     monkeypatch.setattr(Kube, "get", get)
+    monkeypatch.setattr(Kube, "request", nothing_found)
     assert main(["plan", "--policy", POLICY, "--kubeconfig", "k"]) == 0
     assert "Traceback" not in capsys.readouterr().err
+
+
+FULL_POOL = ROOT / "tests/testdata/snapshots/full-karpenter-pool.json"  # the sick node's pod fits no other node
+
+
+@pytest.mark.parametrize(("discovery", "flag", "outcome", "said"), [
+    ({"resources": [{"name": "nodepools"}]}, [], "evicted: to a new node like sick from Karpenter (detected)", ""),
+    (None, [], "protected: no node autoscaler detected (autoscaler.addsNodes: auto)", ""),
+    (ApiError(500, "GET", "/apis/karpenter.sh/v1", '{"message": "etcd timed out"}'), [],
+     "protected: no node autoscaler detected (autoscaler.addsNodes: auto)",
+     "nodemedic-remediator plan: node autoscaler karpenter: GET /apis/karpenter.sh/v1: HTTP 500: etcd timed out: "
+     "counted as not detected\n"),
+    ({"resources": [{"name": "nodepools"}]}, ["--autoscaler", "none"],
+     "protected: no node autoscaler detected (autoscaler.addsNodes: auto)", ""),
+], ids=["karpenter-detected", "nothing-there", "api-failing", "flag-overrides"])
+def test_a_live_plan_detects_the_autoscaler_once_unless_the_flag_says_which(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], discovery: object, flag: list[str],
+        outcome: str, said: str) -> None:
+    items = json.loads(FULL_POOL.read_text())["items"]
+    kinds = {"/api/v1/nodes": "Node", "/api/v1/pods": "Pod"}
+    asked: list[str] = []
+
+    async def get(self: Kube, path: str, **params: str) -> object:
+        return {"items": [i for i in items if i["kind"] == kinds.get(path)]}
+
+    async def request(self: Kube, method: str, path: str, **_: object) -> object:
+        asked.append(path)
+        if path == "/apis/karpenter.sh/v1" and discovery is not None:
+            if isinstance(discovery, ApiError):
+                raise discovery
+            return discovery
+        return await nothing_found(self, method, path)
+
+    monkeypatch.setattr(cli_mod, "load_credentials", lambda kubeconfig: Credentials("https://x", False, None))
+    monkeypatch.setattr(Kube, "get", get)
+    monkeypatch.setattr(Kube, "request", request)
+    assert main(["plan", "--policy", POLICY, "--kubeconfig", "k", "--json", "--now", "2026-03-01T12:00:00Z",
+                 *flag]) == 0
+    out, err = capsys.readouterr()
+    plan = json.loads(out)
+    assert [f"evicted: {e['reason'].rsplit('now: ', 1)[1]}" for e in plan["evictions"]] + [
+        f"protected: {p['why'].rsplit('; ', 1)[1]}" for p in plan["protected"]] == [outcome]
+    assert err == said
+    assert sorted(asked) == ([] if flag else ["/api/v1/namespaces/kube-system/configmaps/cluster-autoscaler-status",
+                                              "/apis/karpenter.sh/v1"])

@@ -18,8 +18,9 @@ from remediator import controller as controller_mod
 from remediator.alerts import metrics as metrics_mod
 from remediator.alerts.announcer import Alerts
 from remediator.controller import RECENT_EVICTION_MEMORY, Controller, PolicySource
-from remediator.model import Plan
+from remediator.model import KARPENTER_NODEPOOL_LABEL, Plan
 from remediator.policy.loader import load_policy
+from remediator.state.autoscaler_detection import KARPENTER_DISCOVERY, REDETECT, AutoscalerDetector
 from remediator.state.caches import ClusterCache
 from remediator.state.kube import ApiError
 
@@ -534,3 +535,49 @@ def test_a_loader_failure_that_is_not_a_policy_error_is_still_counted_and_announ
     assert ("PATCH", "/api/v1/nodes/sick") in w.api.writes, "the last good policy still acts"
     (rejected,) = [e for e in w.api.events if e["reason"] == "NodemedicPolicyRejected"]
     assert "RecursionError" in rejected["message"]
+
+
+class Discovery:
+    """The API as the autoscaler detection sees it: Karpenter's NodePools served, or not (404 for anything else)."""
+
+    def __init__(self, karpenter: bool) -> None:
+        self.karpenter = karpenter
+        self.asked: list[str] = []
+
+    async def request(self, method: str, path: str, **_: Any) -> Any:
+        self.asked.append(path)
+        if self.karpenter and path == KARPENTER_DISCOVERY:
+            return {"kind": "APIResourceList", "resources": [{"name": "nodepools"}]}
+        raise ApiError(404, method, path, '{"kind": "Status", "code": 404, "reason": "NotFound", "message": "gone"}')
+
+
+def test_the_controller_counts_on_the_karpenter_it_detects_says_so_once_and_exports_it(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The shipped default, addsNodes: auto: the sick node's pod fits no other node, and goes to a new node only once
+    Karpenter is found (at the first cycle, then again every REDETECT seconds)."""
+    sick = node("sick", sick=True)
+    sick["metadata"]["labels"][KARPENTER_NODEPOOL_LABEL] = "default"
+    full = node("full")
+    full["status"]["allocatable"]["cpu"] = "50m"
+    w = World(tmp_path, nodes=[sick, full], pods=[pod("a", "sick")])
+    api = Discovery(karpenter=False)
+    w.controller.autoscalers = AutoscalerDetector(api, gauge=w.metrics.autoscaler_detected,  # type: ignore[arg-type]
+                                                  log=LOG, monotonic=w.clock.monotonic)
+    with caplog.at_level(logging.INFO, logger=LOG.name):
+        w.cycle()
+        assert w.api.evicted == [] and w.metric("nodemedic_autoscaler_detected", autoscaler="karpenter") == 0
+        api.karpenter = True  # installed now: found at the next look, not before
+        w.watch_nodes()
+        w.clock.advance(REDETECT - 1)
+        w.cycle()
+        assert w.api.evicted == [] and len(api.asked) == 2
+        w.clock.advance(1)
+        w.cycle()
+        w.clock.advance(1)
+        w.cycle()
+    assert w.api.evicted == ["shop/a"]
+    assert w.metric("nodemedic_autoscaler_detected", autoscaler="karpenter") == 1
+    assert w.metric("nodemedic_autoscaler_detected", autoscaler="cluster-autoscaler") == 0
+    assert [(r.message, getattr(r, "autoscaler", "")) for r in caplog.records if "autoscaler" in r.message] == [
+        ("node autoscaler not detected", "karpenter"), ("node autoscaler not detected", "cluster-autoscaler"),
+        ("node autoscaler detected", "karpenter")]

@@ -111,3 +111,31 @@ safety: {maxTaintedNodes: 10, maxTaintedNodesPercent: 100}
         "outside 1970-01-01..2262-04-11: treated as unknown",
         f"{snapshot}: items[1] (Node naive): status.conditions[1].lastTransitionTime: '2026-03-01T11:00:00' has no "
         "UTC offset: treated as unknown"]
+
+
+FULL_POOL = ROOT / "tests/testdata/snapshots/full-karpenter-pool.json"  # the sick node's pod fits no other node
+SHIPPED = ROOT / "deploy/policy/default.yaml"  # autoscaler.addsNodes: auto
+
+
+@pytest.mark.parametrize(("flag", "outcome"), [
+    ([], "protected: no node autoscaler detected (autoscaler.addsNodes: auto)"),
+    (["--autoscaler", "none"], "protected: no node autoscaler detected (autoscaler.addsNodes: auto)"),
+    (["--autoscaler", "karpenter"], "evicted: to a new node like sick from Karpenter (detected)"),
+    (["--autoscaler", "cluster-autoscaler"], "evicted: to a new node like sick from cluster-autoscaler (detected)"),
+], ids=["no-flag", "none", "karpenter", "cluster-autoscaler"])
+def test_a_snapshot_shows_no_autoscaler_so_the_flag_says_which_one_auto_counts_on(
+        capsys: pytest.CaptureFixture[str], flag: list[str], outcome: str) -> None:
+    assert main(["plan", "--policy", str(SHIPPED), "--snapshot", str(FULL_POOL), "--json",
+                 "--now", "2026-03-01T12:00:00Z", *flag]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    said = [f"evicted: {e['reason'].rsplit('now: ', 1)[1]}" for e in plan["evictions"]] + [
+        f"protected: {p['why'].rsplit('; ', 1)[1]}" for p in plan["protected"]]
+    assert said == [outcome]
+
+
+def test_an_unknown_autoscaler_is_refused_by_name(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["plan", "--policy", str(SHIPPED), "--snapshot", str(FULL_POOL), "--autoscaler", "keda"])
+    assert exited.value.code == 2
+    assert "--autoscaler: invalid choice: 'keda' (choose from 'karpenter', 'cluster-autoscaler', 'none')" in \
+        capsys.readouterr().err

@@ -8,9 +8,11 @@ import datetime as dt
 import pytest
 
 from remediator.model import (
+    KARPENTER_NODEPOOL_LABEL,
     Condition,
     Effect,
     LabelSelector,
+    NodeAutoscaler,
     NodeRecord,
     OwnerRef,
     PodRecord,
@@ -257,6 +259,43 @@ def test_with_an_autoscaler_that_adds_nodes_a_drained_pod_with_no_room_elsewhere
     assert why["agent"].startswith("DaemonSet pod")
 
 
+KARPENTER, CA = NodeAutoscaler.KARPENTER, NodeAutoscaler.CLUSTER_AUTOSCALER
+
+
+@pytest.mark.parametrize(("labels", "detected", "reason"), [
+    ({KARPENTER_NODEPOOL_LABEL: "default"}, {KARPENTER}, "to a new node like sick from Karpenter (detected)"),
+    ({}, {KARPENTER}, None),
+    ({}, {CA}, "to a new node like sick from cluster-autoscaler (detected)"),
+    ({KARPENTER_NODEPOOL_LABEL: "default"}, set(), None),
+], ids=["karpenter-nodepool-node", "karpenter-other-node", "cluster-autoscaler", "none-detected"])
+def test_with_adds_nodes_auto_the_gate_counts_on_the_autoscaler_the_snapshot_says_was_detected(
+        labels: dict[str, str], detected: set[NodeAutoscaler], reason: str | None) -> None:
+    """The sick node's pod has room on no other node: it goes only when a detected autoscaler adds a node like its
+    own (Karpenter: only a NodePool's node)."""
+    s = snap([node("sick", sick=True, labels=labels), node("full", cpu=1000)], [pod("web", cpu=1500)])
+    s.autoscalers = frozenset(detected)
+    plan = plan_cycle(s, policy(), PlannerMemory())  # (Policy's default addsNodes is auto)
+    if reason is None:
+        assert names(plan.evictions) == []
+        (kept,) = plan.protected
+        assert kept.why.startswith("no other node fits: ")
+        assert kept.why.endswith("no node autoscaler detected (autoscaler.addsNodes: auto)" if not detected else
+                                 "Karpenter (detected) replaces only NodePool nodes and sick has no "
+                                 "karpenter.sh/nodepool label")
+    else:
+        (evicted,) = plan.evictions
+        assert evicted.reason.endswith(f"; no node has room now: {reason}") and evicted.destination == "sick"
+
+
+@pytest.mark.parametrize("adds_nodes", [True, False])
+def test_adds_nodes_true_or_false_is_obeyed_whatever_was_detected(adds_nodes: bool) -> None:
+    s = snap([node("sick", sick=True), node("full", cpu=1000)], [pod("web", cpu=1500)])
+    s.autoscalers = frozenset() if adds_nodes else frozenset({KARPENTER, CA})
+    said = dataclasses.replace(policy(), autoscaler=AutoscalerSettings(adds_nodes=adds_nodes))
+    plan = plan_cycle(s, said, PlannerMemory())
+    assert names(plan.evictions) == (["web"] if adds_nodes else [])
+
+
 def test_the_new_node_is_filled_like_a_real_one_pods_that_would_not_fit_it_together_stay() -> None:
     """Three 1500m pods (plus an 800m DaemonSet pod) never fit one 4000m node together: the third stays."""
     sick = node("sick", sick=True)
@@ -302,7 +341,8 @@ def test_a_node_selector_keeps_the_policy_to_its_nodes_breaker_and_destinations_
     assert [c.node for c in plan.taints_add] == ["sick"] and not plan.breaker_open
     assert plan.evictions == []  # outside-roomy is no destination, and "other" is outside
     assert [(p.pod.name, p.why) for p in plan.protected] == [
-        ("web", "no other node fits: 0/2 nodes fit: 1 current node, 1 insufficient cpu")]  # the two selected
+        ("web", "no other node fits: 0/2 nodes fit: 1 current node, 1 insufficient cpu; "  # the two selected
+                "no node autoscaler detected (autoscaler.addsNodes: auto)")]
 
 
 @pytest.mark.parametrize("stamp", [

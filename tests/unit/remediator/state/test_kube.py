@@ -128,3 +128,27 @@ def test_a_2xx_answer_that_is_not_json_is_an_api_error_not_a_decode_error(body: 
             await runner.cleanup()
 
     asyncio.run(main())
+
+
+def test_a_request_sends_the_accept_header_it_is_given_and_json_otherwise() -> None:
+    """The autoscaler detection asks for an object's metadata only (PARTIAL_METADATA)."""
+    async def echo(request: web.Request) -> web.Response:
+        return web.json_response({"accept": request.headers["Accept"]})
+
+    async def main() -> None:
+        application = web.Application()
+        application.router.add_get("/api/v1/namespaces/kube-system/configmaps/x", echo)
+        runner = web.AppRunner(application)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        kube = client(f"http://127.0.0.1:{runner.addresses[0][1]}")
+        path = "/api/v1/namespaces/kube-system/configmaps/x"
+        try:
+            assert await kube.request("GET", path, accept=kube_mod.PARTIAL_METADATA) == {
+                "accept": "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json"}
+            assert await kube.get(path) == {"accept": "application/json"}
+        finally:
+            await kube.close()
+            await runner.cleanup()
+
+    asyncio.run(main())
