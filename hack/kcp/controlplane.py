@@ -344,16 +344,24 @@ class Cluster:
 
     def stop_component(self, name: str) -> None:
         """Stop one component (kube-apiserver or etcd, to test clients riding out an outage; kube-scheduler, to
-        keep new pods Pending)."""
+        keep new pods Pending; a real node's containerd, to test the agent's runtime probe)."""
         rec = next(p for p in self.processes if p.name == name)
         procs.stop(rec)
 
     def start_component(self, name: str, timeout: float = 60.0) -> None:
         """Start a stopped component again with the same flags, ports and data, and wait until it is healthy
-        (etcd: its own /health, then the API server's /readyz, which checks etcd, when the API server runs)."""
+        (etcd: its own /health, then the API server's /readyz, which checks etcd, when the API server runs; a real
+        node's containerd, kubelet or kube-proxy: its own readiness, realnode.SERVING)."""
+        index = next(i for i, p in enumerate(self.processes) if p.name == name)
+        if name in realnode.SERVING:
+            def again(name: str, argv: list[str]) -> procs.ProcessRecord:
+                self.processes[index] = procs.start(name, argv, self.log_dir)
+                self.save()
+                return self.processes[index]
+            realnode.start_again(self.state_dir, name, again, time.monotonic() + timeout)
+            return
         argv = {"kube-apiserver": self._apiserver_args, "etcd": self._etcd_args,
                 "kube-scheduler": lambda: self._scheduler_args(self.scheduler_config)}[name]()
-        index = next(i for i, p in enumerate(self.processes) if p.name == name)
         rec = procs.start(name, argv, self.log_dir)
         # Same place in the list: `down` stops newest first, and the API server must outlive its clients
         # (stopped before them it waits for their open watches and gets killed after the grace period).

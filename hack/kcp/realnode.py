@@ -50,6 +50,26 @@ IPTABLES = ("iptables", "ip6tables")
 Log = Callable[[str], None]
 
 
+def _ctr_answers() -> bool:
+    return _sh("ctr", f"--address={SOCKET}", "version", check=False).returncode == 0
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return bool(r.status == 200)
+    except OSError:
+        return False
+
+
+# The real node's processes, and what says each one serves (after a start, and after `start_again`).
+SERVING: dict[str, tuple[str, Callable[[], bool]]] = {
+    "containerd": ("containerd's socket", _ctr_answers),
+    "kubelet": ("the kubelet's healthz", lambda: _http_ok(KUBELET_HEALTHZ)),
+    "kube-proxy": ("kube-proxy's healthz", lambda: _http_ok(f"http://127.0.0.1:{KUBE_PROXY_HEALTHZ_PORT}/healthz")),
+}
+
+
 def node_ip() -> str:
     """The machine's first global IPv4 address: the kubelet refuses a loopback node IP, and pods reach the API
     server there."""
@@ -162,6 +182,9 @@ def _kubelet_config(node_dir: Path, pki_dir: Path, serving: tuple[Path, Path]) -
         "imageGCHighThresholdPercent": 100, "imageGCLowThresholdPercent": 99,
         "serializeImagePulls": False, "podPidsLimit": 4096,
         "nodeStatusReportFrequency": "10s", "nodeStatusUpdateFrequency": "5s",
+        # A changed ConfigMap reaches a pod's volume at the pod's next sync (default every minute): 10 s keeps the
+        # policy hot-reload test short; nothing else depends on it.
+        "syncFrequency": "10s",
     }, indent=1))
 
 
@@ -176,14 +199,6 @@ def _wait(what: str, ready: Callable[[], bool], deadline: float, rec: procs.Proc
         if time.monotonic() > deadline:
             raise TimeoutError(f"{what} not ready in time; see {rec.log}")
         time.sleep(0.2)
-
-
-def _http_ok(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as r:
-            return bool(r.status == 200)
-    except OSError:
-        return False
 
 
 def start(state_dir: Path, server: str, start_process: Callable[[str, list[str]], procs.ProcessRecord],
@@ -204,9 +219,11 @@ def start(state_dir: Path, server: str, start_process: Callable[[str, list[str]]
     _write(node_dir / "root-propagation", "shared" if any_mount_shared() else "private")
     _sh("mount", "--make-rshared", "/")
 
-    containerd = start_process("containerd", ["containerd", f"--config={_containerd_config(node_dir)}"])
-    _wait("containerd's socket", lambda: _sh("ctr", f"--address={SOCKET}", "version", check=False).returncode == 0,
-          deadline, containerd)
+    def launch(name: str, argv: list[str]) -> None:
+        _write(node_dir / "argv" / f"{name}.json", json.dumps(argv))  # for `start_again`, as it started
+        _wait(SERVING[name][0], SERVING[name][1], deadline, start_process(name, argv))
+
+    launch("containerd", ["containerd", f"--config={_containerd_config(node_dir)}"])
     for archive in (image.pause_archive(), image.archive()):
         t0 = time.monotonic()
         _sh("ctr", f"--address={SOCKET}", "--namespace=k8s.io", "images", "import", str(archive))
@@ -218,18 +235,23 @@ def start(state_dir: Path, server: str, start_process: Callable[[str, list[str]]
     kubelet_kubeconfig = _kubeconfig(node_dir / "kubelet.kubeconfig", server, pki_dir / "ca.crt", *kubelet_cert)
     proxy_kubeconfig = _kubeconfig(node_dir / "kube-proxy.kubeconfig", server, pki_dir / "ca.crt", *proxy_cert)
 
-    kubelet = start_process("kubelet", [
+    launch("kubelet", [
         str(paths.binary("kubelet")), f"--config={_kubelet_config(node_dir, pki_dir, serving)}",
         f"--kubeconfig={kubelet_kubeconfig}", f"--hostname-override={NAME}", f"--node-ip={ip}",
         f"--node-labels=topology.kubernetes.io/zone={ZONE},nodemedic.io/real-node=true",
         f"--root-dir={KUBELET_ROOT}", f"--cert-dir={node_dir / 'kubelet-pki'}", "--v=1"])
-    _wait("the kubelet's healthz", lambda: _http_ok(KUBELET_HEALTHZ), deadline, kubelet)
-    proxy = start_process("kube-proxy", [
+    launch("kube-proxy", [
         str(paths.binary("kube-proxy")), f"--kubeconfig={proxy_kubeconfig}", f"--hostname-override={NAME}",
         "--proxy-mode=iptables", f"--cluster-cidr={POD_CIDR}", "--conntrack-max-per-core=0",
         f"--healthz-bind-address=127.0.0.1:{KUBE_PROXY_HEALTHZ_PORT}", "--metrics-bind-address=127.0.0.1:10249"])
-    _wait("kube-proxy's healthz", lambda: _http_ok(f"http://127.0.0.1:{KUBE_PROXY_HEALTHZ_PORT}/healthz"),
-          deadline, proxy)
+
+
+def start_again(state_dir: Path, name: str, start_process: Callable[[str, list[str]], procs.ProcessRecord],
+                deadline: float) -> None:
+    """Start one of the real node's processes again, stopped by a test (a runtime outage, a kubelet restart), with
+    the command line it first ran with; returns once it serves."""
+    argv = json.loads((state_dir / "real-node" / "argv" / f"{name}.json").read_text())
+    _wait(SERVING[name][0], SERVING[name][1], deadline, start_process(name, argv))
 
 
 def _pod_pids() -> list[int]:

@@ -1,29 +1,52 @@
 """nodemedic as users install it: the chart as it ships (values only for the image and its pull policy) on a cluster
 with a real node (kubelet, kube-proxy, containerd, runc; hack/kcp/realnode.py) running the image built from the
 Dockerfile. The agent is a DaemonSet pod on the real node with the shipped agent config, reading the machine's real
-/dev/kmsg; the remediator's pods run there as the non-root user. Then the chain through the real node: a kernel line
-written to /dev/kmsg, the condition on the real Node, the taint, a real container evicted through the Eviction API
-and its replacement running elsewhere.
+/dev/kmsg; the remediator's pods run there as the non-root user. Then, in this order (each test leaves the cluster
+as the next one expects, and says so when it does not find it that way):
+- the agent's probes against the real containerd and kubelet: both stopped and started again;
+- the chain through the real node: a kernel line written to /dev/kmsg, the condition on the real Node, the taint, a
+  real container evicted through the Eviction API and its replacement running elsewhere; then `helm upgrade` with
+  shorter quiet periods, which the running remediator reloads from its ConfigMap volume, and the taint goes once
+  the condition clears;
+- a broken policy through `helm upgrade`: refused with an Event and a metric, the last good policy keeps acting;
+- `remediator.mode: cronjob`: kube-controller-manager's Job evicts what `nodemedic-remediator plan` predicted.
 
 One real node runs on a machine at a time, so one worker runs this module (xdist group). Every agent reading
 /dev/kmsg sees every line written to it; no other test writes there."""
 
 from __future__ import annotations
 
+import asyncio
+import datetime as dt
 import json
 import os
+import re
 import secrets
+import shutil
+import signal
 import subprocess
+import tempfile
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from kubernetes import client
 
+from agent.checks import runtime
 from kcp import image, paths, realnode
 from tests.e2e.conftest import LocalCluster, _started
-from tests.e2e.remediator_harness import cordon, deployment, events_once, new_namespace, running_on, taint_keys
+from tests.e2e.remediator_harness import (
+    cordon,
+    deployment,
+    events_once,
+    new_namespace,
+    nodemedic_events,
+    running_on,
+    taint_keys,
+    wait_running,
+)
 from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("real_node")]
@@ -33,6 +56,12 @@ CHART = ROOT / "deploy" / "helm" / "nodemedic"
 NAMESPACE = "nodemedic"
 KWOK_NODES = ["kwok-node-0", "kwok-node-1"]
 TAINT = "nodemedic.io/kernel-deadlock"
+SHIPPED_POLICY = (ROOT / "deploy" / "policy" / "default.yaml").read_text()
+SHIPPED_AGENT_CONFIG = (ROOT / "deploy" / "agent" / "default.yaml").read_text()
+# The agent's runtime check: a probe every 30 s, each allowed 5 s (agent/checks/runtime.py, README "Detection"); the
+# kubelet check: three failed probes 10 s apart (agent/checks/kubelet.py). A few seconds on top for the status write.
+RUNTIME_DETECTION_S = 30 + 5 + 5
+KUBELET_DETECTION_S = 3 * 10 + 5
 
 
 def helm(cluster: LocalCluster, *args: str) -> str:
@@ -58,6 +87,52 @@ def pods(core: client.CoreV1Api, component: str) -> list[client.V1Pod]:
 def ready(pod: client.V1Pod) -> bool:
     return pod.status.phase == "Running" and any(c.type == "Ready" and c.status == "True"
                                                  for c in pod.status.conditions or [])
+
+
+def condition(core: client.CoreV1Api, node: str, type_: str) -> client.V1NodeCondition:
+    return next(c for c in core.read_node_status(node).status.conditions or [] if c.type == type_)
+
+
+def set_condition_since(core: client.CoreV1Api, node: str, type_: str, status: str, since: dt.timedelta) -> None:
+    """A condition as an agent would have written it `since` ago (so a rule's `for` has already passed)."""
+    now = dt.datetime.now(dt.UTC)
+    core.patch_node_status(node, {"status": {"conditions": [{
+        "type": type_, "status": status, "reason": "E2E", "message": "written by the real-node test",
+        "lastHeartbeatTime": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "lastTransitionTime": (now - since).strftime("%Y-%m-%dT%H:%M:%SZ")}]}})
+
+
+def leader(cluster: LocalCluster) -> client.V1Pod:
+    core = client.CoreV1Api(cluster.api)
+    holders = {lease.spec.holder_identity
+               for lease in client.CoordinationV1Api(cluster.api).list_namespaced_lease(NAMESPACE).items}
+    found = [p for p in pods(core, "remediator") if p.metadata.name in holders]
+    assert len(found) == 1, f"no single remediator pod holds the lease: holders {holders}"
+    return found[0]
+
+
+def metric(pod: client.V1Pod, name: str, labels: str = "") -> float:
+    """One sample of the pod's /metrics, read over the pod network from this machine (the real node's host)."""
+    with urllib.request.urlopen(f"http://{pod.status.pod_ip}:8080/metrics", timeout=5) as answer:
+        text = answer.read().decode()
+    wanted = f"{name}{{{labels}}}" if labels else name
+    values = [float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(wanted + " ")]
+    return values[0] if values else 0.0
+
+
+def upgrade(cluster: LocalCluster, tmp: Path, *, policy: str | None = None, agent_config: str | None = None,
+            values: str | None = None) -> None:
+    """`helm upgrade` of the release, keeping the install's values, with a changed policy, agent config or values."""
+    args = ["upgrade", "nodemedic", str(CHART), f"--namespace={NAMESPACE}", "--reuse-values"]
+    for key, text in (("remediator.policy", policy), ("agent.config", agent_config)):
+        if text is not None:
+            path = tmp / f"{key}-{secrets.token_hex(2)}.yaml"
+            path.write_text(text)
+            args.append(f"--set-file={key}={path}")
+    if values is not None:
+        (path := tmp / f"values-{secrets.token_hex(2)}.yaml").write_text(values)
+        args.append(f"--values={path}")
+    helm(cluster, *args)
 
 
 def container_cgroup(pod: client.V1Pod, controller: str) -> Path:
@@ -130,8 +205,117 @@ def test_the_chart_as_it_ships_runs_on_the_real_node(installed: tuple[LocalClust
     assert holders & {p.metadata.name for p in remediators}, f"no remediator pod leads: {holders}"
 
 
-def test_a_kernel_line_on_the_real_node_taints_it_and_its_real_pod_runs_elsewhere(
+def cri_disabled_containerd(work: Path) -> subprocess.Popen[bytes]:
+    """A second containerd beside the node's, with every address its own and the CRI plugin off: its gRPC server
+    answers a CRI call the way it answers any unknown service."""
+    config = work / "containerd.toml"
+    config.write_text(f"""version = 2
+root = "{work / 'root'}"
+state = "{work / 'state'}"
+disabled_plugins = ["io.containerd.grpc.v1.cri"]
+[grpc]
+  address = "{work / 'c.sock'}"
+[ttrpc]
+  address = "{work / 'c.sock.ttrpc'}"
+[debug]
+  address = ""
+""")
+    proc = subprocess.Popen(["containerd", f"--config={config}"], stdout=subprocess.DEVNULL,
+                            stderr=(work / "containerd.log").open("wb"))
+    wait_until(lambda: (work / "c.sock").is_socket() or (proc.poll() is not None and pytest.fail(
+        (work / "containerd.log").read_text()[-2000:])), timeout=30, what="the second containerd's socket")
+    return proc
+
+
+def test_the_agent_pod_probes_the_real_containerd_and_kubelet_and_counts_their_restarts(
         installed: tuple[LocalCluster, float]) -> None:
+    cluster, _ = installed
+    assert cluster.owned is not None
+    core = client.CoreV1Api(cluster.api)
+    # The hand-written HTTP/2 client and containerd's gRPC server: what it parses from the CRI Version answer is what
+    # containerd's own client reads from its version service (`ctr version`, the raw version string) and what the
+    # kubelet, speaking gRPC through grpc-go, reports (its version parsed as semver: "1.6.20~ds1" -> "1.6.20").
+    answer = asyncio.run(runtime.probe(realnode.SOCKET))
+    name, version = answer.split(" ", 1)
+    ctr = subprocess.run(["ctr", f"--address={realnode.SOCKET}", "version"], capture_output=True, text=True,
+                         timeout=30, check=True).stdout
+    server = ctr.split("Server:", 1)[1]
+    assert re.search(rf"^\s*Version:\s*{re.escape(version)}$", server, re.M), (answer, ctr)
+    kubelet_view = core.read_node(realnode.NAME).status.node_info.container_runtime_version
+    semver = re.match(r"\d+\.\d+\.\d+", version)
+    assert semver and kubelet_view == f"{name}://{semver.group()}", (answer, kubelet_view)
+    healthy = condition(core, realnode.NAME, "ContainerRuntimeUnhealthy")
+    assert (healthy.status, healthy.message) == ("False", f"{answer} answers CRI Version on {realnode.SOCKET}")
+    # A gRPC error: containerd without its CRI plugin answers trailers-only (grpc-status 12, Unimplemented).
+    work = Path(tempfile.mkdtemp(prefix="nm-ctrd-", dir="/tmp"))  # short: a unix socket path holds 107 bytes
+    second = cri_disabled_containerd(work)
+    try:
+        with pytest.raises(runtime.ProbeError, match="trailers-only"):
+            asyncio.run(runtime.probe(work / "c.sock"))
+    finally:
+        second.terminate()
+        second.wait(timeout=30)
+        shutil.rmtree(work)
+
+    # containerd frozen (SIGSTOP: its socket still accepts connections, nothing answers, as a hung runtime) and the
+    # kubelet stopped, at once; pods keep running (their shims outlive containerd, the kubelet leaves them be). Then
+    # containerd restarted and the kubelet started: one restart each.
+    containerd = next(p for p in cluster.owned.processes if p.name == "containerd")
+    t0 = time.monotonic()
+    os.kill(containerd.pid, signal.SIGSTOP)
+    cluster.owned.stop_component("kubelet")
+    try:
+        down = wait_until(lambda: (r := condition(core, realnode.NAME, "ContainerRuntimeUnhealthy")).status == "True"
+                          and r, timeout=RUNTIME_DETECTION_S, what="ContainerRuntimeUnhealthy=True")
+        t_runtime = time.monotonic() - t0
+        kubelet_down = wait_until(lambda: (r := condition(core, realnode.NAME, "KubeletUnhealthy")).status == "True"
+                                  and r, timeout=KUBELET_DETECTION_S, what="KubeletUnhealthy=True")
+        t_kubelet = time.monotonic() - t0
+    finally:
+        os.kill(containerd.pid, signal.SIGCONT)
+        cluster.owned.stop_component("containerd")
+        t1 = time.monotonic()
+        cluster.owned.start_component("containerd")
+        cluster.owned.start_component("kubelet")
+    assert (down.reason, down.message) == (
+        "ContainerRuntimeUnhealthy", f"{realnode.SOCKET} did not answer a CRI Version call within 5s"), down
+    assert kubelet_down.reason == "KubeletUnhealthy", kubelet_down.message
+    wait_until(lambda: condition(core, realnode.NAME, "ContainerRuntimeUnhealthy").status == "False",
+               timeout=RUNTIME_DETECTION_S, what="ContainerRuntimeUnhealthy=False again")
+    t_runtime_back = time.monotonic() - t1
+    wait_until(lambda: condition(core, realnode.NAME, "KubeletUnhealthy").status == "False",
+               timeout=KUBELET_DETECTION_S, what="KubeletUnhealthy=False again")
+    t_kubelet_back = time.monotonic() - t1
+    # Restarts are counted from the processes' start times in the host's /proc, seen through the pod's host mount.
+    for type_, subject in (("FrequentContainerRuntimeRestart", "container runtime"),
+                           ("FrequentKubeletRestart", "kubelet")):
+        wait_until(lambda t=type_, s=subject: condition(core, realnode.NAME, t).message.startswith(
+            f"{s} restarted 1 time"), timeout=RUNTIME_DETECTION_S, what=f"{type_} counting one restart")
+        assert condition(core, realnode.NAME, type_).status == "False"
+    wait_until(lambda: next(c for c in core.read_node_status(realnode.NAME).status.conditions
+                            if c.type == "Ready").status == "True", timeout=60, what=f"{realnode.NAME} Ready again")
+    agent = next(p for p in pods(core, "agent") if p.spec.node_name == realnode.NAME)
+    assert agent.status.container_statuses[0].restart_count == 0
+    print(f"\nCRI Version through the agent's HTTP/2 client: {answer!r}; kubelet: {kubelet_view!r}\n"
+          f"containerd frozen, kubelet stopped: ContainerRuntimeUnhealthy=True after {t_runtime:.1f}s, "
+          f"KubeletUnhealthy=True after {t_kubelet:.1f}s; containerd restarted, kubelet started: False again "
+          f"after {t_runtime_back:.1f}s and "
+          f"{t_kubelet_back:.1f}s; {condition(core, realnode.NAME, 'FrequentContainerRuntimeRestart').message}")
+
+
+def quicker(policy: str, agent_config: str) -> tuple[str, str]:
+    """The shipped policy and agent config with the kernel-deadlock quiet periods shortened (10 minutes each, too long
+    for a test): the rule's recoverAfter to 20 s, the kernel monitor's logMonitorRecoverAfter to 1 minute (the
+    least the agent accepts)."""
+    rule = re.compile(r"(- name: kernel-deadlock\n(?:  .*\n)*?  recoverAfter: )10m")
+    assert rule.search(policy), "the shipped kernel-deadlock rule no longer has recoverAfter: 10m"
+    assert "logMonitorRecoverAfter: 10m" in agent_config
+    return rule.sub(r"\g<1>20s", policy, count=1), agent_config.replace("logMonitorRecoverAfter: 10m",
+                                                                       "logMonitorRecoverAfter: 1m")
+
+
+def test_a_kernel_line_on_the_real_node_taints_it_its_real_pod_runs_elsewhere_and_the_taint_goes_once_it_clears(
+        installed: tuple[LocalCluster, float], tmp_path: Path) -> None:
     cluster, _ = installed
     core, apps = client.CoreV1Api(cluster.api), client.AppsV1Api(cluster.api)
     namespace = f"work-{secrets.token_hex(3)}"
@@ -146,7 +330,7 @@ def test_a_kernel_line_on_the_real_node_taints_it_and_its_real_pod_runs_elsewher
     finally:
         cordon(core, KWOK_NODES, False)
     assert set(placed.values()) == {realnode.NAME}
-    deadlock = next(c for c in core.read_node(realnode.NAME).status.conditions if c.type == "KernelDeadlock")
+    deadlock = condition(core, realnode.NAME, "KernelDeadlock")
     assert deadlock.status == "False", (
         f"KernelDeadlock already True before this test's line ({deadlock.message}): the agent replays the kernel log "
         "of the last 5 minutes (the shipped kernel monitor's lookback), so a hung-task line written by an earlier run "
@@ -156,11 +340,10 @@ def test_a_kernel_line_on_the_real_node_taints_it_and_its_real_pod_runs_elsewher
     line = f"INFO: task {task}:4242 blocked for more than 120 seconds."
     t0 = time.monotonic()
     Path("/dev/kmsg").write_text(f"<3>{line}\n")
-    condition = wait_until(lambda: (c := next(c for c in core.read_node(realnode.NAME).status.conditions
-                                              if c.type == "KernelDeadlock")).status == "True" and c,
-                           timeout=60, what="KernelDeadlock=True on the real Node, set by the agent pod")
+    deadlock = wait_until(lambda: (c := condition(core, realnode.NAME, "KernelDeadlock")).status == "True" and c,
+                          timeout=60, what="KernelDeadlock=True on the real Node, set by the agent pod")
     t_condition = time.monotonic()
-    assert task in condition.message, condition.message
+    assert task in deadlock.message, deadlock.message
     wait_until(lambda: TAINT in taint_keys(core, realnode.NAME), timeout=120,
                what=f"{TAINT} on {realnode.NAME} (the shipped rule waits 30s)")
     t_taint = time.monotonic()
@@ -177,3 +360,123 @@ def test_a_kernel_line_on_the_real_node_taints_it_and_its_real_pod_runs_elsewher
     print(json.dumps({p.metadata.name: p.status.container_statuses[0].restart_count
                       for p in pods(core, "agent") + pods(core, "remediator")
                       if p.spec.node_name == realnode.NAME}))
+    core.delete_namespace(namespace)
+
+    # The shipped quiet periods are ten minutes: `helm upgrade` shortens them. The agent's DaemonSet rolls (its
+    # config is in the pod template's checksum); the remediator reads the new policy from its ConfigMap volume,
+    # where the kubelet swaps the `..data` link, and keeps running: no restart, the same pods.
+    before = {p.metadata.uid for p in pods(core, "remediator")}
+    reloads = metric(leader(cluster), "nodemedic_policy_reloads_total", 'result="ok"')
+    policy, agent_config = quicker(SHIPPED_POLICY, SHIPPED_AGENT_CONFIG)
+    t_upgrade = time.monotonic()
+    upgrade(cluster, tmp_path, policy=policy, agent_config=agent_config)
+    wait_until(lambda: metric(leader(cluster), "nodemedic_policy_reloads_total", 'result="ok"') == reloads + 1,
+               timeout=60, what="the leader's policy reload counted")
+    t_reloaded = time.monotonic()
+    def cleared() -> client.V1NodeCondition:
+        c = condition(core, realnode.NAME, "KernelDeadlock")
+        agents = [(p.metadata.name, p.spec.node_name, p.status.phase, p.metadata.creation_timestamp.isoformat())
+                  for p in pods(core, "agent")]
+        assert c.status == "False", f"{c.status} {c.reason} since {c.last_transition_time}: {c.message}; {agents}"
+        return c
+
+    recovered = wait_until(cleared, timeout=90, what="KernelDeadlock=False from the new agent pod (1 minute "
+                                                     "without a new line)")
+    t_clear = time.monotonic()
+    assert recovered.reason == "TaskHungRecovered" or recovered.reason.endswith("Recovered"), recovered.reason
+    wait_until(lambda: TAINT not in taint_keys(core, realnode.NAME), timeout=60,
+               what=f"{TAINT} removed 20 s after KernelDeadlock cleared (the reloaded recoverAfter)")
+    t_untainted = time.monotonic()
+    remediators = pods(core, "remediator")
+    assert {p.metadata.uid for p in remediators} == before, "the policy change restarted the remediator"
+    assert all(p.status.container_statuses[0].restart_count == 0 for p in remediators)
+    print(f"helm upgrade → policy reloaded {t_reloaded - t_upgrade:.1f}s → KernelDeadlock False "
+          f"{t_clear - t_upgrade:.1f}s ({recovered.reason}) → taint removed {t_untainted - t_clear:.1f}s later")
+
+
+def test_a_broken_policy_is_refused_with_an_event_and_a_metric_and_the_last_good_one_keeps_acting(
+        installed: tuple[LocalCluster, float], tmp_path: Path) -> None:
+    cluster, _ = installed
+    core = client.CoreV1Api(cluster.api)
+    before = {p.metadata.uid for p in pods(core, "remediator")}
+    good, _ = quicker(SHIPPED_POLICY, SHIPPED_AGENT_CONFIG)
+    upgrade(cluster, tmp_path, policy=good)  # as the test before left it; again, so this test stands alone
+    rejected = metric(leader(cluster), "nodemedic_policy_reloads_total", 'result="error"')
+    broken = good.replace("maxTaintedNodes: 3", "maxTaintedNodes: lots", 1)
+    assert broken != good
+    upgrade(cluster, tmp_path, policy=broken)
+    wait_until(lambda: metric(leader(cluster), "nodemedic_policy_reloads_total", 'result="error"') >= rejected + 1,
+               timeout=60, what="the broken policy counted as rejected")
+    event = wait_until(lambda: next((e for e in nodemedic_events(core, NAMESPACE, "NodemedicPolicyRejected")
+                                     if "maxTaintedNodes" in e.message), None),
+                       timeout=30, what="a NodemedicPolicyRejected Event naming the field")
+    assert event.type == "Warning" and event.involved_object.kind == "Lease", event
+    assert re.search(r"policy\.yaml:\d+", event.message), event.message  # file and line
+    # The last good policy keeps acting: a kwok node whose KernelDeadlock is True (for longer than the rule's `for`)
+    # is tainted, and the taint goes 20 s after the condition clears: the reloaded recoverAfter, not the shipped 10m.
+    node = KWOK_NODES[1]
+    set_condition_since(core, node, "KernelDeadlock", "True", dt.timedelta(minutes=5))
+    wait_until(lambda: TAINT in taint_keys(core, node), timeout=30,
+               what=f"{TAINT} on {node} under the last good policy")
+    set_condition_since(core, node, "KernelDeadlock", "False", dt.timedelta(0))
+    t0 = time.monotonic()
+    wait_until(lambda: TAINT not in taint_keys(core, node), timeout=60, what=f"{TAINT} removed from {node}")
+    took = time.monotonic() - t0
+    assert took >= 15, f"the taint went {took:.1f}s after the condition cleared: before the good policy's 20s"
+    assert {p.metadata.uid for p in pods(core, "remediator")} == before
+    print(f"\nrefused: {event.message}\ntaint removed {took:.1f}s after the condition cleared (recoverAfter 20s)")
+
+
+def test_cronjob_mode_runs_a_job_on_the_real_node_that_evicts_what_plan_predicted(
+        installed: tuple[LocalCluster, float], tmp_path: Path) -> None:
+    cluster, _ = installed
+    core, apps = client.CoreV1Api(cluster.api), client.AppsV1Api(cluster.api)
+    batch = client.BatchV1Api(cluster.api)
+    good, _ = quicker(SHIPPED_POLICY, SHIPPED_AGENT_CONFIG)
+    # A schedule that does not fire while the scene is set and planned.
+    mode = f"""remediator:
+  mode: cronjob
+  cronJob: {{schedule: "{{schedule}}"}}
+  nodeSelector: {{kubernetes.io/hostname: {realnode.NAME}}}
+"""
+    upgrade(cluster, tmp_path, policy=good, values=mode.replace("{schedule}", "0 0 1 1 *"))
+    wait_until(lambda: not pods(core, "remediator"), timeout=60, what="the remediator Deployment's pods gone")
+    namespace = new_namespace(core, f"cron-{secrets.token_hex(3)}")
+    sick, other = KWOK_NODES
+    apps.create_namespaced_deployment(namespace, deployment("work", 2, KWOK_NODES))
+    cordon(core, [other], True)
+    try:
+        placed = wait_running(core, namespace, "work", 2)
+    finally:
+        cordon(core, [other], False)
+    assert set(placed.values()) == {sick}
+    set_condition_since(core, sick, "KernelDeadlock", "True", dt.timedelta(minutes=5))
+
+    policy_file = tmp_path / "policy.yaml"
+    policy_file.write_text(good)
+    planned = subprocess.run([str(ROOT / ".venv" / "bin" / "nodemedic-remediator"), "plan", "--json",
+                              f"--policy={policy_file}", f"--kubeconfig={cluster.kubeconfig}"],
+                             capture_output=True, text=True, timeout=60, check=False)
+    assert planned.returncode == 0, planned.stderr
+    plan = json.loads(planned.stdout)
+    predicted = sorted(e["name"] for e in plan["evictions"] if e["namespace"] == namespace)
+    assert [t["node"] for t in plan["taints"]["add"]] == [sick], plan["taints"]
+    assert predicted, f"plan predicts no eviction: {plan}"
+
+    t0 = time.monotonic()
+    upgrade(cluster, tmp_path, values=mode.replace("{schedule}", "* * * * *"))
+    job = wait_until(lambda: next((j for j in batch.list_namespaced_job(NAMESPACE).items
+                                   if (j.status.succeeded or 0) + (j.status.failed or 0) > 0), None),
+                     timeout=150, what="a Job of the CronJob, made by kube-controller-manager, finished")
+    t_job = time.monotonic()
+    assert job.status.succeeded == 1, f"the Job failed: {job.status}"
+    assert job.metadata.owner_references[0].kind == "CronJob"
+    ran = core.list_namespaced_pod(NAMESPACE, label_selector=f"job-name={job.metadata.name}").items
+    assert [p.spec.node_name for p in ran] == [realnode.NAME]
+    assert ran[0].status.container_statuses[0].state.terminated.exit_code == 0
+    evicted = events_once(core, namespace, "NodemedicEvicted", len(predicted))
+    assert sorted(e.involved_object.name for e in evicted) == predicted
+    assert TAINT in taint_keys(core, sick)
+    upgrade(cluster, tmp_path, values=mode.replace("{schedule}", "0 0 1 1 *"))  # no further run during teardown
+    print(f"\nplan predicted {predicted}; the CronJob's Job {job.metadata.name} ran on {ran[0].spec.node_name} "
+          f"{t_job - t0:.1f}s after the schedule was set and evicted {sorted(e.involved_object.name for e in evicted)}")
