@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test setup build lint unit e2e bench-cluster bench-remediator bench-agent bench-agent-npd bench-plan bench-descheduler bench-chain
+.PHONY: demo test setup build lint unit e2e bench-cluster bench-remediator bench-agent bench-agent-npd bench-agent-npd-node bench-plan bench-descheduler bench-chain
 
 # The demo builds only what it runs (the control plane, kubectl, Karpenter); `make build` builds everything.
 demo: setup
@@ -53,6 +53,11 @@ bench-agent: build
 
 bench-agent-npd: build
 	$(BIN)/python hack/bench/agent_vs_npd.py --samples 30
+
+# The agent pod (the chart as it ships) and NPD's own DaemonSet and image on the real node: RSS and CPU from their
+# cgroups, at steady state. Needs the real node free (hack/kcp/realnode.py).
+bench-agent-npd-node: build
+	$(BIN)/python hack/bench/agent_vs_npd_on_node.py --seconds 120
 
 bench-plan: setup
 	$(BIN)/python hack/bench/plan_cycle.py

@@ -106,7 +106,7 @@ def is_missing() -> bool:
     return not archive().is_file() or not pause_archive().is_file()
 
 
-def _buildah(*args: str) -> list[str]:
+def buildah(*args: str) -> list[str]:
     # Storage in the cache; its run-time state (locks, mounts) on tmpfs, one per storage, as containers/storage wants.
     root = paths.images_dir() / "buildah"
     return ["buildah", f"--root={root}", f"--runroot=/run/nodemedic-buildah-{_digest(str(root).encode())[:8]}",
@@ -114,11 +114,13 @@ def _buildah(*args: str) -> list[str]:
 
 
 def _has_image(ref: str) -> bool:
-    done = subprocess.run(_buildah("images", "--quiet", ref), capture_output=True, text=True, check=False)
+    done = subprocess.run(buildah("images", "--quiet", ref), capture_output=True, text=True, check=False)
     return done.returncode == 0 and bool(done.stdout.strip())
 
 
-def _ensure_base(env: dict[str, str], samplers: list[TreeRssSampler]) -> str:
+def ensure_base(env: dict[str, str], samplers: list[TreeRssSampler]) -> str:
+    """The Debian base in buildah's storage, made with mmdebstrap when missing; its reference. Also the base of
+    node-problem-detector's image in hack/bench/agent_vs_npd_on_node.py."""
     ref = f"{BASE_REPOSITORY}:{base_key()}"
     if _has_image(ref):
         log(f"base {ref}: cached")
@@ -128,22 +130,22 @@ def _ensure_base(env: dict[str, str], samplers: list[TreeRssSampler]) -> str:
         run(["mmdebstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}",
              *(f"--dpkgopt=path-exclude={x}" for x in BASE_EXCLUDES), *(f"--aptopt={o}" for o in BASE_APT_OPTIONS),
              versions.DEBIAN_SUITE, str(rootfs), str(apt_sources())], cwd=Path(work), env=env, sampler_out=samplers)
-        container = run(_buildah("from", "scratch"), cwd=Path(work), env=env).strip().splitlines()[-1]
+        container = run(buildah("from", "scratch"), cwd=Path(work), env=env).strip().splitlines()[-1]
         try:
-            run(_buildah("add", container, str(rootfs), "/"), cwd=Path(work), env=env)
-            run(_buildah("config", "--env", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            run(buildah("add", container, str(rootfs), "/"), cwd=Path(work), env=env)
+            run(buildah("config", "--env", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
                          "--cmd", "/bin/sh", container), cwd=Path(work), env=env)
-            run(_buildah("commit", "--quiet", container, ref), cwd=Path(work), env=env)
+            run(buildah("commit", "--quiet", container, ref), cwd=Path(work), env=env)
         finally:
-            subprocess.run(_buildah("rm", container), capture_output=True, check=False)
+            subprocess.run(buildah("rm", container), capture_output=True, check=False)
     # One base at a time: an older one (another package list or mirror) is of no further use.
     for old in _tags(BASE_REPOSITORY) - {ref}:
-        subprocess.run(_buildah("rmi", old), capture_output=True, check=False)
+        subprocess.run(buildah("rmi", old), capture_output=True, check=False)
     return ref
 
 
 def _tags(repository: str) -> set[str]:
-    done = subprocess.run(_buildah("images", "--format", "{{.Name}}:{{.Tag}}"), capture_output=True, text=True,
+    done = subprocess.run(buildah("images", "--format", "{{.Name}}:{{.Tag}}"), capture_output=True, text=True,
                           check=False)
     return {line for line in done.stdout.split() if line.startswith(repository + ":")}
 
@@ -154,21 +156,21 @@ def _build_pause(env: dict[str, str]) -> None:
     with tempfile.TemporaryDirectory(prefix="kcp-pause-", dir=paths.images_dir()) as work:
         binary = Path(work) / "pause"
         run(["gcc", "-static", "-Os", "-s", "-o", str(binary), str(PAUSE_SOURCE)], cwd=Path(work), env=env)
-        container = run(_buildah("from", "scratch"), cwd=Path(work), env=env).strip().splitlines()[-1]
+        container = run(buildah("from", "scratch"), cwd=Path(work), env=env).strip().splitlines()[-1]
         try:
-            run(_buildah("copy", container, str(binary), "/pause"), cwd=Path(work), env=env)
-            run(_buildah("config", "--entrypoint", '["/pause"]', container), cwd=Path(work), env=env)
-            run(_buildah("commit", "--quiet", container, ref), cwd=Path(work), env=env)
+            run(buildah("copy", container, str(binary), "/pause"), cwd=Path(work), env=env)
+            run(buildah("config", "--entrypoint", '["/pause"]', container), cwd=Path(work), env=env)
+            run(buildah("commit", "--quiet", container, ref), cwd=Path(work), env=env)
         finally:
-            subprocess.run(_buildah("rm", container), capture_output=True, check=False)
+            subprocess.run(buildah("rm", container), capture_output=True, check=False)
         try:
             out = Path(work) / "pause.tar"
-            run(_buildah("push", "--quiet", ref, f"docker-archive:{out}:{ref}"), cwd=Path(work), env=env)
+            run(buildah("push", "--quiet", ref, f"docker-archive:{out}:{ref}"), cwd=Path(work), env=env)
             for old in paths.images_dir().glob("pause-*.tar"):
                 old.unlink()
             out.rename(pause_archive())
         finally:
-            subprocess.run(_buildah("rmi", ref), capture_output=True, check=False)
+            subprocess.run(buildah("rmi", ref), capture_output=True, check=False)
 
 
 def build(samplers: list[TreeRssSampler]) -> None:
@@ -181,32 +183,32 @@ def build(samplers: list[TreeRssSampler]) -> None:
         _build_pause(env)
     if archive().is_file():
         return
-    base = _ensure_base(env, samplers)
+    base = ensure_base(env, samplers)
     ref = reference()
     mounts = [f"--volume={p}:{p}:ro" for p in BUILD_MOUNTS if p.is_file()]
-    run(_buildah("bud", "--pull-never", "--isolation=chroot", f"--build-arg=PYTHON_IMAGE={base}", *mounts,
+    run(buildah("bud", "--pull-never", "--isolation=chroot", f"--build-arg=PYTHON_IMAGE={base}", *mounts,
                  f"--tag={ref}", "--file=Dockerfile", "."), cwd=REPO, env=env, sampler_out=samplers)
     try:
-        container = run(_buildah("from", ref), cwd=REPO, env=env).strip().splitlines()[-1]
+        container = run(buildah("from", ref), cwd=REPO, env=env).strip().splitlines()[-1]
         try:
             for program in ("nodemedic-agent", "nodemedic-remediator"):
-                log(run(_buildah("run", "--isolation=chroot", container, "--", program, "--version"), cwd=REPO,
+                log(run(buildah("run", "--isolation=chroot", container, "--", program, "--version"), cwd=REPO,
                         env=env).strip())
         finally:
-            subprocess.run(_buildah("rm", container), capture_output=True, check=False)
+            subprocess.run(buildah("rm", container), capture_output=True, check=False)
         with tempfile.TemporaryDirectory(prefix="kcp-image-", dir=images) as work:
             out = Path(work) / "image.tar"
-            run(_buildah("push", "--quiet", ref, f"docker-archive:{out}:{ref}"), cwd=REPO, env=env)
+            run(buildah("push", "--quiet", ref, f"docker-archive:{out}:{ref}"), cwd=REPO, env=env)
             for old in images.glob("nodemedic-*.tar"):  # the cache keeps the current image only
                 old.unlink()
             out.rename(archive())
     finally:
-        subprocess.run(_buildah("rmi", ref), capture_output=True, check=False)
+        subprocess.run(buildah("rmi", ref), capture_output=True, check=False)
     log(f"{ref}: {archive().stat().st_size / (1 << 20):.0f} MiB as a docker-archive at {archive()}")
 
 
 def remove_all() -> None:
     """Forget every image and the builder's storage (`hack/cluster clean`)."""
-    subprocess.run(_buildah("rm", "--all"), capture_output=True, check=False)
-    subprocess.run(_buildah("rmi", "--all", "--force"), capture_output=True, check=False)
+    subprocess.run(buildah("rm", "--all"), capture_output=True, check=False)
+    subprocess.run(buildah("rmi", "--all", "--force"), capture_output=True, check=False)
     shutil.rmtree(paths.images_dir(), ignore_errors=True)

@@ -1,0 +1,444 @@
+#!/usr/bin/env python3
+"""Benchmark: the nodemedic agent pod and node-problem-detector's pod side by side on the real node, each as its
+project ships it, at steady state: RSS and CPU of their containers, read from their cgroups.
+
+- nodemedic: the Helm chart as it ships (values: image.repository, image.tag, image.pullPolicy=Never only), so the
+  agent runs its shipped config (deploy/agent/default.yaml: every built-in check at its defaults, the shipped
+  kernel and GPU log monitors), from the image built from the repository's Dockerfile (hack/kcp/image.py).
+- node-problem-detector v1.36.0: its own deployment/ manifests (rbac.yaml, node-problem-detector-config.yaml,
+  node-problem-detector.yaml, as its kustomization lists them) from the module's source (`go mod download`);
+  only the DaemonSet's container is changed: image and imagePullPolicy=Never, and its `--config.system-log-monitor`
+  loses the monitors whose plugin is journald (docker-monitor.json, the Docker daemon's journal), because this
+  binary has no journald and NPD exits on a monitor whose plugin it lacks ("No create function found for plugin
+  journald"). Its default config is otherwise upstream's ConfigMap as is: kernel-monitor.json and
+  readonly-monitor.json, both kmsg. Its resources too (limits cpu 10m, memory 80Mi: CFS caps it at 1% of a core;
+  the table shows how often it was throttled); the chart's agent has no CPU limit.
+
+NPD's image is built the way ours is: from its Dockerfile's final stage, with buildah, on the Debian bookworm base
+hack/kcp/image.py makes with mmdebstrap (`localhost/nodemedic-base:<key>`), into a docker-archive in
+~/.cache/nodemedic/images/ (npd-<version>-<key>.tar, keyed by the NPD version and a hash of the Containerfile and
+the base it names), imported into the real node's containerd once the cluster is up. How it differs from upstream's:
+- no builder stage (its golang:1.26.5-bookworm image cannot be pulled here): the binary is the one
+  hack/bench/agent_vs_npd.py's build_npd() makes from the Go module proxy, CGO_ENABLED=0, so without the journald
+  build tag (upstream's Makefile builds it with cgo and journald);
+- only /node-problem-detector and /config/ are copied: not the health-checker (nor log-counter, journald only)
+  that upstream puts in /home/kubernetes/bin/ for its other manifests; config/ comes from the module zip, whose
+  files have no mode bits: 0644, scripts (*.sh) 0755, as in the git tree;
+- the base is Debian bookworm from mmdebstrap (minbase plus the Python 3.11 our image needs, which NPD does not
+  use), not registry.k8s.io/build-image/debian-base:bookworm-v1.0.8; the same packages are installed on it
+  (util-linux, bash, libsystemd-dev, as debian-base's clean-install does), and the same /etc/localtime step, the
+  same ENTRYPOINT.
+
+A private cluster (`bench-agent-npd-node`: two kwok nodes and the real node) runs both; the real node is cordoned
+while the chart installs, so the remediator's pods go to the kwok nodes and the only pods on the real node are the
+two measured (and nothing of ours runs beside them). After a warm-up, both containers' cgroups (cgroup v1,
+cgroupfs driver) are read once a second for --seconds: memory.stat total_rss and memory.usage_in_bytes, and
+cpuacct.usage and cpu.stat at both ends of the window (CPU as % of one core, throttled CFS periods). Nothing is
+written to /dev/kmsg: this is steady state only. The API server's audit log counts each one's requests in the
+window. The cluster is always torn down. It refuses to run (exit 2) while the real node is taken: one real node
+per machine, and hack/kcp/realnode.LOCK says who has it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from kubernetes import client, config
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "hack"))
+
+from agent_vs_npd import NPD_MODULE, NPD_VERSION, build_npd  # noqa: E402
+
+from kcp import audit, build, controlplane, image, paths, realnode  # noqa: E402
+from kcp.measure import wait  # noqa: E402
+from kcp.steps import log, run  # noqa: E402
+
+CLUSTER = "bench-agent-npd-node"
+KWOK_NODES = 2
+CHART = ROOT / "deploy" / "helm" / "nodemedic"
+NAMESPACE = "nodemedic"
+NPD_NAMESPACE = "kube-system"  # upstream's manifests name it
+NPD_REPOSITORY = "localhost/node-problem-detector"
+NPD_MANIFESTS = ("rbac.yaml", "node-problem-detector-config.yaml", "node-problem-detector.yaml")
+MONITOR_FLAG = "--config.system-log-monitor="
+AGENT, NPD = "nodemedic-agent", "node-problem-detector"
+MIB = 2**20
+
+
+def note(msg: str) -> None:
+    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+
+# node-problem-detector's Dockerfile, final stage, on our base (the module docstring says how it differs).
+ENTRYPOINT = ["/node-problem-detector",
+              "--config.system-log-monitor=/config/kernel-monitor.json,/config/readonly-monitor.json"]
+CONTAINERFILE = """\
+ARG BASE
+FROM ${BASE}
+
+# debian-base's clean-install, spelled out.
+RUN apt-get update \\
+ && apt-get install -y --no-install-recommends util-linux bash libsystemd-dev \\
+ && apt-get clean -y \\
+ && rm -rf /var/cache/debconf/* /var/lib/apt/lists/* /var/log/* /tmp/* /var/tmp/*
+
+# Avoid symlink of /etc/localtime.
+RUN test -h /etc/localtime && rm -f /etc/localtime && cp /usr/share/zoneinfo/UTC /etc/localtime || true
+
+COPY node-problem-detector /node-problem-detector
+COPY config/ /config
+ENTRYPOINT {entrypoint}
+""".replace("{entrypoint}", json.dumps(ENTRYPOINT))
+
+
+# --- NPD's image ----------------------------------------------------------------------------------------------------
+def npd_source() -> Path:
+    """The module's source tree in the Go module cache (Dockerfile, deployment/, config/)."""
+    out = subprocess.run(["go", "mod", "download", "-json", f"{NPD_MODULE}@{NPD_VERSION}"], cwd=paths.cache_root(),
+                         env=dict(os.environ, GOTOOLCHAIN="local", GOFLAGS=""), capture_output=True, text=True,
+                         check=True).stdout
+    return Path(json.loads(out)["Dir"])
+
+
+def npd_key() -> str:
+    base = f"{image.BASE_REPOSITORY}:{image.base_key()}"
+    return hashlib.sha256("\0".join((NPD_VERSION, CONTAINERFILE, base)).encode()).hexdigest()[:16]
+
+
+def npd_reference() -> str:
+    return f"{NPD_REPOSITORY}:{NPD_VERSION}-{npd_key()}"
+
+
+def npd_archive() -> Path:
+    return paths.images_dir() / f"npd-{NPD_VERSION}-{npd_key()}.tar"
+
+
+def build_npd_image(binary: Path, source: Path) -> Path:
+    """NPD's final stage built with buildah into npd_archive() (kept: the archive is the cache)."""
+    if npd_archive().is_file():
+        return npd_archive()
+    env = dict(os.environ)
+    paths.images_dir().mkdir(parents=True, exist_ok=True)
+    base = image.ensure_base(env, [])
+    ref = npd_reference()
+    with tempfile.TemporaryDirectory(prefix="npd-image-", dir=paths.images_dir()) as work:
+        context = Path(work) / "context"
+        context.mkdir()
+        shutil.copy2(binary, context / "node-problem-detector")
+        shutil.copytree(source / "config", context / "config")
+        for p in (context / "config").rglob("*"):  # module zips carry no modes: the git tree's
+            p.chmod(0o755 if p.is_dir() or p.suffix == ".sh" else 0o644)
+        (context / "Containerfile").write_text(CONTAINERFILE)
+        run(image.buildah("bud", "--pull-never", "--isolation=chroot", f"--build-arg=BASE={base}", f"--tag={ref}",
+                          "--file=Containerfile", "."), cwd=context, env=env)
+        try:
+            container = run(image.buildah("from", ref), cwd=context, env=env).strip().splitlines()[-1]
+            try:
+                log("in the image: node-problem-detector --version: " + run(image.buildah(
+                    "run", "--isolation=chroot", container, "--", "/node-problem-detector", "--version"),
+                    cwd=context, env=env).strip())
+            finally:
+                subprocess.run(image.buildah("rm", container), capture_output=True, check=False)
+            out = Path(work) / "npd.tar"
+            run(image.buildah("push", "--quiet", ref, f"docker-archive:{out}:{ref}"), cwd=context, env=env)
+            for old in paths.images_dir().glob("npd-*.tar"):  # one NPD image in the cache
+                old.unlink()
+            out.rename(npd_archive())
+        finally:
+            subprocess.run(image.buildah("rmi", ref), capture_output=True, check=False)
+    return npd_archive()
+
+
+def layers(archive: Path) -> dict[str, int]:
+    """A docker-archive's layers: name -> size in bytes (a layer's name is its digest, so shared ones match)."""
+    with tarfile.open(archive) as tar:
+        manifest = json.load(tar.extractfile("manifest.json"))  # type: ignore[arg-type]
+        return {name: tar.getmember(name).size for name in manifest[0]["Layers"]}
+
+
+def sizes_line(agent_archive: Path, npd: Path) -> str:
+    if not agent_archive.is_file():
+        return (f"node-problem-detector's image: {npd.stat().st_size / MIB:.0f} MiB as a docker-archive "
+                f"(uncompressed); nodemedic's image for this code is not built ({agent_archive.name})")
+    ours, theirs = layers(agent_archive), layers(npd)
+    shared = sum(size for name, size in ours.items() if name in theirs)
+    return (f"images as docker-archives (uncompressed): nodemedic {agent_archive.stat().st_size / MIB:.0f} MiB, "
+            f"node-problem-detector {npd.stat().st_size / MIB:.0f} MiB; the Debian base layer both start from "
+            f"{shared / MIB:.0f} MiB (with Python 3.11, which only nodemedic uses); own layers: nodemedic "
+            f"{sum(ours.values()) / MIB - shared / MIB:.0f} MiB, node-problem-detector "
+            f"{sum(theirs.values()) / MIB - shared / MIB:.0f} MiB")
+
+
+# --- the cluster ----------------------------------------------------------------------------------------------------
+def tool(cluster: controlplane.Cluster, name: str, *args: str) -> str:
+    argv = [str(paths.binary(name)), f"--kubeconfig={cluster.kubeconfig}", *args]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=180, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{name} {' '.join(args)}: {done.stderr[-3000:]}")
+    return done.stdout
+
+
+def npd_daemonset(source: Path, reference: str, out: Path) -> tuple[Path, list[str], list[str]]:
+    """Upstream's DaemonSet with our image, pullPolicy Never and no journald monitor; the monitors kept and dropped."""
+    ds = yaml.safe_load((source / "deployment" / "node-problem-detector.yaml").read_text())
+    monitors = yaml.safe_load((source / "deployment" / "node-problem-detector-config.yaml").read_text())["data"]
+    container = ds["spec"]["template"]["spec"]["containers"][0]
+    container.update(image=reference, imagePullPolicy="Never")
+    command = container["command"]
+    at = next(i for i, arg in enumerate(command) if arg.startswith(MONITOR_FLAG))
+    files = command[at].removeprefix(MONITOR_FLAG).split(",")
+    dropped = [f for f in files if json.loads(monitors[Path(f).name])["plugin"] == "journald"]
+    kept = [f for f in files if f not in dropped]
+    command[at] = MONITOR_FLAG + ",".join(kept)
+    out.write_text(yaml.safe_dump(ds, sort_keys=False))
+    return out, kept, dropped
+
+
+def pod_on_real_node(core: client.CoreV1Api, namespace: str, selector: str) -> client.V1Pod | None:
+    return next((p for p in core.list_namespaced_pod(namespace, label_selector=selector).items
+                 if p.spec.node_name == realnode.NAME and p.metadata.deletion_timestamp is None), None)
+
+
+def running(pod: client.V1Pod | None) -> client.V1Pod | None:
+    ok = pod is not None and pod.status.phase == "Running" and all(c.ready for c in pod.status.container_statuses or [])
+    return pod if ok else None
+
+
+def cordon(core: client.CoreV1Api, node: str, on: bool) -> None:
+    core.patch_node(node, {"spec": {"unschedulable": on}})
+
+
+# --- the measurement ------------------------------------------------------------------------------------------------
+def container_cgroup(pod: client.V1Pod, controller: str) -> Path:
+    """The cgroup (cgroup v1, cgroupfs driver) of the pod's container on the real node."""
+    container_id = pod.status.container_statuses[0].container_id.split("://", 1)[1]
+    found = list(Path("/sys/fs/cgroup", controller, "kubepods").glob(f"**/pod{pod.metadata.uid}/{container_id}"))
+    if len(found) != 1:
+        raise RuntimeError(f"no single {controller} cgroup for {pod.metadata.name}'s container: {found}")
+    return found[0]
+
+
+def cpu_stat(cgroup: Path) -> dict[str, int]:
+    return {k: int(v) for k, v in (line.split() for line in (cgroup / "cpu.stat").read_text().splitlines())}
+
+
+@dataclass
+class Measured:
+    """One measured container: its cgroups, the memory samples, and its CPU counters at the window's start."""
+
+    pod: client.V1Pod
+    memory: Path = field(init=False)
+    cpuacct: Path = field(init=False)
+    cpu: Path = field(init=False)
+    rss: list[int] = field(default_factory=list)
+    usage: list[int] = field(default_factory=list)
+    start: tuple[int, dict[str, int]] = field(default_factory=lambda: (0, {}))
+
+    def __post_init__(self) -> None:
+        self.memory, self.cpuacct, self.cpu = (container_cgroup(self.pod, c) for c in ("memory", "cpuacct", "cpu"))
+
+    def cpu_now(self) -> tuple[int, dict[str, int]]:
+        """cpuacct.usage (ns) and cpu.stat (CFS periods, throttling)."""
+        return int((self.cpuacct / "cpuacct.usage").read_text()), cpu_stat(self.cpu)
+
+    def sample(self) -> None:
+        stat = dict(line.split() for line in (self.memory / "memory.stat").read_text().splitlines())
+        self.rss.append(int(stat["total_rss"]))
+        self.usage.append(int((self.memory / "memory.usage_in_bytes").read_text()))
+
+    def peak(self) -> int:
+        return int((self.memory / "memory.max_usage_in_bytes").read_text())
+
+
+def agent_check_runs(port: int) -> dict[str, float]:
+    """Runs per check so far, from the agent's /metrics (host network: this machine's port); empty if unreachable."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+            text = answer.read().decode()
+    except OSError as e:
+        note(f"the agent's /metrics on port {port}: {e}")
+        return {}
+    prefix = 'nodemedic_agent_check_duration_seconds_count{check="'
+    return {line[len(prefix):].split('"', 1)[0]: float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines() if line.startswith(prefix)}
+
+
+def resources(pod: client.V1Pod) -> str:
+    r = pod.spec.containers[0].resources
+    return f"requests {r.requests or {}}, limits {r.limits or {}}"
+
+
+def loadavg() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def table(rows: list[tuple[str, float, float, str]]) -> None:
+    """One row per quantity: label, the agent's value, NPD's, and the unit ("" for counts); no ratio with a 0."""
+    print(f"{'':<48}{AGENT:>18}{NPD:>24}{'agent / NPD':>14}")
+    digits = {"": 0, "%": 3, "MiB": 1, "ms": 0}
+    for label, a, n, unit in rows:
+        cells = [f"{v:.{digits[unit]}f} {unit}".rstrip() for v in (a, n)]
+        print(f"{label:<48}{cells[0]:>18}{cells[1]:>24}{f'{a / n:.2f}' if a and n else '-':>14}")
+
+
+def measure(cluster: controlplane.Cluster, args: argparse.Namespace, agent_image: str, npd_image: Path,
+            source: Path) -> int:
+    api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
+    core = client.CoreV1Api(api)
+    t0 = time.monotonic()
+    subprocess.run(["ctr", f"--address={realnode.SOCKET}", "--namespace=k8s.io", "images", "import", str(npd_image)],
+                   capture_output=True, text=True, timeout=300, check=True)
+    note(f"real node: imported {npd_image.name} into containerd in {time.monotonic() - t0:.1f}s")
+
+    # Cordoned while installing: the remediator's Deployment goes to the kwok nodes; DaemonSets ignore a cordon.
+    cordon(core, realnode.NAME, True)
+    repository, tag = agent_image.rsplit(":", 1)
+    tool(cluster, "helm", "install", "nodemedic", str(CHART), f"--namespace={NAMESPACE}", "--create-namespace",
+         f"--set=image.repository={repository}", f"--set=image.tag={tag}", "--set=image.pullPolicy=Never")
+    with tempfile.TemporaryDirectory(prefix="bench-npd-") as tmp:
+        daemonset, kept, dropped = npd_daemonset(source, npd_reference(), Path(tmp) / "node-problem-detector.yaml")
+        deployment = source / "deployment"
+        tool(cluster, "kubectl", "apply", "-f", str(deployment / NPD_MANIFESTS[0]), "-f",
+             str(deployment / NPD_MANIFESTS[1]), "-f", str(daemonset))
+    remediators = wait(lambda: (r := core.list_namespaced_pod(
+        NAMESPACE, label_selector="app.kubernetes.io/component=remediator").items) and all(
+        p.spec.node_name for p in r) and r, 120, "the remediator's pods scheduled", poll=1.0)
+    try:
+        found = wait(lambda: (a := running(pod_on_real_node(core, NAMESPACE, "app.kubernetes.io/component=agent")))
+                     and (n := running(pod_on_real_node(core, NPD_NAMESPACE, "app=node-problem-detector")))
+                     and (a, n), 180, f"both pods Running and ready on {realnode.NAME}", poll=1.0)
+    except TimeoutError:
+        print(tool(cluster, "kubectl", "get", "pods", "-A", "-o", "wide"), file=sys.stderr)
+        raise
+    finally:
+        cordon(core, realnode.NAME, False)
+    pods = {AGENT: Measured(found[0]), NPD: Measured(found[1])}
+    print(f"on {realnode.NAME}: {found[0].metadata.name} and {found[1].metadata.name} Running "
+          f"{time.monotonic() - t0:.0f}s after the image import; remediator pods on "
+          f"{sorted({p.spec.node_name for p in remediators})}; warm-up {args.warmup:.0f}s", flush=True)
+    time.sleep(args.warmup)
+
+    port = int(yaml.safe_load((CHART / "values.yaml").read_text())["agent"]["port"])
+    runs_before = agent_check_runs(port)
+    _, offset = audit.read(cluster.audit_log)
+    load_before = loadavg()
+    for p in pods.values():
+        p.start = p.cpu_now()
+    t_start = time.monotonic()
+    while (elapsed := time.monotonic() - t_start) < args.seconds:
+        for p in pods.values():
+            p.sample()
+        time.sleep(max(0.0, 1.0 - (time.monotonic() - t_start - elapsed)))
+    elapsed = time.monotonic() - t_start
+    end = {name: p.cpu_now() for name, p in pods.items()}
+    requests, _ = audit.read(cluster.audit_log, offset)
+    runs = {k: v - runs_before.get(k, 0) for k, v in agent_check_runs(port).items()}
+    after = {AGENT: pod_on_real_node(core, NAMESPACE, "app.kubernetes.io/component=agent"),
+             NPD: pod_on_real_node(core, NPD_NAMESPACE, "app=node-problem-detector")}
+    restarts = {name: sum(c.restart_count for c in (pod.status.container_statuses if pod else [])) for name, pod in
+                after.items()}
+    if any(after[name] is None or after[name].metadata.uid != p.pod.metadata.uid or restarts[name]
+           for name, p in pods.items()):
+        print(f"a measured pod was replaced or restarted during the window: restarts {restarts}", file=sys.stderr)
+        return 1
+
+    cpu = {name: (end[name][0] - p.start[0]) / 1e9 / elapsed * 100 for name, p in pods.items()}
+    periods = {name: end[name][1]["nr_periods"] - p.start[1]["nr_periods"] for name, p in pods.items()}
+    throttled = {name: end[name][1]["nr_throttled"] - p.start[1]["nr_throttled"] for name, p in pods.items()}
+    calls = {name: sum(audit.count(requests, name).values()) for name in pods}
+    a, n = pods[AGENT], pods[NPD]
+    print(f"\nsteady state on {realnode.NAME}, {elapsed:.0f}s window after a {args.warmup:.0f}s warm-up, "
+          f"{len(a.rss)} samples of each container's cgroup (cgroup v1):")
+    table([
+        ("RSS (memory.stat total_rss), mean", statistics.mean(a.rss) / MIB, statistics.mean(n.rss) / MIB, "MiB"),
+        ("RSS (memory.stat total_rss), max", max(a.rss) / MIB, max(n.rss) / MIB, "MiB"),
+        ("memory.usage_in_bytes, mean", statistics.mean(a.usage) / MIB, statistics.mean(n.usage) / MIB, "MiB"),
+        ("memory.usage_in_bytes, max", max(a.usage) / MIB, max(n.usage) / MIB, "MiB"),
+        ("memory.max_usage_in_bytes (peak since start)", a.peak() / MIB, n.peak() / MIB, "MiB"),
+        ("CPU, % of one core (cpuacct.usage delta)", cpu[AGENT], cpu[NPD], "%"),
+        ("CPU time in the window (cpuacct.usage delta)", cpu[AGENT] * elapsed * 10, cpu[NPD] * elapsed * 10, "ms"),
+        ("CFS periods throttled (cpu.stat)", throttled[AGENT], throttled[NPD], ""),
+        ("CFS periods with a quota (cpu.stat nr_periods)", periods[AGENT], periods[NPD], ""),
+        ("API requests in the window (audit log)", calls[AGENT], calls[NPD], ""),
+    ])
+    print(f"\nresources: {AGENT} {resources(a.pod)}; {NPD} {resources(n.pod)} (both as shipped)")
+    print(f"{AGENT}: image {agent_image}, the chart {CHART.relative_to(ROOT)} as it ships, the shipped agent "
+          "config (every built-in check at its defaults, the shipped kernel and GPU log monitors); check runs in "
+          "the window: " + ", ".join(f"{k} {v:.0f}" for k, v in sorted(runs.items())))
+    started = [line.split("]", 1)[-1].strip() for line in tool(
+        cluster, "kubectl", "logs", "-n", NPD_NAMESPACE, n.pod.metadata.name).splitlines()
+        if "Start log monitor" in line or "Use log watcher" in line]
+    print(f"{NPD}: {NPD_VERSION}, image {npd_reference()}, upstream's deployment/ manifests and default ConfigMap; "
+          f"system-log-monitors {', '.join(kept)} (dropped, journald: {', '.join(dropped) or 'none'}); "
+          f"its log: {'; '.join(started)}")
+    print(f"machine: {' '.join(filter(None, platform.uname()))}; nproc {os.cpu_count()}; {cpu_model()}; load average "
+          f"{load_before} before the window, {loadavg()} after (the whole machine: control plane, kubelet and more)")
+    print(sizes_line(paths.images_dir() / f"nodemedic-{agent_image.rsplit(':', 1)[1]}.tar", npd_image))
+    return 0
+
+
+def cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or "CPU model unknown"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seconds", type=float, default=120.0, help="steady-state sampling window (default 120)")
+    ap.add_argument("--warmup", type=float, default=60.0, help="seconds after both pods run, before it (default 60)")
+    ap.add_argument("--build-only", action="store_true",
+                    help="build NPD's binary and image, print the image sizes, start nothing (no real node needed)")
+    args = ap.parse_args()
+    if missing := build.missing(build.BINARIES if args.build_only else list(build.COMPONENTS)):
+        print(f"not built: {', '.join(missing)}; run `make build`", file=sys.stderr)
+        return 2
+    cluster = controlplane.Cluster.named(CLUSTER)
+    if not args.build_only and realnode.LOCK.exists():
+        owner = realnode.LOCK.read_text().strip()
+        mine = f" (this benchmark's, left by a run that died: `hack/cluster down --name {CLUSTER}`)" \
+            if owner == str(cluster.state_dir) else ""
+        print(f"the real node is taken: {realnode.LOCK} names the cluster at {owner}{mine}. One real node runs on a "
+              "machine at a time; run this once that cluster is down.", file=sys.stderr)
+        return 2
+    t0 = time.monotonic()
+    source = npd_source()
+    npd_image = build_npd_image(build_npd(), source)
+    print(f"{NPD} {NPD_VERSION}: source {source}, image {npd_reference()} at {npd_image} "
+          f"({time.monotonic() - t0:.0f}s to build or find)", flush=True)
+    if args.build_only:
+        print(sizes_line(image.archive(), npd_image))
+        return 0
+    agent_image = image.reference()  # the code as it is now: the image the real node imports as it starts
+    if problems := realnode.preflight():
+        print("the real node cannot start:\n  " + "\n  ".join(problems), file=sys.stderr)
+        return 2
+    try:
+        cluster.up(KWOK_NODES, real_nodes=1, audit=True, timeout=240)
+        return measure(cluster, args, agent_image, npd_image, source)
+    finally:
+        for line in cluster.down():
+            note(line)
+        if left := realnode.traces():
+            print(f"the real node left traces: {left}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
