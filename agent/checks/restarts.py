@@ -212,6 +212,10 @@ class RestartMonitor:
             return None
         # the command name in parentheses may contain spaces and parentheses: split after the last ")"
         fields = stat[stat.rfind(")") + 1:].split()
+        if fields[:1] in (["Z"], ["X"]):
+            # Exited, not yet reaped by its parent: a stopped service's corpse keeps its name and its start time,
+            # and taken for the running one it would hide the restart that replaced it.
+            return None
         try:
             ppid, ticks = int(fields[1]), int(fields[19])
             started = dt.datetime.fromtimestamp(btime + ticks / self._ticks, dt.UTC)

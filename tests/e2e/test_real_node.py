@@ -287,11 +287,16 @@ def test_the_agent_pod_probes_the_real_containerd_and_kubelet_and_counts_their_r
                timeout=KUBELET_DETECTION_S, what="KubeletUnhealthy=False again")
     t_kubelet_back = time.monotonic() - t1
     # Restarts are counted from the processes' start times in the host's /proc, seen through the pod's host mount.
+    def counted_once(type_: str, subject: str) -> client.V1NodeCondition:
+        found = condition(core, realnode.NAME, type_)
+        assert found.message.startswith(f"{subject} restarted 1 time"), f"{found.reason}: {found.message}"
+        return found
+
     for type_, subject in (("FrequentContainerRuntimeRestart", "container runtime"),
                            ("FrequentKubeletRestart", "kubelet")):
-        wait_until(lambda t=type_, s=subject: condition(core, realnode.NAME, t).message.startswith(
-            f"{s} restarted 1 time"), timeout=RUNTIME_DETECTION_S, what=f"{type_} counting one restart")
-        assert condition(core, realnode.NAME, type_).status == "False"
+        counted = wait_until(lambda t=type_, s=subject: counted_once(t, s), timeout=RUNTIME_DETECTION_S,
+                             what=f"{type_} counting one restart")
+        assert counted.status == "False"
     wait_until(lambda: next(c for c in core.read_node_status(realnode.NAME).status.conditions
                             if c.type == "Ready").status == "True", timeout=60, what=f"{realnode.NAME} Ready again")
     agent = next(p for p in pods(core, "agent") if p.spec.node_name == realnode.NAME)

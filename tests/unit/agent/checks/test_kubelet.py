@@ -156,12 +156,12 @@ def test_a_refused_connection_is_a_failed_probe() -> None:
     assert "ClientConnectorError" in report.message
 
 
-def write_process(root: Path, pid: int, name: str, start_ticks: int, ppid: int = 1) -> None:
+def write_process(root: Path, pid: int, name: str, start_ticks: int, ppid: int = 1, state: str = "S") -> None:
     proc = root / "proc" / str(pid)
     proc.mkdir(parents=True, exist_ok=True)
     (proc / "comm").write_text(f"{name}\n")
-    # fields 3.. of /proc/<pid>/stat; field 4 is ppid, field 22 is the start time in clock ticks after boot
-    rest = ["S", str(ppid)] + ["0"] * 17 + [str(start_ticks)] + ["0"] * 30
+    # fields 3.. of /proc/<pid>/stat; field 3 the state, 4 the ppid, 22 the start time in clock ticks after boot
+    rest = [state, str(ppid)] + ["0"] * 17 + [str(start_ticks)] + ["0"] * 30
     (proc / "stat").write_text(f"{pid} ({name}) {' '.join(rest)}\n")
 
 
@@ -302,3 +302,20 @@ def test_the_lean_aiohttp_import_skips_aiohttps_ca_stores_and_leaves_the_environ
                              timeout=60, check=True).stdout.split()
         assert out[0] == "0", "aiohttp's default context loaded CAs"
         assert int(out[1]) > 0, "a context built afterwards must still see the system CAs"
+
+
+def test_a_restart_is_counted_while_the_stopped_kubelet_is_still_an_unreaped_zombie(proc_root: Path) -> None:
+    """A kubelet stopped by a process that has not reaped it yet stays in /proc as a zombie, with its name and its
+    old start time: the new kubelet beside it is the restart."""
+    check = kubelet_check(proc_root)
+    restart_report(check, NOW)  # the baseline: the kubelet started an hour ago
+    old = next(p for p in (proc_root / "proc").iterdir()
+               if p.name.isdigit() and (p / "comm").read_text().strip() == "kubelet")
+    stat = (old / "stat").read_text().split(" ")
+    stat[2] = "Z"
+    (old / "stat").write_text(" ".join(stat))
+    write_process(proc_root, 901, "kubelet", ticks_at(NOW + MINUTE))
+
+    report = restart_report(check, NOW + 2 * MINUTE)
+
+    assert report.message.startswith("kubelet restarted 1 time(s)"), report.message
