@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT / "hack"))
 
 from kcp import build, controlplane, nodes  # noqa: E402
 from kcp.measure import percentile, wait  # noqa: E402
+from kcp.ports import free_port  # noqa: E402
 
 NODE = "agent-bench"
 TICK = os.sysconf("SC_CLK_TCK")
@@ -147,7 +148,7 @@ def main() -> int:
         (tmp / "agent.yaml").write_text(
             "apiVersion: nodemedic.io/v1alpha1\nkind: AgentConfig\n"
             f"systemLogMonitors: [{kernel}, {tmp / 'bench-monitor.json'}]\n")
-        port = controlplane.free_port()
+        port = free_port()
         log = open(tmp / "agent.log", "wb")  # noqa: SIM115 - lives as long as the process
         proc = subprocess.Popen(
             [sys.executable, "-m", "agent", "run", "--node-name", NODE, "--kubeconfig", str(cluster.kubeconfig),

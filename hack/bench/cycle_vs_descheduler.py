@@ -38,7 +38,6 @@ import platform
 import random
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -58,6 +57,7 @@ sys.path.insert(0, str(ROOT / "hack"))
 from kcp import audit, controlplane, descheduler, nodes, paths  # noqa: E402
 from kcp.api import Api, ApiError  # noqa: E402
 from kcp.measure import wait  # noqa: E402
+from kcp.ports import free_port  # noqa: E402
 
 TAINT_KEY = "nodemedic.io/kernel-deadlock"
 NAMESPACES = 10
@@ -417,19 +417,13 @@ def descheduler_steady(cluster: controlplane.Cluster, policy: dict[str, Any], vi
             "complete": [descheduler.incomplete(c, view) is None for c in done]}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _scrape(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     with urllib.request.urlopen(url, timeout=10) as r:
         return descheduler.parse_metrics(r.read().decode())
 
 
 def nodemedic_steady(cluster: controlplane.Cluster, policy_file: Path, seconds: float, work: Path) -> dict[str, Any]:
-    port = _free_port()
+    port = free_port()
     log_path = work / "nodemedic-run.log"
     argv = [sys.executable, "-m", "remediator", "run", "--policy", str(policy_file), "--kubeconfig",
             str(cluster.kubeconfig), "--dry-run", "--listen", f"127.0.0.1:{port}", "--lease-namespace", "default",

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import ssl
 import sys
 import time
@@ -23,6 +22,7 @@ from kcp import audit as kube_audit
 from kcp import nodes as kwok_nodes
 from kcp import paths, pki, procs, realnode
 from kcp.api import Api
+from kcp.ports import free_port
 
 STAGES = Path(__file__).with_name("kwok-stages.yaml")
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
@@ -30,12 +30,6 @@ COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-schedul
 
 def log(msg: str) -> None:
     print(f"[cluster] {msg}", file=sys.stderr, flush=True)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _wait_http(url: str, *, deadline: float, what: str, ctx: ssl.SSLContext | None, log_path: Path,

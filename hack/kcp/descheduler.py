@@ -32,7 +32,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import ssl
 import subprocess
 import tempfile
@@ -45,6 +44,7 @@ from typing import Any
 
 from kcp import paths
 from kcp.api import Api
+from kcp.ports import free_port
 
 END_MARKER = "Number of evictions/requests"  # descheduler.go runDeschedulerLoop: the last line of every cycle
 START_MARKER = "Resetting pod evictor counters"  # the first line of a cycle, at -v 3
@@ -414,12 +414,6 @@ def one_cycle(kubeconfig: Path, policy_doc: Mapping[str, Any], *, workdir: Path 
                            + f"\nlogs in {work}")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def parse_metrics(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     """Prometheus text format -> {(sample name, sorted labels): value}."""
     out: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
@@ -468,7 +462,7 @@ class Continuous:
         workdir.mkdir(parents=True, exist_ok=True)
         self.policy_file = write_policy(policy_doc, workdir / "descheduler-policy.json")
         self.log_path = workdir / "descheduler-continuous.log"
-        self.port = _free_port()
+        self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
         self.started_at = 0.0
         self._ctx = ssl.create_default_context()

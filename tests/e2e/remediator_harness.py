@@ -7,7 +7,6 @@ import datetime as dt
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,15 +17,10 @@ from pathlib import Path
 
 from kubernetes import client
 
+from kcp.ports import free_port
 from tests.waiting import wait_until
 
 REMEDIATOR = [sys.executable, "-m", "remediator"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
