@@ -43,6 +43,7 @@ from tests.e2e.remediator_harness import (
     events_once,
     new_namespace,
     nodemedic_events,
+    place_on_first,
     running_on,
     taint_keys,
     wait_running,
@@ -448,13 +449,11 @@ def test_cronjob_mode_runs_a_job_on_the_real_node_that_evicts_what_plan_predicte
     wait_until(lambda: not pods(core, "remediator"), timeout=60, what="the remediator Deployment's pods gone")
     namespace = new_namespace(core, f"cron-{secrets.token_hex(3)}")
     sick, other = KWOK_NODES
-    apps.create_namespaced_deployment(namespace, deployment("work", 2, KWOK_NODES))
-    cordon(core, [other], True)
-    try:
-        placed = wait_running(core, namespace, "work", 2)
-    finally:
-        cordon(core, [other], False)
-    assert set(placed.values()) == {sick}
+    # Both pods on one kwok node: the other one is cordoned while they are created and placed.
+    place_on_first(core, [sick, other], lambda: apps.create_namespaced_deployment(
+        namespace, deployment("work", 2, KWOK_NODES)) and wait_running(core, namespace, "work", 2))
+    placed = running_on(core, namespace, "work")
+    assert set(placed.values()) == {sick}, placed
     set_condition_since(core, sick, "KernelDeadlock", "True", dt.timedelta(minutes=5))
 
     policy_file = tmp_path / "policy.yaml"
