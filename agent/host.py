@@ -3,8 +3,9 @@ a pod (e.g. `/host`), a fixture directory in tests."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 
 @dataclass(frozen=True)
@@ -14,6 +15,30 @@ class HostRoot:
     def path(self, host_path: str) -> Path:
         """`/proc/pressure/cpu` -> <root>/proc/pressure/cpu."""
         return self.root / host_path.lstrip("/")
+
+    def resolve(self, host_path: str) -> Path:
+        """`path`, with symlinks followed as the host would: an absolute link (`/var/run -> /run`) stays under the
+        root. After 40 links (Linux's MAXSYMLINKS) the rest is taken as it is, which stops link loops."""
+        if self.root == Path("/"):
+            return Path(host_path)
+        current = PurePosixPath("/")
+        parts = list(PurePosixPath(host_path).parts[1:])
+        hops = 0
+        while parts:
+            part = parts.pop(0)
+            if part == "..":
+                current = current.parent
+                continue
+            candidate = current / part
+            real = self.path(str(candidate))
+            if hops < 40 and real.is_symlink():
+                hops += 1
+                target = PurePosixPath(os.readlink(real))
+                parts = list(target.parts[1:] if target.is_absolute() else target.parts) + parts
+                current = PurePosixPath("/") if target.is_absolute() else current
+            else:
+                current = candidate
+        return self.path(str(current))
 
     def read_text(self, host_path: str) -> str:
         return self.path(host_path).read_text()

@@ -49,7 +49,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.checks.runtime import resolve_in_root
 from agent.host import HostRoot
 from nodemedic_common.inputs import quoted
 
@@ -129,7 +128,7 @@ class _Files:
         return data.decode(errors="replace").splitlines()  # a bad byte spoils its word, not the file
 
     def _resolve(self, host_path: str) -> Path:
-        real = resolve_in_root(self._host, host_path)
+        real = self._host.resolve(host_path)
         if self._host.root != Path("/") and real.is_symlink():  # a link loop made it give up: the OS would follow
             raise OSError(errno.ELOOP, os.strerror(errno.ELOOP))  # the link outside the host root
         return real

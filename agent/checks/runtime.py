@@ -23,7 +23,7 @@ import os
 import posixpath
 import stat
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from agent.checks.restarts import CommandRunner, RestartConfig, RestartMonitor, human, run_command, validate_restarts
 from agent.host import HostRoot
@@ -184,30 +184,6 @@ async def _call_version(reader: asyncio.StreamReader, writer: asyncio.StreamWrit
             raise ProbeError("refused the Version call (trailers-only gRPC error; is the CRI plugin enabled?)")
 
 
-def resolve_in_root(host: HostRoot, host_path: str) -> Path:
-    """Follow symlinks as the host would: an absolute link (`/var/run -> /run`) stays under the host root."""
-    if host.root == Path("/"):
-        return Path(host_path)
-    current = PurePosixPath("/")
-    parts = list(PurePosixPath(host_path).parts[1:])
-    hops = 0
-    while parts:
-        part = parts.pop(0)
-        if part == "..":
-            current = current.parent
-            continue
-        candidate = current / part
-        real = host.path(str(candidate))
-        if hops < 40 and real.is_symlink():  # 40 = Linux's MAXSYMLINKS; stops link loops
-            hops += 1
-            target = PurePosixPath(os.readlink(real))
-            parts = list(target.parts[1:] if target.is_absolute() else target.parts) + parts
-            current = PurePosixPath("/") if target.is_absolute() else current
-        else:
-            current = candidate
-    return host.path(str(current))
-
-
 class ContainerRuntimeCheck:
     name = "runtime"
     condition_types = (UNHEALTHY, FREQUENT_RESTART)
@@ -251,7 +227,7 @@ class ContainerRuntimeCheck:
     def _find_socket(self) -> tuple[str, Path] | None:
         for host_path in self._config.sockets:
             try:
-                path = resolve_in_root(self._host, host_path)
+                path = self._host.resolve(host_path)
                 if stat.S_ISSOCK(path.stat().st_mode):
                     return host_path, path
             except OSError:  # absent, or a dangling link: try the next candidate

@@ -34,7 +34,6 @@ from agent.checks.runtime import (
     _frame,
     _hpack_int,
     parse_version,
-    resolve_in_root,
     validate,
 )
 from agent.host import HostRoot
@@ -230,7 +229,7 @@ def test_crio_is_found_through_an_absolute_var_run_link_that_stays_under_the_hos
     report, _ = health(root, "ok", host_socket="/run/crio/crio.sock")
     assert report.status is Status.FALSE
     assert report.message.endswith("on /var/run/crio/crio.sock")
-    assert resolve_in_root(HostRoot(root), "/var/run/../run/crio/crio.sock") == root / "run/crio/crio.sock"
+    assert HostRoot(root).resolve("/var/run/../run/crio/crio.sock") == root / "run/crio/crio.sock"
 
 
 @pytest.mark.parametrize(("value", "prefix_bits", "encoded"), [
