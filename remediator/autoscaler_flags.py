@@ -10,15 +10,16 @@ evicted. Declared as status taints, the keys are stripped from templates and the
 from __future__ import annotations
 
 from remediator.policy.model import Policy
-from remediator.strategies.high_node_utilization.args import HighNodeUtilizationArgs
-from remediator.strategies.high_node_utilization.consolidation import CONSOLIDATION_TAINT
+from remediator.strategies import lookup
 
 
 def owned_taint_keys(policy: Policy) -> list[str]:
-    """Every taint key nodemedic may put on a node under `policy`: the rules' and HighNodeUtilization's."""
+    """Every taint key nodemedic may put on a node under `policy`: the rules' and the configured strategies'."""
     keys = {r.taint.key for r in policy.rules}
-    if any(isinstance(s.args, HighNodeUtilizationArgs) and s.args.taint_drained_nodes for s in policy.strategies):
-        keys.add(CONSOLIDATION_TAINT.key)
+    for configured in policy.strategies:
+        strategy = lookup(configured.name)
+        if strategy.taint is not None and strategy.taints(configured.args):
+            keys.add(strategy.taint.key)
     return sorted(keys)
 
 

@@ -27,14 +27,15 @@ from remediator.alerts import metrics as metrics_mod
 from remediator.alerts.announcer import Alerts
 from remediator.alerts.notifier import Notifier
 from remediator.autoscaler_flags import status_taint_flags
-from remediator.controller import Controller, PolicySource
+from remediator.controller import Controller
 from remediator.leader import LeaderElector, LeaseTimings
 from remediator.model import MeasuredUsage, NodeAutoscaler, Plan
-from remediator.planner import PlannerMemory, plan_cycle
+from remediator.planner import PlannerMemory, make_plan
 from remediator.policy.autoscaler import AUTO
 from remediator.policy.loader import PolicyError, convert_policy, load_policy, validate_main
 from remediator.policy.model import Policy
 from remediator.policy.secret_files import DEFAULT_SECRETS_DIR
+from remediator.policy.source import PolicySource
 from remediator.server import app, loop_health, serve
 from remediator.state.autoscaler_detection import AutoscalerDetector, detect
 from remediator.state.caches import ClusterCache, snapshot_from_list
@@ -271,7 +272,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             return 2
         measured = live.measured
     snapshot.measured = measured
-    plan = plan_cycle(snapshot, policy, PlannerMemory())
+    plan = make_plan(snapshot, policy, PlannerMemory())
     if args.json:
         print(json.dumps(plan.to_json(), indent=1))
     else:

@@ -10,27 +10,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-import hashlib
 import logging
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from pathlib import Path
 
 from remediator.actions.evictor import EvictionResult, Outcome, evict
 from remediator.actions.nominator import nominate
 from remediator.actions.taintwriter import write_node_taints
 from remediator.alerts.alert import AlertKind
 from remediator.alerts.announcer import Alerts
+from remediator.alerts.dry_run import DryRunReport
 from remediator.alerts.metrics import Metrics
+from remediator.alerts.plan_announcements import PlanAnnouncements
 from remediator.heap import HeapFreezer
 from remediator.leader import LeaderElector
-from remediator.model import HoldReason, Plan, PlannedEviction, TaintChange
-from remediator.planner import PlannerMemory, plan_cycle
-from remediator.planning import taints as owned_taints
-from remediator.policy.loader import PolicyError, load_policy
-from remediator.policy.model import OWNED_TAINTS_ANNOTATION, Policy
-from remediator.policy.secret_files import DEFAULT_SECRETS_DIR, read_secret_bytes
+from remediator.model import Plan, PlannedEviction, TaintChange
+from remediator.planner import PlannerMemory, make_plan
+from remediator.planning import owned_taints
+from remediator.policy.model import OWNED_TAINTS_ANNOTATION
+from remediator.policy.source import PolicySource
 from remediator.state.autoscaler_detection import AutoscalerDetector
 from remediator.state.caches import ClusterCache
 from remediator.state.kube import ApiError, Kube
@@ -39,67 +38,6 @@ from remediator.strategies import lookup
 
 MIN_CYCLE_INTERVAL = 0.2  # seconds between planning cycles at most
 RECENT_EVICTION_MEMORY = 600.0  # seconds a pod we evicted is never planned again (the cache may lag)
-# Seconds a held taint is remembered after it was last held: one that comes back within this is not announced again
-# (a condition flapping under an open breaker would otherwise raise an Event and a notification at every flap).
-HELD_MEMORY = 600.0
-
-
-class PolicySource:
-    """The policy file, re-read when its content changes, or the content of a file it reads a notification secret
-    from (a rotated key in a mounted Secret); a bad new file keeps the last good policy."""
-
-    def __init__(self, path: str, policy: Policy, *, secrets_dir: str = DEFAULT_SECRETS_DIR) -> None:
-        self.path = Path(path)
-        self.policy = policy
-        self.secrets_dir = secrets_dir
-        self.stat = self._stat()
-        self.digest = self._digest()
-
-    def _files(self) -> list[Path]:
-        return [self.path, *(Path(f) for f in self.policy.notifications.secret_files)]
-
-    def _stat(self) -> tuple[tuple[float, int, int], ...]:
-        stats = []
-        for file in self._files():
-            try:
-                st = file.stat()
-            except OSError:
-                stats.append((0.0, 0, 0))
-                continue
-            stats.append((st.st_mtime, st.st_size, st.st_ino))
-        return tuple(stats)
-
-    def _digest(self) -> str:
-        try:
-            policy = hashlib.sha256(self.path.read_bytes())
-        except OSError:
-            return ""
-        for file in self._files()[1:]:
-            try:  # bounded and regular files only, as the loader reads them: the file may have changed since
-                policy.update(hashlib.sha256(read_secret_bytes(str(file), self.secrets_dir)).digest())
-            except OSError:
-                policy.update(b"unreadable")  # reported by the reload that follows
-        return policy.hexdigest()
-
-    def poll(self) -> tuple[bool, list[str]]:
-        """(changed to a new good policy, errors of a bad new file). Cheap when nothing changed: one stat()."""
-        stat = self._stat()
-        if stat == self.stat:
-            return False, []
-        self.stat = stat  # a ConfigMap update swaps a symlink: the inode changes even when mtime does not
-        digest = self._digest()
-        if not digest or digest == self.digest:
-            return False, []
-        self.digest = digest
-        try:
-            self.policy = load_policy(self.path, secrets_dir=self.secrets_dir)
-        except PolicyError as e:
-            return False, e.errors
-        except Exception as e:  # noqa: BLE001 - a loader bug on odd input (a RecursionError was one) must still be
-            # counted and announced as a rejected policy, not skipped in silence by the cycle's own handler.
-            return False, [f"{self.path}: <document>: the policy could not be loaded: {type(e).__name__}: {e}"]
-        self.stat, self.digest = self._stat(), self._digest()  # the new policy may read other secret files
-        return True, []
 
 
 class Controller:
@@ -121,10 +59,8 @@ class Controller:
         self.plan = Plan()
         self.in_flight: dict[str, asyncio.Task[EvictionResult]] = {}  # pod uid -> eviction task
         self.recently_evicted: dict[str, float] = {}  # pod uid -> monotonic time
-        self.held_seen: dict[tuple[str, str, HoldReason], float] = {}  # (node, taint, reason) -> when last held
-        self.dry_run_seen: set[str] = set()
-        self.breaker_was_open = False
-        self.crash_loops_seen: set[tuple[str, str, str]] = set()  # (node, namespace, owner) announced and in the gauge
+        self.announcements = PlanAnnouncements(alerts, metrics, monotonic)
+        self.dry_run_report = DryRunReport(metrics, log)
         self.last_cycle = monotonic()
         self.background: set[asyncio.Task[None]] = set()  # fire-and-forget announcements, kept referenced
 
@@ -190,15 +126,15 @@ class Controller:
         if measured is not None:
             snapshot.measured = measured
         self._forget_old_evictions()  # before planning: the planner's memory of them expires with them
-        plan = plan_cycle(snapshot, self.source.policy, self.memory)
+        # The evictions under way are in the memory (planning/leaving.py): the plan is final as it comes back.
+        plan = make_plan(snapshot, self.source.policy, self.memory)
         self.metrics.cycle_seconds.observe(time.perf_counter() - t0)
-        plan.evictions = [e for e in plan.evictions
-                          if e.pod.uid not in self.in_flight and e.pod.uid not in self.recently_evicted]
         self.plan = plan
         self.last_cycle = self.monotonic()
         self.metrics.tainted_limit.set(plan.tainted_limit)
         self.metrics.breaker_open.set(1 if plan.breaker_open else 0)
-        await self._announce_crash_loops(plan)
+        if self.elector is None or self.elector.is_leader():  # the leader only
+            await self.announcements.crash_loops(plan, write=not self.dry_run)
         if plan.fragmentation is not None:
             self.metrics.fragmentation_pending.set(len(plan.fragmentation.pending))
             for resource in ("cpu", "memory"):
@@ -207,7 +143,7 @@ class Controller:
             self.metrics.resource_mix_deviation.labels("before").set(plan.resource_mix.before)
             self.metrics.resource_mix_deviation.labels("after").set(plan.resource_mix.after)
         if self.dry_run:
-            self._report_dry_run(plan)
+            self.dry_run_report.report(plan)
         elif self.may_act():
             await self._apply(plan, now)
         return plan
@@ -215,7 +151,7 @@ class Controller:
     # --- acting --------------------------------------------------------------------------------
     async def _apply(self, plan: Plan, now: dt.datetime) -> None:
         failed_nodes = await self._apply_taints(plan, now)
-        await self._announce_held(plan)
+        await self.announcements.held(plan)
         # Nominate each pending pod for the node its evictions free before evicting (actions/nominator.py says
         # why); a pod that cannot be nominated gets no evictions: the room would go to whoever comes first.
         skip: set[str] = set()
@@ -276,44 +212,6 @@ class Controller:
                                        details={"rule": ",".join(c.rules), "taint": c.taint.key})
         return failed
 
-    async def _announce_held(self, plan: Plan) -> None:
-        now = self.monotonic()
-        for key in [k for k, t in self.held_seen.items() if now - t >= HELD_MEMORY]:
-            del self.held_seen[key]
-        for h in plan.held:
-            key = (h.node, h.taint.key, h.reason)
-            announced = key in self.held_seen
-            self.held_seen[key] = now
-            if announced:
-                continue
-            self.metrics.held.labels(str(h.reason)).inc()
-            breaker = h.reason is HoldReason.CIRCUIT_BREAKER
-            await self.alerts.node(h.node, kind=AlertKind.BREAKER_OPEN if breaker else AlertKind.HELD,
-                                   type_="Warning",
-                                   reason="NodemedicCircuitBreakerOpen" if breaker else "NodemedicHeld",
-                                   message=f"not tainting {h.taint.key}: {h.why}",
-                                   details={"rule": ",".join(h.rules)})
-        if plan.breaker_open and not self.breaker_was_open:
-            self.metrics.breaker_trips.inc()
-        self.breaker_was_open = plan.breaker_open
-
-    async def _announce_crash_loops(self, plan: Plan) -> None:
-        """A node holding a workload's only restarting pods: a gauge while it lasts (dry-run too: it is an
-        observation), and one Event when it starts (not in dry-run, which writes nothing). The leader only."""
-        if self.elector is not None and not self.elector.is_leader():
-            return
-        current = {(c.node, c.namespace, c.owner): c for c in plan.crash_loop_nodes}
-        for key in self.crash_loops_seen - set(current):
-            self.metrics.crash_loop_node.remove(*key)
-        for key, c in sorted(current.items()):
-            self.metrics.crash_loop_node.labels(*key).set(len(c.restarting))
-            if key not in self.crash_loops_seen and not self.dry_run:
-                await self.alerts.node(c.node, kind=AlertKind.CRASH_LOOP_NODE, type_="Warning",
-                                       reason="NodemedicCrashLoopNode", message=c.describe(),
-                                       details={"namespace": c.namespace, "owner": c.owner,
-                                                "pods": ",".join(c.restarting)})
-        self.crash_loops_seen = set(current)
-
     def _start_eviction(self, e: PlannedEviction, now: dt.datetime) -> None:
         # The cool-down (and a balance move's loop guard) starts when we decide, not when the eviction lands.
         # From here until the caches no longer hold the pod, every cycle books it as moved (planning/leaving.py).
@@ -356,26 +254,7 @@ class Controller:
             del self.recently_evicted[uid]
             self.memory.forget_eviction(uid)  # a pod that refuses to go this long is planned afresh
 
-    # --- dry run and policy --------------------------------------------------------------------
-    def _report_dry_run(self, plan: Plan) -> None:
-        doc = plan.to_json()
-        actions: list[tuple[str, dict[str, object]]] = []
-        taints_doc = doc["taints"]
-        assert isinstance(taints_doc, dict)
-        actions += [("taint", a) for a in taints_doc["add"]] + [("untaint", a) for a in taints_doc["remove"]]
-        evictions = doc["evictions"]
-        assert isinstance(evictions, list)
-        actions += [("evict", a) for a in evictions]
-        current: set[str] = set()
-        for kind, action in actions:
-            # The action, not its explanation: a cause says "for 1h0m5s" and changes every cycle.
-            key = f"{kind}:{sorted((k, v) for k, v in action.items() if k not in ('cause', 'reason'))}"
-            current.add(key)
-            if key not in self.dry_run_seen:
-                self.metrics.dry_run_planned.labels(kind).inc()
-                self.log.info("dry-run: would " + kind, extra={"dry_run": True, "action": action})
-        self.dry_run_seen = current  # what the plan no longer holds is forgotten (and reported again if it returns)
-
+    # --- policy ----------------------------------------------------------------------------------
     def _reload_policy(self) -> None:
         before = self.source.policy
         changed, errors = self.source.poll()

@@ -1,48 +1,55 @@
-"""One planning cycle: conditions → taints → strategies (deschedule kind first, then balance) → Plan.
+"""One plan: conditions → taints → strategies (deschedule kind first, then balance) → Plan.
 
-Pure: it reads one Snapshot and the policy and returns a Plan; the only state it carries between cycles is
-`PlannerMemory`, which the controller owns. Nothing here writes to the cluster. Every eviction of every strategy
-goes through one gate (`cycle.Cycle`): safety rails, DefaultEvictor, limits, node fit, and the cycle's books.
-Cost is linear in nodes + pods, plus one node-fit search (linear in nodes) per pod the limits let through:
-per-node requests are summed once per cycle, and a pod shape that fitted nowhere is not searched again.
+Pure: it reads one Snapshot, the policy and the memory of earlier cycles (evictions under way included) and returns
+the Plan the controller applies as it is. Nothing here writes to the cluster. Every eviction of every strategy goes
+through the gate (planning/gate.py); whatever else a strategy wants comes back as Wants and is merged here, behind
+the same rails for every strategy. Cost is linear in nodes + pods, plus one node-fit search (linear in nodes) per
+pod the limits let through: per-node requests are summed once per plan, and a pod shape that fitted nowhere is not
+searched again.
 """
 
 from __future__ import annotations
 
 from remediator.heap import collection_paused
-from remediator.model import CrashLoopNode, Plan, Protected, Snapshot, Taint, TaintChange
-from remediator.planning.cycle import LOOP_GUARD, Cycle, PlannerMemory
+from remediator.model import Held, HoldReason, NodeRecord, Plan, Protected, Snapshot, Taint, TaintChange
+from remediator.planning.books import Books
+from remediator.planning.gate import Gate
+from remediator.planning.memory import LOOP_GUARD, PlannerMemory
+from remediator.planning.owned_taints import by_strategy, carrying, strategy_owner
+from remediator.planning.rails import Hold, safety_hold
 from remediator.planning.scope import in_scope
 from remediator.planning.taints import plan_taints
-from remediator.policy.model import STRATEGY_PREFIX, Policy
-from remediator.strategies import KINDS, lookup
-from remediator.strategies.high_node_utilization.consolidation import (
-    CONSOLIDATION_OWNER,
-    CONSOLIDATION_TAINT,
-    consolidating,
-)
-from remediator.strategies.high_node_utilization.plan import NAME as HNU
+from remediator.planning.wants import Wants
+from remediator.policy.model import Policy
+from remediator.strategies import KINDS, STRATEGIES, Strategy, lookup
 
-__all__ = ["PlannerMemory", "plan_cycle"]
+__all__ = ["PlannerMemory", "make_plan"]
 
 
-def plan_cycle(snapshot: Snapshot, policy: Policy, memory: PlannerMemory) -> Plan:
+def make_plan(snapshot: Snapshot, policy: Policy, memory: PlannerMemory) -> Plan:
     with collection_paused():
-        return _plan_cycle(snapshot, policy, memory)
+        return _make_plan(snapshot, policy, memory)
 
 
-def _plan_cycle(snapshot: Snapshot, policy: Policy, memory: PlannerMemory) -> Plan:
+def _make_plan(snapshot: Snapshot, policy: Policy, memory: PlannerMemory) -> Plan:
     snapshot = in_scope(snapshot, policy.node_selector)
     taints = plan_taints(snapshot, policy, memory.clear_since)
     plan = Plan(taints_add=taints.adds, taints_remove=taints.removes, held=taints.held,
                 breaker_open=taints.breaker_open, tainted_limit=taints.tainted_limit, next_check=taints.next_check)
     memory.forget_before(snapshot.now - LOOP_GUARD)
     configured = [(lookup(s.name), s.args) for s in policy.strategies]
-    draining = consolidating(snapshot)  # read once: the ownership annotation of every node is parsed for it
-    if not any(s.name == HNU for s, _ in configured):
-        for node in sorted(draining):  # the strategy is gone: give its nodes back
-            plan.taints_remove.append(TaintChange(node, CONSOLIDATION_TAINT, (CONSOLIDATION_OWNER,),
-                                                  "HighNodeUtilization no longer configured"))
+    names = {s.name for s, _ in configured}
+    for name in [n for n in memory.strategies if n not in names]:
+        del memory.strategies[name]
+    # Read once: the ownership annotation of every node is parsed for it.
+    owned = {s.name: carrying(snapshot, s.taint, strategy_owner(s.name))
+             for s in STRATEGIES.values() if s.taint is not None}
+    for name, nodes in sorted(owned.items()):
+        if name not in names:  # the strategy is gone: give its nodes back
+            taint = STRATEGIES[name].taint
+            assert taint is not None
+            plan.taints_remove.extend(TaintChange(node, taint, (strategy_owner(name),), f"{name} no longer configured")
+                                      for node in sorted(nodes))
     if policy.safety.paused:
         return plan  # a pause stops every eviction, not only new taints
     planned_taints: dict[str, list[Taint]] = {}
@@ -50,23 +57,54 @@ def _plan_cycle(snapshot: Snapshot, policy: Policy, memory: PlannerMemory) -> Pl
         planned_taints.setdefault(c.node, []).append(c.taint)
     # No destination: nodes being drained or tainted, and nodes whose problem a safety rail only held back.
     exclude = set(taints.evict_taints) | set(planned_taints) | {h.node for h in taints.held}
-    exclude |= set(draining)
-    cycle = Cycle(snapshot, policy, plan, memory, exclude=exclude, planned_taints=planned_taints,
-                  consolidating=draining, leaving=memory.forget_left(snapshot))
+    for nodes in owned.values():
+        exclude |= set(nodes)
+    books = Books(snapshot, policy, plan, memory, exclude=exclude, planned_taints=planned_taints, carrying=owned,
+                  leaving=memory.forget_left(snapshot))
     configured.sort(key=lambda sa: KINDS.index(sa[0].kind))  # stable: policy order within a kind
     for strategy, args in configured:
-        if strategy.kind == "deschedule":
-            for c in strategy.plan(snapshot, args, evict_taints=taints.evict_taints, planned_taints=planned_taints,
-                                   evicting=cycle.evicting, fits=cycle.fits):
-                if isinstance(c, CrashLoopNode):
-                    plan.crash_loop_nodes.append(c)
-                else:
-                    cycle.admit(c, terminal=strategy.terminal_pods)
-        else:
-            strategy.plan(snapshot, args, cycle)
+        gate = Gate(books, strategy=strategy.name, terminal_pods=strategy.terminal_pods,
+                    evict_taints=taints.evict_taints, breaker_open=plan.breaker_open)
+        _merge(plan, strategy.plan(snapshot, args, gate), snapshot=snapshot, policy=policy, memory=memory,
+               strategy=strategy, args=args)
     if not policy.window.is_open(snapshot.now):
         _close(plan, policy, snapshot)
     return plan
+
+
+def _merge(plan: Plan, wants: Wants, *, snapshot: Snapshot, policy: Policy, memory: PlannerMemory,
+           strategy: Strategy[object], args: object) -> None:
+    """Add what a strategy wants besides its evictions to the plan: its taint behind the rails, its findings and
+    report sections as they are, its memory for the next cycle."""
+    if strategy.taint is not None and strategy.taints(args):
+        owner = (strategy_owner(strategy.name),)
+        for want in wants.untaint:
+            plan.taints_remove.append(TaintChange(want.node, strategy.taint, owner, want.cause))
+        for want in wants.taint:
+            node = snapshot.nodes.get(want.node)
+            if node is None:
+                continue  # not a node of this plan: nothing to taint
+            hold = _rail(node, policy, plan)
+            if hold is None:
+                plan.taints_add.append(TaintChange(want.node, strategy.taint, owner, want.cause))
+            else:
+                plan.held.append(Held(want.node, strategy.taint, owner, hold.reason, hold.why))
+    plan.crash_loop_nodes.extend(wants.crash_loop_nodes)
+    if wants.fragmentation is not None:
+        plan.fragmentation = wants.fragmentation
+    if wants.resource_mix is not None:
+        plan.resource_mix = wants.resource_mix
+    if wants.remember is not None:
+        memory.strategies[strategy.name] = dict(wants.remember)
+
+
+def _rail(node: NodeRecord, policy: Policy, plan: Plan) -> Hold | None:
+    """Why a strategy's taint may not go on `node` now: the safety rails, and the circuit breaker (while it holds a
+    problem's taint back, no node is taken out of rotation for anything less)."""
+    hold = safety_hold(node, policy.safety)
+    if hold is None and plan.breaker_open:
+        return Hold(HoldReason.CIRCUIT_BREAKER, "circuit breaker open: no node is taken out of rotation")
+    return hold
 
 
 def _close(plan: Plan, policy: Policy, snapshot: Snapshot) -> None:
@@ -75,6 +113,7 @@ def _close(plan: Plan, policy: Policy, snapshot: Snapshot) -> None:
     why = f"outside the maintenance window ({policy.window.describe()})"
     plan.deferred.extend(Protected(e.pod, f"{why}: {e.strategy}: {e.reason}") for e in plan.evictions)
     plan.evictions = []
-    plan.taints_add = [c for c in plan.taints_add if not all(r.startswith(STRATEGY_PREFIX) for r in c.rules)]
+    plan.taints_add = [c for c in plan.taints_add if not by_strategy(c.rules)]
     opens = policy.window.next_open(snapshot.now)
     plan.next_check = opens if plan.next_check is None else min(plan.next_check, opens)
+

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Benchmark: the placement engine (MakeRoomForPendingPods) over the synthetic 5,000-node / 150,000-pod cluster of
-plan_cycle.py, with 100 pods pending for fragmentation.
+make_plan.py, with 100 pods pending for fragmentation.
 
 The pending pods belong to a node pool (the busier untainted nodes) and ask for more than any node of it has free in
 cpu and memory together (one node's free memory with 300m more cpu than it has free), while the nodes' free room adds
 up to far more. Times
-`plan_cycle` with only MakeRoomForPendingPods (its `timeBudget` bounds the search) and prints the median cycle,
+`make_plan` with only MakeRoomForPendingPods (its `timeBudget` bounds the search) and prints the median cycle,
 the pods made room for and the evictions, and the peak RSS (targets: <= 2 s with the budget, <= 1 GiB).
 """
 
@@ -24,11 +24,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from plan_cycle import NOW, build  # the same generator, so the two benchmarks share their cluster
+from make_plan import NOW, build  # the same generator, so the two benchmarks share their cluster
 
 from remediator.heap import HeapFreezer
 from remediator.model import NodeSelectorTerm, OwnerRef, PodRecord, SelectorRequirement, Snapshot
-from remediator.planner import PlannerMemory, plan_cycle
+from remediator.planner import PlannerMemory, make_plan
 from remediator.policy.loader import parse_policy
 from remediator.scheduling.nodefit import pod_request_summary
 
@@ -94,7 +94,7 @@ def main() -> int:
         # Snapshot.live) is paid by every run, not only the first.
         fresh = dataclasses.replace(snapshot)
         t = time.perf_counter()
-        plan = plan_cycle(fresh, policy, PlannerMemory())
+        plan = make_plan(fresh, policy, PlannerMemory())
         times.append(time.perf_counter() - t)
     print("runs: " + ", ".join(f"{t:.3f}" for t in times))
     assert plan is not None and plan.fragmentation is not None

@@ -7,7 +7,7 @@ three DaemonSet pods per node; Deployments of 1-60 replicas with varied requests
 local storage, zone topology spread constraints and PDBs; node fill from idle to hot; for the deschedule
 strategies: pods with restarts and a few crash-looping, Failed pods, required and preferred node affinity with a
 few nodes of an old pool that no longer match, host anti-affinity; one node where one Deployment crash-loops), then
-times `plan_cycle` with RemovePodsViolatingNodeTaints, RemovePodsViolatingNodeAffinity,
+times `make_plan` with RemovePodsViolatingNodeTaints, RemovePodsViolatingNodeAffinity,
 RemovePodsViolatingInterPodAntiAffinity, RemovePodsHavingTooManyRestarts, PodLifeTime, RemoveFailedPods,
 RemoveDuplicates (replicas dealt to nodes at random stack up: duplicates),
 RemovePodsViolatingTopologySpreadConstraint (10 % of Deployments with a DoNotSchedule zone spread, 20 % with a
@@ -55,8 +55,8 @@ from remediator.model import (
     Taint,
     Toleration,
 )
-from remediator.planner import PlannerMemory, plan_cycle
-from remediator.planning.taints import OwnedTaint, render_owned
+from remediator.planner import PlannerMemory, make_plan
+from remediator.planning.owned_taints import OwnedTaint, render_owned
 from remediator.policy.loader import parse_policy
 from remediator.state.records import pod_conditions
 
@@ -288,7 +288,7 @@ def main() -> int:
             # (Snapshot.notable, Snapshot.live) is paid by every run, not only the first.
             fresh = dataclasses.replace(snapshot)
             t, c = time.perf_counter(), time.process_time()
-            plan = plan_cycle(fresh, policy, PlannerMemory())
+            plan = make_plan(fresh, policy, PlannerMemory())
             times.append(time.perf_counter() - t)
             cpu.append(time.process_time() - c)
         assert plan is not None

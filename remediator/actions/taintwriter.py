@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from remediator.model import Effect, Taint, TaintChange
-from remediator.planning.taints import OwnedTaint, render_owned
+from remediator.planning.owned_taints import OwnedTaint, render_owned
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION
 from remediator.state.kube import ApiError, Kube
 

@@ -1,81 +1,23 @@
-"""Node conditions → the taints nodemedic owns, behind the safety rails (pause, opt-out, autoscaler, breaker).
+"""The rules: node conditions → the taints nodemedic owns, behind the safety rails (rails.py: pause, opt-out,
+autoscaler, breaker). What nodemedic owns is read from the owned-taints annotation (owned_taints.py).
 
-Ownership lives only in the node's OWNED_TAINTS_ANNOTATION, so it survives restarts and a human's taint
-with the same key/effect is never removed nor adopted. Pure: time is `snapshot.now`; the only state is the
-`clear_since` map the caller keeps between cycles (when a condition we can no longer see went away).
+Pure: time is `snapshot.now`; the only state is the `clear_since` map the caller keeps between cycles (when a
+condition we can no longer see went away).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import json
-import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from remediator.model import Effect, Held, HoldReason, NodeRecord, Snapshot, Taint, TaintChange, usable_time
-from remediator.policy.model import OWNED_TAINTS_ANNOTATION, STRATEGY_PREFIX, Policy
+from remediator.model import Held, HoldReason, NodeRecord, Snapshot, Taint, TaintChange
+from remediator.planning.owned_taints import OwnedTaint, parse_owned, strategy_owned
+from remediator.planning.rails import safety_hold, tainted_limit
+from remediator.policy.model import OWNED_TAINTS_ANNOTATION, Policy
 from remediator.policy.rules import TaintRule
-from remediator.policy.safety import Safety
-
-# Taints a node autoscaler puts on a node it is removing (or about to), or has not finished registering. Such a node
-# is the autoscaler's: it drains it itself, so nodemedic neither taints it nor evicts from it (docs/autoscalers.md).
-AUTOSCALER_TAINTS = {
-    "ToBeDeletedByClusterAutoscaler": "cluster-autoscaler is removing the node",
-    "DeletionCandidateOfClusterAutoscaler": "cluster-autoscaler may remove the node soon",
-    "karpenter.sh/disrupted": "Karpenter is disrupting the node",
-    "karpenter.sh/unregistered": "Karpenter has not registered the node yet",
-}
-# Annotations with which an operator tells an autoscaler to leave a node alone: nodemedic leaves it alone too.
-LEAVE_ALONE_ANNOTATIONS = ("cluster-autoscaler.kubernetes.io/scale-down-disabled", "karpenter.sh/do-not-disrupt")
 
 Identity = tuple[str, str]
-
-
-@dataclass(frozen=True)
-class OwnedTaint:
-    taint: Taint
-    rules: tuple[str, ...]
-    cause: str
-    since: dt.datetime
-
-
-def parse_owned(annotation: str | None) -> tuple[list[OwnedTaint], str | None]:
-    """The taints the annotation claims; anything unreadable means we own nothing (never remove the unproven)."""
-    if not annotation:
-        return [], None
-    try:
-        doc = json.loads(annotation)
-        if not isinstance(doc, list):
-            raise ValueError("not a JSON list")
-        out = []
-        for item in doc:
-            rules = item["rules"]
-            if not isinstance(rules, list) or not all(isinstance(r, str) for r in rules):
-                raise ValueError("rules must be a list of strings")
-            since = dt.datetime.fromisoformat(str(item["since"]).replace("Z", "+00:00"))
-            if not usable_time(since):  # its age is computed every cycle (consolidation): keep the sum in range
-                raise ValueError(f"since {item['since']!r} has no time zone or is out of range")
-            out.append(OwnedTaint(taint=Taint(key=_text(item["key"]), value=_text(item.get("value", "")),
-                                              effect=Effect(item["effect"])),
-                                  rules=tuple(rules), cause=_text(item.get("cause", "")), since=since))
-    except (ValueError, TypeError, KeyError, AttributeError) as e:
-        return [], f"{OWNED_TAINTS_ANNOTATION}: unreadable ({type(e).__name__}: {e}); owning nothing"
-    return out, None
-
-
-def _text(v: object) -> str:
-    if not isinstance(v, str):
-        raise TypeError(f"expected a string, got {v!r}")
-    return v
-
-
-def render_owned(owned: Sequence[OwnedTaint]) -> str:
-    items = sorted(owned, key=lambda o: o.taint.identity())
-    return json.dumps([{"key": o.taint.key, "value": o.taint.value, "effect": str(o.taint.effect),
-                        "rules": list(o.rules), "cause": o.cause,
-                        "since": o.since.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")} for o in items],
-                      sort_keys=True, separators=(",", ":"))
 
 
 @dataclass
@@ -88,41 +30,6 @@ class TaintPlan:
     next_check: dt.datetime | None = None
     owned_after: dict[str, list[OwnedTaint]] = field(default_factory=dict)
     evict_taints: dict[str, list[Taint]] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Hold:
-    reason: HoldReason
-    why: str
-
-
-def safety_hold(node: NodeRecord, safety: Safety) -> Hold | None:
-    """Why no new taint (and no eviction) may touch this node, or None."""
-    if safety.paused:
-        return Hold(HoldReason.PAUSED, "paused")
-    if node.labels.get(safety.exclude_label) == "true":
-        return Hold(HoldReason.OPTED_OUT, f"node opted out ({safety.exclude_label}=true)")
-    for t in node.taints:
-        if t.key in AUTOSCALER_TAINTS:
-            return Hold(HoldReason.AUTOSCALER, f"{AUTOSCALER_TAINTS[t.key]} (taint {t.key})")
-    for key in LEAVE_ALONE_ANNOTATIONS:
-        if node.annotations.get(key) == "true":
-            return Hold(HoldReason.AUTOSCALER, f"the node autoscaler is told to leave the node alone ({key}=true)")
-    return None
-
-
-def strategy_owned(o: OwnedTaint) -> bool:
-    """A taint a strategy put there (not a rule): recorded with "strategy:<name>" as its rule."""
-    return bool(o.rules) and all(r.startswith(STRATEGY_PREFIX) for r in o.rules)
-
-
-def tainted_limit(safety: Safety, total_nodes: int) -> int:
-    bounds = []
-    if safety.max_tainted_nodes is not None:
-        bounds.append(safety.max_tainted_nodes)
-    if safety.max_tainted_nodes_percent is not None:
-        bounds.append(math.floor(safety.max_tainted_nodes_percent * total_nodes / 100))
-    return max(safety.min_tainted_nodes, min(bounds) if bounds else total_nodes)
 
 
 def duration(d: dt.timedelta) -> str:

@@ -1,7 +1,7 @@
 """How full a node is, for the utilization strategies: by requests (the default), or as a metrics source measured it
 (`metricsUtilization`), kept current through the moves the cycle plans.
 
-Requests: the cycle's books (`Cycle.usage`). Measured by metrics.k8s.io: the node's cpu and memory as reported, less
+Requests: the gate's books (`Gate.usage`). Measured by metrics.k8s.io: the node's cpu and memory as reported, less
 what the pods planned to leave it use, plus what the pods planned to arrive use (a pod's own measured usage, or its
 requests when it has none: the scheduler's estimate); `pods` is counted as with requests. Measured by a Prometheus
 query: one number per node, `MetricResource` in percent, which no planned move changes (the query cannot say what a
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from remediator.model import PodRecord, Snapshot
-from remediator.planning.cycle import Cycle
+from remediator.planning.gate import Gate
 from remediator.policy.metrics import KUBERNETES_METRICS, METRIC_RESOURCE, MetricsUtilization
 from remediator.scheduling.nodefit import PODS
 from remediator.scheduling.usage import Percentages, percentages
@@ -22,9 +22,9 @@ _MEASURED = ("cpu", "memory")
 
 
 class Utilization:
-    def __init__(self, snapshot: Snapshot, cycle: Cycle, metrics: MetricsUtilization | None,
+    def __init__(self, snapshot: Snapshot, gate: Gate, metrics: MetricsUtilization | None,
                  resources: Iterable[str]) -> None:
-        self.snapshot, self.cycle, self.metrics = snapshot, cycle, metrics
+        self.snapshot, self.gate, self.metrics = snapshot, gate, metrics
         self.resources = tuple(resources)
         self.scores: Mapping[str, float] = {}
         self.delta: dict[str, dict[str, int]] = {}  # node -> measured usage planned moves add (negative: take)
@@ -35,10 +35,10 @@ class Utilization:
             return
         # The moves earlier cycles made that the snapshot does not show yet, and those earlier strategies of this
         # cycle planned: the measured usage still has them where they were.
-        for pod, destination in cycle.leaving:
+        for pod, destination in gate.leaving:
             self._shift(pod, pod.node_name, destination)
-        for e in cycle.plan.evictions:
-            self._shift(e.pod, e.pod.node_name, cycle.moved_to.get(e.pod.uid))
+        for e in gate.planned:
+            self._shift(e.pod, e.pod.node_name, gate.moved_to.get(e.pod.uid))
 
     @property
     def by_requests(self) -> bool:
@@ -52,7 +52,7 @@ class Utilization:
     def used(self, node: str) -> dict[str, int] | None:
         """The node's usage in absolute units after the cycle's planned moves; None when unknown."""
         if self.metrics is None:
-            return self.cycle.usage(node)
+            return self.gate.usage(node)
         if not self.per_pod:
             return None
         measured = self.snapshot.measured.nodes.get(node)
@@ -61,7 +61,7 @@ class Utilization:
         used = {r: measured.get(r, 0) for r in _MEASURED}
         for r, q in self.delta.get(node, {}).items():
             used[r] = used.get(r, 0) + q
-        used[PODS] = self.cycle.usage(node).get(PODS, 0)
+        used[PODS] = self.gate.usage(node).get(PODS, 0)
         return used
 
     def percentages(self, node: str) -> Percentages | None:

@@ -22,24 +22,24 @@ class AutoscalerSettings:
     the autoscalers the remediator found (planning/new_node.py). A DeschedulerPolicy is read with false: descheduler's
     node fit counts only the nodes there are (descheduler.py).
     `consolidates`: the autoscaler empties underutilized nodes itself (Karpenter's WhenEmptyOrUnderutilized,
-    cluster-autoscaler's scale-down): then HighNodeUtilization, which does the same, is refused: one consolidator.
+    cluster-autoscaler's scale-down): then a strategy that does the same is refused: one consolidator.
     """
 
     adds_nodes: AddsNodes = AUTO
     consolidates: bool = False
 
 
-def read_autoscaler(r: Reader, top: Section, strategies: Collection[str]) -> AutoscalerSettings:
-    """`strategies`: the names of the strategies the policy configures."""
+def read_autoscaler(r: Reader, top: Section, consolidators: Collection[str]) -> AutoscalerSettings:
+    """`consolidators`: the configured strategies that empty nodes for the autoscaler (policy/strategies.py)."""
     m = r.section(top, "autoscaler", _AUTOSCALER_KEYS)
     d = AutoscalerSettings()
     settings = AutoscalerSettings(adds_nodes=_adds_nodes(r, m, d.adds_nodes),
                                   consolidates=r.flag(m, "consolidates", d.consolidates))
-    if settings.consolidates and "HighNodeUtilization" in strategies:
+    for name in consolidators if settings.consolidates else ():
         # Two consolidators race: each drains nodes the other counts on as destinations (docs/autoscalers.md).
         r.error(m.line_node("consolidates"), m.at("consolidates"),
-                "the node autoscaler consolidates, so HighNodeUtilization must not: remove one of them "
-                "(with Karpenter, consolidationPolicy WhenEmpty leaves packing to HighNodeUtilization)")
+                f"the node autoscaler consolidates, so {name} must not: remove one of them "
+                f"(with Karpenter, consolidationPolicy WhenEmpty leaves packing to {name})")
     return settings
 
 

@@ -27,7 +27,7 @@ from remediator.policy.reader import DOCUMENT, Reader, Section, is_null
 from remediator.policy.rules import read_rules
 from remediator.policy.safety import check_acknowledged, read_safety, taken_risks
 from remediator.policy.secret_files import DEFAULT_SECRETS_DIR
-from remediator.policy.strategies import read_strategies
+from remediator.policy.strategies import consolidators, read_strategies
 from remediator.policy.window import read_window
 
 API_VERSION = "nodemedic.io/v1alpha1"
@@ -144,7 +144,7 @@ def _sections(r: Reader, top: Section, *, from_descheduler: bool) -> Policy:
     policy = Policy(rules=read_rules(r, top), evictor=read_evictor(r, top), strategies=strategies,
                     limits=read_limits(r, top), eviction=read_eviction(r, top), safety=read_safety(r, top),
                     notifications=read_notifications(r, top),
-                    autoscaler=read_autoscaler(r, top, [s.name for s in strategies]), window=read_window(r, top),
+                    autoscaler=read_autoscaler(r, top, consolidators(strategies)), window=read_window(r, top),
                     metrics=providers, node_selector=read_node_selector(r, top))
     if not from_descheduler:
         # A DeschedulerPolicy has no rules nor taints of nodemedic's and no safety section to acknowledge in: its

@@ -34,6 +34,11 @@ def read_strategies(r: Reader, top: Section) -> tuple[StrategyConfig, ...]:
     return tuple(out)
 
 
+def consolidators(strategies: tuple[StrategyConfig, ...]) -> list[str]:
+    """The configured strategies that empty nodes for the autoscaler to remove (strategies/strategy.py)."""
+    return [s.name for s in strategies if STRATEGIES[s.name].empties_nodes]
+
+
 def strategy_kinds() -> dict[str, str]:
     """Each registered strategy's name -> its kind ("deschedule" or "balance"), descheduler's extension points."""
     return {name: s.kind for name, s in STRATEGIES.items()}

@@ -1,12 +1,14 @@
 """The one explicit registry of strategies: name -> Strategy (strategy.py). No import-time side effects.
 
 Each strategy is a folder here: `args.py` (its arguments, their defaults and their validation), `plan.py` (what
-it would evict), `__init__.py` (its `STRATEGY`). Adding one takes its folder and its one line in `REGISTERED`.
+it would evict, through the gate), `__init__.py` (its `STRATEGY` record, with the taint it owns, if any). Adding one
+takes its folder and its one line in `REGISTERED`.
 """
 
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 from remediator.strategies.strategy import KINDS, Strategy
 
@@ -30,17 +32,17 @@ REGISTERED = (
 )
 
 
-def _load(folder: str) -> Strategy:
+def _load(folder: str) -> Strategy[Any]:
     strategy = getattr(importlib.import_module(f"{__name__}.{folder}"), "STRATEGY", None)
     if not isinstance(strategy, Strategy):
         raise TypeError(f"{__name__}.{folder}.STRATEGY is missing or not a Strategy ({type(strategy).__name__})")
     return strategy
 
 
-STRATEGIES: dict[str, Strategy] = {s.name: s for s in map(_load, REGISTERED)}
+STRATEGIES: dict[str, Strategy[Any]] = {s.name: s for s in map(_load, REGISTERED)}
 
 
-def lookup(name: str) -> Strategy:
+def lookup(name: str) -> Strategy[Any]:
     try:
         return STRATEGIES[name]
     except KeyError:

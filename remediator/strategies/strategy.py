@@ -1,15 +1,19 @@
-"""What the registry knows of a strategy: its name, its kind, how to read its `args`, and its plan function.
+"""A strategy as the registry knows it: its name, its kind, how to read its `args`, its plan function, and the taint it
+owns, if any.
 
-"deschedule" strategies run before "balance" ones, as descheduler runs its Deschedule extension point before
-Balance. A deschedule strategy yields candidates: `plan(snapshot, args, *, evict_taints, planned_taints, evicting,
-fits) -> Iterable[PlannedEviction | CrashLoopNode]`, taking the keywords it needs and `**_` for the others. The
-planner puts each candidate through the cycle's gate as it is yielded, so a strategy whose next candidate depends
-on the ones before (inter-pod anti-affinity) asks `evicting(pod_key)` whether the gate took them, and one whose
-rule is about a better node (node affinity) asks `fits(pod, accept)` for one (reserving nothing); a `CrashLoopNode`
-is a finding about a node that goes into the plan as it is. A balance strategy decides pod by pod what to try next from
-what the gate let through: `plan(snapshot, args, cycle) -> None`, moving pods with `cycle.move`. Neither calls the
-API; both only add to the cycle's Plan.
+Every strategy has one signature (`Plans`): `plan(snapshot, args, gate) -> Wants`. It plans evictions only through
+the gate (planning/gate.py): a "deschedule" strategy hands it candidates (`gate.admit`), a "balance" one moves pods
+one at a time (`gate.move`, `gate.exchange`) deciding what to try next from what the gate let through. What it wants
+besides (its taint on nodes, findings, report sections, memory) it returns as Wants, which the planner merges. It
+never calls the API. Deschedule strategies run before balance ones, as descheduler runs its Deschedule extension
+point before Balance.
 
+`taint`: the NoSchedule taint the strategy puts on nodes it works on (HighNodeUtilization's consolidation taint),
+declared here once: the planner owns it like a rule's (the owned-taints annotation, with "strategy:<name>" as its
+rule), passes every add through the same rails, window and breaker, takes it off when the strategy leaves the
+policy, and tells the autoscaler about it (autoscaler_flags.py); `taints(args)` says whether these args use it.
+`empties_nodes`: the strategy consolidates nodes for the autoscaler to remove, which a policy refuses when the
+autoscaler consolidates itself (policy/autoscaler.py: one consolidator).
 `terminal_pods`: the strategy also hands the gate Succeeded/Failed pods (descheduler lists every pod for
 RemoveFailedPods, PodLifeTime and RemovePodsHavingTooManyRestarts); for every other strategy the gate refuses them.
 """
@@ -18,17 +22,34 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Generic, Protocol, TypeVar
 
+from remediator.model import Snapshot, Taint
+from remediator.planning.gate import Gate
+from remediator.planning.wants import Wants
 from remediator.policy.reader import Reader, Section
 
 KINDS = ("deschedule", "balance")  # run order
 
+Args_contra = TypeVar("Args_contra", contravariant=True)
+A = TypeVar("A")
+
+
+class Plans(Protocol[Args_contra]):
+    def __call__(self, snapshot: Snapshot, args: Args_contra, gate: Gate, /) -> Wants: ...
+
+
+def _always(args: object) -> bool:
+    return True
+
 
 @dataclass(frozen=True)
-class Strategy:
+class Strategy(Generic[A]):
     name: str
     kind: str  # one of KINDS
-    read_args: Callable[[Reader, Section], object]  # the strategy's `args` mapping -> its args dataclass
-    plan: Callable[..., Any]
+    read_args: Callable[[Reader, Section], A]  # the strategy's `args` mapping -> its args dataclass
+    plan: Plans[A]
     terminal_pods: bool = False
+    taint: Taint | None = None
+    taints: Callable[[A], bool] = _always
+    empties_nodes: bool = False  # consolidates nodes for the autoscaler to remove: refused if the autoscaler does

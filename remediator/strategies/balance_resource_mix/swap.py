@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from remediator.model import PodRecord, Snapshot
-from remediator.planning.cycle import Cycle
+from remediator.planning.gate import Gate
 from remediator.scheduling.usage import eviction_order, live_pods
 from remediator.strategies.balance_resource_mix.args import BalanceResourceMixArgs
 from remediator.strategies.balance_resource_mix.mix import lean, pct
@@ -20,7 +20,7 @@ PODS_PER_NODE = 8  # a node's pods tried, lowest priority first, among those of 
 Swap = tuple[PodRecord, PodRecord, float]  # a, b, how much the total deviation falls
 
 
-def best_swap(snapshot: Snapshot, args: BalanceResourceMixArgs, cycle: Cycle, *, usage: Mapping[str, Mapping[str, int]],
+def best_swap(snapshot: Snapshot, args: BalanceResourceMixArgs, gate: Gate, *, usage: Mapping[str, Mapping[str, int]],
               excess: Mapping[str, float], sources: list[str], ranked: list[str],
               tried: set[tuple[str, str]]) -> Swap | None:
     """The exchange between one of `sources` and a node leaning the other way that lowers the total deviation most
@@ -29,11 +29,11 @@ def best_swap(snapshot: Snapshot, args: BalanceResourceMixArgs, cycle: Cycle, *,
     best: Swap | None = None
     for source in sources:
         sign = 1 if excess[source] > 0 else -1
-        partners = [n for n in ranked if excess[n] * sign < 0 and n not in cycle.exclude
-                    and cycle.hold(n) is None][:PARTNERS]
-        mine = _own_lean(snapshot, args, cycle, source, sign)
+        partners = [n for n in ranked if excess[n] * sign < 0 and n not in gate.excluded
+                    and gate.hold(n) is None][:PARTNERS]
+        mine = _own_lean(snapshot, args, gate, source, sign)
         for partner in partners:
-            for b in _own_lean(snapshot, args, cycle, partner, -sign):
+            for b in _own_lean(snapshot, args, gate, partner, -sign):
                 for a in mine:
                     if (a.key, b.key) in tried:
                         continue
@@ -43,13 +43,13 @@ def best_swap(snapshot: Snapshot, args: BalanceResourceMixArgs, cycle: Cycle, *,
     return best
 
 
-def _own_lean(snapshot: Snapshot, args: BalanceResourceMixArgs, cycle: Cycle, node: str,
+def _own_lean(snapshot: Snapshot, args: BalanceResourceMixArgs, gate: Gate, node: str,
               sign: int) -> list[PodRecord]:
     """Up to PODS_PER_NODE of the node's pods that lean its way (moving one off brings the node nearer the mix)."""
     alloc = snapshot.nodes[node].allocatable
     found = []
     for pod in eviction_order(live_pods(snapshot, node)):
-        if pod.key in cycle.decided or pod.namespace in args.evictable_namespaces_exclude:
+        if pod.key in gate.decided or pod.namespace in args.evictable_namespaces_exclude:
             continue
         if lean(pod.requests, alloc) * sign > 0:
             found.append(pod)

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-from remediator.strategies.high_node_utilization.args import read_args
+from remediator.strategies.high_node_utilization.args import HighNodeUtilizationArgs, read_args
+from remediator.strategies.high_node_utilization.consolidation import CONSOLIDATION_TAINT
 from remediator.strategies.high_node_utilization.plan import KIND, NAME, plan
 from remediator.strategies.strategy import Strategy
 
-STRATEGY = Strategy(NAME, KIND, read_args, plan)
+
+def _taints(args: HighNodeUtilizationArgs) -> bool:
+    return args.taint_drained_nodes
+
+
+STRATEGY = Strategy(NAME, KIND, read_args, plan, taint=CONSOLIDATION_TAINT, taints=_taints, empties_nodes=True)

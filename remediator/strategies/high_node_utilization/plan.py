@@ -23,27 +23,44 @@ nodemedic's changes:
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 
-from remediator.model import PlannedEviction, PodRecord, Snapshot, TaintChange
-from remediator.planning.cycle import CYCLE, NODE, Cycle
-from remediator.planning.defaultevictor import MIRROR_ANNOTATION, protection
+from remediator.model import PlannedEviction, PodRecord, Snapshot
+from remediator.planning.defaultevictor import MIRROR_ANNOTATION
+from remediator.planning.gate import CYCLE, NODE, Gate
 from remediator.planning.taints import duration
 from remediator.planning.utilization import Utilization, describe_source
+from remediator.planning.wants import NodeCause, Wants
 from remediator.scheduling.nodefit import PODS
 from remediator.scheduling.usage import Percentages, at_or_below, describe, eviction_order, live_pods
 from remediator.strategies.high_node_utilization.args import HighNodeUtilizationArgs
-from remediator.strategies.high_node_utilization.consolidation import CONSOLIDATION_OWNER, CONSOLIDATION_TAINT
 
 NAME = "HighNodeUtilization"
 KIND = "balance"
 
 
-def plan(snapshot: Snapshot, args: HighNodeUtilizationArgs, cycle: Cycle) -> None:
+def plan(snapshot: Snapshot, args: HighNodeUtilizationArgs, gate: Gate) -> Wants:
+    wants = _Wants(released={node: t for node, t in gate.remembered.items()
+                             if snapshot.now - t < args.consolidation_timeout})
+    _plan(snapshot, args, gate, wants)
+    return Wants(taint=tuple(wants.taint), untaint=tuple(wants.untaint), remember=wants.released)
+
+
+@dataclass
+class _Wants:
+    taint: list[NodeCause] = field(default_factory=list)
+    untaint: list[NodeCause] = field(default_factory=list)
+    # node -> when a consolidation gave up on it (not picked again for consolidationTimeout)
+    released: dict[str, dt.datetime] = field(default_factory=dict)
+
+
+def _plan(snapshot: Snapshot, args: HighNodeUtilizationArgs, gate: Gate, wants: _Wants) -> None:
     thresholds = dict(args.thresholds)
-    draining = cycle.consolidating
-    _release_timed_out(snapshot, args, cycle, draining)
-    usage = Utilization(snapshot, cycle, args.metrics_utilization, thresholds)
+    draining = gate.carrying  # the nodes carrying the consolidation taint -> its age in seconds
+    _release_timed_out(snapshot, args, draining, wants)
+    usage = Utilization(snapshot, gate, args.metrics_utilization, thresholds)
     pct: dict[str, Percentages] = {}
     for n in sorted(n for n, rec in snapshot.nodes.items() if rec.ready and not rec.deleting):
         known = usage.percentages(n)
@@ -55,73 +72,70 @@ def plan(snapshot: Snapshot, args: HighNodeUtilizationArgs, cycle: Cycle) -> Non
         return
     # Nodes already being consolidated stay sources whatever their usage: they are being emptied.
     # Nodes out of rotation for a problem (tainted, held back) are the rules' business, not consolidation's.
-    sources = [n for n in scope if n in draining or (n not in cycle.exclude and at_or_below(pct[n], thresholds))]
+    sources = [n for n in scope if n in draining or (n not in gate.excluded and at_or_below(pct[n], thresholds))]
     if not sources or len(sources) <= args.number_of_nodes:
         return
     is_source = set(sources)  # (a list of thousands of nodes is no membership test)
-    others = [n for n in scope if n not in is_source and not snapshot.nodes[n].unschedulable and n not in cycle.exclude]
+    others = [n for n in scope if n not in is_source and not snapshot.nodes[n].unschedulable and n not in gate.excluded]
     all_under = not others
     order = sorted(sources, key=lambda n: (n not in draining, max(pct[n].values(), default=0.0), n))
     open_slots = args.max_consolidating_nodes - len(draining)
-    total = cycle.policy.limits.max_pods_to_evict_total
-    if total is not None and cycle.limits.taken >= total:
+    if gate.exhausted():
         open_slots = 0  # this cycle can move nothing more: start no consolidation it cannot make progress on
-    breaker = cycle.plan.breaker_open
+    breaker = gate.breaker_open
     chosen: list[str] = []  # nodes being emptied this cycle: never a destination
     for source in order:
         if source in draining and draining[source] >= args.consolidation_timeout.total_seconds():
             continue  # released above
-        if cycle.hold(source) is not None or cycle.receiving(source):
+        if gate.hold(source) is not None or gate.receiving(source):
             continue  # opted out / autoscaler at work / a planned move counts on room here
         already = source in draining
         if args.taint_drained_nodes and not already and (open_slots <= 0 or breaker):
             continue
-        if not already and source in cycle.memory.consolidation_released and \
-                snapshot.now - cycle.memory.consolidation_released[source] < args.consolidation_timeout:
+        if not already and source in wants.released:
             continue  # a consolidation gave up on this node recently
         # Destinations: the non-sources; with every node underutilized, the sources fuller than this one (not being
         # emptied). Fullest first, as a MostAllocated scheduler would place the pods: packing is the point.
         if all_under:
             fuller = order[order.index(source) + 1:]
             candidates = [n for n in fuller if n not in chosen and n not in draining
-                          and not snapshot.nodes[n].unschedulable and n not in cycle.exclude]
+                          and not snapshot.nodes[n].unschedulable and n not in gate.excluded]
         else:
             candidates = [n for n in others if n not in chosen]
-        destinations = cycle.by_room(candidates)[::-1]
+        destinations = gate.by_room(candidates)[::-1]
         if not destinations:
             continue
-        movers, blockers = _movers(snapshot, cycle, source, args)
+        movers, blockers = _movers(snapshot, gate, source, args)
         if blockers:
             why = "; ".join(w for _, w in blockers[:3]) + (f" (and {len(blockers) - 3} more)" if len(blockers) > 3
                                                           else "")
             for pod in [p for p, _ in blockers] + movers:
-                cycle.protect(pod, f"node {source} cannot be emptied: {why}")
+                gate.protect(pod, f"node {source} cannot be emptied: {why}")
             continue
         if not movers:
             continue  # already empty (DaemonSet pods aside): nothing to move, no slot or taint to spend on it
-        ok, why = cycle.fits_all(movers, destinations)
+        ok, why = gate.fits_all(movers, destinations)
         if not ok:
             for pod in movers:
-                cycle.protect(pod, f"node {source} cannot be emptied: {why}")
+                gate.protect(pod, f"node {source} cannot be emptied: {why}")
             continue
         chosen.append(source)
-        cycle.exclude.add(source)
+        gate.empty(source)
         if args.taint_drained_nodes and not already:
             open_slots -= 1
-            cause = f"{describe(pct[source])} at or below thresholds {describe(thresholds)}"
-            cycle.plan.taints_add.append(TaintChange(source, CONSOLIDATION_TAINT, (CONSOLIDATION_OWNER,), cause))
-            cycle.planned_taints.setdefault(source, []).append(CONSOLIDATION_TAINT)
+            wants.taint.append(NodeCause(source, f"{describe(pct[source])} at or below thresholds "
+                                                 f"{describe(thresholds)}"))
         by = "" if usage.by_requests else f", by {describe_source(args.metrics_utilization)}"
         reason = f"node {source} underutilized ({describe(pct[source])}{by}): emptying it"
         for pod in movers:
-            outcome = cycle.move(PlannedEviction(pod, NAME, reason), destinations)
+            outcome = gate.move(PlannedEviction(pod, NAME, reason), destinations)
             if outcome.stop == CYCLE:
                 return
             if outcome.stop == NODE:
                 break
 
 
-def _movers(snapshot: Snapshot, cycle: Cycle, source: str,
+def _movers(snapshot: Snapshot, gate: Gate, source: str,
             args: HighNodeUtilizationArgs) -> tuple[list[PodRecord], list[tuple[PodRecord, str]]]:
     """(pods to move, pods that would keep the node from being emptied with why). DaemonSet and mirror pods
     neither move nor block: the autoscaler ignores them when it removes a node."""
@@ -130,7 +144,7 @@ def _movers(snapshot: Snapshot, cycle: Cycle, source: str,
     for pod in eviction_order(live_pods(snapshot, source)):
         if MIRROR_ANNOTATION in pod.annotations or any(o.kind == "DaemonSet" for o in pod.owners):
             continue
-        if pod.key in cycle.decided:
+        if pod.key in gate.decided:
             continue  # a deschedule strategy already decided it
         if args.only_thresholding_resources and not any(pod.requests.get(r, 0) > 0 for r in dict(args.thresholds)
                                                         if r != PODS):
@@ -138,7 +152,7 @@ def _movers(snapshot: Snapshot, cycle: Cycle, source: str,
         if pod.namespace in args.evictable_namespaces_exclude:
             blockers.append((pod, f"{pod.key} is in excluded namespace {pod.namespace}"))
             continue
-        why = protection(pod, snapshot, cycle.policy.evictor)
+        why = gate.protection(pod)
         if why is not None:
             blockers.append((pod, f"{pod.key}: {why}"))
             continue
@@ -146,12 +160,11 @@ def _movers(snapshot: Snapshot, cycle: Cycle, source: str,
     return movers, blockers
 
 
-def _release_timed_out(snapshot: Snapshot, args: HighNodeUtilizationArgs, cycle: Cycle,
-                       draining: Mapping[str, float]) -> None:
+def _release_timed_out(snapshot: Snapshot, args: HighNodeUtilizationArgs, draining: Mapping[str, float],
+                       wants: _Wants) -> None:
     timeout = args.consolidation_timeout.total_seconds()
     for node, age in sorted(draining.items()):
         if age >= timeout:
-            cycle.plan.taints_remove.append(TaintChange(
-                node, CONSOLIDATION_TAINT, (CONSOLIDATION_OWNER,),
-                f"not removed within {duration(args.consolidation_timeout)}: giving the node back"))
-            cycle.memory.consolidation_released[node] = snapshot.now
+            wants.untaint.append(NodeCause(node, f"not removed within {duration(args.consolidation_timeout)}: "
+                                                 "giving the node back"))
+            wants.released[node] = snapshot.now

@@ -22,8 +22,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from remediator.model import NodeRecord, PlannedEviction, PodRecord, Snapshot
-from remediator.planning.cycle import CYCLE, NODE, Cycle
+from remediator.planning.gate import CYCLE, NODE, Gate
 from remediator.planning.utilization import Utilization, describe_source
+from remediator.planning.wants import NOTHING, Wants
 from remediator.policy.metrics import METRIC_RESOURCE
 from remediator.scheduling.nodefit import PODS
 from remediator.scheduling.usage import (
@@ -41,21 +42,21 @@ NAME = "LowNodeUtilization"
 KIND = "balance"
 
 
-def plan(snapshot: Snapshot, args: LowNodeUtilizationArgs, cycle: Cycle) -> None:
+def plan(snapshot: Snapshot, args: LowNodeUtilizationArgs, gate: Gate) -> Wants:
     thresholds, targets = dict(args.thresholds), dict(args.target_thresholds)
-    usage = Utilization(snapshot, cycle, args.metrics_utilization, thresholds)
+    usage = Utilization(snapshot, gate, args.metrics_utilization, thresholds)
     pct = _known(snapshot, usage)
     scope = sorted(pct)
     if len(scope) <= 1:
-        return
+        return NOTHING
     low, high = levels(thresholds, targets, deviation=args.use_deviation_thresholds, usage=list(pct.values()))
     under = [n for n in scope if not snapshot.nodes[n].unschedulable and at_or_below(pct[n], low)]
     is_under = set(under)  # (a list of thousands of nodes is no membership test)
     over = [n for n in scope if n not in is_under and above(pct[n], high)]
     if not under or len(under) <= args.number_of_nodes or len(under) == len(scope) or not over:
-        return
+        return NOTHING
 
-    destinations = cycle.by_room(n for n in under if n not in cycle.exclude)
+    destinations = gate.by_room(n for n in under if n not in gate.excluded)
     budget = _budget(usage, snapshot, destinations, high)
     measured = describe_source(args.metrics_utilization)
 
@@ -69,7 +70,7 @@ def plan(snapshot: Snapshot, args: LowNodeUtilizationArgs, cycle: Cycle) -> None
         return None
 
     for source in sorted(over, key=lambda n: (-max(pct[n].values(), default=0.0), n)):
-        if cycle.hold(source) is not None:
+        if gate.hold(source) is not None:
             continue  # opted out, or the autoscaler is at work there: not ours to relieve
         moved = 0
         for pod in eviction_order(live_pods(snapshot, source)):
@@ -80,20 +81,20 @@ def plan(snapshot: Snapshot, args: LowNodeUtilizationArgs, cycle: Cycle) -> None
             if not usage.per_pod and moved:
                 break  # a query measures the node, not its pods: one move per cycle, then measure again
             if any(v <= 0 for v in budget.values()):
-                return
+                return NOTHING
             if args.eviction_limit_per_node is not None and moved >= args.eviction_limit_per_node:
                 break
             if pod.namespace in args.evictable_namespaces_exclude:
                 continue
             frees = usage.pod(pod)
             if frees is None:
-                cycle.protect(pod, "metrics.k8s.io reports no usage for it: evicting it may relieve nothing")
+                gate.protect(pod, "metrics.k8s.io reports no usage for it: evicting it may relieve nothing")
                 continue
             if usage.per_pod and not (PODS in hot or any(frees.get(r, 0) > 0 for r in hot)):
                 continue  # e.g. a BestEffort pod on a node hot on CPU: evicting it frees nothing that matters
             reason = (f"node {source} above target ({describe(_only(now, hot))} > {describe(_only(high, hot))}"
                       f"{'' if usage.by_requests else ', by ' + measured})")
-            outcome = cycle.move(PlannedEviction(pod, NAME, reason), destinations, accept=stays_under_target)
+            outcome = gate.move(PlannedEviction(pod, NAME, reason), destinations, accept=stays_under_target)
             if outcome.evicted:
                 moved += 1
                 usage.moved(pod, source, outcome.destination)
@@ -102,9 +103,10 @@ def plan(snapshot: Snapshot, args: LowNodeUtilizationArgs, cycle: Cycle) -> None
                     if r != PODS:
                         budget[r] -= frees.get(r, 0)
             elif outcome.stop == CYCLE:
-                return
+                return NOTHING
             elif outcome.stop == NODE:
                 break
+    return NOTHING
 
 
 def _known(snapshot: Snapshot, usage: Utilization) -> dict[str, Percentages]:
@@ -135,7 +137,7 @@ def _budget(usage: Utilization, snapshot: Snapshot, destinations: Sequence[str],
             if r == METRIC_RESOURCE:
                 budget[r] += max(0.0, limit - pct.get(r, 100.0))
             elif r == PODS and not usage.per_pod:
-                budget[r] += max(0.0, limit * allocatable.get(r, 0) / 100 - usage.cycle.usage(n).get(r, 0))
+                budget[r] += max(0.0, limit * allocatable.get(r, 0) / 100 - usage.gate.usage(n).get(r, 0))
             else:
                 budget[r] += max(0.0, limit * allocatable.get(r, 0) / 100 - used.get(r, 0))
     return budget

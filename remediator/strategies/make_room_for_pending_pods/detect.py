@@ -10,6 +10,7 @@ matched — so a pod that can only go to one node pool is judged against that po
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from remediator.model import NodeRecord, PodRecord, Snapshot, Taint
@@ -42,13 +43,13 @@ def refused_for_resources(pod: PodRecord) -> bool:
     return not pod.terminating and any(reason in pod.unschedulable for reason in RESOURCE_SHORTAGE)
 
 
-def pool(pod: PodRecord, nodes: Iterable[NodeRecord], *, exclude: set[str],
+def pool(pod: PodRecord, nodes: Iterable[NodeRecord], *, exclude: AbstractSet[str],
          planned_taints: Mapping[str, Sequence[Taint]]) -> tuple[str, ...]:
     return tuple(sorted(n.name for n in nodes
                         if placement_reason(pod, n, exclude=exclude, planned=planned_taints.get(n.name, ())) is None))
 
 
-def stuck_pods(snapshot: Snapshot, usage: Mapping[str, Mapping[str, int]], *, exclude: set[str],
+def stuck_pods(snapshot: Snapshot, usage: Mapping[str, Mapping[str, int]], *, exclude: AbstractSet[str],
                planned_taints: Mapping[str, Sequence[Taint]]) -> tuple[list[Stuck], dict[str, int]]:
     """The pods pending for fragmentation, highest priority and oldest first (kube-scheduler's queue order), and
     the room stranded on their pools: per resource, the free room on those nodes."""

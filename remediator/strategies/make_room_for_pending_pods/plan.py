@@ -4,18 +4,21 @@ because the cluster's free room is split across nodes, so the pod runs without t
 Per cycle: find the pods pending for fragmentation (detect.py), highest priority and oldest first; for each, search
 the smallest set of moves (search.py) over its pool and the roomiest other nodes, each evicted pod with a
 destination of its own (chains up to `chainDepth`, swaps onto the freed node allowed), never evicting a pod of
-higher priority than the pending one; then make the moves through the cycle's gate (DefaultEvictor, PDB budgets,
+higher priority than the pending one; then make the moves through the gate (DefaultEvictor, PDB budgets,
 limits, loop guard, node fit counting this cycle's moves) in chain order, and hold the freed room for the pending
 pod in the cycle's books. Everything the strategy does in a cycle shares one time budget.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from collections.abc import Iterator, Mapping, Sequence
 
 from remediator.model import TERMINAL_PHASES, Fragmentation, MadeRoom, PlannedEviction, PodRecord, Snapshot
-from remediator.planning.cycle import Cycle
+from remediator.planning.gate import Gate
+from remediator.planning.memory import Remembered
+from remediator.planning.wants import Wants
 from remediator.scheduling.nodefit import placement_reason
 from remediator.scheduling.podaffinity import PodAffinityIndex
 from remediator.scheduling.topologyspread import SpreadIndex
@@ -29,44 +32,48 @@ KIND = "balance"
 TARGETS = 32  # pool nodes tried as the one to free, smallest deficit first
 ROOMY = 64  # other nodes the evicted pods may go to, roomiest first (at scale the search never looks further)
 # Evicting a pod of a StatefulSet or a Job costs more than one a ReplicaSet replaces at once.
+# A pod made room for is forgotten after this long (whatever retryAfter says), so the memory stays bounded.
+FORGET_HELPED = dt.timedelta(hours=1)
 _OWNER_COST = {"ReplicaSet": 0, "ReplicationController": 0, "StatefulSet": 2, "Job": 3}
 
 
-def plan(snapshot: Snapshot, args: MakeRoomForPendingPodsArgs, cycle: Cycle) -> None:
+def plan(snapshot: Snapshot, args: MakeRoomForPendingPodsArgs, gate: Gate) -> Wants:
     # The budget bounds all the strategy does, its books and the detection included, not only the search: at
     # 5,000 nodes those two took a quarter of a second before any search began.
     deadline = time.monotonic() + args.time_budget.total_seconds()
-    books = _Books(snapshot, cycle)
-    stuck, stranded = stuck_pods(snapshot, books.usage, exclude=cycle.exclude, planned_taints=cycle.planned_taints)
+    books = _Books(snapshot, gate)
+    stuck, stranded = stuck_pods(snapshot, books.usage, exclude=gate.excluded, planned_taints=gate.planned_taints)
     made: list[MadeRoom] = []
-    waiting = [s for s in stuck if not _recently_helped(cycle, s.pod, args)]
+    # pod uid -> when a plan made room for it: not made again while its evictions play out (retryAfter)
+    helped = {uid: t for uid, t in gate.remembered.items() if snapshot.now - t <= FORGET_HELPED}
+    waiting = [s for s in stuck if not _recently_helped(helped, s.pod, snapshot, args)]
     for s in waiting[:args.max_pending_pods]:
         if time.monotonic() > deadline:
             break
         found = _search(books, args, s, deadline)
-        if found is not None and _commit(cycle, s, found):
+        if found is not None and _commit(snapshot, gate, s, found):
             made.append(MadeRoom(s.pod, found.target, tuple(m.pod.key for m in found.moves)))
-            cycle.memory.made_room_for[s.pod.uid] = snapshot.now
+            helped[s.pod.uid] = snapshot.now
         if found is not None:
             books.refresh({found.target} | {m.pod.node for m in found.moves} | {m.destination for m in found.moves})
-    cycle.plan.fragmentation = Fragmentation(tuple(s.pod for s in stuck), stranded, tuple(made))
+    return Wants(fragmentation=Fragmentation(tuple(s.pod for s in stuck), stranded, tuple(made)), remember=helped)
 
 
-def _recently_helped(cycle: Cycle, pod: PodRecord, args: MakeRoomForPendingPodsArgs) -> bool:
-    since = cycle.memory.made_room_for.get(pod.uid)
-    return since is not None and cycle.snapshot.now - since < args.retry_after
+def _recently_helped(helped: Remembered, pod: PodRecord, snapshot: Snapshot, args: MakeRoomForPendingPodsArgs) -> bool:
+    since = helped.get(pod.uid)
+    return since is not None and snapshot.now - since < args.retry_after
 
 
 class _Books:
     """What every search of the cycle shares: each node's requests after the cycle's moves, the nodes that may
     receive pods, free room per set of resources, and the affinity indexes; refreshed where a plan moved pods."""
 
-    def __init__(self, snapshot: Snapshot, cycle: Cycle) -> None:
-        self.snapshot, self.cycle = snapshot, cycle
-        self.usage = {n: cycle.usage(n) for n in snapshot.nodes}
+    def __init__(self, snapshot: Snapshot, gate: Gate) -> None:
+        self.snapshot, self.gate = snapshot, gate
+        self.usage = {n: gate.usage(n) for n in snapshot.nodes}
         self.eligible = [n for n, rec in snapshot.nodes.items()
-                         if rec.ready and not rec.unschedulable and not rec.deleting and n not in cycle.exclude
-                         and cycle.hold(n) is None]
+                         if rec.ready and not rec.unschedulable and not rec.deleting and n not in gate.excluded
+                         and gate.hold(n) is None]
         self.indexes = _Indexes(snapshot)
         self._free: dict[tuple[str, ...], dict[str, tuple[int, ...]]] = {}
 
@@ -79,14 +86,14 @@ class _Books:
 
     def refresh(self, names: set[str]) -> None:
         for n in names:
-            self.usage[n] = self.cycle.usage(n)
+            self.usage[n] = self.gate.usage(n)
             for resources, free in self._free.items():
                 if n in free:
                     free[n] = free_vector(self.snapshot.nodes[n], self.usage[n], resources)
 
 
 def _search(books: _Books, args: MakeRoomForPendingPodsArgs, s: Stuck, deadline: float) -> Found | None:
-    snapshot, cycle, indexes, resources = books.snapshot, books.cycle, books.indexes, s.resources
+    snapshot, gate, indexes, resources = books.snapshot, books.gate, books.indexes, s.resources
     free = books.free(resources)
     ranked = sorted((n for n in s.pool if n in free),
                     key=lambda n: (sum(max(0, q - f) for f, q in zip(free[n], s.need, strict=True)), n))
@@ -101,7 +108,7 @@ def _search(books: _Books, args: MakeRoomForPendingPodsArgs, s: Stuck, deadline:
     chosen = set(targets)
     roomy = sorted((n for n in free if n not in chosen), key=lambda n: (-sum(_share(free[n], s.need)), n))[:ROOMY]
     nodes = {n: free[n] for n in (*targets, *roomy)}
-    movers = _Movers(snapshot, args, cycle, pending=s.pod, resources=resources, nodes=chosen | set(roomy))
+    movers = _Movers(snapshot, args, gate, pending=s.pod, resources=resources, nodes=chosen | set(roomy))
     records: dict[str, PodRecord] = movers.records
     fits: dict[tuple[str, str], bool] = {}
 
@@ -109,8 +116,8 @@ def _search(books: _Books, args: MakeRoomForPendingPodsArgs, s: Stuck, deadline:
         key = (m.key, node)
         if key not in fits:
             pod = records[m.key]
-            fits[key] = placement_reason(pod, snapshot.nodes[node], exclude=cycle.exclude,
-                                         planned=cycle.planned_taints.get(node, ())) is None and _pod_may_land(
+            fits[key] = placement_reason(pod, snapshot.nodes[node], exclude=gate.excluded,
+                                         planned=gate.planned_taints.get(node, ())) is None and _pod_may_land(
                 snapshot, pod, node, indexes) and not indexes.zones().worse(pod, snapshot.nodes[node])
         return fits[key]
 
@@ -160,9 +167,9 @@ def _pod_may_land(snapshot: Snapshot, pod: PodRecord, node: str, indexes: _Index
 class _Movers(Mapping[str, Sequence[Mover]]):
     """node -> the pods the gate would let move for this pending pod, worked out when the search first asks."""
 
-    def __init__(self, snapshot: Snapshot, args: MakeRoomForPendingPodsArgs, cycle: Cycle, *, pending: PodRecord,
+    def __init__(self, snapshot: Snapshot, args: MakeRoomForPendingPodsArgs, gate: Gate, *, pending: PodRecord,
                  resources: Sequence[str], nodes: set[str]) -> None:
-        self.snapshot, self.args, self.cycle, self.pending = snapshot, args, cycle, pending
+        self.snapshot, self.args, self.gate, self.pending = snapshot, args, gate, pending
         self.resources, self.nodes = resources, nodes
         self.records: dict[str, PodRecord] = {}
         self.headroom: dict[str, int] = {}
@@ -187,9 +194,9 @@ class _Movers(Mapping[str, Sequence[Mover]]):
             return None
         if (pod.priority or 0) > (self.pending.priority or 0):
             return None  # never displace a pod that matters more than the one waiting
-        if self.cycle.refusal(PlannedEviction(pod, NAME, "")) is not None:
+        if self.gate.refusal(PlannedEviction(pod, NAME, "")) is not None:
             return None
-        headroom = self.cycle.pdb_headroom(pod)
+        headroom = self.gate.pdb_headroom(pod)
         self.headroom.update(headroom)
         owner = pod.controller
         tight = 1 if any(h <= 1 for h in headroom.values()) else 0
@@ -198,15 +205,15 @@ class _Movers(Mapping[str, Sequence[Mover]]):
         return Mover(pod.key, pod.node_name, vector(pod.requests, self.resources), cost, tuple(sorted(headroom)))
 
 
-def _commit(cycle: Cycle, s: Stuck, found: Found) -> bool:
+def _commit(snapshot: Snapshot, gate: Gate, s: Stuck, found: Found) -> bool:
     """Make the moves in order through the gate; hold the freed room for the pending pod when all went."""
-    pods = {p.key: p for n in {m.pod.node for m in found.moves} for p in cycle.snapshot.pods(n)}
+    pods = {p.key: p for n in {m.pod.node for m in found.moves} for p in snapshot.pods(n)}
     reason = f"makes room on {found.target} for pending {s.pod.key} ({len(found.moves)} move(s))"
     # The pending pod's room first, so that node fit keeps it when a pod moves onto the target (a swap). If the
     # gate stops a later move, the room stays held for the rest of the cycle: erring towards fewer moves.
-    cycle.promise(s.pod, found.target)
+    gate.promise(s.pod, found.target)
     for move in found.moves:
-        outcome = cycle.move(PlannedEviction(pods[move.pod.key], NAME, reason), [move.destination],
+        outcome = gate.move(PlannedEviction(pods[move.pod.key], NAME, reason), [move.destination],
                              count_leaving=True)
         if not outcome.evicted:
             return False

@@ -16,6 +16,8 @@ import datetime as dt
 from collections.abc import Iterator
 
 from remediator.model import PlannedEviction, PodCondition, PodRecord, Snapshot
+from remediator.planning.gate import Gate
+from remediator.planning.wants import NOTHING, Wants
 from remediator.strategies.pod_life_time.args import ConditionFilter, PodLifeTimeArgs
 from remediator.strategies.scope import ready_nodes
 
@@ -97,7 +99,13 @@ def _reason(pod: PodRecord, args: PodLifeTimeArgs, now: dt.datetime, born_by: dt
     return "; ".join(parts)
 
 
-def plan(snapshot: Snapshot, args: PodLifeTimeArgs, **_: object) -> Iterator[PlannedEviction]:
+def plan(snapshot: Snapshot, args: PodLifeTimeArgs, gate: Gate) -> Wants:
+    for c in candidates(snapshot, args):
+        gate.admit(c)
+    return NOTHING
+
+
+def candidates(snapshot: Snapshot, args: PodLifeTimeArgs) -> Iterator[PlannedEviction]:
     found: list[PlannedEviction] = []
     now, most = snapshot.now, args.max_pod_life_time_seconds
     born_by = None if most is None else now - dt.timedelta(seconds=most + 1)

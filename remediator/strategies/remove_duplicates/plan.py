@@ -18,10 +18,11 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 
 from remediator.model import TERMINAL_PHASES, Effect, NodeRecord, PlannedEviction, PodRecord, Snapshot
-from remediator.planning.cycle import CYCLE, NODE, Cycle
-from remediator.planning.defaultevictor import protection
+from remediator.planning.gate import CYCLE, NODE, Gate
+from remediator.planning.wants import NOTHING, Wants
 from remediator.scheduling.selectors import matches_labels, pod_fits_node_selection
 from remediator.scheduling.tolerations import untolerated
 from remediator.scheduling.usage import eviction_order
@@ -37,19 +38,19 @@ DuplicateKey = tuple[str, tuple[tuple[str, str], ...], tuple[str, ...]]
 Shape = tuple[object, ...]
 
 
-def plan(snapshot: Snapshot, args: RemoveDuplicatesArgs, cycle: Cycle) -> None:
-    if cycle.exhausted():
-        return
+def plan(snapshot: Snapshot, args: RemoveDuplicatesArgs, gate: Gate) -> Wants:
+    if gate.exhausted():
+        return NOTHING
     nodes = sorted(n for n, rec in snapshot.nodes.items() if rec.ready and not rec.deleting)
     # Replicas of most workloads share a few shapes (tolerations, node selection): their targets, and the order in
     # which node fit tries them, are computed once per set of shapes.
     shape_fit: dict[Shape, list[str]] = {}
     by_shapes: dict[frozenset[Shape], tuple[list[str], tuple[str, ...]]] = {}
-    for key, on_node in sorted(_duplicates(snapshot, args, set(nodes), cycle.moved_to).items()):
+    for key, on_node in sorted(_duplicates(snapshot, args, set(nodes), gate.moved_to).items()):
         shapes = frozenset(_shape(p) for pods in on_node.values() for p in pods)
         if shapes not in by_shapes:
-            targets = _target_nodes(snapshot, nodes, on_node, cycle.exclude, shape_fit)
-            by_shapes[shapes] = targets, cycle.by_room(t for t in targets if t not in cycle.exclude)
+            targets = _target_nodes(snapshot, nodes, on_node, gate.excluded, shape_fit)
+            by_shapes[shapes] = targets, gate.by_room(t for t in targets if t not in gate.excluded)
         targets, destinations = by_shapes[shapes]
         if len(targets) < 2:
             continue
@@ -58,9 +59,10 @@ def plan(snapshot: Snapshot, args: RemoveDuplicatesArgs, cycle: Cycle) -> None:
         for source in sorted(on_node, key=lambda n: (-count[n], n)):
             if count[source] <= upper:
                 continue
-            if _relieve(cycle, key, source, on_node[source], count=count, upper=upper,
+            if _relieve(gate, key, source, on_node[source], count=count, upper=upper,
                         destinations=destinations, targets=len(targets)) == CYCLE:
-                return
+                return NOTHING
+    return NOTHING
 
 
 def _duplicates(snapshot: Snapshot, args: RemoveDuplicatesArgs, ready: set[str],
@@ -85,7 +87,7 @@ def _duplicates(snapshot: Snapshot, args: RemoveDuplicatesArgs, ready: set[str],
     return {key: on_node for key, on_node in found.items() if any(len(pods) > 1 for pods in on_node.values())}
 
 
-def _relieve(cycle: Cycle, key: DuplicateKey, source: str, pods: list[PodRecord], *, count: Counter[str],
+def _relieve(gate: Gate, key: DuplicateKey, source: str, pods: list[PodRecord], *, count: Counter[str],
              upper: int, destinations: tuple[str, ...], targets: int) -> str | None:
     """Move replicas off `source` until it holds `upper`; CYCLE when the cycle's limits are used up. (Node fit
     never sends a pod to its own node.)"""
@@ -97,16 +99,15 @@ def _relieve(cycle: Cycle, key: DuplicateKey, source: str, pods: list[PodRecord]
         return None
 
     owners = ", ".join(f"{kind}/{name}" for kind, name in key[1])
-    if cycle.hold(source) is not None:
+    if gate.hold(source) is not None:
         return None
     # Every live replica counts (the scheduler sees them all); only the evictable ones are tried (dup-count).
-    evictor = cycle.policy.evictor
-    for pod in eviction_order(p for p in pods if protection(p, cycle.snapshot, evictor) is None):
+    for pod in eviction_order(p for p in pods if gate.protection(p) is None):
         if count[source] <= upper:
             break
         reason = (f"{count[source]} replicas of {owners} on {source}, more than {upper} "
                   f"(per node over the {targets} nodes that can take them)")
-        outcome = cycle.move(PlannedEviction(pod, NAME, reason), destinations, accept=fewer_there)
+        outcome = gate.move(PlannedEviction(pod, NAME, reason), destinations, accept=fewer_there)
         if outcome.evicted and outcome.destination is not None:
             count[source] -= 1
             count[outcome.destination] += 1
@@ -138,7 +139,7 @@ def _shape(pod: PodRecord) -> Shape:
 
 
 def _target_nodes(snapshot: Snapshot, nodes: list[str], on_node: Mapping[str, list[PodRecord]],
-                  exclude: set[str], shape_fit: dict[Shape, list[str]]) -> list[str]:
+                  exclude: AbstractSet[str], shape_fit: dict[Shape, list[str]]) -> list[str]:
     """The nodes that can take some replica: one check per distinct (tolerations, node selection) of the replicas,
     a shape only counting when more than one node takes it (descheduler's getTargetNodes)."""
     shapes = {_shape(p): p for pods in on_node.values() for p in pods}

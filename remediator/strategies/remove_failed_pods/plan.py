@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from remediator.model import PlannedEviction, PodRecord, Snapshot
+from remediator.planning.gate import Gate
+from remediator.planning.wants import NOTHING, Wants
 from remediator.strategies.remove_failed_pods.args import RemoveFailedPodsArgs
 from remediator.strategies.scope import ready_nodes
 
@@ -44,7 +46,13 @@ def _reason(pod: PodRecord, args: RemoveFailedPodsArgs, snapshot: Snapshot) -> s
     return "; ".join(parts)
 
 
-def plan(snapshot: Snapshot, args: RemoveFailedPodsArgs, **_: object) -> Iterator[PlannedEviction]:
+def plan(snapshot: Snapshot, args: RemoveFailedPodsArgs, gate: Gate) -> Wants:
+    for c in candidates(snapshot, args):
+        gate.admit(c)
+    return NOTHING
+
+
+def candidates(snapshot: Snapshot, args: RemoveFailedPodsArgs) -> Iterator[PlannedEviction]:
     notable = snapshot.notable()  # terminal pods are among the notable ones
     for node in ready_nodes(snapshot):
         failed = [p for p in notable.statuses.get(node.name, ()) if p.phase == "Failed"]

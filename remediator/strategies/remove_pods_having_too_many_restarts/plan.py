@@ -7,7 +7,7 @@ containers' with `includingInitContainers`) must be listed. Per node, most resta
 
 nodemedic does more (DS-RST-1): a workload whose pods restart on one node while its pods on every other node run
 without restarts points at that node, not at the workload, and no check of the agent sees it. The strategy then
-yields a `CrashLoopNode` naming the node, which the controller announces (an Event on the Node and the metric
+returns a `CrashLoopNode` naming the node, which the controller announces (an Event on the Node and the metric
 `nodemedic_crash_loop_node`), besides the evictions themselves.
 """
 
@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from remediator.model import CrashLoopNode, OwnerRef, PlannedEviction, PodRecord, Snapshot
+from remediator.planning.gate import Gate
+from remediator.planning.wants import Wants
 from remediator.strategies.remove_pods_having_too_many_restarts.args import RemovePodsHavingTooManyRestartsArgs
 from remediator.strategies.scope import ready_nodes
 
@@ -41,8 +43,18 @@ def restarting(pod: PodRecord, args: RemovePodsHavingTooManyRestartsArgs) -> boo
     return restarts(pod, args.including_init_containers) >= args.pod_restart_threshold and _in_state(pod, args)
 
 
-def plan(snapshot: Snapshot, args: RemovePodsHavingTooManyRestartsArgs, **_: object
-         ) -> Iterator[PlannedEviction | CrashLoopNode]:
+def plan(snapshot: Snapshot, args: RemovePodsHavingTooManyRestartsArgs, gate: Gate) -> Wants:
+    found: list[CrashLoopNode] = []
+    for c in candidates(snapshot, args):
+        if isinstance(c, CrashLoopNode):
+            found.append(c)
+        else:
+            gate.admit(c)
+    return Wants(crash_loop_nodes=tuple(found))
+
+
+def candidates(snapshot: Snapshot, args: RemovePodsHavingTooManyRestartsArgs
+               ) -> Iterator[PlannedEviction | CrashLoopNode]:
     notable = snapshot.notable()  # a pod without container statuses to speak of has no restarts
     for node in ready_nodes(snapshot):
         found = [p for p in notable.statuses.get(node.name, ()) if restarting(p, args) and args.scope.selects(p)]

@@ -11,9 +11,9 @@ gate's answer (`evicting`). Only the pods in scope count as the "other" pod, as 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-
 from remediator.model import TERMINAL_PHASES, NodeRecord, PlannedEviction, PodAffinityTerm, PodRecord, Snapshot
+from remediator.planning.gate import Gate
+from remediator.planning.wants import NOTHING, Wants
 from remediator.scheduling.selectors import matches_labels
 from remediator.strategies.remove_pods_violating_inter_pod_anti_affinity.args import (
     RemovePodsViolatingInterPodAntiAffinityArgs,
@@ -92,8 +92,7 @@ class _Domains:
         return index.get((namespace, value), [])
 
 
-def plan(snapshot: Snapshot, args: RemovePodsViolatingInterPodAntiAffinityArgs, *,
-         evicting: Callable[[str], bool], **_: object) -> Iterator[PlannedEviction]:
+def plan(snapshot: Snapshot, args: RemovePodsViolatingInterPodAntiAffinityArgs, gate: Gate) -> Wants:
     nodes = ready_nodes(snapshot)
     domains = _Domains(snapshot, nodes, args.scope)
     notable = snapshot.notable().anti_affinity
@@ -107,9 +106,11 @@ def plan(snapshot: Snapshot, args: RemovePodsViolatingInterPodAntiAffinityArgs, 
             other, term = found
             where = f"node {node.name}" if other.node_name == node.name else \
                 f"{term.topology_key}={node.labels.get(term.topology_key)}"
-            yield PlannedEviction(pod, NAME, f"required anti-affinity violated by {other.key} on the same {where}")
-            if evicting(pod.key):
+            reason = f"required anti-affinity violated by {other.key} on the same {where}"
+            gate.admit(PlannedEviction(pod, NAME, reason))
+            if gate.evicting(pod.key):
                 gone.add(pod.key)
+    return NOTHING
 
 
 def _violated_by(pod: PodRecord, node: NodeRecord, *, domains: _Domains,

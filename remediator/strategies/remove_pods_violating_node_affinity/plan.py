@@ -13,9 +13,11 @@ Plans only: the DefaultEvictor, limits, nodeFit and PDBs are applied by the plan
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 
 from remediator.model import TERMINAL_PHASES, NodeRecord, PlannedEviction, PodRecord, Snapshot
+from remediator.planning.gate import Gate
+from remediator.planning.wants import NOTHING, Wants
 from remediator.scheduling.selectors import node_matches_terms, pod_fits_node_selection
 from remediator.strategies.remove_pods_violating_node_affinity.args import (
     REQUIRED,
@@ -32,11 +34,11 @@ def preferred_weight(pod: PodRecord, node: NodeRecord) -> int:
     return sum(p.weight for p in pod.preferred_node_affinity if node_matches_terms((p.term,), node))
 
 
-Fits = Callable[..., str | None]  # Cycle.fits: (pod, accept=None) -> a node the pod could go to, or None
+Fits = Callable[..., str | None]  # Gate.fits: (pod, accept=None) -> a node the pod could go to, or None
 
 
-def plan(snapshot: Snapshot, args: RemovePodsViolatingNodeAffinityArgs, *, fits: Fits,
-         **_: object) -> Iterator[PlannedEviction]:
+def plan(snapshot: Snapshot, args: RemovePodsViolatingNodeAffinityArgs, gate: Gate) -> Wants:
+    fits = gate.fits
     # The pods with node affinity (few), then each type runs over them in descheduler's order.
     having: list[tuple[NodeRecord, PodRecord]] = []
     notable = snapshot.notable().node_affinity
@@ -51,7 +53,8 @@ def plan(snapshot: Snapshot, args: RemovePodsViolatingNodeAffinityArgs, *, fits:
                 continue
             reason = _required(pod, node, fits) if required else _preferred(pod, node, snapshot, fits)
             if reason is not None:
-                yield PlannedEviction(pod, NAME, reason)
+                gate.admit(PlannedEviction(pod, NAME, reason))
+    return NOTHING
 
 
 def _required(pod: PodRecord, node: NodeRecord, fits: Fits) -> str | None:

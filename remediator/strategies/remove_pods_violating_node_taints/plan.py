@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from remediator.model import Effect, NodeRecord, PlannedEviction, PodRecord, Snapshot, Taint
+from remediator.planning.gate import Gate
+from remediator.planning.wants import NOTHING, Wants
 from remediator.policy.fields import Namespaces
 from remediator.scheduling.selectors import matches_labels
 from remediator.scheduling.tolerations import untolerated
@@ -21,8 +23,15 @@ NAME = "RemovePodsViolatingNodeTaints"
 KIND = "deschedule"
 
 
-def plan(snapshot: Snapshot, args: RemovePodsViolatingNodeTaintsArgs, *, evict_taints: Mapping[str, Sequence[Taint]],
-         planned_taints: Mapping[str, Sequence[Taint]], **_: object) -> list[PlannedEviction]:
+def plan(snapshot: Snapshot, args: RemovePodsViolatingNodeTaintsArgs, gate: Gate) -> Wants:
+    for c in candidates(snapshot, args, evict_taints=gate.evict_taints, planned_taints=gate.planned_taints):
+        gate.admit(c)
+    return NOTHING
+
+
+def candidates(snapshot: Snapshot, args: RemovePodsViolatingNodeTaintsArgs, *,
+               evict_taints: Mapping[str, Sequence[Taint]],
+               planned_taints: Mapping[str, Sequence[Taint]]) -> list[PlannedEviction]:
     effects = {Effect.NO_SCHEDULE, Effect.PREFER_NO_SCHEDULE} if args.include_prefer_no_schedule \
         else {Effect.NO_SCHEDULE}
     out: list[PlannedEviction] = []

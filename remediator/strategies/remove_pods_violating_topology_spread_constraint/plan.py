@@ -35,7 +35,8 @@ from remediator.model import (
     Snapshot,
     SpreadConstraint,
 )
-from remediator.planning.cycle import CYCLE, Cycle
+from remediator.planning.gate import CYCLE, Gate
+from remediator.planning.wants import NOTHING, Wants
 from remediator.scheduling.selectors import matches_labels, pod_fits_node_selection
 from remediator.scheduling.tolerations import untolerated
 from remediator.strategies.remove_pods_violating_topology_spread_constraint.args import (
@@ -57,9 +58,9 @@ class _Constraint:
     declared_by: PodRecord  # its node selection and tolerations decide which nodes count (inclusion policies)
 
 
-def plan(snapshot: Snapshot, args: RemovePodsViolatingTopologySpreadConstraintArgs, cycle: Cycle) -> None:
-    if cycle.exhausted():
-        return
+def plan(snapshot: Snapshot, args: RemovePodsViolatingTopologySpreadConstraintArgs, gate: Gate) -> Wants:
+    if gate.exhausted():
+        return NOTHING
     nodes = {n: rec for n, rec in snapshot.nodes.items() if rec.ready and not rec.deleting}
     live = snapshot.live()  # the pods the scheduler counts
     spreading = snapshot.notable().spreading
@@ -72,9 +73,10 @@ def plan(snapshot: Snapshot, args: RemovePodsViolatingTopologySpreadConstraintAr
     shapes: dict[tuple[object, ...], _Domains] = {}
     for namespace, found in constraints.items():
         for c in found:
-            domains = _domains(cycle, nodes, c, shapes)
-            if _balance(cycle, domains, _selectable(live, namespace, c.spread), c, args, ready=nodes) == CYCLE:
-                return
+            domains = _domains(gate, nodes, c, shapes)
+            if _balance(gate, domains, _selectable(live, namespace, c.spread), c, args, ready=nodes) == CYCLE:
+                return NOTHING
+    return NOTHING
 
 
 def _selectable(live: LivePods, namespace: str, s: SpreadConstraint) -> list[PodRecord]:
@@ -118,10 +120,10 @@ class _Domains:
     by_room: tuple[str, ...]
 
 
-def _balance(cycle: Cycle, domains: _Domains, pods: list[PodRecord], c: _Constraint,
+def _balance(gate: Gate, domains: _Domains, pods: list[PodRecord], c: _Constraint,
              args: RemovePodsViolatingTopologySpreadConstraintArgs, *, ready: Mapping[str, NodeRecord]) -> str | None:
     s = c.spread
-    members = _members(domains, pods, s, cycle.moved_to, ready)
+    members = _members(domains, pods, s, gate.moved_to, ready)
     start = {d: len(ps) for d, ps in members.items()}
     unbalanced = _unbalanced(domains, start, s.max_skew)
     if unbalanced is None:
@@ -139,12 +141,12 @@ def _balance(cycle: Cycle, domains: _Domains, pods: list[PodRecord], c: _Constra
 
     for source, target, count in descheduler_moves([(d, live[d]) for d in order], average, s.max_skew):
         moved = 0
-        for pod in _eviction_candidates([p for p in members.get(source, []) if p.uid not in cycle.moved_to], args):
+        for pod in _eviction_candidates([p for p in members.get(source, []) if p.uid not in gate.moved_to], args):
             if moved == count:
                 break
             reason = (f"{c.when} spread on {s.topology_key}: {source} holds {live[source]} matching pods, "
                       f"{target} {live[target]} (maxSkew {s.max_skew})")
-            outcome = cycle.move(PlannedEviction(pod, NAME, reason), domains.by_room, accept=better_domain)
+            outcome = gate.move(PlannedEviction(pod, NAME, reason), domains.by_room, accept=better_domain)
             if outcome.evicted and outcome.destination is not None:
                 moved += 1
                 live[source] -= 1
@@ -209,7 +211,7 @@ def descheduler_moves(domains: list[tuple[str, int]], average: float,
         virtual[i] += count
 
 
-def _domains(cycle: Cycle, nodes: Mapping[str, NodeRecord], c: _Constraint,
+def _domains(gate: Gate, nodes: Mapping[str, NodeRecord], c: _Constraint,
              cache: dict[tuple[object, ...], _Domains]) -> _Domains:
     s, pod = c.spread, c.declared_by
     shape = (s.topology_key,
@@ -219,7 +221,7 @@ def _domains(cycle: Cycle, nodes: Mapping[str, NodeRecord], c: _Constraint,
     if found is None:
         of = {n: rec.labels[s.topology_key] for n, rec in nodes.items()
               if s.topology_key in rec.labels and _included(c, rec)}
-        found = cache[shape] = _Domains(of, sorted(set(of.values())), cycle.by_room(of))
+        found = cache[shape] = _Domains(of, sorted(set(of.values())), gate.by_room(of))
     return found
 
 

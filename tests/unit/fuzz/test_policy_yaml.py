@@ -11,7 +11,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from remediator.planner import PlannerMemory, plan_cycle
+from remediator.planner import PlannerMemory, make_plan
 from remediator.policy.loader import PolicyError, parse_policy
 from remediator.state.caches import snapshot_from_list
 from tests.unit.fuzz.seeds import CLUSTER, NOW
@@ -65,5 +65,5 @@ def test_a_mutated_policy_loads_or_is_refused_with_file_and_line_and_a_loaded_on
             where, line, _ = message.split(":", 2)
             assert where == SOURCE and line.isdigit(), message
         return
-    plan = plan_cycle(SNAPSHOT, policy, PlannerMemory())
+    plan = make_plan(SNAPSHOT, policy, PlannerMemory())
     json.dumps(plan.to_json(), allow_nan=False)  # what `plan --json` prints

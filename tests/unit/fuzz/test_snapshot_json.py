@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from remediator.planner import PlannerMemory, plan_cycle
+from remediator.planner import PlannerMemory, make_plan
 from remediator.policy.loader import load_policy
 from remediator.state.caches import snapshot_from_list
 from tests.unit.fuzz.seeds import CLUSTER, NOW
@@ -28,6 +28,6 @@ def test_any_snapshot_document_plans_without_raising(doc: Any) -> None:
     except ValueError as e:  # `plan` prints it with the file name and exits 2
         assert not isinstance(doc, dict) or not isinstance(doc.get("items"), list | None), e
         return
-    plan = plan_cycle(snapshot, POLICY, PlannerMemory())
+    plan = make_plan(snapshot, POLICY, PlannerMemory())
     json.dumps(plan.to_json(), allow_nan=False)
     assert {e.pod.node_name for e in plan.evictions} <= set(snapshot.nodes)

@@ -12,7 +12,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from remediator.planner import PlannerMemory, plan_cycle
+from remediator.planner import PlannerMemory, make_plan
 from remediator.policy.loader import load_policy
 from remediator.state.caches import snapshot_from_list
 from tests.unit.fuzz.seeds import CLUSTER, NOW, OWNED
@@ -74,7 +74,7 @@ def test_any_times_in_a_snapshot_cost_at_most_their_own_record(data: st.DataObje
         doc["items"][0]["metadata"]["annotations"] = {"nodemedic.io/owned-taints": bad_since}
     warnings: list[str] = []
     snapshot = snapshot_from_list(doc, now, warn=warnings.append)
-    plan = plan_cycle(snapshot, POLICY, PlannerMemory())
+    plan = make_plan(snapshot, POLICY, PlannerMemory())
     tainted = {c.node for c in plan.taints_add} | {h.node for h in plan.held}
     assert "sick-good" in tainted, (plan.taints_add, plan.held)
     assert all(w.startswith("items[") and ": treated as unknown" in w for w in warnings)

@@ -16,10 +16,13 @@ from prometheus_client import CollectorRegistry
 
 from remediator import controller as controller_mod
 from remediator.alerts import metrics as metrics_mod
+from remediator.alerts import plan_announcements
 from remediator.alerts.announcer import Alerts
-from remediator.controller import RECENT_EVICTION_MEMORY, Controller, PolicySource
+from remediator.controller import RECENT_EVICTION_MEMORY, Controller
 from remediator.model import KARPENTER_NODEPOOL_LABEL, Plan
+from remediator.policy import source as policy_source
 from remediator.policy.loader import load_policy
+from remediator.policy.source import PolicySource
 from remediator.state.autoscaler_detection import KARPENTER_DISCOVERY, REDETECT, AutoscalerDetector
 from remediator.state.caches import ClusterCache
 from remediator.state.kube import ApiError
@@ -328,7 +331,7 @@ def test_a_held_node_whose_condition_flaps_is_announced_once_until_it_has_been_q
         w.cycle()
     assert w.api.reasons().count("NodemedicCircuitBreakerOpen") == 1
     flap("False")
-    w.clock.advance(controller_mod.HELD_MEMORY + 1)  # quiet long enough: the next hold is news again
+    w.clock.advance(plan_announcements.HELD_MEMORY + 1)  # quiet long enough: the next hold is news again
     w.cycle()
     flap("True")
     w.clock.advance(40)
@@ -368,7 +371,7 @@ def test_the_loop_survives_a_failing_cycle_and_runs_the_next(tmp_path: Path, mon
     w = World(tmp_path, nodes=[node("well")], pods=[])
     for informer in w.cache.informers:
         informer.synced.set()
-    real = controller_mod.plan_cycle
+    real = controller_mod.make_plan
     calls: list[int] = []
 
     def flaky(*args: Any) -> Any:
@@ -377,7 +380,7 @@ def test_the_loop_survives_a_failing_cycle_and_runs_the_next(tmp_path: Path, mon
             raise KeyError("odd data")
         return real(*args)
 
-    monkeypatch.setattr(controller_mod, "plan_cycle", flaky)
+    monkeypatch.setattr(controller_mod, "make_plan", flaky)
     monkeypatch.setattr(controller_mod.asyncio, "sleep", _no_wait)
     finished: list[Plan] = []
     cycle = w.controller.cycle
@@ -523,7 +526,7 @@ def test_a_loader_failure_that_is_not_a_policy_error_is_still_counted_and_announ
 
     def crash(path: object, **_: object) -> object:
         raise RecursionError("maximum recursion depth exceeded")
-    monkeypatch.setattr(controller_mod, "load_policy", crash)
+    monkeypatch.setattr(policy_source, "load_policy", crash)
     w.policy_path.write_text("apiVersion: nodemedic.io/v1alpha1\nkind: RemediationPolicy\n# changed\n")
 
     async def cycle_and_settle() -> None:

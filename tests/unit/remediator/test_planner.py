@@ -20,8 +20,8 @@ from remediator.model import (
     Taint,
     Toleration,
 )
-from remediator.planner import PlannerMemory, plan_cycle
-from remediator.planning.taints import OwnedTaint, render_owned
+from remediator.planner import PlannerMemory, make_plan
+from remediator.planning.owned_taints import OwnedTaint, render_owned
 from remediator.policy.autoscaler import AutoscalerSettings
 from remediator.policy.evictor import EvictorArgs
 from remediator.policy.limits import Limits
@@ -83,7 +83,7 @@ def names(items: list[object]) -> list[str]:
 def test_a_lasting_condition_taints_the_node_and_evicts_only_pods_that_do_not_tolerate_it() -> None:
     tolerant = pod("tolerant", tolerations=(Toleration(key=DEADLOCK.key, operator="Exists"),))
     s = snap([node("sick", sick=True), node("ok")], [pod("web"), tolerant, pod("elsewhere", "ok")])
-    plan = plan_cycle(s, policy(), PlannerMemory())
+    plan = make_plan(s, policy(), PlannerMemory())
     assert [(c.node, c.taint) for c in plan.taints_add] == [("sick", DEADLOCK)]
     assert names(plan.evictions) == ["web"]
     assert plan.evictions[0].strategy == NAME
@@ -91,7 +91,7 @@ def test_a_lasting_condition_taints_the_node_and_evicts_only_pods_that_do_not_to
 
 
 def test_a_node_without_problems_gets_no_taint_and_loses_no_pod() -> None:
-    plan = plan_cycle(snap([node("sick"), node("ok")], [pod("web")]), policy(), PlannerMemory())
+    plan = make_plan(snap([node("sick"), node("ok")], [pod("web")]), policy(), PlannerMemory())
     assert plan.taints_add == [] and plan.evictions == [] and plan.protected == []
 
 
@@ -103,7 +103,7 @@ def test_a_node_without_problems_gets_no_taint_and_loses_no_pod() -> None:
     (pod("bare", owner=""), "bare pod"),
 ], ids=["daemonset", "mirror", "system-critical", "local-storage", "bare"])
 def test_pods_the_default_evictor_protects_are_reported_not_evicted(p: PodRecord, why: str) -> None:
-    plan = plan_cycle(snap([node("sick", sick=True), node("ok")], [p]), policy(), PlannerMemory())
+    plan = make_plan(snap([node("sick", sick=True), node("ok")], [p]), policy(), PlannerMemory())
     assert plan.evictions == []
     assert names(plan.protected) == [p.name]
     assert why in plan.protected[0].why
@@ -111,19 +111,19 @@ def test_pods_the_default_evictor_protects_are_reported_not_evicted(p: PodRecord
 
 def test_a_pod_with_nowhere_to_go_stays_and_says_why() -> None:
     s = snap([node("sick", sick=True), node("full", cpu=500)], [pod("big", cpu=1000)])
-    plan = plan_cycle(s, policy(), PlannerMemory())
+    plan = make_plan(s, policy(), PlannerMemory())
     assert plan.evictions == []
     assert plan.protected[0].why.startswith("no other node fits: 0/2 nodes fit")
 
 
 def test_without_node_fit_a_pod_is_evicted_even_with_nowhere_to_go() -> None:
     s = snap([node("sick", sick=True), node("full", cpu=500)], [pod("big", cpu=1000)])
-    assert names(plan_cycle(s, policy(node_fit=False), PlannerMemory()).evictions) == ["big"]
+    assert names(make_plan(s, policy(node_fit=False), PlannerMemory()).evictions) == ["big"]
 
 
 def test_room_promised_to_one_moved_pod_is_not_promised_again() -> None:
     s = snap([node("sick", sick=True), node("small", cpu=1500)], [pod("a", cpu=1000), pod("b", cpu=1000)])
-    plan = plan_cycle(s, policy(), PlannerMemory())
+    plan = make_plan(s, policy(), PlannerMemory())
     assert names(plan.evictions) == ["a"]
     assert names(plan.protected) == ["b"]
     assert "insufficient cpu" in plan.protected[0].why
@@ -131,27 +131,27 @@ def test_room_promised_to_one_moved_pod_is_not_promised_again() -> None:
 
 def test_pod_slots_promised_to_moved_pods_count_too() -> None:
     s = snap([node("sick", sick=True), node("tiny", pods=1)], [pod("a"), pod("b")])
-    plan = plan_cycle(s, policy(), PlannerMemory())
+    plan = make_plan(s, policy(), PlannerMemory())
     assert names(plan.evictions) == ["a"] and names(plan.protected) == ["b"]
 
 
 def test_a_node_being_tainted_this_cycle_is_no_destination() -> None:
     s = snap([node("sick", sick=True), node("sick2", sick=True)], [pod("a")])
-    plan = plan_cycle(s, policy(max_tainted_nodes=None, max_tainted_nodes_percent=None), PlannerMemory())
+    plan = make_plan(s, policy(max_tainted_nodes=None, max_tainted_nodes_percent=None), PlannerMemory())
     assert len(plan.taints_add) == 2
     assert plan.evictions == [] and "excluded" in plan.protected[0].why
 
 
 def test_a_sick_node_whose_taint_the_breaker_held_is_no_destination() -> None:
     s = snap([node("sick", sick=True), node("sicker-later", sick=True)], [pod("a")])  # equal age: name order
-    plan = plan_cycle(s, policy(max_tainted_nodes=1), PlannerMemory())
+    plan = make_plan(s, policy(max_tainted_nodes=1), PlannerMemory())
     assert [h.node for h in plan.held] == ["sicker-later"]
     assert plan.evictions == [] and "excluded" in plan.protected[0].why
 
 
 def test_a_pod_with_nowhere_to_go_does_not_use_up_a_limit() -> None:
     s = snap([node("sick", sick=True), node("ok", cpu=1000)], [pod("a-big", cpu=2000), pod("b-small"), pod("c-late")])
-    plan = plan_cycle(s, policy(limits=Limits(max_pods_to_evict_total=1)), PlannerMemory())
+    plan = make_plan(s, policy(limits=Limits(max_pods_to_evict_total=1)), PlannerMemory())
     assert names(plan.protected) == ["a-big"]
     assert names(plan.evictions) == ["b-small"]
     assert names(plan.deferred) == ["c-late"]
@@ -159,7 +159,7 @@ def test_a_pod_with_nowhere_to_go_does_not_use_up_a_limit() -> None:
 
 def test_limits_defer_evictions_beyond_the_per_node_maximum() -> None:
     s = snap([node("sick", sick=True), node("ok")], [pod("a"), pod("b"), pod("c")])
-    plan = plan_cycle(s, policy(limits=Limits(max_pods_to_evict_per_node=2)), PlannerMemory())
+    plan = make_plan(s, policy(limits=Limits(max_pods_to_evict_per_node=2)), PlannerMemory())
     assert names(plan.evictions) == ["a", "b"]
     assert names(plan.deferred) == ["c"] and plan.deferred[0].why.startswith("limit:")
 
@@ -167,7 +167,7 @@ def test_limits_defer_evictions_beyond_the_per_node_maximum() -> None:
 def test_the_owner_cool_down_reads_the_controllers_memory() -> None:
     s = snap([node("sick", owned=True, sick=True), node("ok")], [pod("a")])
     memory = PlannerMemory(owner_last_eviction={"uid-a-owner": NOW - dt.timedelta(seconds=1)})
-    plan = plan_cycle(s, policy(limits=Limits(owner_cooldown=dt.timedelta(seconds=5))), memory)
+    plan = make_plan(s, policy(limits=Limits(owner_cooldown=dt.timedelta(seconds=5))), memory)
     assert plan.evictions == [] and names(plan.deferred) == ["a"]
 
 
@@ -177,7 +177,7 @@ def test_pausing_stops_every_eviction_and_new_taint_but_not_recovery() -> None:
                                                                                       NOW - dt.timedelta(hours=1))))
     s = snap([node("sick", sick=True), node("tainted", sick=True, owned=True), recovered, node("ok")],
              [pod("a"), pod("b", "tainted")])
-    plan = plan_cycle(s, policy(paused=True), PlannerMemory())
+    plan = make_plan(s, policy(paused=True), PlannerMemory())
     assert plan.evictions == [] and plan.taints_add == []
     assert [h.why for h in plan.held] == ["paused"]
     assert [c.node for c in plan.taints_remove] == ["healed"]
@@ -185,7 +185,7 @@ def test_pausing_stops_every_eviction_and_new_taint_but_not_recovery() -> None:
 
 def test_pods_on_an_opted_out_node_are_protected_even_under_our_taint() -> None:
     opted_out = node("tainted", sick=True, owned=True, labels={"nodemedic.io/exclude": "true"})
-    plan = plan_cycle(snap([opted_out, node("ok")], [pod("a", "tainted")]), policy(), PlannerMemory())
+    plan = make_plan(snap([opted_out, node("ok")], [pod("a", "tainted")]), policy(), PlannerMemory())
     assert plan.evictions == []
     assert [(p.pod.name, p.why.split(" (")[0]) for p in plan.protected] == [("a", "node opted out")]
 
@@ -195,7 +195,7 @@ def test_a_pod_two_strategies_want_is_planned_once_first_strategy_wins() -> None
     twice = dataclasses.replace(base, strategies=(
         StrategyConfig(NAME, RemovePodsViolatingNodeTaintsArgs(excluded_taints=(DEADLOCK.key,))),
         *base.strategies, *base.strategies))
-    plan = plan_cycle(snap([node("sick", sick=True), node("ok")], [pod("a")]), twice, PlannerMemory())
+    plan = make_plan(snap([node("sick", sick=True), node("ok")], [pod("a")]), twice, PlannerMemory())
     assert names(plan.evictions) == ["a"]
 
 
@@ -203,7 +203,7 @@ def test_the_plan_carries_the_timers_and_breaker_state() -> None:
     pending = dataclasses.replace(node("soon"), conditions=(
         Condition("Ready", "True"), Condition("KernelDeadlock", "True", NOW - dt.timedelta(seconds=10))))
     s = snap([node("sick", sick=True), node("sick2", sick=True), pending, node("ok")], [])
-    plan = plan_cycle(s, policy(max_tainted_nodes=1), PlannerMemory())
+    plan = make_plan(s, policy(max_tainted_nodes=1), PlannerMemory())
     assert plan.breaker_open and plan.tainted_limit == 1
     assert [h.node for h in plan.held] == ["sick2"]
     # for 30s from a whole-second lastTransitionTime no watch saw happen: counted from one second later
@@ -212,7 +212,7 @@ def test_the_plan_carries_the_timers_and_breaker_state() -> None:
 
 def test_the_plan_json_has_the_documented_keys() -> None:
     s = snap([node("sick", sick=True), node("ok")], [pod("web"), pod("ds", owner="DaemonSet")])
-    doc = plan_cycle(s, policy(), PlannerMemory()).to_json()
+    doc = make_plan(s, policy(), PlannerMemory()).to_json()
     assert set(doc) == {"taints", "evictions", "protected", "deferred", "held", "breaker", "crashLoopNodes"}
     assert doc["taints"] == {"add": [{"node": "sick", "key": DEADLOCK.key, "value": "true", "effect": "NoSchedule",
                                       "rule": "deadlock", "cause": "KernelDeadlock=True for 1m0s"}], "remove": []}
@@ -233,7 +233,7 @@ def test_a_node_the_autoscaler_is_told_to_keep_or_is_removing_is_neither_tainted
     sick = node("sick", sick=True, owned=True)
     sick = dataclasses.replace(sick, annotations={**sick.annotations, **annotation},
                                taints=sick.taints + ((taint,) if taint else ()))
-    plan = plan_cycle(snap([sick, node("ok")], [pod("web")]), policy(), PlannerMemory())
+    plan = make_plan(snap([sick, node("ok")], [pod("web")]), policy(), PlannerMemory())
     assert plan.evictions == []
     assert [(p.pod.name, p.why.split(" (")[0]) for p in plan.protected] == [
         ("web", "Karpenter is disrupting the node" if taint else "the node autoscaler is told to leave the node alone")]
@@ -246,12 +246,12 @@ def test_with_an_autoscaler_that_adds_nodes_a_drained_pod_with_no_room_elsewhere
     pods = [pod("web-1", cpu=1500), pod("web-2", cpu=1500), pod("agent", owner="DaemonSet", cpu=800),
             pod("pinned", cpu=100, node_selector={"kubernetes.io/hostname": "sick"}),
             pod("filler", "ok", cpu=3950)]
-    without = plan_cycle(snap([sick, full], pods), policy(), PlannerMemory())
+    without = make_plan(snap([sick, full], pods), policy(), PlannerMemory())
     assert names(without.evictions) == []
     assert sorted(names(without.protected)) == ["agent", "pinned", "web-1", "web-2"]
 
     adds = dataclasses.replace(policy(), autoscaler=AutoscalerSettings(adds_nodes=True))
-    plan = plan_cycle(snap([sick, full], pods), adds, PlannerMemory())
+    plan = make_plan(snap([sick, full], pods), adds, PlannerMemory())
     assert sorted(names(plan.evictions)) == ["web-1", "web-2"]
     assert all("to a new node like sick from the node autoscaler" in e.reason for e in plan.evictions)
     why = {p.pod.name: p.why for p in plan.protected}
@@ -274,7 +274,7 @@ def test_with_adds_nodes_auto_the_gate_counts_on_the_autoscaler_the_snapshot_say
     own (Karpenter: only a NodePool's node)."""
     s = snap([node("sick", sick=True, labels=labels), node("full", cpu=1000)], [pod("web", cpu=1500)])
     s.autoscalers = frozenset(detected)
-    plan = plan_cycle(s, policy(), PlannerMemory())  # (Policy's default addsNodes is auto)
+    plan = make_plan(s, policy(), PlannerMemory())  # (Policy's default addsNodes is auto)
     if reason is None:
         assert names(plan.evictions) == []
         (kept,) = plan.protected
@@ -292,7 +292,7 @@ def test_adds_nodes_true_or_false_is_obeyed_whatever_was_detected(adds_nodes: bo
     s = snap([node("sick", sick=True), node("full", cpu=1000)], [pod("web", cpu=1500)])
     s.autoscalers = frozenset() if adds_nodes else frozenset({KARPENTER, CA})
     said = dataclasses.replace(policy(), autoscaler=AutoscalerSettings(adds_nodes=adds_nodes))
-    plan = plan_cycle(s, said, PlannerMemory())
+    plan = make_plan(s, said, PlannerMemory())
     assert names(plan.evictions) == (["web"] if adds_nodes else [])
 
 
@@ -301,7 +301,7 @@ def test_the_new_node_is_filled_like_a_real_one_pods_that_would_not_fit_it_toget
     sick = node("sick", sick=True)
     pods = [pod(f"web-{i}", cpu=1500) for i in range(3)] + [pod("agent", owner="DaemonSet", cpu=800)]
     adds = dataclasses.replace(policy(), autoscaler=AutoscalerSettings(adds_nodes=True))
-    plan = plan_cycle(snap([sick], pods), adds, PlannerMemory())
+    plan = make_plan(snap([sick], pods), adds, PlannerMemory())
     assert names(plan.evictions) == ["web-0", "web-1"]
     assert [(p.pod.name, p.why.rsplit("; ", 1)[1]) for p in plan.protected if p.pod.name == "web-2"] == [
         ("web-2", "insufficient cpu even on a new node")]
@@ -310,7 +310,7 @@ def test_the_new_node_is_filled_like_a_real_one_pods_that_would_not_fit_it_toget
 def test_outside_the_maintenance_window_nothing_is_evicted_but_the_sick_node_is_still_tainted() -> None:
     window = MaintenanceWindow(start=dt.time(1), end=dt.time(5), time_zone="UTC")  # NOW is 12:00 UTC
     s = snap([node("sick", sick=True), node("ok")], [pod("web")])
-    closed = plan_cycle(s, dataclasses.replace(policy(), window=window), PlannerMemory())
+    closed = make_plan(s, dataclasses.replace(policy(), window=window), PlannerMemory())
     assert [(c.node, c.taint) for c in closed.taints_add] == [("sick", DEADLOCK)]
     assert closed.evictions == []
     assert [(d.pod.name, d.why.split(": ")[0]) for d in closed.deferred] == [
@@ -318,7 +318,7 @@ def test_outside_the_maintenance_window_nothing_is_evicted_but_the_sick_node_is_
     assert closed.next_check == dt.datetime(2024, 5, 2, 1, 0, tzinfo=dt.UTC)
 
     opened = dataclasses.replace(window, start=dt.time(11), end=dt.time(13))
-    plan = plan_cycle(s, dataclasses.replace(policy(), window=opened), PlannerMemory())
+    plan = make_plan(s, dataclasses.replace(policy(), window=opened), PlannerMemory())
     assert names(plan.evictions) == ["web"]
 
 
@@ -332,12 +332,12 @@ def test_a_node_selector_keeps_the_policy_to_its_nodes_breaker_and_destinations_
     s.nodes["outside-sick"] = dataclasses.replace(s.nodes["outside-sick"], conditions=(
         *s.nodes["outside-sick"].conditions,
         Condition("KernelDeadlock", "True", NOW - dt.timedelta(hours=5), observed_at=NOW - dt.timedelta(hours=5))))
-    unscoped = plan_cycle(s, policy(max_tainted_nodes=1), PlannerMemory())
+    unscoped = make_plan(s, policy(max_tainted_nodes=1), PlannerMemory())
     assert [c.node for c in unscoped.taints_add] == ["outside-sick"] and unscoped.breaker_open
     assert names(unscoped.evictions) == ["other"]  # to outside-roomy
 
     scoped = dataclasses.replace(policy(max_tainted_nodes=1), node_selector=LabelSelector((("pool", "a"),)))
-    plan = plan_cycle(s, scoped, PlannerMemory())
+    plan = make_plan(s, scoped, PlannerMemory())
     assert [c.node for c in plan.taints_add] == ["sick"] and not plan.breaker_open
     assert plan.evictions == []  # outside-roomy is no destination, and "other" is outside
     assert [(p.pod.name, p.why) for p in plan.protected] == [
@@ -355,7 +355,7 @@ def test_a_node_whose_condition_time_is_unusable_costs_only_that_node(stamp: dt.
     # was remediated. Now its time is unknown: that node cannot prove its condition has lasted `for`, the rest go on.
     bad = dataclasses.replace(node("bad"), conditions=(Condition("Ready", "True", NOW - dt.timedelta(hours=1)),
                                                        Condition("KernelDeadlock", "True", stamp, observed_at=NOW)))
-    plan = plan_cycle(snap([bad, node("sick", sick=True), node("sick-2", sick=True), node("well")],
+    plan = make_plan(snap([bad, node("sick", sick=True), node("sick-2", sick=True), node("well")],
                            [pod("a", "bad"), pod("b", "sick"), pod("c", "sick-2")]),
                       policy(max_tainted_nodes=10, max_tainted_nodes_percent=100.0), PlannerMemory())
     assert sorted(c.node for c in plan.taints_add) == ["sick", "sick-2"]

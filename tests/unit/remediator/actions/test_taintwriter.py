@@ -6,7 +6,7 @@ import datetime as dt
 
 from remediator.actions.taintwriter import new_taint_list, owned_after
 from remediator.model import Effect, Taint, TaintChange
-from remediator.planning.taints import OwnedTaint
+from remediator.planning.owned_taints import OwnedTaint
 
 NOW = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.UTC)
 OURS = Taint("nodemedic.io/kernel-deadlock", "true", Effect.NO_SCHEDULE)

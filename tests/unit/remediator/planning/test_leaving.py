@@ -10,8 +10,8 @@ import datetime as dt
 import pytest
 
 from remediator.model import Plan, PodRecord, Snapshot
-from remediator.planner import plan_cycle
-from remediator.planning.cycle import PlannerMemory
+from remediator.planner import make_plan
+from remediator.planning.memory import PlannerMemory
 from remediator.policy.limits import Limits
 from remediator.policy.model import Policy, StrategyConfig
 from remediator.strategies.low_node_utilization.args import LowNodeUtilizationArgs
@@ -45,14 +45,14 @@ def terminating(p: PodRecord) -> PodRecord:
 def test_a_second_cycle_on_a_snapshot_that_lags_the_first_ones_evictions_plans_nothing_more(seen: str) -> None:
     pods, s = hot_cluster()
     memory = PlannerMemory()
-    first = plan_cycle(s, POLICY, memory)
+    first = make_plan(s, POLICY, memory)
     assert len(first.evictions) == 4 and {e.destination for e in first.evictions} <= {"cold-1", "cold-2"}
     make(first, memory)
     moved = {e.pod.uid for e in first.evictions}
     later = pods if seen == "nothing" else [terminating(p) if p.uid in moved else p for p in pods]
     if seen == "terminating-and-unrelated-change":
         later.append(pod("new", "cold-1", cpu=100))
-    second = plan_cycle(snapshot(s.nodes.values(), later), POLICY, memory)
+    second = make_plan(snapshot(s.nodes.values(), later), POLICY, memory)
     assert second.evictions == [], [e.pod.name for e in second.evictions]
     assert set(memory.leaving) == moved
 
@@ -63,30 +63,30 @@ def test_the_room_an_earlier_move_counted_on_stays_promised_until_the_pod_is_gon
     # room those four are on their way to.
     _, s = hot_cluster(extra_hot=True, cold_cpu=4000)
     memory = PlannerMemory()
-    first = plan_cycle(s, POLICY, memory)
+    first = make_plan(s, POLICY, memory)
     assert sorted((e.pod.node_name, e.destination) for e in first.evictions) == [
         ("hot", "cold-1"), ("hot", "cold-1"), ("hot", "cold-2"), ("hot", "cold-2")]
     make(first, memory)
-    assert plan_cycle(s, POLICY, memory).evictions == []
+    assert make_plan(s, POLICY, memory).evictions == []
 
 
 def test_an_eviction_is_forgotten_once_the_snapshot_no_longer_holds_its_pod() -> None:
     pods, s = hot_cluster()
     memory = PlannerMemory()
-    first = plan_cycle(s, POLICY, memory)
+    first = make_plan(s, POLICY, memory)
     make(first, memory)
     moved = {e.pod.uid for e in first.evictions}
     replacements = [pod(f"r{i}", f"cold-{1 + i % 2}", cpu=900) for i in range(4)]
     after = [p for p in pods if p.uid not in moved] + replacements
-    assert plan_cycle(snapshot(s.nodes.values(), after), POLICY, memory).evictions == []
+    assert make_plan(snapshot(s.nodes.values(), after), POLICY, memory).evictions == []
     assert memory.leaving == {}
 
 
 def test_an_eviction_that_was_not_made_counts_where_its_pod_is_again() -> None:
     _, s = hot_cluster()
     memory = PlannerMemory()
-    first = plan_cycle(s, POLICY, memory)
+    first = make_plan(s, POLICY, memory)
     make(first, memory)
     for e in first.evictions:
         memory.forget_eviction(e.pod.uid)  # refused by a PDB, failed, or leadership lost before it was sent
-    assert [e.pod.name for e in plan_cycle(s, POLICY, memory).evictions] == [e.pod.name for e in first.evictions]
+    assert [e.pod.name for e in make_plan(s, POLICY, memory).evictions] == [e.pod.name for e in first.evictions]

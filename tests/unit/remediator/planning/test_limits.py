@@ -28,9 +28,9 @@ def admit_in_order(candidates: list[PlannedEviction], lim: Limits, *, owner_last
     kept: list[PlannedEviction] = []
     deferred: list[Protected] = []
     for c in candidates:
-        why = state.refusal(c)
+        why = state.refusal(c.pod)
         if why is None:
-            state.take(c)
+            state.take(c.pod)
             kept.append(c)
         else:
             deferred.append(Protected(c.pod, why))
@@ -107,7 +107,7 @@ def test_the_cool_down_message_says_how_long_ago_and_how_long_it_lasts() -> None
 def test_two_evictions_that_go_together_are_counted_together_and_nothing_is_taken(
         lim: dict[str, object], first: PlannedEviction, second: PlannedEviction, refused: str | None) -> None:
     state = LimitState(limits(**lim), NOW, {})
-    assert state.refusal(first) is None and state.refusal(second) is None  # each alone may go
-    why = state.refusal_together(first, second)
+    assert state.refusal(first.pod) is None and state.refusal(second.pod) is None  # each alone may go
+    why = state.refusal_together(first.pod, second.pod)
     assert (why is None) if refused is None else (why is not None and refused in why)
     assert state.taken == 0 and not state.per_node and not state.owner_last_eviction  # a trial only

@@ -7,7 +7,8 @@ import datetime as dt
 import pytest
 
 from remediator.model import Condition, Effect, HoldReason, NodeRecord, Snapshot, Taint
-from remediator.planning.taints import OwnedTaint, parse_owned, plan_taints, render_owned
+from remediator.planning.owned_taints import OwnedTaint, parse_owned, render_owned
+from remediator.planning.taints import plan_taints
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION, Policy
 from remediator.policy.rules import TaintRule
 from remediator.policy.safety import Safety

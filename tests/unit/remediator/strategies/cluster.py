@@ -7,7 +7,7 @@ import datetime as dt
 from collections.abc import Iterable
 
 from remediator.model import Condition, NodeRecord, OwnerRef, Plan, PodRecord, Snapshot
-from remediator.planner import PlannerMemory, plan_cycle
+from remediator.planner import PlannerMemory, make_plan
 from remediator.policy.evictor import EvictorArgs
 from remediator.policy.limits import Limits
 from remediator.policy.model import Policy, StrategyConfig
@@ -49,7 +49,7 @@ def cycle(s: Snapshot, name: str, args: object, *, evictor: EvictorArgs | None =
     """One planning cycle with only this strategy, no rules, no owner cool-down."""
     policy = Policy(evictor=evictor or EvictorArgs(), strategies=(StrategyConfig(name, args),),
                     limits=limits or Limits(owner_cooldown=dt.timedelta(0)))
-    return plan_cycle(s, policy, PlannerMemory())
+    return make_plan(s, policy, PlannerMemory())
 
 
 def evicted(plan: Plan) -> list[str]:

@@ -16,8 +16,8 @@ import pytest
 
 from remediator.cli import main
 from remediator.model import Effect, LabelSelector, NodeRecord, PdbRecord, PodRecord, Snapshot, SpreadConstraint, Taint
-from remediator.planner import plan_cycle
-from remediator.planning.cycle import PlannerMemory
+from remediator.planner import make_plan
+from remediator.planning.memory import PlannerMemory
 from remediator.policy.evictor import EvictorArgs
 from remediator.policy.fields import Namespaces
 from remediator.policy.limits import Limits
@@ -239,7 +239,7 @@ def test_scenario(case: Case) -> None:
                         pods_by_owner=by_owner, pdbs=case.pdbs)
     policy = Policy(evictor=EvictorArgs(), strategies=case.strategies, limits=Limits(owner_cooldown=dt.timedelta(0)),
                     safety=Safety(max_tainted_nodes=None, max_tainted_nodes_percent=None))
-    plan = plan_cycle(snapshot, policy, PlannerMemory())
+    plan = make_plan(snapshot, policy, PlannerMemory())
     assert [e.pod.name for e in plan.evictions] == case.evicted, plan.to_json()
     protected = {p.pod.name: p.why for p in plan.protected}
     deferred = {p.pod.name: p.why for p in plan.deferred}
@@ -296,7 +296,7 @@ def test_the_total_limit_ends_both_strategies() -> None:
     policy = Policy(evictor=EvictorArgs(), strategies=(dup(), tsc()),
                     limits=Limits(owner_cooldown=dt.timedelta(0), max_pods_to_evict_total=1),
                     safety=Safety(max_tainted_nodes=None, max_tainted_nodes_percent=None))
-    plan = plan_cycle(snapshot, policy, PlannerMemory())
+    plan = make_plan(snapshot, policy, PlannerMemory())
     assert [(e.strategy, e.pod.name) for e in plan.evictions] == [("RemoveDuplicates", "dup-n1-0")]
 
 
@@ -311,7 +311,7 @@ def test_the_spread_strategy_counts_the_moves_planned_before_it() -> None:
                         pods_by_owner={"uid-web": pods})
     policy = Policy(evictor=EvictorArgs(), strategies=(dup(), tsc()), limits=Limits(owner_cooldown=dt.timedelta(0)),
                     safety=Safety(max_tainted_nodes=None, max_tainted_nodes_percent=None))
-    plan = plan_cycle(snapshot, policy, PlannerMemory())
+    plan = make_plan(snapshot, policy, PlannerMemory())
     assert [(e.strategy, e.pod.name) for e in plan.evictions] == [("RemoveDuplicates", "web-a1-0"),
                                                                    ("RemoveDuplicates", "web-b1-0")]
     assert plan.protected == [] and plan.deferred == []
@@ -337,7 +337,7 @@ def test_pods_without_a_uid_in_a_snapshot_keep_identities_of_their_own() -> None
     doc = json.loads((ROOT / "tests" / "testdata" / "snapshots" / "balance-strategies.json").read_text())
     for item in doc["items"]:
         item["metadata"].pop("uid", None)
-    plan = plan_cycle(snapshot_from_list(doc, dt.datetime(2026, 11, 24, 12, tzinfo=dt.UTC)),
+    plan = make_plan(snapshot_from_list(doc, dt.datetime(2026, 11, 24, 12, tzinfo=dt.UTC)),
                       load_policy(ROOT / "tests" / "testdata" / "policies" / "good" / "balance-strategies.yaml"),
                       PlannerMemory())
     assert [(e.strategy, e.pod.name) for e in plan.evictions] == [

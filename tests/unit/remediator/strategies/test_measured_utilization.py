@@ -8,7 +8,7 @@ import dataclasses
 import datetime as dt
 
 from remediator.model import MeasuredUsage, Snapshot
-from remediator.planner import PlannerMemory, plan_cycle
+from remediator.planner import PlannerMemory, make_plan
 from remediator.policy.limits import Limits
 from remediator.policy.metrics import KUBERNETES_METRICS, PROMETHEUS, MetricsUtilization
 from remediator.policy.model import Policy, StrategyConfig
@@ -29,7 +29,7 @@ def lnu(metrics: MetricsUtilization | None, **kw: object) -> StrategyConfig:
 
 def plan(s: Snapshot, *strategies: StrategyConfig) -> list[str]:
     policy = Policy(strategies=strategies, limits=Limits(owner_cooldown=dt.timedelta(0)))
-    return evicted(plan_cycle(s, policy, PlannerMemory()))
+    return evicted(make_plan(s, policy, PlannerMemory()))
 
 
 def hot_cluster(**measured: object) -> Snapshot:
@@ -68,7 +68,7 @@ def test_a_pod_of_unknown_usage_is_kept_and_said_why() -> None:
     del pods["default/p0"]
     s.measured = dataclasses.replace(s.measured, pods=pods)
     policy = Policy(strategies=(lnu(KUBE),), limits=Limits(owner_cooldown=dt.timedelta(0)))
-    result = plan_cycle(s, policy, PlannerMemory())
+    result = make_plan(s, policy, PlannerMemory())
     assert evicted(result) == ["p1", "p2"]
     assert [(p.pod.name, p.why) for p in result.protected] == [
         ("p0", "metrics.k8s.io reports no usage for it: evicting it may relieve nothing")]
@@ -85,7 +85,7 @@ def test_a_destination_takes_pods_only_while_its_measured_usage_stays_under_targ
 
 def test_the_reason_says_the_usage_was_measured() -> None:
     policy = Policy(strategies=(lnu(KUBE),), limits=Limits(owner_cooldown=dt.timedelta(0)))
-    result = plan_cycle(hot_cluster(), policy, PlannerMemory())
+    result = make_plan(hot_cluster(), policy, PlannerMemory())
     assert result.evictions[0].reason.startswith("node n1 above target (cpu 75% > cpu 50%, by metrics.k8s.io usage)")
 
 

@@ -28,16 +28,17 @@ from remediator.model import (
     Taint,
     Toleration,
 )
-from remediator.planner import plan_cycle
-from remediator.planning.cycle import PlannerMemory
-from remediator.planning.taints import OwnedTaint, render_owned
+from remediator.planner import make_plan
+from remediator.planning.memory import PlannerMemory
+from remediator.planning.owned_taints import OwnedTaint, render_owned, strategy_owner
 from remediator.policy.evictor import EvictorArgs
 from remediator.policy.limits import Limits
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION, Policy, StrategyConfig
 from remediator.policy.rules import TaintRule
 from remediator.policy.safety import Safety
 from remediator.strategies.high_node_utilization.args import HighNodeUtilizationArgs
-from remediator.strategies.high_node_utilization.consolidation import CONSOLIDATION_OWNER, CONSOLIDATION_TAINT
+from remediator.strategies.high_node_utilization.consolidation import CONSOLIDATION_TAINT
+from remediator.strategies.high_node_utilization.plan import NAME as HNU
 from remediator.strategies.low_node_utilization.args import LowNodeUtilizationArgs
 from remediator.strategies.remove_pods_violating_node_taints.args import RemovePodsViolatingNodeTaintsArgs
 
@@ -91,7 +92,7 @@ def hnu(thresholds: dict[str, float], **kw: object) -> StrategyConfig:
 
 
 def consolidating_annotation(since: dt.datetime) -> dict[str, str]:
-    return {OWNED_TAINTS_ANNOTATION: render_owned([OwnedTaint(CONSOLIDATION_TAINT, (CONSOLIDATION_OWNER,), "t",
+    return {OWNED_TAINTS_ANNOTATION: render_owned([OwnedTaint(CONSOLIDATION_TAINT, (strategy_owner(HNU),), "t",
                                                               since)])}
 
 
@@ -288,7 +289,7 @@ def test_scenario(case: Case) -> None:
                         pods_by_owner=by_owner, pdbs=case.pdbs)
     policy = Policy(rules=case.rules, evictor=EvictorArgs(), strategies=case.strategies, limits=case.limits,
                     safety=case.safety)
-    plan = plan_cycle(snapshot, policy, case.memory)
+    plan = make_plan(snapshot, policy, case.memory)
     assert [e.pod.name for e in plan.evictions] == case.evicted, plan.to_json()
     consolidation = CONSOLIDATION_TAINT.identity()
     assert [c.node for c in plan.taints_add if c.taint.identity() == consolidation] == case.taints_add

@@ -7,8 +7,8 @@ import datetime as dt
 import random
 
 from remediator.model import Condition, LabelSelector, NodeRecord, OwnerRef, PdbRecord, PodRecord, Snapshot
-from remediator.planner import plan_cycle
-from remediator.planning.cycle import PlannerMemory
+from remediator.planner import make_plan
+from remediator.planning.memory import PlannerMemory
 from remediator.policy.limits import Limits
 from remediator.policy.model import Policy, StrategyConfig
 from remediator.strategies.balance_resource_mix.args import BalanceResourceMixArgs
@@ -49,7 +49,7 @@ def policy(**args: object) -> Policy:
 
 def test_the_deviation_falls_on_a_mixed_cluster() -> None:
     snap = mixed_cluster(18)
-    plan = plan_cycle(snap, policy(max_moves_per_cycle=8), PlannerMemory())
+    plan = make_plan(snap, policy(max_moves_per_cycle=8), PlannerMemory())
     assert plan.resource_mix is not None
     mix = plan.resource_mix
     print(f"\nresource mix on 12 mixed nodes: total deviation {mix.before:.1f} -> {mix.after:.1f} points "
@@ -75,10 +75,10 @@ def test_the_deviation_falls_on_a_mixed_cluster() -> None:
 def test_a_pdb_without_room_and_the_move_limit_hold() -> None:
     snap = mixed_cluster(18)
     snap.pdbs = [PdbRecord("default", "all", LabelSelector(), disruptions_allowed=0)]
-    plan = plan_cycle(snap, policy(), PlannerMemory())
+    plan = make_plan(snap, policy(), PlannerMemory())
     assert plan.evictions == []
     assert plan.resource_mix is not None and plan.resource_mix.after == plan.resource_mix.before
-    assert len(plan_cycle(mixed_cluster(18), policy(max_moves_per_cycle=1), PlannerMemory()).evictions) == 1
+    assert len(make_plan(mixed_cluster(18), policy(max_moves_per_cycle=1), PlannerMemory()).evictions) == 1
 
 
 def test_a_balanced_cluster_is_left_alone() -> None:
@@ -86,5 +86,5 @@ def test_a_balanced_cluster_is_left_alone() -> None:
     for n in snap.nodes:  # every node 10 % cpu and 10 % memory: the cluster's own mix everywhere
         first = snap.pods(n)[0]
         snap.pods_by_node[n] = [dataclasses.replace(first, requests={"cpu": 400, "memory": 16 * GiB // 10})]
-    plan = plan_cycle(snap, policy(), PlannerMemory())
+    plan = make_plan(snap, policy(), PlannerMemory())
     assert plan.evictions == [] and plan.resource_mix is not None and plan.resource_mix.before < 1e-6

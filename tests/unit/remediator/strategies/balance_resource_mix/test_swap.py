@@ -8,8 +8,8 @@ import datetime as dt
 import pytest
 
 from remediator.model import Condition, LabelSelector, NodeRecord, OwnerRef, PdbRecord, PodRecord, Snapshot
-from remediator.planner import plan_cycle
-from remediator.planning.cycle import PlannerMemory
+from remediator.planner import make_plan
+from remediator.planning.memory import PlannerMemory
 from tests.unit.remediator.strategies.balance_resource_mix.test_plan import NOW, GiB, policy
 
 # Two nodes of 4 cores / 16 GiB with room for 4 pods each, both full: A leans CPU (77.5 % cpu, 53 % memory), B
@@ -38,7 +38,7 @@ def two_nodes() -> Snapshot:
 
 
 def test_when_no_single_move_fits_a_cpu_heavy_and_a_memory_heavy_pod_trade_nodes() -> None:
-    plan = plan_cycle(two_nodes(), policy(), PlannerMemory())
+    plan = make_plan(two_nodes(), policy(), PlannerMemory())
     moved = {e.pod.name: e.reason.split("; to ")[1].split(" ")[0] for e in plan.evictions}
     assert moved == {"a-cpu": "B", "b-mem": "A"}
     assert all("by an exchange" in e.reason for e in plan.evictions)
@@ -50,14 +50,14 @@ def test_when_no_single_move_fits_a_cpu_heavy_and_a_memory_heavy_pod_trade_nodes
 
 
 def test_an_exchange_takes_two_of_the_moves_per_cycle() -> None:
-    plan = plan_cycle(two_nodes(), policy(max_moves_per_cycle=1), PlannerMemory())
+    plan = make_plan(two_nodes(), policy(max_moves_per_cycle=1), PlannerMemory())
     assert plan.evictions == []
 
 
 def test_one_budget_over_both_pods_allowing_one_disruption_stops_the_exchange() -> None:
     snap = two_nodes()
     snap.pdbs = [PdbRecord("default", "web", LabelSelector(match_labels=(("tier", "web"),)), disruptions_allowed=1)]
-    plan = plan_cycle(snap, policy(), PlannerMemory())
+    plan = make_plan(snap, policy(), PlannerMemory())
     assert plan.evictions == []  # one of two would go alone otherwise
     assert plan.resource_mix is not None and plan.resource_mix.after == plan.resource_mix.before
 
@@ -65,7 +65,7 @@ def test_one_budget_over_both_pods_allowing_one_disruption_stops_the_exchange() 
 def test_a_pod_whose_budget_is_spent_stays_and_its_node_trades_another_both_or_neither() -> None:
     snap = two_nodes()
     snap.pdbs = [PdbRecord("default", "b-mem", LabelSelector(match_labels=(("app", "b-mem"),)), disruptions_allowed=0)]
-    plan = plan_cycle(snap, policy(), PlannerMemory())
+    plan = make_plan(snap, policy(), PlannerMemory())
     evicted = {e.pod.key for e in plan.evictions}
     assert "default/b-mem" not in evicted
     assert evicted  # another memory-leaning pod of B trades places instead
@@ -78,4 +78,4 @@ def test_a_pdb_allowing_both_lets_the_exchange_go() -> None:
     snap = two_nodes()
     snap.pdbs = [PdbRecord("default", "budget", LabelSelector(match_labels=(("tier", "web"),)),
                            disruptions_allowed=2)]
-    assert {e.pod.name for e in plan_cycle(snap, policy(), PlannerMemory()).evictions} == {"a-cpu", "b-mem"}
+    assert {e.pod.name for e in make_plan(snap, policy(), PlannerMemory()).evictions} == {"a-cpu", "b-mem"}

@@ -13,8 +13,8 @@ from remediator.model import (
     PodRecord,
     Snapshot,
 )
-from remediator.planner import plan_cycle
-from remediator.planning.cycle import PlannerMemory
+from remediator.planner import make_plan
+from remediator.planning.memory import PlannerMemory
 from remediator.policy.limits import Limits
 from remediator.policy.model import Policy, StrategyConfig
 from remediator.policy.safety import Safety
@@ -73,7 +73,7 @@ PENDING = pod("pending", "", 300, 600, unschedulable=UNSCHEDULABLE)
 
 
 def test_the_articles_cluster_gets_one_move_and_the_pending_pod_its_room() -> None:
-    plan = plan_cycle(snapshot(NODES, [*article(), PENDING]), policy(), PlannerMemory())
+    plan = make_plan(snapshot(NODES, [*article(), PENDING]), policy(), PlannerMemory())
     assert len(plan.evictions) == 1
     (e,) = plan.evictions
     assert e.strategy == "MakeRoomForPendingPods" and "for pending default/pending" in e.reason
@@ -86,20 +86,20 @@ def test_the_articles_cluster_gets_one_move_and_the_pending_pod_its_room() -> No
 
 def test_a_pod_the_scheduler_has_not_refused_is_left_to_the_scheduler() -> None:
     waiting = pod("pending", "", 300, 600)  # no PodScheduled=False/Unschedulable yet
-    plan = plan_cycle(snapshot(NODES, [*article(), waiting]), policy(), PlannerMemory())
+    plan = make_plan(snapshot(NODES, [*article(), waiting]), policy(), PlannerMemory())
     assert plan.evictions == [] and plan.fragmentation is not None and plan.fragmentation.pending == ()
 
 
 def test_a_real_shortage_is_the_autoscalers_business() -> None:
     big = pod("pending", "", 800, 600, unschedulable=UNSCHEDULABLE)  # 800m > the 700m free in all
-    plan = plan_cycle(snapshot(NODES, [*article(), big]), policy(), PlannerMemory())
+    plan = make_plan(snapshot(NODES, [*article(), big]), policy(), PlannerMemory())
     assert plan.evictions == [] and plan.fragmentation is not None and plan.fragmentation.pending == ()
 
 
 def test_a_pod_bound_to_one_pool_is_judged_against_that_pool() -> None:
     nodes = [node("node-1"), node("node-2", {"pool": "b"}), node("node-3", {"pool": "b"})]
     pinned = pod("pending", "", 300, 600, unschedulable=UNSCHEDULABLE, node_selector={"pool": "b"})
-    plan = plan_cycle(snapshot(nodes, [*article(), pinned]), policy(), PlannerMemory())
+    plan = make_plan(snapshot(nodes, [*article(), pinned]), policy(), PlannerMemory())
     assert plan.fragmentation is not None and plan.fragmentation.pending == (pinned,)
     assert plan.fragmentation.stranded == {"cpu": 500, "memory": 1500 * MB}  # node-2 and node-3 only
     (e,) = plan.evictions
@@ -109,22 +109,22 @@ def test_a_pod_bound_to_one_pool_is_judged_against_that_pool() -> None:
 
 def test_higher_priority_pods_and_exhausted_pdbs_are_not_moved() -> None:
     pods = article(priority=1000, labels={"app": "db"})
-    plan = plan_cycle(snapshot(NODES, [*pods, PENDING]), policy(), PlannerMemory())
+    plan = make_plan(snapshot(NODES, [*pods, PENDING]), policy(), PlannerMemory())
     assert plan.evictions == []  # every pod matters more than the pending one
     pdb = PdbRecord("default", "all", LabelSelector(), disruptions_allowed=0)
-    plan = plan_cycle(snapshot(NODES, [*article(), PENDING], [pdb]), policy(), PlannerMemory())
+    plan = make_plan(snapshot(NODES, [*article(), PENDING], [pdb]), policy(), PlannerMemory())
     assert plan.evictions == []
 
 
 def test_a_pause_stops_it() -> None:
     paused = Policy(strategies=policy().strategies, safety=Safety(paused=True))
-    assert plan_cycle(snapshot(NODES, [*article(), PENDING]), paused, PlannerMemory()).evictions == []
+    assert make_plan(snapshot(NODES, [*article(), PENDING]), paused, PlannerMemory()).evictions == []
 
 
 def test_room_is_made_once_per_pod_until_retry_after() -> None:
     memory = PlannerMemory()
     snap = snapshot(NODES, [*article(), PENDING])
-    assert len(plan_cycle(snap, policy(), memory).evictions) == 1
-    assert plan_cycle(snap, policy(), memory).evictions == []  # its evictions are playing out
+    assert len(make_plan(snap, policy(), memory).evictions) == 1
+    assert make_plan(snap, policy(), memory).evictions == []  # its evictions are playing out
     snap.now = NOW + dt.timedelta(minutes=3)
-    assert len(plan_cycle(snap, policy(), memory).evictions) == 1  # still pending after retryAfter: again
+    assert len(make_plan(snap, policy(), memory).evictions) == 1  # still pending after retryAfter: again

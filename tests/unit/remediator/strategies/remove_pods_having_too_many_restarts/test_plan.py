@@ -14,7 +14,7 @@ from remediator.policy.fields import Namespaces
 from remediator.policy.limits import Limits
 from remediator.strategies import STRATEGIES
 from remediator.strategies.remove_pods_having_too_many_restarts.args import RemovePodsHavingTooManyRestartsArgs
-from remediator.strategies.remove_pods_having_too_many_restarts.plan import KIND, NAME, plan
+from remediator.strategies.remove_pods_having_too_many_restarts.plan import KIND, NAME, candidates
 from remediator.strategies.scope import PodScope
 from tests.unit.remediator.strategies.cluster import cycle, evicted, node, pod, snapshot
 
@@ -116,4 +116,4 @@ def test_a_node_holding_the_only_restarting_replicas_of_a_healthy_workload_is_na
 ], ids=lambda v: v if isinstance(v, str) else "")
 def test_no_node_is_named_when_the_workload_itself_is_the_problem(pods: list[PodRecord], why: str) -> None:
     s = snapshot([node("n1"), node("n2")], pods)
-    assert [c for c in plan(s, T(10)) if not hasattr(c, "pod")] == [], why
+    assert [c for c in candidates(s, T(10)) if not hasattr(c, "pod")] == [], why

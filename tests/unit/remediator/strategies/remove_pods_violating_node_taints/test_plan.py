@@ -19,7 +19,7 @@ from remediator.model import (
 from remediator.policy.fields import Namespaces
 from remediator.strategies import STRATEGIES, lookup
 from remediator.strategies.remove_pods_violating_node_taints.args import RemovePodsViolatingNodeTaintsArgs
-from remediator.strategies.remove_pods_violating_node_taints.plan import KIND, NAME, plan
+from remediator.strategies.remove_pods_violating_node_taints.plan import KIND, NAME, candidates, plan
 
 NOW = dt.datetime(2024, 5, 1, 12, 0, 0, tzinfo=dt.UTC)
 OURS = Taint("nodemedic.io/kernel-deadlock", "true", Effect.NO_SCHEDULE)
@@ -50,7 +50,7 @@ def snap(nodes: list[NodeRecord], pods: list[PodRecord]) -> Snapshot:
 def evicted(snapshot: Snapshot, args: RemovePodsViolatingNodeTaintsArgs | None = None, *,
             evict: dict[str, list[Taint]] | None = None,
             planned: dict[str, list[Taint]] | None = None) -> list[str]:
-    out = plan(snapshot, args or RemovePodsViolatingNodeTaintsArgs(), evict_taints=evict or {},
+    out = candidates(snapshot, args or RemovePodsViolatingNodeTaintsArgs(), evict_taints=evict or {},
                planned_taints=planned or {})
     assert all(e.strategy == NAME for e in out)
     return [e.pod.key for e in out]
@@ -68,7 +68,7 @@ def test_an_unknown_strategy_name_is_reported_by_name() -> None:
 
 def test_pods_not_tolerating_our_taint_are_candidates_with_the_taint_as_reason() -> None:
     s = snap([node("n1", OURS)], [pod("b"), pod("a"), pod("tolerant", tolerations=(TOLERATE_OURS,))])
-    out = plan(s, RemovePodsViolatingNodeTaintsArgs(), evict_taints={"n1": [OURS]}, planned_taints={})
+    out = candidates(s, RemovePodsViolatingNodeTaintsArgs(), evict_taints={"n1": [OURS]}, planned_taints={})
     assert [e.pod.name for e in out] == ["a", "b"]
     assert out[0].reason == "untolerated taint nodemedic.io/kernel-deadlock=true:NoSchedule"
 

@@ -1,0 +1,33 @@
+"""Dry-run: what the remediator would do, logged once per action (and counted), never written to the cluster."""
+
+from __future__ import annotations
+
+import logging
+
+from remediator.alerts.metrics import Metrics
+from remediator.model import Plan
+
+
+class DryRunReport:
+    def __init__(self, metrics: Metrics, log: logging.Logger) -> None:
+        self.metrics, self.log = metrics, log
+        self.seen: set[str] = set()
+
+    def report(self, plan: Plan) -> None:
+        doc = plan.to_json()
+        actions: list[tuple[str, dict[str, object]]] = []
+        taints_doc = doc["taints"]
+        assert isinstance(taints_doc, dict)
+        actions += [("taint", a) for a in taints_doc["add"]] + [("untaint", a) for a in taints_doc["remove"]]
+        evictions = doc["evictions"]
+        assert isinstance(evictions, list)
+        actions += [("evict", a) for a in evictions]
+        current: set[str] = set()
+        for kind, action in actions:
+            # The action, not its explanation: a cause says "for 1h0m5s" and changes every cycle.
+            key = f"{kind}:{sorted((k, v) for k, v in action.items() if k not in ('cause', 'reason'))}"
+            current.add(key)
+            if key not in self.seen:
+                self.metrics.dry_run_planned.labels(kind).inc()
+                self.log.info("dry-run: would " + kind, extra={"dry_run": True, "action": action})
+        self.seen = current  # what the plan no longer holds is forgotten (and reported again if it returns)

@@ -1,0 +1,297 @@
+"""One plan's books: what every strategy of the plan sees of the moves the ones before it made.
+
+Room promised on destinations, requests leaving their sources, nodes that must not receive pods, pods already
+decided, PDB disruptions and eviction limits used, and the placement indexes kept current with every planned move.
+The gate (gate.py) is the only writer; strategies read the books through it. Pure: reads the snapshot, writes only
+into the Plan it was given.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import replace
+
+from remediator.model import (
+    TERMINAL_PHASES,
+    NodeRecord,
+    PdbRecord,
+    Plan,
+    PlannedEviction,
+    PodRecord,
+    Protected,
+    Snapshot,
+    Taint,
+)
+from remediator.planning.defaultevictor import protection
+from remediator.planning.limits import LimitState
+from remediator.planning.memory import LOOP_GUARD, PlannerMemory
+from remediator.planning.new_node import who_adds
+from remediator.planning.rails import AUTOSCALER_TAINTS, safety_hold
+from remediator.planning.room import Room, add, add_pod
+from remediator.planning.taints import duration
+from remediator.policy.model import Policy
+from remediator.scheduling.nodefit import CPU, PODS, find_destination, new_node_reason, pod_request_summary
+from remediator.scheduling.offering import Offering
+from remediator.scheduling.podaffinity import PodAffinityIndex
+from remediator.scheduling.selectors import matches_labels
+from remediator.scheduling.topologyspread import SpreadIndex
+from remediator.scheduling.zonespread import ZoneSpread
+
+# node fit's last word on a destination: None, or why not (a strategy's own rule about where a pod may go)
+Accept = Callable[[PodRecord, NodeRecord, Mapping[str, int]], str | None]
+
+
+class Books:
+    def __init__(self, snapshot: Snapshot, policy: Policy, plan: Plan, memory: PlannerMemory, *,
+                 exclude: set[str], planned_taints: dict[str, list[Taint]],
+                 carrying: Mapping[str, Mapping[str, float]],
+                 leaving: Sequence[tuple[PodRecord, str | None]] = ()) -> None:
+        self.snapshot, self.policy, self.plan, self.memory = snapshot, policy, plan, memory
+        self.limits = LimitState(policy.limits, snapshot.now, dict(memory.owner_last_eviction))
+        self.exclude = exclude  # never a destination: nodes tainted, being tainted, drained or held back
+        self.planned_taints = planned_taints
+        # strategy -> the nodes carrying the taint it owns -> the taint's age in seconds (strategy.py's `taint`)
+        self.carrying = carrying
+        self.decided: set[str] = set()  # pod keys already evicted, protected or deferred this plan
+        self.evicting: set[str] = set()  # pod keys planned for eviction this plan
+        self.reserved: dict[str, Room] = {}  # node -> requests (and "pods") promised to pods moving there
+        self.released: dict[str, Room] = {}  # node -> requests of the pods planned to leave it
+        # source node -> room promised on the new node like it that the autoscaler adds (autoscaler.addsNodes)
+        self.new_nodes: dict[str, Room] = {}
+        # pod uid -> the node its planned eviction counted on (None: not asked, nodeFit off), for every eviction
+        # planned this plan: a later strategy counts the pod there, not where it is
+        self.moved_to: dict[str, str | None] = {}
+        self._requested: dict[str, Room] | None = None
+        self._affinity: PodAffinityIndex | None = None
+        self._spread: SpreadIndex | None = None
+        self._zones: ZoneSpread | None = None
+        # Reservations only grow within a plan, so a pod shape that fitted nowhere fits nowhere later either.
+        self._no_fit: dict[tuple[object, ...], str] = {}
+        self.pdb_used: Counter[tuple[str, str]] = Counter()
+        self._pdbs: dict[str, list[PdbRecord]] | None = None  # by namespace
+        self._pdb_match: dict[str, list[PdbRecord]] = {}  # pod uid -> the PDBs selecting it
+        self._room_rank: dict[str, int] | None = None
+        self._all_by_room: tuple[str, ...] | None = None
+        self._offering: Offering | None = None
+        # Evictions of earlier cycles the snapshot does not show yet (planning/leaving.py): booked as this plan's own.
+        self.leaving = tuple(leaving)
+        for pod, destination in self.leaving:
+            self._book_leaving(pod, destination)
+
+    # --- the plan's view of the nodes -------------------------------------------------------------------------
+    @property
+    def requested(self) -> dict[str, Room]:
+        """Requests of each node's non-terminal pods, summed once per plan."""
+        if self._requested is None:
+            self._requested = {name: pod_request_summary(self.snapshot.pods(name)) for name in self.snapshot.nodes}
+        return self._requested
+
+    def usage(self, node: str) -> dict[str, int]:
+        """What the node's pods request once this plan's moves are done."""
+        used = dict(self.requested.get(node) or {PODS: 0})
+        add(used, self.reserved.get(node, {}))
+        add(used, self.released.get(node, {}), -1)
+        return used
+
+    def by_room(self, names: Iterable[str]) -> tuple[str, ...]:
+        """`names` roomiest first (most unrequested cpu at the start of the plan, then by name): the order in which
+        node fit tries destinations, taking the first that fits."""
+        if self._room_rank is None:
+            def free(n: str) -> int:
+                return self.snapshot.nodes[n].allocatable.get(CPU, 0) - self.requested.get(n, {}).get(CPU, 0)
+            self._all_by_room = tuple(sorted(self.snapshot.nodes, key=lambda n: (-free(n), n)))
+            self._room_rank = {n: i for i, n in enumerate(self._all_by_room)}
+        rank = self._room_rank
+        return tuple(sorted((n for n in names if n in rank), key=rank.__getitem__))
+
+    def every_by_room(self) -> tuple[str, ...]:
+        """Every node, roomiest first (`by_room`): where a deschedule strategy's pods may go."""
+        if self._all_by_room is None:
+            self.by_room(())
+        assert self._all_by_room is not None
+        return self._all_by_room
+
+    def receiving(self, node: str) -> bool:
+        """Some pod planned to move this plan counts on room on `node`."""
+        return self.reserved.get(node, {}).get(PODS, 0) > 0
+
+    def hold(self, node: str) -> str | None:
+        """Why a safety rail keeps evictions off `node`, or None."""
+        record = self.snapshot.nodes.get(node)
+        hold = safety_hold(record, self.policy.safety) if record is not None else None
+        return hold.why if hold is not None else None
+
+    def protection(self, pod: PodRecord, *, terminal: bool = False) -> str | None:
+        """Why the DefaultEvictor protects `pod`, or None."""
+        return protection(pod, self.snapshot, self.policy.evictor, terminal=terminal)
+
+    def loop_guard(self, pod: PodRecord) -> str | None:
+        owner = pod.controller
+        if owner is None:
+            return None
+        last = self.memory.moved_off.get((owner.uid, pod.node_name))
+        if last is None or self.snapshot.now - last >= LOOP_GUARD:
+            return None
+        # Only a pod created after that move is a replacement that came back (creationTimestamp has whole
+        # seconds); the owner's other original pods on the node may still move.
+        if pod.created is not None and pod.created >= last.replace(microsecond=0):
+            return (f"loop guard: a pod of {owner.kind}/{owner.name} was moved off {pod.node_name} "
+                    f"{duration(self.snapshot.now - last)} ago and its replacement came back")
+        return None
+
+    # --- PodDisruptionBudgets ---------------------------------------------------------------------------------
+    def pdbs_matching(self, pod: PodRecord) -> list[PdbRecord]:
+        found = self._pdb_match.get(pod.uid)
+        if found is None:
+            if self._pdbs is None:
+                self._pdbs = {}
+                for b in self.snapshot.pdbs:
+                    self._pdbs.setdefault(b.namespace, []).append(b)
+            found = self._pdb_match[pod.uid] = [b for b in self._pdbs.get(pod.namespace, ())
+                                                if b.selector is not None and matches_labels(b.selector, pod.labels)]
+        return found
+
+    def pdb_headroom(self, pod: PodRecord) -> dict[str, int]:
+        """PDB ("namespace/name") -> disruptions it still allows this plan, for each PDB selecting `pod`."""
+        return {f"{b.namespace}/{b.name}": b.disruptions_allowed - self.pdb_used[(b.namespace, b.name)]
+                for b in self.pdbs_matching(pod)}
+
+    def pdb_refusal(self, pod: PodRecord) -> str | None:
+        """A balance move is optional: never plan more of them than a PDB allows now (the taint strategy's
+        evictions are not optional; the evictor retries those through the PDB's 429s)."""
+        for b in self.pdbs_matching(pod):
+            if self.pdb_used[(b.namespace, b.name)] >= b.disruptions_allowed:
+                return f"PodDisruptionBudget {b.namespace}/{b.name} allows {b.disruptions_allowed} disruption(s) now"
+        return None
+
+    # --- recording decisions ----------------------------------------------------------------------------------
+    def decide(self, p: Protected, *, protected: bool) -> None:
+        if p.pod.key in self.decided:
+            return
+        self.decided.add(p.pod.key)
+        (self.plan.protected if protected else self.plan.deferred).append(p)
+
+    def commit(self, c: PlannedEviction, destination: str | None) -> None:
+        self.moved_to[c.pod.uid] = destination
+        c = replace(c, destination=destination)
+        self.decided.add(c.pod.key)
+        self.evicting.add(c.pod.key)
+        self.limits.take(c.pod)
+        for b in self.pdbs_matching(c.pod):
+            self.pdb_used[(b.namespace, b.name)] += 1
+        add_pod(self.released.setdefault(c.pod.node_name, {}), c.pod)
+        self.plan.evictions.append(c)
+
+    def promise(self, pod: PodRecord, node: str) -> None:
+        """Hold room on `node` for `pod`, so no later move of the plan takes it."""
+        add_pod(self.reserved.setdefault(node, {}), pod)
+
+    def _book_leaving(self, pod: PodRecord, destination: str | None) -> None:
+        """An earlier cycle's eviction: the pod is decided, gone from its node and arriving at `destination`, as the
+        cycle that planned it booked it (but not against this plan's limits: it was counted in its own)."""
+        self.decided.add(pod.key)
+        self.evicting.add(pod.key)
+        self.moved_to[pod.uid] = destination
+        if pod.phase in TERMINAL_PHASES:
+            return  # it holds nothing where it is (nodefit.pod_request_summary)
+        add_pod(self.released.setdefault(pod.node_name, {}), pod)
+        if destination is not None and destination != pod.node_name and destination in self.snapshot.nodes:
+            self.promise(pod, destination)
+
+    # --- placement ------------------------------------------------------------------------------------------
+    def indexes(self) -> tuple[PodAffinityIndex, SpreadIndex, ZoneSpread]:
+        if self._affinity is None or self._spread is None or self._zones is None:
+            self._affinity, self._spread = PodAffinityIndex(self.snapshot), SpreadIndex(self.snapshot)
+            self._zones = ZoneSpread(self.snapshot)
+            for pod, destination in self.leaving:  # earlier cycles' moves count where they go, as this plan's do
+                if destination is not None and destination != pod.node_name and destination in self.snapshot.nodes:
+                    self._affinity.add(pod, destination)
+                    self._spread.add(pod, destination)
+                    self._zones.add(pod, destination)
+        return self._affinity, self._spread, self._zones
+
+    def offering(self) -> Offering:
+        if self._offering is None:
+            self._offering = Offering(self.snapshot.nodes)
+        return self._offering
+
+    def find(self, pod: PodRecord, destinations: Collection[str], accept: Accept | None,
+             reserved: Mapping[str, Room]) -> tuple[str | None, str]:
+        """The first of `destinations` that takes `pod` with the plan's books: (node, "") or (None, why none);
+        reserves nothing."""
+        affinity, spread, _ = self.indexes()
+        result = find_destination(pod, self.snapshot, exclude=self.exclude, planned_taints=self.planned_taints,
+                                  reserved=reserved, requested=self.requested, pod_affinity=affinity,
+                                  spread=spread, nodes=destinations, accept=accept, first_fit=True,
+                                  offering=self.offering())
+        return result.node, result.reason
+
+    def place(self, pod: PodRecord, destinations: Collection[str] | None, accept: Accept | None, *,
+              cache: bool, count_leaving: bool = False, leaving: PodRecord | None = None) -> tuple[str | None, str]:
+        """Reserve room for `pod` on a destination: (node, "") or (None, why there is none). `destinations` None:
+        any node (a deschedule candidate); otherwise a balance move, which must not make its workload's zone
+        spread worse. `leaving`: a pod about to be planned off its node as well (the other half of an exchange),
+        whose room counts there."""
+        shape: tuple[object, ...] = ()
+        if cache:
+            # Pod (anti-)affinity and spread make the pod's namespace and labels part of its shape. A later move
+            # could satisfy an affinity term or a skew that failed earlier; the cached refusal errs towards not
+            # evicting.
+            shape = (pod.node_name, pod.tolerations, tuple(sorted(pod.node_selector.items())),
+                     pod.required_node_affinity, tuple(sorted(pod.requests.items())), pod.namespace,
+                     tuple(sorted(pod.labels.items())), pod.required_anti_affinity, pod.required_affinity,
+                     pod.hard_spread)
+            if shape in self._no_fit:
+                return None, self._no_fit[shape]
+        affinity, spread, zones = self.indexes()
+        check = accept
+        if destinations is not None:
+            def check(p: PodRecord, node: NodeRecord, after: Mapping[str, int]) -> str | None:
+                return (zones.worse(p, node) or (spread.soft_worse(p, node) if p.soft_spread else None)
+                        or (accept(p, node, after) if accept is not None else None))
+        if destinations is None:
+            destinations = self.every_by_room()
+        reserved: Mapping[str, Room] = self.reserved
+        if count_leaving:
+            reserved = self._net_reserved(destinations, leaving)
+        node, why = self.find(pod, destinations, check, reserved)
+        if node is None:
+            if cache:
+                self._no_fit[shape] = why
+            return None, why
+        affinity.add(pod, node)
+        spread.add(pod, node)
+        zones.add(pod, node)
+        self.promise(pod, node)
+        return node, ""
+
+    def unplace(self, pod: PodRecord, node: str) -> None:
+        affinity, spread, zones = self.indexes()
+        affinity.remove(pod, node)
+        spread.remove(pod)
+        zones.remove(pod, node)
+        add_pod(self.reserved[node], pod, -1)
+
+    def place_on_new_node(self, pod: PodRecord, source: NodeRecord) -> str | None:
+        """Reserve room for `pod` on the new node like `source` that the autoscaler adds, or say why it would not
+        fit."""
+        drop = {r.taint.key for r in self.policy.rules} | {t.key for t in self.planned_taints.get(source.name, ())}
+        room = self.new_nodes.setdefault(source.name, {})
+        why = new_node_reason(pod, source, self.snapshot, drop_taints=drop | set(AUTOSCALER_TAINTS), held=room)
+        if why is None:
+            add_pod(room, pod)
+        return why
+
+    def who_adds(self, source: NodeRecord) -> tuple[str | None, str]:
+        return who_adds(source, self.policy.autoscaler.adds_nodes, self.snapshot.autoscalers)
+
+    def _net_reserved(self, nodes: Collection[str], leaving: PodRecord | None) -> dict[str, Room]:
+        """Per node, the room promised there less the room pods planned to leave it free (and `leaving`)."""
+        out: dict[str, Room] = {}
+        for node in nodes:
+            room = out[node] = dict(self.reserved.get(node, {}))
+            add(room, self.released.get(node, {}), -1)
+            if leaving is not None and leaving.node_name == node:
+                add_pod(room, leaving, -1)
+        return out

@@ -1,0 +1,60 @@
+"""What the planner remembers between cycles. The controller owns it, records the evictions it starts in it and
+hands it to every plan: evictions under way are planner input (planning/leaving.py), so a plan is final when it
+leaves the planner.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from remediator.model import PodRecord, Snapshot
+from remediator.planning.leaving import Leaving, still_leaving
+
+# A balance strategy does not move a pod off a node when the pod replaced one of its owner's pods that a balance
+# strategy moved off that same node this recently: it came back, so it would again (descheduler's eviction
+# loops, #994, #1695).
+LOOP_GUARD = dt.timedelta(hours=1)
+
+# A strategy's own memory: a key it chooses (a node, a pod uid) -> when it last did something about it.
+Remembered = Mapping[str, dt.datetime]
+
+
+@dataclass
+class PlannerMemory:
+    clear_since: dict[tuple[str, str], dt.datetime] = field(default_factory=dict)
+    owner_last_eviction: dict[str, dt.datetime] = field(default_factory=dict)
+    # (owner uid, node) -> when a balance strategy last moved one of the owner's pods off the node
+    moved_off: dict[tuple[str, str], dt.datetime] = field(default_factory=dict)
+    # strategy name -> what it returned to remember (Wants.remember); each strategy reads only its own
+    strategies: dict[str, Remembered] = field(default_factory=dict)
+    # pod uid -> an eviction started whose pod the caches may still show: booked as moved by every cycle until the
+    # snapshot no longer holds the pod (planning/leaving.py)
+    leaving: dict[str, Leaving] = field(default_factory=dict)
+
+    def record_eviction(self, pod: PodRecord, *, balance: bool, now: dt.datetime,
+                        destination: str | None = None) -> None:
+        self.leaving[pod.uid] = Leaving(pod, destination, now)
+        owner = pod.controller
+        if owner is None:
+            return
+        self.owner_last_eviction[owner.uid] = now
+        if balance:
+            self.moved_off[(owner.uid, pod.node_name)] = now
+
+    def forget_eviction(self, uid: str) -> None:
+        """The eviction was not made (refused, failed, aborted), or is old news: the pod counts where it is again."""
+        self.leaving.pop(uid, None)
+
+    def forget_left(self, snapshot: Snapshot) -> list[tuple[PodRecord, str | None]]:
+        """Forget the evictions whose pods the snapshot no longer holds; the others, to book as moved."""
+        staying = still_leaving(snapshot, self.leaving)
+        held = {pod.uid for pod, _ in staying}
+        for uid in [u for u in self.leaving if u not in held]:
+            del self.leaving[uid]
+        return staying
+
+    def forget_before(self, horizon: dt.datetime) -> None:
+        for key in [k for k, t in self.moved_off.items() if t < horizon]:
+            del self.moved_off[key]
