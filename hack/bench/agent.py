@@ -17,42 +17,41 @@ with 50 permanent conditions `Bench00..Bench49`, so every injection makes a fres
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import platform
 import random
-import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
+from functools import partial
 from pathlib import Path
 
-from kubernetes import client, config, watch
+from kubernetes import client, config
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "hack"))
 
-from kcp import build, controlplane, nodes  # noqa: E402
-from kcp.measure import percentile, wait  # noqa: E402
+from bench.lib import child  # noqa: E402
+from bench.lib.cluster import clean_cluster, unbuilt  # noqa: E402
+from bench.lib.monitor import bench_condition, bench_monitor  # noqa: E402
+from bench.lib.node_conditions import ConditionWatch, has_condition  # noqa: E402
+from bench.lib.process import tree_usage  # noqa: E402
+from bench.lib.report import machine  # noqa: E402
+from bench.lib.stats import percentiles_ms, summarize  # noqa: E402
+from bench.lib.steady_state import sample_steady_state  # noqa: E402
+from kcp import build, nodes  # noqa: E402
+from kcp.measure import wait  # noqa: E402
 from kcp.ports import free_port  # noqa: E402
 
 NODE = "agent-bench"
-TICK = os.sysconf("SC_CLK_TCK")
 
 
-def bench_monitor(n: int) -> dict:
-    """An NPD kmsg monitor with n permanent conditions, each set by its own hung-task line."""
-    return {
-        "plugin": "kmsg", "logPath": "/dev/kmsg", "lookback": "5m", "bufferSize": 10, "source": "bench-monitor",
-        "conditions": [{"type": f"Bench{i:02d}", "reason": f"Bench{i:02d}Fine", "message": "fine"}
-                       for i in range(n)],
-        "rules": [{"type": "permanent", "condition": f"Bench{i:02d}", "reason": "TaskHung",
-                   "pattern": f"task bench{i:02d}:\\d+ blocked for more than \\d+ seconds\\."} for i in range(n)],
-    }
+def hung_task(i: int) -> str:
+    """The pattern of condition i's rule: a hung-task line naming task bench<i>."""
+    return f"task bench{i:02d}:\\d+ blocked for more than \\d+ seconds\\."
 
 
 def host_root(base: Path) -> Path:
@@ -83,67 +82,25 @@ class KmsgWriter:
         return now
 
 
-class NodeWatch:
-    """First time each condition type is seen True on the node (wall clock)."""
-
-    def __init__(self, core: client.CoreV1Api) -> None:
-        self.core, self.true_seen = core, {}
-        threading.Thread(target=self._run, daemon=True).start()
-
-    def _run(self) -> None:
-        with contextlib.suppress(Exception):  # ends when the cluster is torn down
-            for ev in watch.Watch().stream(self.core.list_node, field_selector=f"metadata.name={NODE}",
-                                           _request_timeout=3600):
-                seen = time.time()
-                for c in ev["object"].status.conditions or []:
-                    if c.status == "True":
-                        self.true_seen.setdefault(c.type, seen)
-
-
-def tree_usage(pid: int) -> tuple[int, int]:
-    """(RSS bytes, CPU ticks) of pid and its descendants (plugins run as children)."""
-    rss = ticks = 0
-    children: dict[int, list[int]] = {}
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                children.setdefault(ppid, []).append(int(d.name))
-    todo = [pid]
-    while todo:
-        p = todo.pop()
-        todo += children.get(p, [])
-        with contextlib.suppress(OSError, IndexError, ValueError):
-            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-            ticks += int(fields[11]) + int(fields[12])  # utime, stime
-            status = Path(f"/proc/{p}/status").read_text()
-            rss += int(next(x for x in status.splitlines() if x.startswith("VmRSS:")).split()[1]) * 1024
-    return rss, ticks
-
-
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--samples", type=int, default=50, help="kernel line injections (default 50)")
     ap.add_argument("--warmup", type=float, default=20.0, help="seconds before steady-state sampling")
     ap.add_argument("--window", type=float, default=60.0, help="steady-state sampling window, seconds")
     args = ap.parse_args()
-    if build.missing(build.BINARIES):
-        print(f"not built: {build.missing(build.BINARIES)}; run `make build`", file=sys.stderr)
+    if unbuilt(build.BINARIES):
         return 2
-    cluster = controlplane.Cluster.named("bench-agent")
-    if cluster.load() and cluster.running():
-        cluster.down()
+    cluster = clean_cluster("bench-agent")
     cluster.up(1)
     tmp = Path(tempfile.mkdtemp(prefix="nodemedic-bench-agent-"))
     proc = None
     try:
         api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
         core = client.CoreV1Api(api)
-        core.create_node(nodes.node_manifest(NODE, nodes.ZONES[0]))
+        cluster.api().post("/api/v1/nodes", nodes.node_manifest(NODE, nodes.ZONES[0]))  # kcp's client: dict bodies
         root = host_root(tmp)
-        (tmp / "bench-monitor.json").write_text(json.dumps(bench_monitor(args.samples)))
+        monitor = bench_monitor(args.samples, pattern=hung_task, reason="TaskHung", lookback="5m")
+        (tmp / "bench-monitor.json").write_text(json.dumps(monitor))
         kernel = ROOT / "agent" / "defaults" / "kernel-monitor.json"
         (tmp / "agent.yaml").write_text(
             "apiVersion: nodemedic.io/v1alpha1\nkind: AgentConfig\n"
@@ -155,28 +112,20 @@ def main() -> int:
              "--config", str(tmp / "agent.yaml"), "--host-root", str(root), "--state-dir", str(tmp / "state"),
              "--listen", f"127.0.0.1:{port}"],
             stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
-        nw = NodeWatch(core)
-        wait(lambda: "Bench00" in {c.type for c in core.read_node_status(NODE).status.conditions or []}, 60,
-             "the agent's first status write")
+        watched = ConditionWatch(core)
+        wait(partial(has_condition, core, NODE, bench_condition(0)), 60, "the agent's first status write")
 
         # 1. steady state
         time.sleep(args.warmup)  # startup (imports, first run of every check) is not steady state
-        rss_samples = []
-        _, ticks0 = tree_usage(proc.pid)
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < args.window:
-            rss_samples.append(tree_usage(proc.pid)[0])
-            time.sleep(1.0)
-        _, ticks1 = tree_usage(proc.pid)
-        cpu = (ticks1 - ticks0) / TICK / (time.monotonic() - t0) * 100
+        steady = sample_steady_state({NODE: proc.pid}, args.window)[NODE]
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as r:
             health = r.read().decode().strip()
-        mib = [r / 2**20 for r in rss_samples]
-        print(f"steady state, every default check on: RSS mean {statistics.mean(mib):.1f} MiB, "
-              f"max {max(mib):.1f} MiB; CPU {cpu:.2f} % of one core over {args.window:.0f}s "
-              f"(targets ≤ 40 MiB, ≤ 1 %); /healthz: {health}", flush=True)
+        print(f"steady state, every default check on: RSS mean {steady.rss_mean_mib:.1f} MiB, "
+              f"max {steady.rss_max_mib:.1f} MiB; CPU {steady.tick_cpu_percent:.2f} % of one core over "
+              f"{args.window:.0f}s (targets ≤ 40 MiB, ≤ 1 %); /healthz: {health}", flush=True)
+        status = core.read_node_status(NODE).status
         print("conditions on the node: " + ", ".join(
-            f"{c.type}={c.status}" for c in core.read_node_status(NODE).status.conditions
+            f"{c.type}={c.status}" for c in (status.conditions if status else None) or []
             if not c.type.startswith("Bench")), flush=True)
 
         # 2. kernel line -> condition visible through the API server
@@ -187,24 +136,21 @@ def main() -> int:
             # reaching the API server, not a node gaining a new condition twice a second.
             time.sleep(random.uniform(1.0, 2.0))
             t = writer.write(f"INFO: task bench{i:02d}:{4000 + i} blocked for more than 120 seconds.")
-            seen = wait(lambda i=i: nw.true_seen.get(f"Bench{i:02d}"), 30, f"Bench{i:02d}=True")
+            condition = bench_condition(i)
+            seen = wait(partial(watched.first_true, NODE, condition), 30, f"{condition}=True")
             latencies.append(seen - t)
-            print(f"injection {i:2d}: kernel line → Bench{i:02d}=True seen by a watch in "
+            print(f"injection {i:2d}: kernel line → {condition}=True seen by a watch in "
                   f"{latencies[-1] * 1000:6.1f} ms", flush=True)
-        print(f"kernel line → condition through the API: p50 {statistics.median(latencies) * 1000:.0f} ms, "
-              f"p95 {percentile(latencies, 0.95) * 1000:.0f} ms, max {max(latencies) * 1000:.0f} ms over "
+        print(f"kernel line → condition through the API: {percentiles_ms(summarize(latencies))} over "
               f"{len(latencies)} injections (target p95 ≤ 1 s)")
-        rss, _ = tree_usage(proc.pid)
-        print(f"RSS after the injections: {rss / 2**20:.1f} MiB")
-        print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, {platform.processor() or platform.node()}, "
-              f"Python {platform.python_version()}")
+        print(f"RSS after the injections: {tree_usage(proc.pid).rss / 2**20:.1f} MiB")
+        print(f"machine: {machine(platform.processor() or platform.node())}")
         if proc.poll() is not None:
             print(f"the agent exited ({proc.returncode}); log: {tmp / 'agent.log'}", file=sys.stderr)
             return 1
     finally:
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            proc.wait(15)
+        if proc is not None:
+            child.stop(proc)
         cluster.down()
     return 0
 

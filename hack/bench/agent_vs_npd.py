@@ -24,32 +24,37 @@ Prints both programs' numbers and the three ratios agent / NPD (targets: RSS ≤
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import platform
 import random
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+from functools import partial
 from pathlib import Path
 
-from kubernetes import client, config, watch
+from kubernetes import client, config
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "hack"))
 
-from kcp import build, controlplane, nodes, paths  # noqa: E402
-from kcp.measure import percentile, wait  # noqa: E402
+from bench.lib import child  # noqa: E402
+from bench.lib.cluster import clean_cluster, unbuilt  # noqa: E402
+from bench.lib.comparison import format_ratio, ratio  # noqa: E402
+from bench.lib.monitor import bench_condition, bench_monitor  # noqa: E402
+from bench.lib.node_conditions import ConditionWatch, has_condition  # noqa: E402
+from bench.lib.report import machine  # noqa: E402
+from bench.lib.stats import percentiles_ms, summarize  # noqa: E402
+from bench.lib.steady_state import sample_steady_state  # noqa: E402
+from kcp import build, nodes, paths  # noqa: E402
+from kcp.measure import wait  # noqa: E402
 
 NPD_VERSION = "v1.36.0"
 NPD_MODULE = "k8s.io/node-problem-detector"
 AGENT_NODE, NPD_NODE = "agent-bench", "npd-bench"
-TICK = os.sysconf("SC_CLK_TCK")
+AGENT, NPD = "nodemedic-agent", "node-problem-detector"
 LINE = "nodemedic-bench: probe {i:02d} stalled"
 
 
@@ -82,57 +87,9 @@ def build_npd() -> Path:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def bench_monitor(n: int) -> dict:
-    return {
-        "plugin": "kmsg", "logPath": "/dev/kmsg", "lookback": "0", "bufferSize": 10, "source": "bench-monitor",
-        "conditions": [{"type": f"Bench{i:02d}", "reason": f"Bench{i:02d}Fine", "message": "fine"} for i in range(n)],
-        "rules": [{"type": "permanent", "condition": f"Bench{i:02d}", "reason": "Probe",
-                   "pattern": LINE.format(i=i).replace(".", "\\.")} for i in range(n)],
-    }
-
-
-class NodeWatch:
-    """First time each condition type is seen True on each node (wall clock)."""
-
-    def __init__(self, core: client.CoreV1Api) -> None:
-        self.core = core
-        self.true_seen: dict[tuple[str, str], float] = {}
-        threading.Thread(target=self._run, daemon=True).start()
-
-    def _run(self) -> None:
-        with contextlib.suppress(Exception):  # ends when the cluster is torn down
-            for ev in watch.Watch().stream(self.core.list_node, _request_timeout=3600):
-                seen = time.time()
-                node = ev["object"].metadata.name
-                for c in ev["object"].status.conditions or []:
-                    if c.status == "True":
-                        self.true_seen.setdefault((node, c.type), seen)
-
-
-def tree_usage(pid: int) -> tuple[int, int, int]:
-    """(RSS bytes, CPU clock ticks, CPU nanoseconds) of pid and its descendants. Ticks (utime + stime) include
-    threads that have exited but come in 10 ms steps, a coarse unit for a process that uses a few ticks a minute;
-    the scheduler's own runtime per thread (`task/*/schedstat`) is exact but only counts threads still alive."""
-    rss = ticks = nanos = 0
-    children: dict[int, list[int]] = {}
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                children.setdefault(ppid, []).append(int(d.name))
-    todo = [pid]
-    while todo:
-        p = todo.pop()
-        todo += children.get(p, [])
-        with contextlib.suppress(OSError, IndexError, ValueError):
-            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-            ticks += int(fields[11]) + int(fields[12])
-            status = Path(f"/proc/{p}/status").read_text()
-            rss += int(next(x for x in status.splitlines() if x.startswith("VmRSS:")).split()[1]) * 1024
-            for task in Path(f"/proc/{p}/task").iterdir():
-                with contextlib.suppress(OSError, IndexError, ValueError):
-                    nanos += int((task / "schedstat").read_text().split()[0])
-    return rss, ticks, nanos
+def probe(i: int) -> str:
+    """The pattern of condition i's rule: the line `LINE` names, matched literally."""
+    return LINE.format(i=i).replace(".", "\\.")
 
 
 def kmsg(message: str) -> float:
@@ -152,8 +109,7 @@ def main() -> int:
     ap.add_argument("--warmup", type=float, default=20.0, help="seconds before steady-state sampling")
     ap.add_argument("--window", type=float, default=60.0, help="steady-state sampling window, seconds")
     args = ap.parse_args()
-    if build.missing(build.BINARIES):
-        print(f"not built: {build.missing(build.BINARIES)}; run `make build`", file=sys.stderr)
+    if unbuilt(build.BINARIES):
         return 2
     if not os.access("/dev/kmsg", os.W_OK):
         print("writing test lines to /dev/kmsg needs root", file=sys.stderr)
@@ -161,39 +117,41 @@ def main() -> int:
     t_build = time.monotonic()
     npd = build_npd()
     print(f"node-problem-detector {NPD_VERSION}: {npd} ({time.monotonic() - t_build:.0f} s to build or find)")
-    cluster = controlplane.Cluster.named("bench-agent-npd")
-    if cluster.load() and cluster.running():
-        cluster.down()
+    cluster = clean_cluster("bench-agent-npd")
     cluster.up(1)
     tmp = Path(tempfile.mkdtemp(prefix="nodemedic-bench-npd-"))
     procs: dict[str, subprocess.Popen[bytes]] = {}
     try:
         api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
         core = client.CoreV1Api(api)
-        for name in (AGENT_NODE, NPD_NODE):
-            core.create_node(nodes.node_manifest(name, nodes.ZONES[0]))
-        (tmp / "bench-monitor.json").write_text(json.dumps(bench_monitor(args.samples)))
+        for name in (AGENT_NODE, NPD_NODE):  # created with kcp's client, whose bodies are the manifests as dicts
+            cluster.api().post("/api/v1/nodes", nodes.node_manifest(name, nodes.ZONES[0]))
+        monitor = bench_monitor(args.samples, pattern=probe, reason="Probe", lookback="0")
+        (tmp / "bench-monitor.json").write_text(json.dumps(monitor))
         kernel = ROOT / "agent" / "defaults" / "kernel-monitor.json"
         gpu = ROOT / "agent" / "defaults" / "gpu-monitor.json"
         (tmp / "agent.yaml").write_text("apiVersion: nodemedic.io/v1alpha1\nkind: AgentConfig\n"
                                         f"systemLogMonitors: [{kernel}, {gpu}, {tmp / 'bench-monitor.json'}]\n")
         with open(tmp / "agent.log", "wb") as log:
-            procs["nodemedic-agent"] = subprocess.Popen(
+            procs[AGENT] = subprocess.Popen(
                 [sys.executable, "-m", "agent", "run", "--node-name", AGENT_NODE, "--kubeconfig",
                  str(cluster.kubeconfig), "--config", str(tmp / "agent.yaml"), "--host-root", "/",
                  "--state-dir", str(tmp / "state"), "--listen", ""],
                 stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
         with open(tmp / "npd.log", "wb") as log:
-            procs["node-problem-detector"] = subprocess.Popen(
+            procs[NPD] = subprocess.Popen(
                 [str(npd), f"--hostname-override={NPD_NODE}",
                  f"--apiserver-override={api.configuration.host}?inClusterConfig=false&auth={cluster.kubeconfig}",
                  f"--config.system-log-monitor={kernel},{tmp / 'bench-monitor.json'}",
                  "--port=0", "--prometheus-port=0", "--logtostderr"],
                 stdout=log, stderr=subprocess.STDOUT)
-        nw = NodeWatch(core)
+        watched = ConditionWatch(core)
+
+        def written_or_exited(node: str) -> bool:
+            return has_condition(core, node, bench_condition(0)) or any(p.poll() is not None for p in procs.values())
+
         for node in (AGENT_NODE, NPD_NODE):
-            wait(lambda n=node: "Bench00" in {c.type for c in core.read_node_status(n).status.conditions or []}
-                 or any(p.poll() is not None for p in procs.values()), 90, f"the first status write of {node}")
+            wait(partial(written_or_exited, node), 90, f"the first status write of {node}")
         for name, p in procs.items():
             if p.poll() is not None:
                 print(f"{name} exited ({p.returncode}); logs in {tmp}", file=sys.stderr)
@@ -201,22 +159,11 @@ def main() -> int:
 
         # 1. steady state, both at once
         time.sleep(args.warmup)
-        rss: dict[str, list[int]] = {name: [] for name in procs}
-        start = {name: tree_usage(p.pid) for name, p in procs.items()}
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < args.window:
-            for name, p in procs.items():
-                rss[name].append(tree_usage(p.pid)[0])
-            time.sleep(1.0)
-        elapsed = time.monotonic() - t0
-        end = {name: tree_usage(p.pid) for name, p in procs.items()}
-        ticks = {name: end[name][1] - start[name][1] for name in procs}
-        cpu = {name: (end[name][2] - start[name][2]) / 1e9 / elapsed * 100 for name in procs}
-        mean_rss = {name: statistics.mean(v) / 2**20 for name, v in rss.items()}
-        for name in procs:
-            print(f"{name:<22} steady state: RSS mean {mean_rss[name]:.1f} MiB (max {max(rss[name]) / 2**20:.1f}), "
-                  f"CPU {cpu[name]:.4f} % of one core over {elapsed:.0f} s ({ticks[name]} clock ticks: "
-                  f"{ticks[name] / TICK / elapsed * 100:.3f} %)", flush=True)
+        steady = sample_steady_state({name: p.pid for name, p in procs.items()}, args.window)
+        for name, s in steady.items():
+            print(f"{name:<22} steady state: RSS mean {s.rss_mean_mib:.1f} MiB (max {s.rss_max_mib:.1f}), "
+                  f"CPU {s.cpu_percent:.4f} % of one core over {s.seconds:.0f} s ({s.cpu_ticks} clock ticks: "
+                  f"{s.tick_cpu_percent:.3f} %)", flush=True)
 
         # 2. one kernel line -> a condition on each node
         latency: dict[str, list[float]] = {AGENT_NODE: [], NPD_NODE: []}
@@ -225,29 +172,24 @@ def main() -> int:
             # one line reaching the API server, not a node gaining a new condition twice a second.
             time.sleep(random.uniform(1.0, 2.0))
             t = kmsg(LINE.format(i=i))
+            condition = bench_condition(i)
             for node, samples in latency.items():
-                seen = wait(lambda n=node, i=i: nw.true_seen.get((n, f"Bench{i:02d}")), 30, f"Bench{i:02d} on {node}")
+                seen = wait(partial(watched.first_true, node, condition), 30, f"{condition} on {node}")
                 samples.append(seen - t)
             print(f"line {i:2d}: agent {latency[AGENT_NODE][-1] * 1000:6.0f} ms, "
                   f"NPD {latency[NPD_NODE][-1] * 1000:6.0f} ms", flush=True)
-        p95 = {node: percentile(v, 0.95) for node, v in latency.items()}
-        for node, v in latency.items():
-            print(f"{node}: kernel line → condition seen by a watch: p50 {statistics.median(v) * 1000:.0f} ms, "
-                  f"p95 {p95[node] * 1000:.0f} ms, max {max(v) * 1000:.0f} ms ({len(v)} lines)")
-        a, n = "nodemedic-agent", "node-problem-detector"
-        print(f"ratios agent / NPD: RSS {mean_rss[a] / mean_rss[n]:.2f} (target ≤ 1), "
-              f"CPU {cpu[a] / cpu[n] if cpu[n] else float('inf'):.2f} (target ≤ 2), "
-              f"p95 latency {p95[AGENT_NODE] / p95[NPD_NODE]:.2f} (agent p95 target ≤ 250 ms)")
-        print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
+        summaries = {node: summarize(v) for node, v in latency.items()}
+        for node, summary in summaries.items():
+            print(f"{node}: kernel line → condition seen by a watch: {percentiles_ms(summary)} ({summary.count} lines)")
+        a, n = steady[AGENT], steady[NPD]
+        p95 = ratio(summaries[AGENT_NODE].p95, summaries[NPD_NODE].p95)
+        print(f"ratios agent / NPD: RSS {format_ratio(ratio(a.rss_mean_mib, n.rss_mean_mib))} (target ≤ 1), "
+              f"CPU {format_ratio(ratio(a.cpu_percent, n.cpu_percent), undefined='inf')} (target ≤ 2), "
+              f"p95 latency {format_ratio(p95)} (agent p95 target ≤ 250 ms)")
+        print(f"machine: {machine()}")
     finally:
         for p in procs.values():
-            if p.poll() is None:
-                p.terminate()
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    p.wait(15)
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+            child.stop(p)
         cluster.down()
     return 0
 

@@ -47,7 +47,6 @@ import json
 import os
 import platform
 import shutil
-import statistics
 import subprocess
 import sys
 import tarfile
@@ -55,6 +54,7 @@ import tempfile
 import time
 import urllib.request
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import yaml
@@ -63,8 +63,12 @@ from kubernetes import client, config
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "hack"))
 
-from agent_vs_npd import NPD_MODULE, NPD_VERSION, build_npd  # noqa: E402
-
+from bench.agent_vs_npd import AGENT, NPD, NPD_MODULE, NPD_VERSION, build_npd  # noqa: E402
+from bench.lib.cluster import unbuilt  # noqa: E402
+from bench.lib.comparison import Comparison, format_ratio  # noqa: E402
+from bench.lib.report import note  # noqa: E402
+from bench.lib.stats import summarize  # noqa: E402
+from bench.lib.table import Column, table  # noqa: E402
 from kcp import audit, build, controlplane, image, paths, realnode  # noqa: E402
 from kcp.measure import wait  # noqa: E402
 from kcp.steps import log, run  # noqa: E402
@@ -77,13 +81,8 @@ NPD_NAMESPACE = "kube-system"  # upstream's manifests name it
 NPD_REPOSITORY = "localhost/node-problem-detector"
 NPD_MANIFESTS = ("rbac.yaml", "node-problem-detector-config.yaml", "node-problem-detector.yaml")
 MONITOR_FLAG = "--config.system-log-monitor="
-AGENT, NPD = "nodemedic-agent", "node-problem-detector"
+AGENT_PODS, NPD_PODS = "app.kubernetes.io/component=agent", "app=node-problem-detector"  # label selectors
 MIB = 2**20
-
-
-def note(msg: str) -> None:
-    print(f"[bench] {msg}", file=sys.stderr, flush=True)
-
 
 # node-problem-detector's Dockerfile, final stage, on our base (the module docstring says how it differs).
 ENTRYPOINT = ["/node-problem-detector",
@@ -210,14 +209,47 @@ def npd_daemonset(source: Path, reference: str, out: Path) -> tuple[Path, list[s
     return out, kept, dropped
 
 
-def pod_on_real_node(core: client.CoreV1Api, namespace: str, selector: str) -> client.V1Pod | None:
-    return next((p for p in core.list_namespaced_pod(namespace, label_selector=selector).items
-                 if p.spec.node_name == realnode.NAME and p.metadata.deletion_timestamp is None), None)
+@dataclass(frozen=True)
+class PodSeen:
+    """What the benchmark reads of a measured pod, taken from the API's V1Pod (where every field may be absent)."""
+
+    name: str
+    uid: str
+    ready: bool  # Running, every container ready
+    restarts: int
+    container_id: str  # the first container's, without the runtime's prefix ("" before it starts)
+    resources: str  # the first container's requests and limits, as printed
 
 
-def running(pod: client.V1Pod | None) -> client.V1Pod | None:
-    ok = pod is not None and pod.status.phase == "Running" and all(c.ready for c in pod.status.container_statuses or [])
-    return pod if ok else None
+def seen(pod: client.V1Pod) -> PodSeen:
+    meta, status, spec = pod.metadata or client.V1ObjectMeta(), pod.status or client.V1PodStatus(), pod.spec
+    containers = status.container_statuses or []
+    r = (spec.containers[0].resources if spec else None) or client.V1ResourceRequirements()
+    return PodSeen(name=meta.name or "", uid=meta.uid or "",
+                   ready=status.phase == "Running" and all(c.ready for c in containers),
+                   restarts=sum(c.restart_count for c in containers),
+                   container_id=(containers[0].container_id or "").split("://", 1)[-1] if containers else "",
+                   resources=f"requests {r.requests or {}}, limits {r.limits or {}}")
+
+
+def pod_on_real_node(core: client.CoreV1Api, namespace: str, selector: str) -> PodSeen | None:
+    return next((seen(p) for p in core.list_namespaced_pod(namespace, label_selector=selector).items
+                 if p.spec and p.spec.node_name == realnode.NAME and p.metadata
+                 and p.metadata.deletion_timestamp is None), None)
+
+
+def both_running(core: client.CoreV1Api) -> tuple[PodSeen, PodSeen] | None:
+    """The agent's pod and NPD's on the real node, once both run and are ready."""
+    a = pod_on_real_node(core, NAMESPACE, AGENT_PODS)
+    n = pod_on_real_node(core, NPD_NAMESPACE, NPD_PODS)
+    return (a, n) if a and a.ready and n and n.ready else None
+
+
+def scheduled(core: client.CoreV1Api, selector: str) -> list[str] | None:
+    """The nodes the pods of `selector` in NAMESPACE are bound to, once every one is bound."""
+    pods = core.list_namespaced_pod(NAMESPACE, label_selector=selector).items
+    bound = [p.spec.node_name for p in pods if p.spec and p.spec.node_name]
+    return bound if pods and len(bound) == len(pods) else None
 
 
 def cordon(core: client.CoreV1Api, node: str, on: bool) -> None:
@@ -225,12 +257,11 @@ def cordon(core: client.CoreV1Api, node: str, on: bool) -> None:
 
 
 # --- the measurement ------------------------------------------------------------------------------------------------
-def container_cgroup(pod: client.V1Pod, controller: str) -> Path:
+def container_cgroup(pod: PodSeen, controller: str) -> Path:
     """The cgroup (cgroup v1, cgroupfs driver) of the pod's container on the real node."""
-    container_id = pod.status.container_statuses[0].container_id.split("://", 1)[1]
-    found = list(Path("/sys/fs/cgroup", controller, "kubepods").glob(f"**/pod{pod.metadata.uid}/{container_id}"))
+    found = list(Path("/sys/fs/cgroup", controller, "kubepods").glob(f"**/pod{pod.uid}/{pod.container_id}"))
     if len(found) != 1:
-        raise RuntimeError(f"no single {controller} cgroup for {pod.metadata.name}'s container: {found}")
+        raise RuntimeError(f"no single {controller} cgroup for {pod.name}'s container: {found}")
     return found[0]
 
 
@@ -242,7 +273,7 @@ def cpu_stat(cgroup: Path) -> dict[str, int]:
 class Measured:
     """One measured container: its cgroups, the memory samples, and its CPU counters at the window's start."""
 
-    pod: client.V1Pod
+    pod: PodSeen
     memory: Path = field(init=False)
     cpuacct: Path = field(init=False)
     cpu: Path = field(init=False)
@@ -279,22 +310,21 @@ def agent_check_runs(port: int) -> dict[str, float]:
             for line in text.splitlines() if line.startswith(prefix)}
 
 
-def resources(pod: client.V1Pod) -> str:
-    r = pod.spec.containers[0].resources
-    return f"requests {r.requests or {}}, limits {r.limits or {}}"
-
-
 def loadavg() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-def table(rows: list[tuple[str, float, float, str]]) -> None:
-    """One row per quantity: label, the agent's value, NPD's, and the unit ("" for counts); no ratio with a 0."""
-    print(f"{'':<48}{AGENT:>18}{NPD:>24}{'agent / NPD':>14}")
-    digits = {"": 0, "%": 3, "MiB": 1, "ms": 0}
-    for label, a, n, unit in rows:
-        cells = [f"{v:.{digits[unit]}f} {unit}".rstrip() for v in (a, n)]
-        print(f"{label:<48}{cells[0]:>18}{cells[1]:>24}{f'{a / n:.2f}' if a and n else '-':>14}")
+UNIT_DIGITS = {"": 0, "%": 3, "MiB": 1, "ms": 0}
+
+
+def comparison_table(rows: list[Comparison]) -> list[str]:
+    """One line per quantity: the agent's value, NPD's, and their ratio; no ratio with a 0 on either side."""
+    def cell(value: float, unit: str) -> str:
+        return f"{value:.{UNIT_DIGITS[unit]}f} {unit}".rstrip()
+
+    columns = (Column("", "<", 48), Column(AGENT, ">", 18), Column(NPD, ">", 24), Column("agent / NPD", ">", 14))
+    return table(columns, [(c.label, cell(c.ours, c.unit), cell(c.theirs, c.unit),
+                            format_ratio(c.ratio if c.ours else None, undefined="-")) for c in rows])
 
 
 def measure(cluster: controlplane.Cluster, args: argparse.Namespace, agent_image: str, npd_image: Path,
@@ -316,22 +346,19 @@ def measure(cluster: controlplane.Cluster, args: argparse.Namespace, agent_image
         deployment = source / "deployment"
         tool(cluster, "kubectl", "apply", "-f", str(deployment / NPD_MANIFESTS[0]), "-f",
              str(deployment / NPD_MANIFESTS[1]), "-f", str(daemonset))
-    remediators = wait(lambda: (r := core.list_namespaced_pod(
-        NAMESPACE, label_selector="app.kubernetes.io/component=remediator").items) and all(
-        p.spec.node_name for p in r) and r, 120, "the remediator's pods scheduled", poll=1.0)
+    remediators = wait(partial(scheduled, core, "app.kubernetes.io/component=remediator"), 120,
+                       "the remediator's pods scheduled", poll=1.0)
     try:
-        found = wait(lambda: (a := running(pod_on_real_node(core, NAMESPACE, "app.kubernetes.io/component=agent")))
-                     and (n := running(pod_on_real_node(core, NPD_NAMESPACE, "app=node-problem-detector")))
-                     and (a, n), 180, f"both pods Running and ready on {realnode.NAME}", poll=1.0)
+        found = wait(partial(both_running, core), 180, f"both pods Running and ready on {realnode.NAME}", poll=1.0)
     except TimeoutError:
         print(tool(cluster, "kubectl", "get", "pods", "-A", "-o", "wide"), file=sys.stderr)
         raise
     finally:
         cordon(core, realnode.NAME, False)
     pods = {AGENT: Measured(found[0]), NPD: Measured(found[1])}
-    print(f"on {realnode.NAME}: {found[0].metadata.name} and {found[1].metadata.name} Running "
+    print(f"on {realnode.NAME}: {found[0].name} and {found[1].name} Running "
           f"{time.monotonic() - t0:.0f}s after the image import; remediator pods on "
-          f"{sorted({p.spec.node_name for p in remediators})}; warm-up {args.warmup:.0f}s", flush=True)
+          f"{sorted(set(remediators))}; warm-up {args.warmup:.0f}s", flush=True)
     time.sleep(args.warmup)
 
     port = int(yaml.safe_load((CHART / "values.yaml").read_text())["agent"]["port"])
@@ -349,12 +376,9 @@ def measure(cluster: controlplane.Cluster, args: argparse.Namespace, agent_image
     end = {name: p.cpu_now() for name, p in pods.items()}
     requests, _ = audit.read(cluster.audit_log, offset)
     runs = {k: v - runs_before.get(k, 0) for k, v in agent_check_runs(port).items()}
-    after = {AGENT: pod_on_real_node(core, NAMESPACE, "app.kubernetes.io/component=agent"),
-             NPD: pod_on_real_node(core, NPD_NAMESPACE, "app=node-problem-detector")}
-    restarts = {name: sum(c.restart_count for c in (pod.status.container_statuses if pod else [])) for name, pod in
-                after.items()}
-    if any(after[name] is None or after[name].metadata.uid != p.pod.metadata.uid or restarts[name]
-           for name, p in pods.items()):
+    after = {AGENT: pod_on_real_node(core, NAMESPACE, AGENT_PODS), NPD: pod_on_real_node(core, NPD_NAMESPACE, NPD_PODS)}
+    restarts = {name: pod.restarts if pod else 0 for name, pod in after.items()}
+    if any(pod is None or pod.uid != pods[name].pod.uid or pod.restarts for name, pod in after.items()):
         print(f"a measured pod was replaced or restarted during the window: restarts {restarts}", file=sys.stderr)
         return 1
 
@@ -365,24 +389,28 @@ def measure(cluster: controlplane.Cluster, args: argparse.Namespace, agent_image
     a, n = pods[AGENT], pods[NPD]
     print(f"\nsteady state on {realnode.NAME}, {elapsed:.0f}s window after a {args.warmup:.0f}s warm-up, "
           f"{len(a.rss)} samples of each container's cgroup (cgroup v1):")
-    table([
-        ("RSS (memory.stat total_rss), mean", statistics.mean(a.rss) / MIB, statistics.mean(n.rss) / MIB, "MiB"),
-        ("RSS (memory.stat total_rss), max", max(a.rss) / MIB, max(n.rss) / MIB, "MiB"),
-        ("memory.usage_in_bytes, mean", statistics.mean(a.usage) / MIB, statistics.mean(n.usage) / MIB, "MiB"),
-        ("memory.usage_in_bytes, max", max(a.usage) / MIB, max(n.usage) / MIB, "MiB"),
-        ("memory.max_usage_in_bytes (peak since start)", a.peak() / MIB, n.peak() / MIB, "MiB"),
-        ("CPU, % of one core (cpuacct.usage delta)", cpu[AGENT], cpu[NPD], "%"),
-        ("CPU time in the window (cpuacct.usage delta)", cpu[AGENT] * elapsed * 10, cpu[NPD] * elapsed * 10, "ms"),
-        ("CFS periods throttled (cpu.stat)", throttled[AGENT], throttled[NPD], ""),
-        ("CFS periods with a quota (cpu.stat nr_periods)", periods[AGENT], periods[NPD], ""),
-        ("API requests in the window (audit log)", calls[AGENT], calls[NPD], ""),
-    ])
-    print(f"\nresources: {AGENT} {resources(a.pod)}; {NPD} {resources(n.pod)} (both as shipped)")
+    rss = {name: summarize(p.rss) for name, p in pods.items()}
+    usage = {name: summarize(p.usage) for name, p in pods.items()}
+    for line in comparison_table([
+        Comparison("RSS (memory.stat total_rss), mean", rss[AGENT].mean / MIB, rss[NPD].mean / MIB, "MiB"),
+        Comparison("RSS (memory.stat total_rss), max", rss[AGENT].maximum / MIB, rss[NPD].maximum / MIB, "MiB"),
+        Comparison("memory.usage_in_bytes, mean", usage[AGENT].mean / MIB, usage[NPD].mean / MIB, "MiB"),
+        Comparison("memory.usage_in_bytes, max", usage[AGENT].maximum / MIB, usage[NPD].maximum / MIB, "MiB"),
+        Comparison("memory.max_usage_in_bytes (peak since start)", a.peak() / MIB, n.peak() / MIB, "MiB"),
+        Comparison("CPU, % of one core (cpuacct.usage delta)", cpu[AGENT], cpu[NPD], "%"),
+        Comparison("CPU time in the window (cpuacct.usage delta)", cpu[AGENT] * elapsed * 10, cpu[NPD] * elapsed * 10,
+                   "ms"),
+        Comparison("CFS periods throttled (cpu.stat)", throttled[AGENT], throttled[NPD], ""),
+        Comparison("CFS periods with a quota (cpu.stat nr_periods)", periods[AGENT], periods[NPD], ""),
+        Comparison("API requests in the window (audit log)", calls[AGENT], calls[NPD], ""),
+    ]):
+        print(line)
+    print(f"\nresources: {AGENT} {a.pod.resources}; {NPD} {n.pod.resources} (both as shipped)")
     print(f"{AGENT}: image {agent_image}, the chart {CHART.relative_to(ROOT)} as it ships, the shipped agent "
           "config (every built-in check at its defaults, the shipped kernel and GPU log monitors); check runs in "
           "the window: " + ", ".join(f"{k} {v:.0f}" for k, v in sorted(runs.items())))
     started = [line.split("]", 1)[-1].strip() for line in tool(
-        cluster, "kubectl", "logs", "-n", NPD_NAMESPACE, n.pod.metadata.name).splitlines()
+        cluster, "kubectl", "logs", "-n", NPD_NAMESPACE, n.pod.name).splitlines()
         if "Start log monitor" in line or "Use log watcher" in line]
     print(f"{NPD}: {NPD_VERSION}, image {npd_reference()}, upstream's deployment/ manifests and default ConfigMap; "
           f"system-log-monitors {', '.join(kept)} (dropped, journald: {', '.join(dropped) or 'none'}); "
@@ -407,8 +435,7 @@ def main() -> int:
     ap.add_argument("--build-only", action="store_true",
                     help="build NPD's binary and image, print the image sizes, start nothing (no real node needed)")
     args = ap.parse_args()
-    if missing := build.missing(build.BINARIES if args.build_only else list(build.COMPONENTS)):
-        print(f"not built: {', '.join(missing)}; run `make build`", file=sys.stderr)
+    if unbuilt(build.BINARIES if args.build_only else list(build.COMPONENTS)):
         return 2
     cluster = controlplane.Cluster.named(CLUSTER)
     if not args.build_only and realnode.LOCK.exists():

@@ -17,8 +17,6 @@ nodemedic must keep every pod (and so the node) for 90 s; repair deletes the pod
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -30,8 +28,12 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "hack"))
 
+from bench.lib import child  # noqa: E402
+from bench.lib.cluster import clean_cluster, unbuilt  # noqa: E402
+from bench.lib.comparison import format_ratio, ratio  # noqa: E402
+from bench.lib.report import machine  # noqa: E402
+from bench.lib.stats import summarize  # noqa: E402
 from kcp import build, chain, controlplane, karpenter, versions  # noqa: E402
-from kcp.measure import percentile  # noqa: E402
 
 
 def policy() -> str:
@@ -84,13 +86,13 @@ def wait_pool_gone(cluster: controlplane.Cluster, pool: str, timeout: float = 12
 
 def report(name: str, results: list[chain.RunResult]) -> None:
     print(f"\n{name}: {len(results)} runs")
-    for index, (step, _) in enumerate(results[0].steps):
-        values = [r.steps[index][1] for r in results]
-        print(f"  {step:<48} median {statistics.median(values):6.2f}s  p95 {percentile(values, 0.95):6.2f}s")
+    rows = [(step, summarize([r.steps[index][1] for r in results]))
+            for index, (step, _) in enumerate(results[0].steps)]
     totals = [r.total for r in results if not r.held]
     if totals:
-        print(f"  {'fault -> node removed':<48} median {statistics.median(totals):6.2f}s  p95 "
-              f"{percentile(totals, 0.95):6.2f}s")
+        rows.append(("fault -> node removed", summarize(totals)))
+    for label, seconds in rows:
+        print(f"  {label:<48} median {seconds.median:6.2f}s  p95 {seconds.p95:6.2f}s")
     print(f"  node kept, every pod in place (PDB allows no disruption): {sum(r.held for r in results)} runs")
     print(f"  pods disrupted at once (max over runs): {max(r.disrupted_at_once for r in results)} of "
           f"{results[0].replicas}; PDB violations: {sum(r.pdb_violated for r in results)} runs; "
@@ -113,17 +115,12 @@ def main() -> int:
     ap.add_argument("--strict-runs", type=int, default=0, help="runs of condition and repair under a PDB that "
                                                                 "allows no disruption")
     args = ap.parse_args()
-    missing = build.missing(build.DEMO)
-    if missing:
-        print(f"control plane not built ({', '.join(missing)}): run `make build`", file=sys.stderr)
+    if unbuilt(build.DEMO):
         return 2
     wanted = args.series.split(",")
-    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
-          f"Karpenter v{versions.KARPENTER} (kwok provider), NodePool consolidation WhenEmpty after 5s",
-          flush=True)
-    cluster = controlplane.Cluster.named("bench-chain")
-    if cluster.load() and cluster.running():
-        cluster.down()
+    print(f"machine: {machine()}; Karpenter v{versions.KARPENTER} (kwok provider), NodePool consolidation "
+          "WhenEmpty after 5s", flush=True)
+    cluster = clean_cluster("bench-chain")
     tmp = Path(tempfile.mkdtemp(prefix="nodemedic-bench-chain-"))
     results: dict[str, list[chain.RunResult]] = {}
     remediator = None
@@ -138,8 +135,7 @@ def main() -> int:
             karpenter.start(cluster, karpenter.Options(node_pools=(), node_repair=False))
             remediator = chain.start_remediator(cluster, policy(), tmp)
             run_all(cluster, nodemedic, args, tmp, results)
-            remediator.terminate()
-            remediator.wait(15)
+            child.stop(remediator)
             remediator = None
             karpenter.stop(cluster)
         if repair:
@@ -147,8 +143,7 @@ def main() -> int:
             run_all(cluster, repair, args, tmp, results)
     finally:
         if remediator is not None:
-            remediator.terminate()
-            remediator.wait(15)
+            child.stop(remediator)
         cluster.down()
     (tmp / "results.json").write_text(chain.dumps([r for rs in results.values() for r in rs]))
     print(f"\nper-run results: {tmp / 'results.json'}")
@@ -156,7 +151,7 @@ def main() -> int:
         n = statistics.median(r.total for r in results["condition"])
         k = statistics.median(r.total for r in results["repair"])
         print(f"same fault ({chain.REPAIRABLE}=True), fault -> node removed, median: nodemedic {n:.1f}s, "
-              f"Karpenter repair {k:.1f}s, ratio {n / k:.2f}")
+              f"Karpenter repair {k:.1f}s, ratio {format_ratio(ratio(n, k))}")
     return 0
 
 

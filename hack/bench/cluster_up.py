@@ -9,13 +9,14 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import statistics
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.lib.cluster import unbuilt
+from bench.lib.stats import summarize
 from kcp import build, controlplane
 
 
@@ -24,8 +25,7 @@ def main() -> int:
     ap.add_argument("--nodes", type=int, default=50)
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
-    if build.missing(build.BINARIES):
-        print(f"not built: {build.missing(build.BINARIES)}; run `make build`", file=sys.stderr)
+    if unbuilt(build.BINARIES):
         return 2
     results = []
     for i in range(args.runs):
@@ -39,8 +39,9 @@ def main() -> int:
         results.append(took)
         print(json.dumps({"run": i, "nodes": args.nodes, "up_seconds": round(took, 2),
                           "down_seconds": round(down, 2), "steps": c.timings}), flush=True)
-    print(f"cluster up, {args.nodes} nodes Ready, warm cache: median {statistics.median(results):.1f}s "
-          f"min {min(results):.1f}s max {max(results):.1f}s over {args.runs} runs "
+    up = summarize(results)
+    print(f"cluster up, {args.nodes} nodes Ready, warm cache: median {up.median:.1f}s "
+          f"min {up.minimum:.1f}s max {up.maximum:.1f}s over {args.runs} runs "
           f"({platform.machine()}, {platform.node()})")
     return 0
 

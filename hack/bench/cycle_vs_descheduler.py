@@ -32,13 +32,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import random
 import shutil
-import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -46,7 +43,8 @@ import time
 import urllib.request
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -54,6 +52,12 @@ from urllib.parse import quote
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "hack"))
 
+from bench.lib import child  # noqa: E402
+from bench.lib.comparison import format_ratio, ratio  # noqa: E402
+from bench.lib.process import vm_rss  # noqa: E402
+from bench.lib.report import note  # noqa: E402
+from bench.lib.stats import median_or_nan  # noqa: E402
+from bench.lib.table import Column, table  # noqa: E402
 from kcp import audit, controlplane, descheduler, nodes, paths  # noqa: E402
 from kcp.api import Api, ApiError  # noqa: E402
 from kcp.measure import wait  # noqa: E402
@@ -99,10 +103,6 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     "HighNodeUtilization": HNU_ARGS,
 }
 NODEMEDIC_ONLY: dict[str, dict[str, Any]] = {"HighNodeUtilization": {"taintDrainedNodes": False}}
-
-
-def log(msg: str) -> None:
-    print(f"[bench] {msg}", file=sys.stderr, flush=True)
 
 
 # --- the cluster's contents --------------------------------------------------------------------------------
@@ -230,7 +230,20 @@ def write_status(api: Api, ns: str, name: str, status: dict[str, Any]) -> None:
     api.request("PATCH", path, {"status": status}, content_type="application/merge-patch+json")
 
 
-def populate(api: Api, plans: list[NodePlan], rng: random.Random, workers: int) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Setup:
+    """How the cluster was filled; printed whole (as a dict, in this order) at the end of the run."""
+
+    setup_seconds: float
+    create_seconds: float
+    running_seconds: float
+    pods: int
+    failed: int
+    restarting: int
+    workloads: dict[str, int]  # owners per namespace declaring each thing
+
+
+def populate(api: Api, plans: list[NodePlan], rng: random.Random, workers: int) -> Setup:
     t0 = time.monotonic()
     for plan in plans:
         if plan.tainted:
@@ -244,7 +257,7 @@ def populate(api: Api, plans: list[NodePlan], rng: random.Random, workers: int) 
     for n in range(NAMESPACES):
         ns = f"bench-{n}"
         api.post("/api/v1/namespaces", {"metadata": {"name": ns}})
-        wait(lambda ns=ns: _exists(api, f"/api/v1/namespaces/{ns}/serviceaccounts/default"), 60,
+        wait(partial(_exists, api, f"/api/v1/namespaces/{ns}/serviceaccounts/default"), 60,
              f"ServiceAccount {ns}/default", poll=0.1)
         for o in range(OWNERS_PER_NAMESPACE):
             # 0 replicas and a selector matching none of the pods; the pods' ownerReferences are not controller
@@ -261,7 +274,7 @@ def populate(api: Api, plans: list[NodePlan], rng: random.Random, workers: int) 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         list(pool.map(lambda item: api.post(f"/api/v1/namespaces/{item[0]}/pods", item[1]), manifests))
     t2 = time.monotonic()
-    log(f"{len(manifests)} pods created in {t2 - t1:.1f}s ({len(manifests) / (t2 - t1):.0f}/s); waiting for Running")
+    note(f"{len(manifests)} pods created in {t2 - t1:.1f}s ({len(manifests) / (t2 - t1):.0f}/s); waiting for Running")
     not_running = "/api/v1/pods?limit=1&fieldSelector=" + quote("status.phase!=Running")
     wait(lambda: not api.get(not_running)["items"], 900, "every pod Running (kwok)", poll=2.0)
     t3 = time.monotonic()
@@ -271,10 +284,10 @@ def populate(api: Api, plans: list[NodePlan], rng: random.Random, workers: int) 
     failed = sum(1 for _, _, st in statuses if st.get("phase") == "Failed")
     failed_now = "/api/v1/pods?fieldSelector=" + quote("status.phase=Failed")
     wait(lambda: len(api.get(failed_now)["items"]) == failed, 120, f"{failed} pods Failed", poll=1.0)
-    log(f"{len(statuses)} pod statuses written ({failed} Failed) in {time.monotonic() - t3:.1f}s")
-    return {"setup_seconds": round(t1 - t0, 1), "create_seconds": round(t2 - t1, 1),
-            "running_seconds": round(t3 - t2, 1), "pods": len(manifests), "failed": failed,
-            "restarting": len(statuses) - failed, "workloads": _shares(workloads)}
+    note(f"{len(statuses)} pod statuses written ({failed} Failed) in {time.monotonic() - t3:.1f}s")
+    return Setup(setup_seconds=round(t1 - t0, 1), create_seconds=round(t2 - t1, 1),
+                 running_seconds=round(t3 - t2, 1), pods=len(manifests), failed=failed,
+                 restarting=len(statuses) - failed, workloads=_shares(workloads))
 
 
 def _shares(workloads: dict[str, Workload]) -> dict[str, int]:
@@ -321,18 +334,22 @@ def nodemedic_policy(per_node: int, total: int) -> str:
 
 # --- measurements ------------------------------------------------------------------------------------------
 def rss_mib(pid: int) -> float:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return round(int(line.split()[1]) / 1024, 1)
-    except OSError:
-        pass
-    return float("nan")
+    rss = vm_rss(pid)
+    return float("nan") if rss is None else round(rss / 2**20, 1)
 
 
-def nodemedic_oneshot(kubeconfig: Path, policy_file: Path, samples: int) -> dict[str, Any]:
+@dataclass(frozen=True)
+class NodemedicOneShot:
+    """`nodemedic-remediator plan` runs, each from process start to its plan."""
+
+    wall: list[float]  # seconds
+    evictions: list[int]
+    by_strategy: Counter[str]  # of the last run
+
+
+def nodemedic_oneshot(kubeconfig: Path, policy_file: Path, samples: int) -> NodemedicOneShot:
     walls, evictions = [], []
+    by_strategy: Counter[str] = Counter()
     for _ in range(samples):
         t0 = time.monotonic()
         proc = subprocess.run([sys.executable, "-m", "remediator", "plan", "--policy", str(policy_file),
@@ -344,11 +361,24 @@ def nodemedic_oneshot(kubeconfig: Path, policy_file: Path, samples: int) -> dict
         planned = json.loads(proc.stdout)["evictions"]
         evictions.append(len(planned))
         by_strategy = Counter(e["strategy"] for e in planned)
-    return {"wall": walls, "evictions": evictions, "by_strategy": by_strategy}
+    return NodemedicOneShot(wall=walls, evictions=evictions, by_strategy=by_strategy)
+
+
+@dataclass(frozen=True)
+class DeschedulerOneShot:
+    """One `--descheduling-interval=0` process."""
+
+    wall: float  # seconds, process start to exit
+    cycle: float  # seconds, the cycle inside it (NaN when its log does not say)
+    evictions: int
+    complete: bool  # its dry-run view held the whole cluster
+    nodes_seen: float  # shares of the cluster's nodes and pods its cycle saw
+    pods_seen: float
+    by_strategy: Counter[str]
 
 
 def descheduler_oneshot(kubeconfig: Path, policy: dict[str, Any], view: descheduler.View, samples: int,
-                        work: Path) -> dict[str, Any]:
+                        work: Path) -> list[DeschedulerOneShot]:
     """`samples` one-shot processes. Each is kept whether or not its dry-run view was complete: at this scale the
     one-shot dry run usually plans over a partial mirror of the cluster (see hack/kcp/descheduler.py), and how
     often, and how much it saw, is part of the result."""
@@ -360,12 +390,12 @@ def descheduler_oneshot(kubeconfig: Path, policy: dict[str, Any], view: deschedu
                                            timeout=600)
         why = descheduler.incomplete(cycle, view)
         nodes_seen, pods_seen = descheduler.coverage(cycle, view)
-        runs.append({"wall": wall, "cycle": cycle.seconds or float("nan"), "evictions": len(cycle.evictions),
-                     "complete": why is None, "nodes_seen": nodes_seen, "pods_seen": pods_seen,
-                     "by_strategy": Counter(e.strategy for e in cycle.evictions)})
-        log(f"descheduler one-shot {i}: {wall:.2f}s, saw {nodes_seen:.0%} of the nodes and {pods_seen:.0%} of the "
+        runs.append(DeschedulerOneShot(wall=wall, cycle=cycle.seconds or float("nan"), evictions=len(cycle.evictions),
+                                       complete=why is None, nodes_seen=nodes_seen, pods_seen=pods_seen,
+                                       by_strategy=Counter(e.strategy for e in cycle.evictions)))
+        note(f"descheduler one-shot {i}: {wall:.2f}s, saw {nodes_seen:.0%} of the nodes and {pods_seen:.0%} of the "
             f"pods{'' if why is None else ' (incomplete)'}, {len(cycle.evictions)} evictions")
-    return {"runs": runs}
+    return runs
 
 
 def descheduler_first_complete(kubeconfig: Path, policy: dict[str, Any], view: descheduler.View, samples: int,
@@ -378,9 +408,10 @@ def descheduler_first_complete(kubeconfig: Path, policy: dict[str, Any], view: d
                                     verbosity=1) as d:
             deadline = time.monotonic() + 600
             while True:
-                done = [c for c in d.cycles() if descheduler.incomplete(c, view) is None and c.end_ms]
-                if done:
-                    out.append(done[0].end_ms / 1000 - d.started_at)
+                end_ms = next((c.end_ms for c in d.cycles() if c.end_ms and descheduler.incomplete(c, view) is None),
+                              None)
+                if end_ms:
+                    out.append(end_ms / 1000 - d.started_at)
                     break
                 if time.monotonic() > deadline:
                     raise RuntimeError("descheduler never completed a cycle that saw the whole cluster")
@@ -388,8 +419,24 @@ def descheduler_first_complete(kubeconfig: Path, policy: dict[str, Any], view: d
     return out
 
 
+@dataclass(frozen=True)
+class DeschedulerSteady:
+    """descheduler looping with an interval, its first cycle excluded."""
+
+    cycles: float
+    per_cycle: float  # seconds a loop, from descheduler_loop_duration_seconds
+    strategies_per_cycle: float  # the plugins alone: the loop also waits for the dry run's evicted pods to be restored
+    first_cycle_evictions: int
+    requests_audit: Counter[str]  # per verb, in the steady cycles
+    rss_mib: float
+    startup_requests: Counter[str]  # per verb, from start to the end of the first cycle
+    evictions: list[int]  # per steady cycle
+    by_strategy: Counter[str]  # of the first steady cycle
+    complete: list[bool]  # per cycle, whether it saw the whole cluster
+
+
 def descheduler_steady(cluster: controlplane.Cluster, policy: dict[str, Any], view: descheduler.View, *,
-                       interval: float, cycles: int, work: Path) -> dict[str, Any]:
+                       interval: float, cycles: int, work: Path) -> DeschedulerSteady:
     off0 = _audit_offset(cluster)
     with descheduler.continuous(cluster.kubeconfig, policy, interval=interval, workdir=work / "continuous",
                                 verbosity=1) as d:
@@ -407,14 +454,14 @@ def descheduler_steady(cluster: controlplane.Cluster, policy: dict[str, Any], vi
         return descheduler.metric_sum(m2, name) - descheduler.metric_sum(m1, name)
 
     n = delta("descheduler_loop_duration_seconds_count")
-    return {"cycles": n, "per_cycle": delta("descheduler_loop_duration_seconds_sum") / n,
-            # the plugins alone: the loop also waits for the dry run's evicted pods to be restored (100 ms polls)
-            "strategies_per_cycle": delta("descheduler_strategy_duration_seconds_sum") / n,
-            "first_cycle_evictions": len(first[0].evictions),
-            "requests_audit": audit.count(requests, DESCHEDULER_UA), "rss_mib": rss, "startup_requests": startup,
-            "evictions": [len(c.evictions) for c in window],
-            "by_strategy": Counter(e.strategy for e in window[0].evictions) if window else Counter(),
-            "complete": [descheduler.incomplete(c, view) is None for c in done]}
+    return DeschedulerSteady(
+        cycles=n, per_cycle=delta("descheduler_loop_duration_seconds_sum") / n,
+        strategies_per_cycle=delta("descheduler_strategy_duration_seconds_sum") / n,  # restores polled every 100 ms
+        first_cycle_evictions=len(first[0].evictions),
+        requests_audit=audit.count(requests, DESCHEDULER_UA), rss_mib=rss, startup_requests=startup,
+        evictions=[len(c.evictions) for c in window],
+        by_strategy=Counter(e.strategy for e in window[0].evictions) if window else Counter(),
+        complete=[descheduler.incomplete(c, view) is None for c in done])
 
 
 def _scrape(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -422,7 +469,21 @@ def _scrape(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
         return descheduler.parse_metrics(r.read().decode())
 
 
-def nodemedic_steady(cluster: controlplane.Cluster, policy_file: Path, seconds: float, work: Path) -> dict[str, Any]:
+@dataclass(frozen=True)
+class NodemedicSteady:
+    """A running `nodemedic-remediator run --dry-run`, its first cycle (warm-up) excluded."""
+
+    cycles: float
+    window: float  # seconds between the two scrapes
+    per_cycle: float  # seconds a cycle (snapshot + plan), from nodemedic_plan_cycle_seconds
+    requests_metric: dict[str, float]  # per verb, from its own nodemedic_api_requests_total
+    requests_audit: Counter[str]  # per verb, from the audit log
+    rss_mib: float
+    startup_requests: Counter[str]  # per verb, from start to the end of the first cycle
+    planned: float  # dry-run actions reported in all
+
+
+def nodemedic_steady(cluster: controlplane.Cluster, policy_file: Path, seconds: float, work: Path) -> NodemedicSteady:
     port = free_port()
     log_path = work / "nodemedic-run.log"
     argv = [sys.executable, "-m", "remediator", "run", "--policy", str(policy_file), "--kubeconfig",
@@ -452,13 +513,7 @@ def nodemedic_steady(cluster: controlplane.Cluster, policy_file: Path, seconds: 
         requests, _ = audit.read(cluster.audit_log, off1)
         rss = rss_mib(proc.pid)
     finally:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGTERM)  # our own child, by PID
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        child.stop(proc)
 
     def delta(name: str, **labels: str) -> float:
         return descheduler.metric_sum(m2, name, **labels) - descheduler.metric_sum(m1, name, **labels)
@@ -466,10 +521,10 @@ def nodemedic_steady(cluster: controlplane.Cluster, policy_file: Path, seconds: 
     n = delta("nodemedic_plan_cycle_seconds_count")
     verbs = sorted({dict(ls).get("verb", "") for (name, ls) in m2 if name == "nodemedic_api_requests_total"})
     by_metric = {v: delta("nodemedic_api_requests_total", verb=v) for v in verbs}
-    return {"cycles": n, "window": t2 - t1, "per_cycle": delta("nodemedic_plan_cycle_seconds_sum") / n,
-            "requests_metric": by_metric, "requests_audit": audit.count(requests, NODEMEDIC_UA), "rss_mib": rss,
-            "startup_requests": startup,
-            "planned": descheduler.metric_sum(m2, "nodemedic_dry_run_actions_total")}
+    return NodemedicSteady(cycles=n, window=t2 - t1, per_cycle=delta("nodemedic_plan_cycle_seconds_sum") / n,
+                           requests_metric=by_metric, requests_audit=audit.count(requests, NODEMEDIC_UA),
+                           rss_mib=rss, startup_requests=startup,
+                           planned=descheduler.metric_sum(m2, "nodemedic_dry_run_actions_total"))
 
 
 def _audit_offset(cluster: controlplane.Cluster) -> int:
@@ -482,12 +537,8 @@ def say(line: str) -> None:
     print(line, flush=True)
 
 
-def _med(values: list[float]) -> float:
-    return statistics.median(values) if values else float("nan")
-
-
 def _ratio(nodemedic: float, descheduler: float) -> str:
-    return f"{nodemedic / descheduler:.2f}" if descheduler and not math.isnan(descheduler) else "n/a"
+    return format_ratio(ratio(nodemedic, descheduler))
 
 
 def _strategies(counts: Counter[str]) -> str:
@@ -527,97 +578,94 @@ def main() -> int:
     rng = random.Random(args.seed)
     cluster = controlplane.Cluster.named(args.name)
     work = Path(tempfile.mkdtemp(prefix="bench-vs-descheduler-"))
-    log(f"starting a control plane with {args.nodes} nodes and the audit log on (work dir {work})")
+    note(f"starting a control plane with {args.nodes} nodes and the audit log on (work dir {work})")
     cluster.up(args.nodes, audit=True, timeout=600)
     try:
         api = cluster.api()
         plans = plan_nodes(args.nodes, args.pods, rng)
         setup = populate(api, plans, rng, args.workers)
         kinds = Counter(p.kind for p in plans)
-        log(f"cluster ready after {time.monotonic() - t_start:.0f}s: {dict(kinds)}, "
-            f"{sum(p.tainted for p in plans)} tainted, {setup}")
+        note(f"cluster ready after {time.monotonic() - t_start:.0f}s: {dict(kinds)}, "
+             f"{sum(p.tainted for p in plans)} tainted, {asdict(setup)}")
 
         nm_policy = work / "nodemedic-policy.yaml"
         nm_policy.write_text(nodemedic_policy(args.max_per_node, args.max_total))
         ds_policy = descheduler_policy(args.max_per_node, args.max_total)
         view = descheduler.cluster_view(api)
-        assert sum(view.pods.values()) == setup["pods"] - setup["failed"] and len(view.pods) == args.nodes, \
+        assert sum(view.pods.values()) == setup.pods - setup.failed and len(view.pods) == args.nodes, \
             "unexpected cluster view"
-        say(f"cluster: {args.nodes} nodes, {setup['pods']} pods ({setup['failed']} Failed, {setup['restarting']} "
-            f"restarting), owners per namespace declaring {setup['workloads']}; policy: all {len(STRATEGIES)} "
+        say(f"cluster: {args.nodes} nodes, {setup.pods} pods ({setup.failed} Failed, {setup.restarting} "
+            f"restarting), owners per namespace declaring {setup.workloads}; policy: all {len(STRATEGIES)} "
             f"strategies on both sides; ratio = nodemedic / descheduler")
 
-        log("nodemedic one-shot plan")
+        note("nodemedic one-shot plan")
         nm1 = nodemedic_oneshot(cluster.kubeconfig, nm_policy, args.samples)
-        say(f"nodemedic one-shot `plan`: median {_med(nm1['wall']):.2f} s {[round(w, 2) for w in nm1['wall']]}, "
-            f"evictions {nm1['evictions']} ({_strategies(nm1['by_strategy'])})")
-        log("descheduler one-shot")
-        ds1 = descheduler_oneshot(cluster.kubeconfig, ds_policy, view, args.samples, work / "oneshot")
-        complete = [r["wall"] for r in ds1["runs"] if r["complete"]]
-        say(f"descheduler one-shot: median {_med(complete):.2f} s over {len(complete)} complete run(s), all runs "
-            f"{[round(r['wall'], 2) for r in ds1['runs']]}, evictions {[r['evictions'] for r in ds1['runs']]} "
-            f"({_strategies(ds1['runs'][-1]['by_strategy'])}); ratio {_ratio(_med(nm1['wall']), _med(complete))}")
-        log("descheduler looping every 1s: time to its first complete cycle")
+        nm_wall = median_or_nan(nm1.wall)
+        say(f"nodemedic one-shot `plan`: median {nm_wall:.2f} s {[round(w, 2) for w in nm1.wall]}, "
+            f"evictions {nm1.evictions} ({_strategies(nm1.by_strategy)})")
+        note("descheduler one-shot")
+        runs = descheduler_oneshot(cluster.kubeconfig, ds_policy, view, args.samples, work / "oneshot")
+        complete = [r.wall for r in runs if r.complete]
+        say(f"descheduler one-shot: median {median_or_nan(complete):.2f} s over {len(complete)} complete run(s), "
+            f"all runs {[round(r.wall, 2) for r in runs]}, evictions {[r.evictions for r in runs]} "
+            f"({_strategies(runs[-1].by_strategy)}); ratio {_ratio(nm_wall, median_or_nan(complete))}")
+        note("descheduler looping every 1s: time to its first complete cycle")
         ds_first = descheduler_first_complete(cluster.kubeconfig, ds_policy, view, args.samples, work / "first")
-        say(f"descheduler looping every 1s, first complete cycle after: median {_med(ds_first):.2f} s "
+        say(f"descheduler looping every 1s, first complete cycle after: median {median_or_nan(ds_first):.2f} s "
             f"{[round(x, 2) for x in ds_first]}; ratio (nodemedic one-shot) "
-            f"{_ratio(_med(nm1['wall']), _med(ds_first))}")
-        log(f"nodemedic steady state ({args.steady_seconds:g}s window)")
+            f"{_ratio(nm_wall, median_or_nan(ds_first))}")
+        note(f"nodemedic steady state ({args.steady_seconds:g}s window)")
         nm2 = nodemedic_steady(cluster, nm_policy, args.steady_seconds, work)
-        say(f"nodemedic steady state: {nm2['per_cycle']:.3f} s per cycle (snapshot + plan, {nm2['cycles']:g} "
-            f"cycles), API requests per cycle {_req(nm2['requests_audit'], nm2['cycles'])}, RSS {nm2['rss_mib']} MiB")
-        log(f"descheduler steady state (interval {args.interval:g}s, {args.steady_cycles} cycles after the first)")
+        say(f"nodemedic steady state: {nm2.per_cycle:.3f} s per cycle (snapshot + plan, {nm2.cycles:g} "
+            f"cycles), API requests per cycle {_req(nm2.requests_audit, nm2.cycles)}, RSS {nm2.rss_mib} MiB")
+        note(f"descheduler steady state (interval {args.interval:g}s, {args.steady_cycles} cycles after the first)")
         ds2 = descheduler_steady(cluster, ds_policy, view, interval=args.interval, cycles=args.steady_cycles,
                                  work=work)
-        say(f"descheduler steady state: {ds2['per_cycle']:.3f} s per loop ({ds2['strategies_per_cycle']:.3f} s in "
-            f"the strategies), evictions per cycle {ds2['evictions']} ({_strategies(ds2['by_strategy'])}), "
-            f"API requests per cycle {_req(ds2['requests_audit'], ds2['cycles'])}, RSS "
-            f"{ds2['rss_mib']} MiB; ratio {_ratio(nm2['per_cycle'], ds2['per_cycle'])} (whole loop), "
-            f"{_ratio(nm2['per_cycle'], ds2['strategies_per_cycle'])} (strategies alone)")
+        say(f"descheduler steady state: {ds2.per_cycle:.3f} s per loop ({ds2.strategies_per_cycle:.3f} s in "
+            f"the strategies), evictions per cycle {ds2.evictions} ({_strategies(ds2.by_strategy)}), "
+            f"API requests per cycle {_req(ds2.requests_audit, ds2.cycles)}, RSS "
+            f"{ds2.rss_mib} MiB; ratio {_ratio(nm2.per_cycle, ds2.per_cycle)} (whole loop), "
+            f"{_ratio(nm2.per_cycle, ds2.strategies_per_cycle)} (strategies alone)")
     finally:
         if not args.keep:
             for line in cluster.down():
-                log(line)
+                note(line)
 
-    nm_wall = _med(nm1["wall"])
-    runs = ds1["runs"]
-    valid = [r for r in runs if r["complete"]]
-    ds_wall = _med([r["wall"] for r in valid]) if valid else float("nan")
-    ds_wall_all = _med([r["wall"] for r in runs])
+    ds_wall = median_or_nan(complete)
     rows = [
-        ("one-shot wall time, median (s)", f"{nm_wall:.2f}  {[round(w, 2) for w in nm1['wall']]}",
-         f"{ds_wall:.2f} of {len(valid)} complete run(s); all runs {[round(r['wall'], 2) for r in runs]}",
-         f"{nm_wall / ds_wall:.2f}" if valid else f"({nm_wall / ds_wall_all:.2f} vs all runs)"),
+        ("one-shot wall time, median (s)", f"{nm_wall:.2f}  {[round(w, 2) for w in nm1.wall]}",
+         f"{ds_wall:.2f} of {len(complete)} complete run(s); all runs {[round(r.wall, 2) for r in runs]}",
+         _ratio(nm_wall, ds_wall) if complete else
+         f"({_ratio(nm_wall, median_or_nan([r.wall for r in runs]))} vs all runs)"),
         ("  descheduler looping every 1s: first complete cycle after (s)", f"{nm_wall:.2f}",
-         f"{_med(ds_first):.2f}  {[round(x, 2) for x in ds_first]}", f"{nm_wall / _med(ds_first):.2f}"),
+         f"{median_or_nan(ds_first):.2f}  {[round(x, 2) for x in ds_first]}",
+         _ratio(nm_wall, median_or_nan(ds_first))),
         ("  descheduler: the cycle inside it (s)", "-",
-         f"{[round(r['cycle'], 3) for r in runs]}", ""),
+         f"{[round(r.cycle, 3) for r in runs]}", ""),
         ("  descheduler: share of pods its cycle saw", "100% (reads the API directly)",
-         ", ".join(format(r["pods_seen"], ".0%") for r in runs), ""),
-        ("  evictions planned", str(nm1["evictions"]), str([r["evictions"] for r in runs]), ""),
-        (f"loop mode (interval {args.interval:g}s): complete cycles", "-", f"{ds2['complete']}", ""),
-        ("steady-state time per cycle (s)", f"{nm2['per_cycle']:.3f} (snapshot + plan, {nm2['cycles']:g} cycles)",
-         f"{ds2['per_cycle']:.3f} (whole loop, {ds2['cycles']:g} cycles)",
-         f"{nm2['per_cycle'] / ds2['per_cycle']:.2f}"),
-        ("  descheduler: the strategies alone (s)", "", f"{ds2['strategies_per_cycle']:.3f}",
-         f"{nm2['per_cycle'] / ds2['strategies_per_cycle']:.2f}"),
-        ("  evictions planned per steady cycle", f"{nm2['planned']:g} dry-run actions reported in all",
-         f"{ds2['evictions']} (first cycle {ds2['first_cycle_evictions']})", ""),
-        ("API requests per steady cycle (audit)", _req(nm2["requests_audit"], nm2["cycles"]),
-         _req(ds2["requests_audit"], ds2["cycles"]), ""),
-        ("API requests from start to the end of the first cycle (audit)", _counts(nm2["startup_requests"]),
-         _counts(ds2["startup_requests"]), ""),
-        ("API requests per steady cycle (own metric)", _req(nm2["requests_metric"], nm2["cycles"]),
+         ", ".join(format(r.pods_seen, ".0%") for r in runs), ""),
+        ("  evictions planned", str(nm1.evictions), str([r.evictions for r in runs]), ""),
+        (f"loop mode (interval {args.interval:g}s): complete cycles", "-", f"{ds2.complete}", ""),
+        ("steady-state time per cycle (s)", f"{nm2.per_cycle:.3f} (snapshot + plan, {nm2.cycles:g} cycles)",
+         f"{ds2.per_cycle:.3f} (whole loop, {ds2.cycles:g} cycles)", _ratio(nm2.per_cycle, ds2.per_cycle)),
+        ("  descheduler: the strategies alone (s)", "", f"{ds2.strategies_per_cycle:.3f}",
+         _ratio(nm2.per_cycle, ds2.strategies_per_cycle)),
+        ("  evictions planned per steady cycle", f"{nm2.planned:g} dry-run actions reported in all",
+         f"{ds2.evictions} (first cycle {ds2.first_cycle_evictions})", ""),
+        ("API requests per steady cycle (audit)", _req(nm2.requests_audit, nm2.cycles),
+         _req(ds2.requests_audit, ds2.cycles), ""),
+        ("API requests from start to the end of the first cycle (audit)", _counts(nm2.startup_requests),
+         _counts(ds2.startup_requests), ""),
+        ("API requests per steady cycle (own metric)", _req(nm2.requests_metric, nm2.cycles),
          "not served (no rest_client_* metrics)", ""),
-        ("RSS at the end of the steady window (MiB)", f"{nm2['rss_mib']}", f"{ds2['rss_mib']}", ""),
+        ("RSS at the end of the steady window (MiB)", f"{nm2.rss_mib}", f"{ds2.rss_mib}", ""),
     ]
-    print(f"\nnodemedic vs descheduler v0.36.0 (dry-run), {args.nodes} nodes, {setup['pods']} pods "
+    print(f"\nnodemedic vs descheduler v0.36.0 (dry-run), {args.nodes} nodes, {setup.pods} pods "
           f"({dict(kinds)}), {platform.machine()}, {os.cpu_count()} CPUs; ratio = nodemedic / descheduler")
-    w0, w1, w2 = max(len(r[0]) for r in rows), max(len(r[1]) for r in rows), max(len(r[2]) for r in rows)
-    print(f"{'':<{w0}}  {'nodemedic':<{w1}}  {'descheduler':<{w2}}  ratio")
-    for r in rows:
-        print(f"{r[0]:<{w0}}  {r[1]:<{w1}}  {r[2]:<{w2}}  {r[3]}")
-    print(f"setup: {setup}; total {time.monotonic() - t_start:.0f}s")
+    columns = (Column(""), Column("nodemedic"), Column("descheduler"), Column("ratio"))
+    for line in table(columns, rows, gap="  "):
+        print(line)
+    print(f"setup: {asdict(setup)}; total {time.monotonic() - t_start:.0f}s")
     shutil.rmtree(work, ignore_errors=True)
     return 0
 

@@ -26,14 +26,15 @@ import datetime as dt
 import itertools
 import random
 import resource
-import statistics
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack"))
 
+from bench.lib.stats import summarize
 from remediator.heap import HeapFreezer
 from remediator.model import (
     NO_STATUSES,
@@ -131,7 +132,8 @@ def build(n_nodes: int, n_pods: int, seed: int) -> Snapshot:
                   INSTANCE_TYPE: "m5.2xlarge" if old_pool else "m5.4xlarge"}
         allocatable = {"cpu": 15_890, "memory": 60 * GI, "pods": 110, "ephemeral-storage": 100 * GI}
         taints: tuple[Taint, ...] = ()
-        conditions, annotations, unschedulable = ready, {}, False
+        conditions: tuple[Condition, ...] = ready
+        annotations, unschedulable = {}, False
         if kind < 0.02:
             taints, allocatable["nvidia.com/gpu"] = (GPU,), 8
             labels["accelerator"] = "nvidia"
@@ -298,8 +300,9 @@ def main() -> int:
               f"; {len(plan.protected)} protected, {len(plan.deferred)} deferred, {len(plan.taints_add)} taints "
               f"added, {len(plan.held)} held")
         print("crash-loop nodes: " + ("; ".join(c.describe() for c in plan.crash_loop_nodes) or "none"))
-        print(f"planning cycle: median {statistics.median(times):.3f} s over {args.runs} runs "
-              f"(min {min(times):.3f}, max {max(times):.3f}; CPU median {statistics.median(cpu):.3f} s); "
+        wall = summarize(times)
+        print(f"planning cycle: median {wall.median:.3f} s over {args.runs} runs "
+              f"(min {wall.minimum:.3f}, max {wall.maximum:.3f}; CPU median {summarize(cpu).median:.3f} s); "
               "target <= 1 s", flush=True)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     print(f"\npeak RSS: {rss / 1024:.0f} MiB; target <= 1024 MiB")

@@ -15,22 +15,26 @@ import argparse
 import contextlib
 import datetime as dt
 import os
-import platform
-import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from kubernetes import client, config, watch
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "hack"))
 
-from kcp import build, controlplane, nodes  # noqa: E402
-from kcp.measure import percentile, wait  # noqa: E402
+from bench.lib import child  # noqa: E402
+from bench.lib.cluster import clean_cluster, unbuilt  # noqa: E402
+from bench.lib.report import machine  # noqa: E402
+from bench.lib.stats import percentiles_ms, summarize  # noqa: E402
+from kcp import build, nodes  # noqa: E402
+from kcp.measure import wait  # noqa: E402
 
 TAINT = "nodemedic.io/kernel-deadlock"
 FOR_SECONDS = 2
@@ -63,40 +67,43 @@ class Observer:
     def _nodes(self) -> None:
         with contextlib.suppress(Exception):  # the watch ends when the benchmark tears the cluster down
             for ev in watch.Watch().stream(self.core.list_node, _request_timeout=3600):
-                n = ev["object"]
-                if any(t.key == TAINT for t in n.spec.taints or []):
+                n: client.V1Node = ev["object"]
+                if n.metadata and n.metadata.name and any(t.key == TAINT for t in (n.spec and n.spec.taints) or []):
                     self.taint_seen.setdefault(n.metadata.name, time.time())
 
     def _pods(self) -> None:
         with contextlib.suppress(Exception):
             for ev in watch.Watch().stream(self.core.list_namespaced_pod, "bench", _request_timeout=3600):
-                p = ev["object"]
-                if p.metadata.deletion_timestamp is not None and p.spec.node_name:
+                p: client.V1Pod = ev["object"]
+                if p.metadata and p.metadata.deletion_timestamp is not None and p.spec and p.spec.node_name:
                     self.evicted_seen.setdefault(p.spec.node_name, time.time())
 
+
+def pod_running_on(core: client.CoreV1Api, node: str) -> bool:
+    """Whether the pinned Deployment's pod runs on its node (the app label is the node's name)."""
+    return any(p.spec and p.spec.node_name == node and p.status and p.status.phase == "Running"
+               for p in core.list_namespaced_pod("bench", label_selector=f"app={node}").items)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--samples", type=int, default=30)
     args = ap.parse_args()
-    if build.missing(build.BINARIES):
-        print(f"not built: {build.missing(build.BINARIES)}; run `make build`", file=sys.stderr)
+    if unbuilt(build.BINARIES):
         return 2
-    cluster = controlplane.Cluster.named("bench-remediator")
-    if cluster.load() and cluster.running():
-        cluster.down()
+    cluster = clean_cluster("bench-remediator")
     cluster.up(3)
     tmp = Path(tempfile.mkdtemp(prefix="nodemedic-bench-"))
     proc = None
     try:
         api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
-        core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
-        core.create_namespace({"metadata": {"name": "bench"}})
+        core = client.CoreV1Api(api)
+        writer = cluster.api()  # kcp's client creates the objects: its bodies are the manifests as dicts
+        writer.post("/api/v1/namespaces", {"metadata": {"name": "bench"}})
         wait(lambda: _has_sa(core), 30, "default ServiceAccount")
         names = [f"bench-{i}" for i in range(args.samples)]
         for i, n in enumerate(names):
-            core.create_node(nodes.node_manifest(n, nodes.ZONES[i % 3]))
+            writer.post("/api/v1/nodes", nodes.node_manifest(n, nodes.ZONES[i % 3]))
         (tmp / "policy.yaml").write_text(policy())
         log = open(tmp / "remediator.log", "wb")  # noqa: SIM115 - lives as long as the process
         proc = subprocess.Popen([sys.executable, "-m", "remediator", "run", "--policy", str(tmp / "policy.yaml"),
@@ -109,31 +116,26 @@ def main() -> int:
         obs = Observer(api)
         to_taint, to_evict = [], []
         for n in names:
-            dep = _pinned_deployment(n)
-            apps.create_namespaced_deployment("bench", dep)
-            wait(lambda n=n: any(p.spec.node_name == n and p.status.phase == "Running"
-                                 for p in core.list_namespaced_pod("bench", label_selector=f"app={n}").items),
-                 60, f"pod on {n}")
+            writer.post("/apis/apps/v1/namespaces/bench/deployments", _pinned_deployment(n))
+            wait(partial(pod_running_on, core, n), 60, f"pod on {n}")
             written = time.time()  # the condition is True from this moment (its stamp is truncated to the second)
             stamp = dt.datetime.fromtimestamp(written, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
             core.patch_node_status(n, {"status": {"conditions": [{
                 "type": "KernelDeadlock", "status": "True", "reason": "Bench", "message": "bench",
                 "lastHeartbeatTime": stamp, "lastTransitionTime": stamp}]}})
             due = written + FOR_SECONDS
-            t_taint = wait(lambda n=n: obs.taint_seen.get(n), 30, f"taint on {n}")
-            t_evict = wait(lambda n=n: obs.evicted_seen.get(n), 30, f"eviction on {n}")
+            t_taint = wait(partial(obs.taint_seen.get, n), 30, f"taint on {n}")
+            t_evict = wait(partial(obs.evicted_seen.get, n), 30, f"eviction on {n}")
             to_taint.append(t_taint - due)
             to_evict.append(t_evict - t_taint)
             print(f"{n}: for-elapsed→taint {to_taint[-1]*1000:7.1f} ms   taint→eviction {to_evict[-1]*1000:7.1f} ms",
                   flush=True)
         for label, vals in (("condition held for `for` → taint", to_taint), ("taint → first eviction", to_evict)):
-            print(f"{label}: p50 {statistics.median(vals)*1000:.0f} ms, p95 {percentile(vals, 0.95)*1000:.0f} ms, "
-                  f"max {max(vals)*1000:.0f} ms over {len(vals)} samples")
-        print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
+            print(f"{label}: {percentiles_ms(summarize(vals))} over {len(vals)} samples")
+        print(f"machine: {machine()}")
     finally:
         if proc is not None:
-            proc.terminate()
-            proc.wait(15)
+            child.stop(proc)
         cluster.down()
     return 0
 
@@ -146,7 +148,7 @@ def _has_sa(core: client.CoreV1Api) -> bool:
         return False
 
 
-def _pinned_deployment(node: str) -> dict:
+def _pinned_deployment(node: str) -> dict[str, Any]:
     pref = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "preference": {
         "matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}}]}}
     labels = {"app": node}

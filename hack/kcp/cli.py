@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from kcp import build, controlplane, image, karpenter, paths, realnode, versions
+from kcp import build, controlplane, image, karpenter, paths, procs, realnode, versions
 
 DEFAULT_NAME = "nodemedic"
 
@@ -81,7 +81,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"no cluster named {args.name}")
         return 1
     for p in c.processes:
-        print(f"{p.name:<24} pid {p.pid:<8} {'running' if controlplane.procs.is_ours_and_alive(p) else 'gone'}")
+        print(f"{p.name:<24} pid {p.pid:<8} {'running' if procs.is_ours_and_alive(p) else 'gone'}")
     return 0 if len(c.running()) == len(c.processes) else 1
 
 

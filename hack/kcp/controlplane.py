@@ -354,8 +354,10 @@ class Cluster:
                 return self.processes[index]
             realnode.start_again(self.state_dir, name, again, time.monotonic() + timeout)
             return
-        argv = {"kube-apiserver": self._apiserver_args, "etcd": self._etcd_args,
-                "kube-scheduler": lambda: self._scheduler_args(self.scheduler_config)}[name]()
+        argvs: dict[str, Callable[[], list[str]]] = {
+            "kube-apiserver": self._apiserver_args, "etcd": self._etcd_args,
+            "kube-scheduler": lambda: self._scheduler_args(self.scheduler_config)}
+        argv = argvs[name]()
         rec = procs.start(name, argv, self.log_dir)
         # Same place in the list: `down` stops newest first, and the API server must outlive its clients
         # (stopped before them it waits for their open watches and gets killed after the grace period).

@@ -511,7 +511,8 @@ class Continuous:
 
     def metrics_text(self) -> str:
         with urllib.request.urlopen(f"https://127.0.0.1:{self.port}/metrics", timeout=5, context=self._ctx) as r:
-            return r.read().decode()
+            body: bytes = r.read()
+        return body.decode()
 
     def metrics(self) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
         return parse_metrics(self.metrics_text())

@@ -1,4 +1,4 @@
-"""What the benchmarks and the demo share: waiting for a condition with a deadline, and percentiles."""
+"""What the benchmarks and the demo share: waiting for a condition with a deadline."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def wait(pred: Callable[[], T], timeout: float, what: str, *, poll: float = 0.01) -> T:
+def wait(pred: Callable[[], T | None], timeout: float, what: str, *, poll: float = 0.01) -> T:
     """`pred()`'s first truthy value, polled every `poll` seconds; TimeoutError naming `what` after `timeout`."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -19,8 +19,3 @@ def wait(pred: Callable[[], T], timeout: float, what: str, *, poll: float = 0.01
         time.sleep(poll)
     raise TimeoutError(f"timed out after {timeout:g}s waiting for {what}")
 
-
-def percentile(values: list[float], q: float) -> float:
-    """The nearest-rank `q` quantile (0..1) of `values`."""
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]

@@ -71,7 +71,7 @@ def create_nodes(api: Api, manifests: list[dict[str, Any]]) -> None:
 def is_ready(node: dict[str, Any]) -> bool:
     for c in node.get("status", {}).get("conditions") or []:
         if c.get("type") == "Ready":
-            return c.get("status") == "True"
+            return bool(c.get("status") == "True")
     return False
 
 

@@ -1,0 +1,1 @@
+"""nodemedic's benchmarks: one runnable script each (`make bench-*`), and `lib`, what they share."""
