@@ -38,17 +38,13 @@ from nodemedic_common import logs
 from nodemedic_common.listen import listen_flag
 from nodemedic_common.tasks import cancelled, run_until_signal
 
-DEFAULTS = Path(__file__).with_name("defaults")
-# readonly-monitor.json is shipped for node-problem-detector users; by default the filesystem check owns
-# ReadonlyFilesystem (it sees the current mount state, a log line only says a remount happened once).
-DEFAULT_LOG_MONITORS = (DEFAULTS / "kernel-monitor.json", DEFAULTS / "gpu-monitor.json")
-
 
 def build_checks(cfg: AgentConfig, host: HostRoot) -> list[Check]:
     """Every configured check; raises ConfigError naming the file and field of any bad NPD config."""
     checks: list[Check] = [BUILTIN[name].build(c, host) for name, c in cfg.checks.items()]
     errors: list[str] = []
-    for path in cfg.system_log_monitors if cfg.system_log_monitors is not None else DEFAULT_LOG_MONITORS:
+    monitors = cfg.system_log_monitors
+    for path in npd_logmonitor_config.DEFAULT_MONITORS if monitors is None else monitors:
         try:
             monitor_config = npd_logmonitor_config.load(path)
             checks.append(LogMonitor(monitor_config, host=host, recover_after=cfg.log_monitor_recover_after))

@@ -205,6 +205,12 @@ def test_a_monitor_with_metrics_reporting_off_stays_out_of_the_metrics(tmp_path:
     assert sample("nodemedic_agent_problems_total", {"type": "", "reason": "Boom"}) == 1
 
 
+def test_a_config_that_names_no_log_monitors_runs_the_shipped_kernel_and_gpu_monitors(tmp_path: Path) -> None:
+    checks = cli.build_checks(cli.load_config(None, registry={}), cli.HostRoot(tmp_path))
+
+    assert [c.name for c in checks] == ["kernel-monitor", "gpu-monitor"]
+
+
 class _HoldsASession:
     """A check that keeps something open between observations, like the kubelet probe's HTTP session."""
 
