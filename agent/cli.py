@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from agent import __version__
 from agent.checks import BUILTIN
@@ -26,6 +26,8 @@ from agent.host import HostRoot
 from agent.model import Check, HoldsResources, Observation, Status
 from agent.npd import logmonitor_config as npd_logmonitor_config
 from agent.npd import plugin_config as npd_plugin_config
+from agent.pipeline import Pipeline
+from agent.reporting.condition_metrics import ConditionMetrics
 from agent.reporting.conditions import ConditionBook
 from agent.reporting.credentials import CredentialsError
 from agent.reporting.inbox import Inbox
@@ -36,19 +38,15 @@ from agent.reporting.status_server import Answer, StatusServer
 from agent.supervisor import Supervisor
 from nodemedic_common import logs
 from nodemedic_common.listen import listen_flag
-from nodemedic_common.tasks import cancelled, run_until_signal
-
-DEFAULTS = Path(__file__).with_name("defaults")
-# readonly-monitor.json is shipped for node-problem-detector users; by default the filesystem check owns
-# ReadonlyFilesystem (it sees the current mount state, a log line only says a remount happened once).
-DEFAULT_LOG_MONITORS = (DEFAULTS / "kernel-monitor.json", DEFAULTS / "gpu-monitor.json")
+from nodemedic_common.tasks import run_until_signal
 
 
 def build_checks(cfg: AgentConfig, host: HostRoot) -> list[Check]:
     """Every configured check; raises ConfigError naming the file and field of any bad NPD config."""
     checks: list[Check] = [BUILTIN[name].build(c, host) for name, c in cfg.checks.items()]
     errors: list[str] = []
-    for path in cfg.system_log_monitors if cfg.system_log_monitors is not None else DEFAULT_LOG_MONITORS:
+    monitors = cfg.system_log_monitors
+    for path in npd_logmonitor_config.DEFAULT_MONITORS if monitors is None else monitors:
         try:
             monitor_config = npd_logmonitor_config.load(path)
             checks.append(LogMonitor(monitor_config, host=host, recover_after=cfg.log_monitor_recover_after))
@@ -169,36 +167,6 @@ def unmetered(checks: list[Check]) -> dict[str, tuple[str, ...]]:
             if isinstance(c, LogMonitor | CustomPluginMonitor) and not c.config.metrics_reporting}
 
 
-class _Metrics:
-    def __init__(self, registry: CollectorRegistry, *, unmetered: dict[str, tuple[str, ...]]) -> None:
-        self.unmetered_checks = set(unmetered)
-        self.unmetered_types = {t for types in unmetered.values() for t in types}
-        self.status = Gauge("nodemedic_agent_condition_status", "1 for the current status of each condition type",
-                            ["type", "status"], registry=registry)
-        self.problems = Counter("nodemedic_agent_problems_total",
-                                "Problems seen: a condition turning True (by type and reason) or an event (by reason)",
-                                ["type", "reason"], registry=registry)
-
-    def show(self, book: ConditionBook) -> None:
-        """Condition status gauges from the book: called when it changes, not on every observation (the kmsg
-        monitor observes five times a second, and a node may carry dozens of condition types)."""
-        for c in book.conditions():
-            if c.type in self.unmetered_types:
-                continue
-            for s in Status:
-                self.status.labels(c.type, str(s)).set(1 if c.status == s else 0)
-
-    def count(self, obs: Observation, was_true: set[str]) -> None:
-        """One per problem, not per observation: a condition counts when it turns True, an event each time."""
-        if obs.check in self.unmetered_checks:
-            return
-        for rep in obs.conditions:
-            if rep.status == Status.TRUE and rep.type not in was_true:
-                self.problems.labels(rep.type, rep.reason).inc()
-        for ev in obs.events:
-            self.problems.labels("", ev.reason).inc()
-
-
 async def _return_free_heap(*, first: float = 10.0, every: float = 60.0) -> None:
     """Hand heap pages that are free but still resident back to the kernel. glibc keeps them after startup
     (imports, config parsing, the first API round-trips): about 1 MiB of an agent that runs on every node.
@@ -275,7 +243,8 @@ async def _run(args: argparse.Namespace, log: logging.Logger) -> int:
     inbox = Inbox(suppressed=reporter.suppressed, log=log)
     supervisor = Supervisor(checks, registry=registry, log=log, publish=inbox.put)
     pod_watch = _pod_watch(checks, kube, args.node_name, log)
-    metrics = _Metrics(registry, unmetered=unmetered(checks))
+    pipeline = Pipeline(inbox=inbox, book=book, reporter=reporter,
+                        metrics=ConditionMetrics(registry, unmetered=unmetered(checks)), log=log)
     try:
         server = await _serve(args.listen, registry, supervisor.health) if args.listen else None
     except (ValueError, OSError) as e:
@@ -285,32 +254,11 @@ async def _run(args: argparse.Namespace, log: logging.Logger) -> int:
         return 2
     log.info("agent starting", extra={"node": args.node_name, "checks": [c.name for c in checks],
                                       "version": __version__, "host_root": str(host.root)})
-    pending: set[asyncio.Task[None]] = set()
-
-    async def consume() -> None:
-        # Fold nothing in before the Node's current conditions are known, or a restart would stamp a fresh
-        # lastTransitionTime on a condition that has been True all along.
-        await reporter.seeded.wait()
-        metrics.show(book)
-        while True:
-            for obs in await inbox.take():
-                was_true = {r.type for r in obs.conditions if r.status == Status.TRUE
-                            and (c := book.current.get(r.type)) is not None and c.status == Status.TRUE}
-                if book.apply(obs):
-                    reporter.notify_changed()
-                    metrics.show(book)
-                metrics.count(obs, was_true)
-                for ev in obs.events:
-                    task = asyncio.create_task(reporter.event(ev, source=obs.check))
-                    pending.add(task)
-                    task.add_done_callback(pending.discard)
-
-    background = [supervisor.run(), consume(), reporter.run(), _return_free_heap()]
+    background = [supervisor.run(), pipeline.run(), reporter.run(), _return_free_heap()]
     if pod_watch is not None:
         background.append(pod_watch.run())
     code = await run_until_signal(background, log)
-    for t in list(pending):
-        await cancelled(t, log)
+    await pipeline.close()
     await _release(checks)
     if server is not None:
         await server.close()

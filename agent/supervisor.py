@@ -1,7 +1,7 @@
 """Runs every check in its own task: on its interval (on a grid shared by all, see `until_next_tick`), cancelled
 at its timeout, restarted with back-off if it crashes. A hung or broken check turns its own conditions Unknown and
 never blocks the others. Each observation is handed to `publish` (the CLI's `reporting.inbox.Inbox.put`), which
-never blocks a check.
+never blocks a check; `agent/pipeline.py` takes it from there.
 """
 
 from __future__ import annotations

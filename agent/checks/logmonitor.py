@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from agent.host import HostRoot
 from agent.logsources.filelog import FileLogReader
-from agent.logsources.journald import JournalReader
-from agent.logsources.kmsg import KmsgReader
+from agent.logsources.journald import JournalEntry, JournalReader
+from agent.logsources.kmsg import KmsgReader, KmsgRecord
+from agent.logsources.source import LogSource
 from agent.model import CheckTiming, ConditionReport, EventReport, Observation, Status
 from agent.npd.logmonitor_config import LogMonitorConfig, Plugin
 from agent.npd.re2 import MAX_MATCHED_BUFFER, bounded
@@ -75,14 +78,19 @@ class LogMonitor:
         self._recover_after = recover_after
         self._tz = tz
         log_path = host.path(config.log_path)
-        self._reader: KmsgReader | FileLogReader | JournalReader
-        if config.plugin is Plugin.JOURNALD:
-            self._reader = JournalReader(host.root, identifiers=(config.plugin_config.source,),
-                                         directory=log_path if config.log_path else None)
-        elif config.plugin is Plugin.KMSG:
-            self._reader = KmsgReader(log_path)
-        else:
-            self._reader = FileLogReader(log_path)
+        # The source, and how one of its records becomes a line to match (given `now`, which dates a filelog
+        # timestamp written without a year): chosen once, by the config's plugin.
+        self._reader: LogSource[Any]
+        self._line: Callable[[Any, dt.datetime], _Line | None]
+        match config.plugin:
+            case Plugin.JOURNALD:
+                self._reader = JournalReader(host.root, identifiers=(config.plugin_config.source,),
+                                             directory=log_path if config.log_path else None)
+                self._line = _journal_line
+            case Plugin.KMSG:
+                self._reader, self._line = KmsgReader(log_path), self._kmsg_line
+            case Plugin.FILELOG:
+                self._reader, self._line = FileLogReader(log_path), self._translate
         self._buffer: deque[str] = deque(maxlen=config.buffer_size)
         self._held: dict[str, _Held] = {}
         self._started_at: dt.datetime | None = None
@@ -148,18 +156,12 @@ class LogMonitor:
         if self._live_from is not None:
             self._history_from = max(self._history_from, self._live_from)
         self._in_history = True
-        if isinstance(self._reader, JournalReader):
-            self._reader.start_at(self._history_from)  # journalctl skips the older entries itself
+        # journalctl skips the older entries itself; the kernel log and files are read whole, filtered in _read
+        self._reader.start_at(self._history_from)
 
     def _read(self, now: dt.datetime) -> list[_Line]:
-        if isinstance(self._reader, KmsgReader):
-            boot = self._boot
-            lines = [_Line(r.message, _logged_at(boot, r.usec)) for r in self._reader.read()]
-        elif isinstance(self._reader, JournalReader):
-            lines = [_Line(entry.message, entry.at) for entry in self._reader.read()]
-        else:
-            translated = (self._translate(text, now) for text in self._reader.read())
-            lines = [line for line in translated if line is not None]
+        translated = (self._line(record, now) for record in self._reader.read())
+        lines = [line for line in translated if line is not None]
         if self._in_history:
             history_from = self._history_from
             lines = [line for line in lines if line.at is None or history_from is None or line.at >= history_from]
@@ -167,6 +169,9 @@ class LogMonitor:
         if self._live_from is not None:
             lines = [line for line in lines if line.at is None or line.at >= self._live_from]
         return lines
+
+    def _kmsg_line(self, record: KmsgRecord, now: dt.datetime) -> _Line:
+        return _Line(record.message, _logged_at(self._boot, record.usec))
 
     def _translate(self, text: str, now: dt.datetime) -> _Line | None:
         """NPD filelog: the last group of `timestamp` and of `message`; a line that does not fit is skipped."""
@@ -242,6 +247,10 @@ class LogMonitor:
         return Observation(check=self.name, at=now, error=error, conditions=tuple(
             ConditionReport(type=t, status=Status.UNKNOWN, reason=UNREADABLE_REASON, message=error)
             for t in self.condition_types))
+
+
+def _journal_line(entry: JournalEntry, now: dt.datetime) -> _Line:
+    return _Line(entry.message, entry.at)
 
 
 def _newest(buffer: deque[str]) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 from agent.logsources.tail import DEFAULT_MAX_BYTES, Tail
@@ -26,6 +27,10 @@ class FileLogReader:
 
     def seek_end(self) -> None:
         self._tail.seek_end()
+
+    def start_at(self, since: dt.datetime) -> None:
+        """Nothing to do: a text file cannot be searched by time, so the history is read from the start and the
+        log monitor drops the lines logged before `since` by their timestamps."""
 
     def fileno(self) -> int | None:
         """None: a regular file is always "readable" to poll(), so it is polled at the monitor's interval."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
 import stat
@@ -86,6 +87,10 @@ class KmsgReader:
             self._tail.seek_end()
         else:
             self._skip_history = True
+
+    def start_at(self, since: dt.datetime) -> None:
+        """Nothing to do: the kernel's ring buffer cannot be searched by time, so it is read from its oldest record
+        and the log monitor drops the records logged before `since` by their time since boot."""
 
     def fileno(self) -> int | None:
         """The open /dev/kmsg device, which poll() reports readable when records are waiting; None for a file."""

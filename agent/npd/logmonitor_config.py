@@ -38,7 +38,10 @@ from nodemedic_common.durations import parse_go_duration
 from nodemedic_common.inputs import MAX_DEPTH, Problem, json_depth_problem, read_text
 
 DEFAULTS_DIR = Path(__file__).parents[1] / "defaults"
-DEFAULT_MONITORS = (DEFAULTS_DIR / "kernel-monitor.json", DEFAULTS_DIR / "readonly-monitor.json")
+# The monitors an agent runs when its config names none (`systemLogMonitors` unset). readonly-monitor.json, in
+# node-problem-detector's own default set, is shipped for its users but not run: the filesystem check owns
+# ReadonlyFilesystem (it sees the current mount state; a log line only says a remount happened once).
+DEFAULT_MONITORS = (DEFAULTS_DIR / "kernel-monitor.json", DEFAULTS_DIR / "gpu-monitor.json")
 DEFAULT_BUFFER_SIZE = 10
 MAX_BUFFER_SIZE = 1000  # every line re-matches the whole buffer; beyond this a log flood would stall the agent
 

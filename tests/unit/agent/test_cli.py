@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry
 from agent import cli
 from agent.checks import BUILTIN
 from agent.model import CheckTiming, ConditionReport, EventReport, Observation, Status
+from agent.reporting.condition_metrics import ConditionMetrics
 from agent.reporting.conditions import ConditionBook
 
 KERNEL_MONITOR = Path(cli.__file__).with_name("defaults") / "kernel-monitor.json"
@@ -121,36 +122,6 @@ def test_validate_warns_about_keys_npd_would_ignore(tmp_path: Path, capsys: pyte
     assert "1 checks: kernel-monitor" in out.out
 
 
-def test_problems_are_counted_once_per_problem_not_once_per_observation() -> None:
-    registry = CollectorRegistry()
-    metrics, book = cli._Metrics(registry, unmetered={}), ConditionBook({"kernel": ("KernelDeadlock",)})
-    at = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
-
-    def observe(status: Status, *events: str) -> None:
-        obs = Observation("kernel", at, (ConditionReport("KernelDeadlock", status, "TaskHung"),),
-                          tuple(EventReport(e, "m") for e in events))
-        was_true = {t for t, c in book.current.items() if c.status == Status.TRUE}
-        if book.apply(obs):
-            metrics.show(book)
-        metrics.count(obs, was_true)
-
-    def sample(name: str, labels: dict[str, str]) -> float | None:
-        return registry.get_sample_value(name, labels)
-
-    for _ in range(5):  # a poll five times a second keeps reporting the same True condition
-        observe(Status.TRUE)
-    observe(Status.TRUE, "OOMKilling")
-    assert sample("nodemedic_agent_problems_total", {"type": "KernelDeadlock", "reason": "TaskHung"}) == 1
-    assert sample("nodemedic_agent_problems_total", {"type": "", "reason": "OOMKilling"}) == 1
-    assert sample("nodemedic_agent_condition_status", {"type": "KernelDeadlock", "status": "True"}) == 1
-    observe(Status.FALSE)
-    observe(Status.TRUE)  # a second episode is a second problem
-    assert sample("nodemedic_agent_problems_total", {"type": "KernelDeadlock", "reason": "TaskHung"}) == 2
-    observe(Status.FALSE)
-    assert sample("nodemedic_agent_condition_status", {"type": "KernelDeadlock", "status": "True"}) == 0
-    assert sample("nodemedic_agent_condition_status", {"type": "KernelDeadlock", "status": "False"}) == 1
-
-
 @pytest.mark.parametrize("kubeconfig", ["missing", "no-context"])
 def test_run_with_an_unusable_kubeconfig_names_the_file_and_exits_2(
         kubeconfig: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -188,7 +159,7 @@ def test_a_monitor_with_metrics_reporting_off_stays_out_of_the_metrics(tmp_path:
     checks += cli.build_checks(dataclasses.replace(cli.load_config(None, registry={}), system_log_monitors=(quiet,)),
                                cli.HostRoot(tmp_path))
     registry = CollectorRegistry()
-    metrics = cli._Metrics(registry, unmetered=cli.unmetered(checks))
+    metrics = ConditionMetrics(registry, unmetered=cli.unmetered(checks))
     book = ConditionBook({c.name: c.condition_types for c in checks})
     at = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
     for check, kind in (("quiet", "QuietProblem"), ("kernel-monitor", "KernelDeadlock")):
@@ -203,6 +174,12 @@ def test_a_monitor_with_metrics_reporting_off_stays_out_of_the_metrics(tmp_path:
     assert sample("nodemedic_agent_condition_status", {"type": "QuietProblem", "status": "True"}) is None
     assert sample("nodemedic_agent_problems_total", {"type": "KernelDeadlock", "reason": "Bad"}) == 1
     assert sample("nodemedic_agent_problems_total", {"type": "", "reason": "Boom"}) == 1
+
+
+def test_a_config_that_names_no_log_monitors_runs_the_shipped_kernel_and_gpu_monitors(tmp_path: Path) -> None:
+    checks = cli.build_checks(cli.load_config(None, registry={}), cli.HostRoot(tmp_path))
+
+    assert [c.name for c in checks] == ["kernel-monitor", "gpu-monitor"]
 
 
 class _HoldsASession:

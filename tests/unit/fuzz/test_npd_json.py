@@ -19,7 +19,7 @@ from agent.checks.custom_plugin import CustomPluginMonitor
 from agent.checks.logmonitor import LogMonitor
 from agent.host import HostRoot
 from agent.model import Status
-from agent.npd.logmonitor_config import DEFAULT_MONITORS, Plugin
+from agent.npd.logmonitor_config import DEFAULTS_DIR, Plugin
 from agent.npd.logmonitor_config import ConfigError as LogMonitorConfigError
 from agent.npd.logmonitor_config import load as load_log_monitor
 from agent.npd.plugin_config import ConfigError as PluginConfigError
@@ -29,7 +29,8 @@ from tests.unit.fuzz.strategies import FUZZ, mutated
 
 ROOT = Path(__file__).resolve().parents[3]
 LOG_MONITORS = [json.loads(p.read_text()) for p in [
-    *DEFAULT_MONITORS, *sorted((ROOT / "tests/testdata/agent/logmonitor").glob("npd-*.json"))]]
+    DEFAULTS_DIR / "kernel-monitor.json", DEFAULTS_DIR / "readonly-monitor.json",
+    *sorted((ROOT / "tests/testdata/agent/logmonitor").glob("npd-*.json"))]]
 PLUGIN_MONITOR = json.loads((ROOT / "agent/defaults/plugins/reboot-required-monitor.json").read_text())
 NOW = dt.datetime(2025, 3, 3, 8, 0, tzinfo=dt.UTC)
 

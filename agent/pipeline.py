@@ -1,0 +1,66 @@
+"""The agent's one step from what the checks saw to what the Node shows.
+
+Data flows one way: a check reads the host; the supervisor puts each observation in the inbox; this step folds it
+into the condition book (the conditions' state), wakes the reporter when the book changed and hands it each
+Event; the reporter alone writes to the API server. The condition metrics are kept on the way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+
+from agent.model import EventReport, Observation, Status
+from agent.reporting.condition_metrics import ConditionMetrics
+from agent.reporting.conditions import ConditionBook
+from agent.reporting.inbox import Inbox
+from agent.reporting.reporter import Reporter
+from nodemedic_common.tasks import cancelled
+
+
+@dataclass(kw_only=True)
+class Pipeline:
+    inbox: Inbox
+    book: ConditionBook
+    reporter: Reporter
+    metrics: ConditionMetrics
+    log: logging.Logger
+    # Events on their way to the API server: each is sent in a task of its own, so a slow POST never holds up the
+    # conditions; the ones still running at shutdown are cancelled by `close`.
+    sending: set[asyncio.Task[None]] = field(default_factory=set, init=False)
+
+    async def run(self) -> None:
+        """Fold the observations in as they arrive, once the Node's current conditions are known: before that, a
+        restart would stamp a fresh lastTransitionTime on a condition that has been True all along."""
+        await self.reporter.seeded.wait()
+        self.metrics.show(self.book)  # the conditions adopted from the Node, before any observation changes them
+        while True:
+            for obs in await self.inbox.take():
+                self.fold(obs)
+
+    def fold(self, obs: Observation) -> None:
+        """One observation into the book, the reporter and the metrics."""
+        was_true = still_true(self.book, obs)
+        if self.book.apply(obs):
+            self.reporter.notify_changed()
+            self.metrics.show(self.book)
+        self.metrics.count(obs, was_true)
+        for event in obs.events:
+            self._send(event, source=obs.check)
+
+    def _send(self, event: EventReport, *, source: str) -> None:
+        task = asyncio.create_task(self.reporter.event(event, source=source))
+        self.sending.add(task)
+        task.add_done_callback(self.sending.discard)
+
+    async def close(self) -> None:
+        """Cancel the Events still being sent; called at shutdown, once `run` has stopped."""
+        for task in list(self.sending):
+            await cancelled(task, self.log)
+
+
+def still_true(book: ConditionBook, obs: Observation) -> set[str]:
+    """The types `obs` reports True that the book already holds True: not a new problem to count."""
+    return {r.type for r in obs.conditions if r.status == Status.TRUE
+            and (c := book.current.get(r.type)) is not None and c.status == Status.TRUE}
