@@ -40,9 +40,9 @@ from remediator.server import app, loop_health, serve
 from remediator.state.autoscaler_detection import AutoscalerDetector, detect
 from remediator.state.caches import ClusterCache, snapshot_from_list
 from remediator.state.kube import ApiError, CredentialsError, Kube, load_credentials
-from remediator.state.metrics_api import usage_from_items
+from remediator.state.measured.reader import UsageReader, sources
+from remediator.state.measured.resource_metrics_api import usage_from_items
 from remediator.state.records import parse_time, time_problem
-from remediator.state.usage_reader import UsageReader, sources
 
 LEASE_NAME = "nodemedic-remediator"
 NO_AUTOSCALER = "none"  # plan --autoscaler none: the cluster runs no node autoscaler

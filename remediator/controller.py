@@ -33,7 +33,7 @@ from remediator.policy.source import PolicySource
 from remediator.state.autoscaler_detection import AutoscalerDetector
 from remediator.state.caches import ClusterCache
 from remediator.state.kube import ApiError, Kube
-from remediator.state.usage_reader import UsageReader
+from remediator.state.measured.reader import UsageReader
 from remediator.strategies import lookup
 
 MIN_CYCLE_INTERVAL = 0.2  # seconds between planning cycles at most

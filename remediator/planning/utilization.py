@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 
 from remediator.model import PodRecord, Snapshot
 from remediator.planning.gate import Gate
-from remediator.policy.metrics import KUBERNETES_METRICS, METRIC_RESOURCE, MetricsUtilization
+from remediator.policy.measured_usage import KUBERNETES_METRICS, METRIC_RESOURCE, MetricsUtilization
 from remediator.scheduling.nodefit import PODS
 from remediator.scheduling.usage import Percentages, percentages
 

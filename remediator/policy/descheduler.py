@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import yaml
 
-from remediator.policy.metrics import KUBERNETES_METRICS
+from remediator.policy.measured_usage import KUBERNETES_METRICS
 from remediator.policy.reader import Reader, Section
 from remediator.policy.strategies import strategy_kinds
 

@@ -19,7 +19,7 @@ from remediator.policy.autoscaler import read_autoscaler
 from remediator.policy.eviction import read_eviction
 from remediator.policy.evictor import read_evictor
 from remediator.policy.limits import read_limits
-from remediator.policy.metrics import check_sources, read_metrics_providers
+from remediator.policy.measured_usage import check_sources, read_metrics_providers
 from remediator.policy.model import Policy
 from remediator.policy.node_selector import read_node_selector
 from remediator.policy.notifications import read_notifications

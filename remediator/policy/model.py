@@ -14,7 +14,7 @@ from remediator.policy.autoscaler import AutoscalerSettings
 from remediator.policy.eviction import EvictionSettings
 from remediator.policy.evictor import EvictorArgs
 from remediator.policy.limits import Limits
-from remediator.policy.metrics import MetricsProviders
+from remediator.policy.measured_usage import MetricsProviders
 from remediator.policy.notifications import Notifications
 from remediator.policy.rules import TaintRule
 from remediator.policy.safety import Safety

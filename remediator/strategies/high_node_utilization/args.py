@@ -6,7 +6,7 @@ import datetime as dt
 from dataclasses import dataclass
 
 from remediator.policy.fields import read_evictable_namespaces, read_resource_percentages
-from remediator.policy.metrics import MetricsUtilization, read_metrics_utilization
+from remediator.policy.measured_usage import MetricsUtilization, read_metrics_utilization
 from remediator.policy.reader import Reader, Section
 
 _HNU_ARGS_KEYS = ("thresholds", "numberOfNodes", "evictableNamespaces", "evictionModes", "taintDrainedNodes",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from remediator.policy.fields import read_evictable_namespaces, read_resource_percentages
-from remediator.policy.metrics import MetricsUtilization, read_metrics_utilization
+from remediator.policy.measured_usage import MetricsUtilization, read_metrics_utilization
 from remediator.policy.reader import Reader, Section
 
 _LNU_ARGS_KEYS = ("thresholds", "targetThresholds", "useDeviationThresholds", "numberOfNodes", "evictableNamespaces",

@@ -25,7 +25,7 @@ from remediator.model import NodeRecord, PlannedEviction, PodRecord, Snapshot
 from remediator.planning.gate import CYCLE, NODE, Gate
 from remediator.planning.utilization import Utilization, describe_source
 from remediator.planning.wants import NOTHING, Wants
-from remediator.policy.metrics import METRIC_RESOURCE
+from remediator.policy.measured_usage import METRIC_RESOURCE
 from remediator.scheduling.nodefit import PODS
 from remediator.scheduling.usage import (
     Percentages,

@@ -25,12 +25,12 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from nodemedic_common.redaction import redact, userinfo_secrets
 from remediator.model import MeasuredUsage
-from remediator.policy.metrics import KUBERNETES_METRICS, PROMETHEUS, TOKEN_KEY, MetricsUtilization
+from remediator.policy.measured_usage import KUBERNETES_METRICS, PROMETHEUS, TOKEN_KEY, MetricsUtilization
 from remediator.policy.model import Policy
 from remediator.policy.secret_files import DEFAULT_SECRETS_DIR, read_secret_file
-from remediator.state import prometheus
 from remediator.state.kube import ApiError, Kube
-from remediator.state.metrics_api import list_metrics, usage_from_items
+from remediator.state.measured import prometheus_query
+from remediator.state.measured.resource_metrics_api import list_metrics, usage_from_items
 
 REFRESH = 15.0  # seconds: metrics-server's default resolution; reading faster sees the same samples
 SERVICE_ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -117,8 +117,8 @@ class UsageReader:
         token: str | None = None
         try:
             token = await self._token(provider.token_secret, provider.token_file)
-            values = await prometheus.query(self._sess(), provider.url, q, token=token)
-        except (prometheus.QueryError, ApiError, OSError) as e:
+            values = await prometheus_query.query(self._sess(), provider.url, q, token=token)
+        except (prometheus_query.QueryError, ApiError, OSError) as e:
             self.reads.labels(PROMETHEUS, "error").inc()
             # The answer's body may echo the request: the token and the URL's userinfo are cut in every form
             # (raw, JSON-escaped, percent- and base64-encoded) before the message is logged, then it is shortened.

@@ -20,9 +20,9 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from remediator.policy.loader import PolicyError, parse_policy
-from remediator.state import prometheus
 from remediator.state.kube import Credentials, Kube
-from remediator.state.usage_reader import UsageReader
+from remediator.state.measured import prometheus_query as prometheus
+from remediator.state.measured.reader import UsageReader
 
 TOKEN = "s3cr3t-prometheus-token"
 QUERY = 'avg by (instance) (1 - rate(node_cpu_seconds_total{mode="idle"}[1m]))'

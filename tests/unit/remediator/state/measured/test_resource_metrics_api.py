@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from remediator.state.metrics_api import usage_from_items
+from remediator.state.measured.resource_metrics_api import usage_from_items
 
 NOW = dt.datetime(2026, 5, 1, 12, 0, 0, tzinfo=dt.UTC)
 MINUTE = dt.timedelta(minutes=1)

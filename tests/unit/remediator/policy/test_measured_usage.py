@@ -8,7 +8,7 @@ import datetime as dt
 import pytest
 
 from remediator.policy.loader import PolicyError, convert_policy, parse_policy
-from remediator.policy.metrics import KUBERNETES_METRICS, PROMETHEUS, MetricsProviders, MetricsUtilization
+from remediator.policy.measured_usage import KUBERNETES_METRICS, PROMETHEUS, MetricsProviders, MetricsUtilization
 
 LNU = """
   - name: LowNodeUtilization
