@@ -36,6 +36,7 @@ from remediator.policy.loader import PolicyError, convert_policy, load_policy, v
 from remediator.policy.model import Policy
 from remediator.policy.secret_files import DEFAULT_SECRETS_DIR
 from remediator.policy.source import PolicySource
+from remediator.policy_reload import PolicyReload
 from remediator.server import app, loop_health, serve
 from remediator.state.autoscaler_detection import AutoscalerDetector, detect
 from remediator.state.caches import ClusterCache, snapshot_from_list
@@ -86,10 +87,10 @@ async def _run(args: argparse.Namespace) -> int:
     # Likewise: it looks for the node autoscalers only while the policy says addsNodes: auto.
     autoscalers = AutoscalerDetector(kube, gauge=metrics.autoscaler_detected, log=log)
     source = PolicySource(args.policy, policy, secrets_dir=args.secrets_dir)
-    controller = Controller(kube=kube, cache=cache, source=source, alerts=alerts,
-                            metrics=metrics, log=log, elector=elector, dry_run=args.dry_run,
-                            lease_namespace=args.lease_namespace, lease_name=args.lease_name, usage=usage,
-                            autoscalers=autoscalers)
+    reload = PolicyReload(source, alerts=alerts, metrics=metrics, log=log, lease_namespace=args.lease_namespace,
+                          lease_name=args.lease_name, announce=not args.dry_run)
+    controller = Controller(kube=kube, cache=cache, policy=reload, alerts=alerts, metrics=metrics, log=log,
+                            elector=elector, dry_run=args.dry_run, usage=usage, autoscalers=autoscalers)
     runner = None
     if args.listen:
         try:

@@ -29,7 +29,7 @@ from remediator.model import Plan, PlannedEviction, TaintChange
 from remediator.planner import PlannerMemory, make_plan
 from remediator.planning import owned_taints
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION
-from remediator.policy.source import PolicySource
+from remediator.policy_reload import PolicyReload
 from remediator.state.autoscaler_detection import AutoscalerDetector
 from remediator.state.caches import ClusterCache
 from remediator.state.kube import ApiError, Kube
@@ -41,15 +41,13 @@ RECENT_EVICTION_MEMORY = 600.0  # seconds a pod we evicted is never planned agai
 
 
 class Controller:
-    def __init__(self, *, kube: Kube, cache: ClusterCache, source: PolicySource, alerts: Alerts, metrics: Metrics,
-                 log: logging.Logger, elector: LeaderElector | None, dry_run: bool, lease_namespace: str,
-                 lease_name: str, usage: UsageReader | None = None,
+    def __init__(self, *, kube: Kube, cache: ClusterCache, policy: PolicyReload, alerts: Alerts, metrics: Metrics,
+                 log: logging.Logger, elector: LeaderElector | None, dry_run: bool, usage: UsageReader | None = None,
                  autoscalers: AutoscalerDetector | None = None, resync: float = 10.0,
                  clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
                  monotonic: Callable[[], float] = time.monotonic) -> None:
-        self.kube, self.cache, self.source, self.alerts, self.metrics = kube, cache, source, alerts, metrics
+        self.kube, self.cache, self.policy, self.alerts, self.metrics = kube, cache, policy, alerts, metrics
         self.log, self.elector, self.dry_run = log, elector, dry_run
-        self.lease_namespace, self.lease_name = lease_namespace, lease_name
         self.resync = resync
         self.clock, self.monotonic = clock, monotonic
         self.usage = usage  # measured usage for metricsUtilization; None: requests only
@@ -90,7 +88,7 @@ class Controller:
             return 1, f"the caches did not sync within {sync_timeout:g}s (is the API server reachable?)"
         plan = await self.cycle()
         results = await asyncio.gather(*self.in_flight.values())
-        await asyncio.gather(*self.background, return_exceptions=True)
+        await asyncio.gather(*self.background, *self.policy.background, return_exceptions=True)
         counts = {o: sum(1 for r in results if r.outcome == o) for o in Outcome}
         summary = (f"{len(plan.taints_add)} tainted, {len(plan.taints_remove)} untainted, "
                    + ", ".join(f"{n} {o}" for o, n in counts.items() if n) + f"; {len(plan.deferred)} deferred")
@@ -112,14 +110,14 @@ class Controller:
         self.cache.changed.clear()
 
     async def cycle(self) -> Plan:
-        self._reload_policy()
+        self.policy.poll()
         now = self.clock()
         # Measured usage first (a read of its own at most every 15 s, only when a strategy asks for it), outside
         # the cycle's time: the cycle is the snapshot of the caches and the plan.
-        measured = await self.usage.read(self.source.policy, self.cache.nodes, now) \
+        measured = await self.usage.read(self.policy.current, self.cache.nodes, now) \
             if self.usage is not None else None
         # Likewise the node autoscalers (two GETs at start and every few minutes, only for addsNodes: auto).
-        autoscalers = await self.autoscalers.current(self.source.policy) \
+        autoscalers = await self.autoscalers.current(self.policy.current) \
             if self.autoscalers is not None else frozenset()
         t0 = time.perf_counter()
         snapshot = self.cache.snapshot(now, autoscalers=autoscalers)
@@ -127,7 +125,7 @@ class Controller:
             snapshot.measured = measured
         self._forget_old_evictions()  # before planning: the planner's memory of them expires with them
         # The evictions under way are in the memory (planning/leaving.py): the plan is final as it comes back.
-        plan = make_plan(snapshot, self.source.policy, self.memory)
+        plan = make_plan(snapshot, self.policy.current, self.memory)
         self.metrics.cycle_seconds.observe(time.perf_counter() - t0)
         self.plan = plan
         self.last_cycle = self.monotonic()
@@ -221,7 +219,7 @@ class Controller:
         self.in_flight[e.pod.uid] = task
 
     async def _evict(self, e: PlannedEviction) -> EvictionResult:
-        policy = self.source.policy
+        policy = self.policy.current
         try:
             result = await evict(self.kube, e, policy.eviction, may_act=self.may_act, log=self.log)
         finally:
@@ -253,31 +251,3 @@ class Controller:
         for uid in [u for u, t in self.recently_evicted.items() if t < horizon]:
             del self.recently_evicted[uid]
             self.memory.forget_eviction(uid)  # a pod that refuses to go this long is planned afresh
-
-    # --- policy ----------------------------------------------------------------------------------
-    def _reload_policy(self) -> None:
-        before = self.source.policy
-        changed, errors = self.source.poll()
-        if changed:
-            self.metrics.policy_reloads.labels("ok").inc()
-            self.log.info("policy reloaded", extra={"policy": str(self.source.path)})
-            notifier = self.alerts.notifier
-            if notifier is not None and self.source.policy.notifications != before.notifications:
-                try:
-                    notifier.reconfigure(self.source.policy.notifications)
-                except ValueError as e:  # validated with the file, so only a bug gets here: keep the old sinks
-                    self.log.error("notification sinks not reconfigured, keeping the old ones",
-                                   extra={"policy": str(self.source.path), "error": str(e)})
-        elif errors:
-            self.metrics.policy_reloads.labels("error").inc()
-            self.log.error("policy rejected, keeping the last good one",
-                           extra={"policy": str(self.source.path), "errors": errors})
-            if self.dry_run:
-                return  # a dry run writes nothing, not even this Event
-            message = f"policy {self.source.path} rejected, keeping the last good one: " + "; ".join(errors[:5])
-            task = asyncio.get_running_loop().create_task(self.alerts.object(
-                namespace=self.lease_namespace, type_="Warning", reason="NodemedicPolicyRejected", message=message,
-                involved={"kind": "Lease", "apiVersion": "coordination.k8s.io/v1", "name": self.lease_name,
-                          "namespace": self.lease_namespace}))
-            self.background.add(task)
-            task.add_done_callback(self.background.discard)

@@ -23,6 +23,7 @@ from remediator.model import KARPENTER_NODEPOOL_LABEL, Plan
 from remediator.policy import source as policy_source
 from remediator.policy.loader import load_policy
 from remediator.policy.source import PolicySource
+from remediator.policy_reload import PolicyReload
 from remediator.state.autoscaler_detection import KARPENTER_DISCOVERY, REDETECT, AutoscalerDetector
 from remediator.state.caches import ClusterCache
 from remediator.state.kube import ApiError
@@ -147,12 +148,15 @@ class World:
         self.cache = ClusterCache(self.api, log=LOG, clock=self.clock.wall)  # type: ignore[arg-type]
         self.cache._reset_nodes(nodes)
         self.cache._reset_pods(pods)
+        alerts = Alerts(self.api, None, identity="r1", log=LOG)  # type: ignore[arg-type]
         self.controller = Controller(
             kube=self.api, cache=self.cache,  # type: ignore[arg-type]
-            source=PolicySource(str(self.policy_path), load_policy(self.policy_path)),
-            alerts=Alerts(self.api, None, identity="r1", log=LOG), metrics=self.metrics,  # type: ignore[arg-type]
+            policy=PolicyReload(PolicySource(str(self.policy_path), load_policy(self.policy_path)), alerts=alerts,
+                                metrics=self.metrics, log=LOG, lease_namespace="ops", lease_name="nm",
+                                announce=not dry_run),
+            alerts=alerts, metrics=self.metrics,
             log=LOG, elector=None if dry_run else self.lease, dry_run=dry_run,  # type: ignore[arg-type]
-            lease_namespace="ops", lease_name="nm", clock=self.clock.wall, monotonic=self.clock.monotonic)
+            clock=self.clock.wall, monotonic=self.clock.monotonic)
 
     def cycle(self) -> None:
         async def one() -> None:
@@ -356,7 +360,7 @@ def test_a_bad_policy_edit_keeps_the_last_good_policy_and_says_so_on_the_lease(t
     w.policy_path.write_text(POLICY.replace("evict: true", "evict: false") % 10)
     asyncio.run(cycle_and_settle())
     assert w.metric("nodemedic_policy_reloads_total", result="ok") == 1
-    assert w.controller.source.policy.rules[0].evict is False
+    assert w.controller.policy.current.rules[0].evict is False
 
 
 def test_a_dry_run_says_nothing_on_the_lease_about_a_bad_policy(tmp_path: Path) -> None:
