@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from nodemedic_common.durations import format_duration, whole_seconds
 from remediator.model import (
     TERMINAL_PHASES,
     NodeRecord,
@@ -30,7 +31,7 @@ from remediator.planning.defaultevictor import protection
 from remediator.planning.leaving import Leaving, still_leaving
 from remediator.planning.limits import LimitState
 from remediator.planning.new_node import who_adds
-from remediator.planning.taints import AUTOSCALER_TAINTS, duration, safety_hold
+from remediator.planning.taints import AUTOSCALER_TAINTS, safety_hold
 from remediator.policy.model import Policy
 from remediator.scheduling.nodefit import CPU, PODS, find_destination, new_node_reason, pod_request_summary
 from remediator.scheduling.offering import Offering
@@ -359,7 +360,7 @@ class Cycle:
         # seconds); the owner's other original pods on the node may still move.
         if pod.created is not None and pod.created >= last.replace(microsecond=0):
             return (f"loop guard: a pod of {owner.kind}/{owner.name} was moved off {pod.node_name} "
-                    f"{duration(self.snapshot.now - last)} ago and its replacement came back")
+                    f"{format_duration(whole_seconds(self.snapshot.now - last))} ago and its replacement came back")
         return None
 
     def protect(self, pod: PodRecord, why: str) -> None:

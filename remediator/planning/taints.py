@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from nodemedic_common.durations import format_duration, whole_seconds
 from remediator.model import Effect, Held, HoldReason, NodeRecord, Snapshot, Taint, TaintChange, usable_time
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION, STRATEGY_PREFIX, Policy
 from remediator.policy.rules import TaintRule
@@ -125,13 +126,6 @@ def tainted_limit(safety: Safety, total_nodes: int) -> int:
     return max(safety.min_tainted_nodes, min(bounds) if bounds else total_nodes)
 
 
-def duration(d: dt.timedelta) -> str:
-    s = max(0, int(d.total_seconds()))
-    h, rest = divmod(s, 3600)
-    m, s = divmod(rest, 60)
-    return (f"{h}h" if h else "") + (f"{m}m" if h or m else "") + f"{s}s"
-
-
 @dataclass
 class _Want:
     """A taint the active rules want on one node."""
@@ -181,7 +175,7 @@ def plan_taints(snapshot: Snapshot, policy: Policy, clear_since: dict[tuple[str,
                 due(held_since + r.for_)
                 continue
             else:
-                cause = f"{c.type}={c.status} for {duration(now - held_since)}"
+                cause = f"{c.type}={c.status} for {format_duration(whole_seconds(now - held_since))}"
             w = wants.setdefault(r.taint.identity(), _Want(r.taint, [], [], held_since))
             w.rules.append(r.name)
             w.causes.append(cause)
@@ -253,7 +247,7 @@ def _release(node: NodeRecord, owned: OwnedTaint, rules: list[TaintRule], *, mat
             due(since + r.recover_after)
             waiting = True
         state = f"{c.type}={c.status}" if c is not None else f"{r.condition_type} absent"
-        causes.append(f"{state} for {duration(now - since)}")
+        causes.append(f"{state} for {format_duration(whole_seconds(now - since))}")
     if waiting:
         return None
     return tuple(r.name for r in rules), "; ".join(causes)

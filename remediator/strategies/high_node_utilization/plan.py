@@ -25,10 +25,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from nodemedic_common.durations import format_duration
 from remediator.model import PlannedEviction, PodRecord, Snapshot, TaintChange
 from remediator.planning.cycle import CYCLE, NODE, Cycle
 from remediator.planning.defaultevictor import MIRROR_ANNOTATION, protection
-from remediator.planning.taints import duration
 from remediator.planning.utilization import Utilization, describe_source
 from remediator.scheduling.nodefit import PODS
 from remediator.scheduling.usage import Percentages, at_or_below, describe, eviction_order, live_pods
@@ -153,5 +153,5 @@ def _release_timed_out(snapshot: Snapshot, args: HighNodeUtilizationArgs, cycle:
         if age >= timeout:
             cycle.plan.taints_remove.append(TaintChange(
                 node, CONSOLIDATION_TAINT, (CONSOLIDATION_OWNER,),
-                f"not removed within {duration(args.consolidation_timeout)}: giving the node back"))
+                f"not removed within {format_duration(args.consolidation_timeout)}: giving the node back"))
             cycle.memory.consolidation_released[node] = snapshot.now

@@ -236,7 +236,7 @@ BAD_FILES = {
     "failed-pods-bad-exit-code.yaml": ":7: strategies[0].args.exitCodes[1]: must be an integer, got string 'OOM'",
     "failed-pods-negative-lifetime.yaml": ":8: strategies[0].args.minPodLifetimeSeconds: must be at least 0, got -5",
     # Settings that would turn nodemedic against the cluster (docs/bounds.md).
-    "hnu-zero-consolidation-timeout.yaml": ":8: strategies[0].args.consolidationTimeout: must be at least 1m "
+    "hnu-zero-consolidation-timeout.yaml": ":8: strategies[0].args.consolidationTimeout: must be at least 1m0s "
                                            "(a node autoscaler needs time to remove the emptied node",
     "eviction-zero-backoff.yaml": ":5: eviction.initialBackoff: must be at least 100ms (a shorter first retry is a "
                                   "busy loop against the server), got 0s",
