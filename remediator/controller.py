@@ -17,6 +17,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
+from nodemedic_common.config_errors import ConfigError
 from remediator.actions.evictor import EvictionResult, Outcome, evict
 from remediator.actions.nominator import nominate
 from remediator.actions.taintwriter import write_node_taints
@@ -28,7 +29,7 @@ from remediator.leader import LeaderElector
 from remediator.model import HoldReason, Plan, PlannedEviction, TaintChange
 from remediator.planner import PlannerMemory, plan_cycle
 from remediator.planning import taints as owned_taints
-from remediator.policy.loader import PolicyError, load_policy
+from remediator.policy.loader import load_policy
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION, Policy
 from remediator.policy.secret_files import DEFAULT_SECRETS_DIR, read_secret_bytes
 from remediator.state.autoscaler_detection import AutoscalerDetector
@@ -93,7 +94,7 @@ class PolicySource:
         self.digest = digest
         try:
             self.policy = load_policy(self.path, secrets_dir=self.secrets_dir)
-        except PolicyError as e:
+        except ConfigError as e:
             return False, e.errors
         except Exception as e:  # noqa: BLE001 - a loader bug on odd input (a RecursionError was one) must still be
             # counted and announced as a rejected policy, not skipped in silence by the cycle's own handler.

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.npd.vocabulary import KUBELET_CONDITIONS, DefaultCondition, RuleType
+from nodemedic_common.config_errors import ConfigError
 from nodemedic_common.durations import below_floor, format_duration, parse_go_duration
 from nodemedic_common.inputs import MAX_DEPTH, Problem, json_depth_problem, read_text
 
@@ -76,14 +77,6 @@ class PluginMonitorConfig:
 
     def condition(self, condition_type: str) -> DefaultCondition:
         return next(c for c in self.conditions if c.type == condition_type)
-
-
-class ConfigError(Exception):
-    """The file is unusable; `errors` holds every problem found, each "FILE: field.path: message"."""
-
-    def __init__(self, errors: Sequence[str]) -> None:
-        super().__init__("\n".join(errors))
-        self.errors = list(errors)
 
 
 
