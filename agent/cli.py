@@ -21,7 +21,7 @@ from agent.checks.custom_plugin import CustomPluginMonitor
 from agent.checks.gpu import GPUCheck
 from agent.checks.logmonitor import LogMonitor
 from agent.checks.stuck_pods import StuckPods
-from agent.config import AgentConfig, ConfigError, load_config
+from agent.config import AgentConfig, load_config
 from agent.host import HostRoot
 from agent.model import Check, HoldsResources, Observation, Status
 from agent.npd import logmonitor_config as npd_logmonitor_config
@@ -37,6 +37,7 @@ from agent.reporting.reporter import Reporter, StateFile
 from agent.reporting.status_server import Answer, StatusServer
 from agent.supervisor import Supervisor
 from nodemedic_common import logs
+from nodemedic_common.config_errors import ConfigError
 from nodemedic_common.listen import listen_flag
 from nodemedic_common.tasks import run_until_signal
 
@@ -50,12 +51,12 @@ def build_checks(cfg: AgentConfig, host: HostRoot) -> list[Check]:
         try:
             monitor_config = npd_logmonitor_config.load(path)
             checks.append(LogMonitor(monitor_config, host=host, recover_after=cfg.log_monitor_recover_after))
-        except (npd_logmonitor_config.ConfigError, ValueError) as e:
+        except (ConfigError, ValueError) as e:
             errors += getattr(e, "errors", [str(e)])
     for path in cfg.custom_plugin_monitors:
         try:
             checks.append(CustomPluginMonitor(npd_plugin_config.load(path)))
-        except (npd_plugin_config.ConfigError, ValueError) as e:
+        except (ConfigError, ValueError) as e:
             errors += getattr(e, "errors", [str(e)])
     owner: dict[str, str] = {}
     for c in checks:

@@ -32,14 +32,9 @@ from typing import Any
 import yaml
 
 from agent.model import CheckTiming
+from nodemedic_common.config_errors import ConfigError
 from nodemedic_common.durations import below_floor, parse_duration
 from nodemedic_common.inputs import Problem, quoted, read_text, yaml_problem
-
-
-class ConfigError(Exception):
-    def __init__(self, errors: list[str]) -> None:
-        super().__init__("\n".join(errors))
-        self.errors = errors
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from agent.model import Check, Observation, WaitsForInput
+from nodemedic_common.durations import format_duration
 
 
 class Supervisor:
@@ -38,7 +39,7 @@ class Supervisor:
         except TimeoutError:
             self.errors.labels(check.name, "timeout").inc()
             obs = Observation(check=check.name, at=now,
-                              error=f"timed out after {check.timing.timeout.total_seconds():g}s")
+                              error=f"timed out after {format_duration(check.timing.timeout)}")
         except Exception as e:  # a buggy check must not take the agent down
             self.errors.labels(check.name, "exception").inc()
             self.log.exception("check failed", extra={"check": check.name})

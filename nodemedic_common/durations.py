@@ -23,6 +23,7 @@ YAML_HINT = "use a number with a unit h, m, s or ms (30s, 5m, 1h30m, 500ms) or a
 # Go's time.Duration is an int64 of nanoseconds, about 292 years: Go refuses more, and so does every file here
 # (a timedelta would overflow later, where the value is used, instead of at the line that gives it).
 _GO_MAX_SECONDS = (2**63 - 1) / 1e9
+_MICROSECOND = dt.timedelta(microseconds=1)
 _GO_MAX = "a duration is at most 2562047h47m16s (Go's limit)"
 # The same limit for a duration given as a whole number of seconds (descheduler's `...Seconds` arguments).
 MAX_SECONDS = int(_GO_MAX_SECONDS)
@@ -69,14 +70,36 @@ def _parse_text(text: str, hint: str, *, shown: str | None = None) -> dt.timedel
 
 
 def format_duration(value: dt.timedelta) -> str:
-    """`value` in the same grammar, for messages: 0s, 500ms, 45s, 1m30s, 2h."""
-    total_ms = round(value.total_seconds() * 1000)
-    if total_ms < 1000:
-        return f"{total_ms}ms" if total_ms else "0s"
-    hours, rest = divmod(total_ms, 3_600_000)
-    minutes, rest = divmod(rest, 60_000)
-    seconds = f"{rest / 1000:g}s" if rest else ""
-    return f"{hours}h" * bool(hours) + f"{minutes}m" * bool(minutes) + seconds
+    """`value` as Go's `time.Duration.String` writes it, the grammar the files are read in, so every message spells
+    a duration one way: 0s, 250ms, 45s, 1m30s, 2h0m0s, 1h1m1.5s (exact to the microsecond, timedelta's unit)."""
+    micros = value // _MICROSECOND
+    sign, micros = ("-" if micros < 0 else ""), abs(micros)
+    if micros == 0:
+        return "0s"
+    if micros < 1000:
+        return f"{sign}{micros}µs"
+    if micros < 1_000_000:
+        return f"{sign}{_decimal(micros, 1000)}ms"
+    hours, rest = divmod(micros, 3_600_000_000)
+    minutes, rest = divmod(rest, 60_000_000)
+    seconds = f"{_decimal(rest, 1_000_000)}s"
+    if hours:
+        return f"{sign}{hours}h{minutes}m{seconds}"
+    return f"{sign}{minutes}m{seconds}" if minutes else sign + seconds
+
+
+def _decimal(value: int, unit: int) -> str:
+    """`value` / `unit` (a power of ten) in decimal, without trailing zeros: (1500, 1000) -> "1.5"."""
+    whole, fraction = divmod(value, unit)
+    if not fraction:
+        return str(whole)
+    return f"{whole}.{fraction:0{len(str(unit)) - 1}d}".rstrip("0")
+
+
+def whole_seconds(value: dt.timedelta) -> dt.timedelta:
+    """How long something has lasted by a clock, as a message says it: cut to whole seconds (a clock's fraction of a
+    second is noise there, and would change the text on every cycle), and 0s when the clock stepped back."""
+    return dt.timedelta(seconds=max(0, int(value.total_seconds())))
 
 
 def below_floor(value: dt.timedelta, floor: dt.timedelta, why: str) -> str | None:

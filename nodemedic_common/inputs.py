@@ -5,8 +5,8 @@ PyYAML composes a document recursively and expands aliases by reference: a file 
 raised RecursionError (a crash at start, a silently skipped reload), and a few lines of "billion laughs" aliases
 became a tree that a comparison or an error message walked for minutes. The text is therefore first scanned as a
 flat stream of parser events (PyYAML's parser keeps its own stack, so deep nesting costs no recursion), counting
-depth and the size every alias expands to. Each problem comes back as a line and a message for the caller's own
-error type, so each program keeps its one config-error class.
+depth and the size every alias expands to. Each problem comes back as a line and a message, which the caller's
+reader words as its file's other errors are worded before it raises ConfigError (config_errors.py).
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from nodemedic_common import logs
+from nodemedic_common.config_errors import ConfigError
 from nodemedic_common.durations import parse_go_duration
 from nodemedic_common.listen import listen_flag
 from nodemedic_common.tasks import cancelled, run_until_signal
@@ -32,7 +33,7 @@ from remediator.leader import LeaderElector, LeaseTimings
 from remediator.model import MeasuredUsage, NodeAutoscaler, Plan
 from remediator.planner import PlannerMemory, make_plan
 from remediator.policy.autoscaler import AUTO
-from remediator.policy.loader import PolicyError, convert_policy, load_policy, validate_main
+from remediator.policy.loader import convert_policy, load_policy, validate_main
 from remediator.policy.model import Policy
 from remediator.policy.secret_files import DEFAULT_SECRETS_DIR
 from remediator.policy.source import PolicySource
@@ -52,7 +53,7 @@ NO_AUTOSCALER = "none"  # plan --autoscaler none: the cluster runs no node autos
 def _load_or_exit(path: str, secrets_dir: str) -> Any:
     try:
         return load_policy(path, secrets_dir=secrets_dir)
-    except PolicyError as e:
+    except ConfigError as e:
         for err in e.errors:
             print(err, file=sys.stderr)
         raise SystemExit(2) from None
@@ -290,7 +291,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
     except (OSError, UnicodeDecodeError) as e:
         print(f"{args.policy}: cannot read the policy file: {e}", file=sys.stderr)
         return 2
-    except PolicyError as e:
+    except ConfigError as e:
         print("\n".join(e.errors), file=sys.stderr)
         return 2
     header = (f"# nodemedic RemediationPolicy converted from {os.path.basename(args.policy)} by nodemedic-remediator "

@@ -155,7 +155,10 @@ class NodeRecord:
         return c is not None and c.status == "True"
 
 
-TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})  # a pod in these phases holds no resources
+# A pod in these phases holds no resources: its containers have stopped. A pod being deleted (PodRecord.terminating)
+# is not among them: it holds its requests on its node until the kubelet has stopped it, so node fit and the
+# affinity checks test the phase alone, while what kube-scheduler counts for spread is PodRecord.live.
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
 @dataclass(frozen=True)
@@ -234,6 +237,13 @@ class PodRecord:
     unschedulable: str = ""
 
     @property
+    def live(self) -> bool:
+        """Neither finished (Succeeded, Failed) nor being deleted: the pods kube-scheduler counts for topology spread
+        and a workload counts as its running replicas. Not the test of what holds room on a node: a terminating pod
+        still does, until it is gone (TERMINAL_PHASES alone decides that)."""
+        return self.phase not in TERMINAL_PHASES and not self.terminating
+
+    @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
 
@@ -285,7 +295,7 @@ class LivePods:
             self._by_namespace = {}
             for pods in self._pods_by_node.values():  # every pod of the cluster: kept tight
                 for p in pods:
-                    if p.phase not in TERMINAL_PHASES and not p.terminating:
+                    if p.live:
                         self._by_namespace.setdefault(p.namespace, []).append(p)
         return self._by_namespace.get(namespace, [])
 

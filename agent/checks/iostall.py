@@ -15,9 +15,10 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from agent.checks.psi import StickyReport, Sustained, format_duration, read_pressure
+from agent.checks.psi import StickyReport, Sustained, read_pressure
 from agent.host import HostRoot
 from agent.model import CheckTiming, ConditionReport, Observation, Status
+from nodemedic_common.durations import format_duration
 
 NAME = "iostall"
 CONDITION = "DiskIOStall"

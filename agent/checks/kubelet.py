@@ -22,10 +22,11 @@ import ssl
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from agent.checks.restarts import CommandRunner, RestartConfig, RestartMonitor, human, run_command, validate_restarts
+from agent.checks.restarts import CommandRunner, RestartConfig, RestartMonitor, run_command, validate_restarts
 from agent.host import HostRoot
 from agent.model import CheckTiming, ConditionReport, Observation, Status
 from agent.reporting.aiohttp_lean import aiohttp
+from nodemedic_common.durations import format_duration
 
 UNHEALTHY = "KubeletUnhealthy"
 FREQUENT_RESTART = "FrequentKubeletRestart"
@@ -51,7 +52,8 @@ def validate(config: Config) -> list[str]:
     if config.request_timeout <= dt.timedelta(0):
         errors.append("request_timeout: must be positive")
     elif config.request_timeout >= config.timing.timeout:
-        errors.append(f"request_timeout: must be shorter than timing.timeout ({human(config.timing.timeout)})")
+        errors.append(f"request_timeout: must be shorter than timing.timeout "
+                      f"({format_duration(config.timing.timeout)})")
     if config.failure_threshold < 1:
         errors.append("failure_threshold: must be at least 1")
     return errors + validate_restarts(config.restarts)
@@ -119,6 +121,6 @@ class KubeletCheck:
                 body = (await response.text(errors="replace")).strip()[:80]
                 return f"HTTP {response.status}" + (f" {body!r}" if body else "")
         except TimeoutError:
-            return f"no answer within {human(timeout)}"
+            return f"no answer within {format_duration(timeout)}"
         except aiohttp.ClientError as exc:
             return f"{type(exc).__name__}: {exc}"

@@ -33,6 +33,7 @@ from agent.npd.logmonitor_config import LogMonitorConfig, Plugin
 from agent.npd.re2 import MAX_MATCHED_BUFFER, bounded
 from agent.npd.timestamps import parse_log_timestamp
 from agent.npd.vocabulary import RuleType
+from nodemedic_common.durations import format_duration
 
 DEFAULT_RECOVER_AFTER = dt.timedelta(minutes=10)
 # Kernel line -> condition on the API server within about a second needs a short poll of a source that cannot
@@ -236,7 +237,8 @@ class LogMonitor:
             elif (held.status is Status.TRUE and quiet is not None and held.last_match is not None
                   and now - held.last_match >= quiet):
                 held = _Held(Status.FALSE, f"{held.reason}Recovered",
-                             f"no new log line matched {held.reason} for {_duration(quiet)}; last: {held.message}")
+                             f"no new log line matched {held.reason} for {format_duration(quiet)}; "
+                             f"last: {held.message}")
             self._held[default.type] = held
             reports.append(ConditionReport(type=default.type, status=held.status, reason=held.reason,
                                            message=held.message))
@@ -286,12 +288,3 @@ def _logged_at(boot: dt.datetime | None, usec: int) -> dt.datetime | None:
         return boot + dt.timedelta(microseconds=usec)
     except OverflowError:
         return None
-
-
-def _duration(value: dt.timedelta) -> str:
-    """10m, 1h30m, 45s: short enough for a condition message."""
-    seconds = int(value.total_seconds())
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    parts = [f"{hours}h" if hours else "", f"{minutes}m" if minutes else "", f"{secs}s" if secs else ""]
-    return "".join(parts) or "0s"

@@ -23,9 +23,10 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field, replace
 
-from agent.checks.psi import Pressure, StickyReport, Sustained, describe, format_duration, read_pressure
+from agent.checks.psi import Pressure, StickyReport, Sustained, describe, read_pressure
 from agent.host import HostRoot
 from agent.model import CheckTiming, ConditionReport, EventReport, Observation, Status
+from nodemedic_common.durations import format_duration
 
 NAME = "memory"
 CONDITION = "MemoryExhaustion"

@@ -40,7 +40,7 @@ import ntplib
 from agent.checks.ntp_daemon_servers import LOOKED_FOR, find_daemon_servers
 from agent.host import HostRoot
 from agent.model import CheckTiming, ConditionReport, Observation, Status
-from nodemedic_common.durations import below_floor
+from nodemedic_common.durations import below_floor, format_duration
 
 NAME = "ntp"
 CONDITION = "NTPProblem"
@@ -80,11 +80,11 @@ def validate(config: Config) -> list[str]:
         errors.append("query_timeout: must be positive")
     elif config.query_timeout * len(config.servers) > config.timing.timeout:
         # Servers are tried in turn; if all time out the check must still finish before the supervisor cancels it.
-        errors.append(f"query_timeout: {len(config.servers)} servers x {config.query_timeout.total_seconds():g}s "
-                      f"exceed timing.timeout ({config.timing.timeout.total_seconds():g}s)")
+        errors.append(f"query_timeout: {len(config.servers)} servers x {format_duration(config.query_timeout)} "
+                      f"exceed timing.timeout ({format_duration(config.timing.timeout)})")
     elif config.query_timeout > config.timing.timeout:  # no servers: the time daemon's are asked, one at least
-        errors.append(f"query_timeout: {config.query_timeout.total_seconds():g}s exceeds timing.timeout "
-                      f"({config.timing.timeout.total_seconds():g}s): not even one of the time daemon's servers "
+        errors.append(f"query_timeout: {format_duration(config.query_timeout)} exceeds timing.timeout "
+                      f"({format_duration(config.timing.timeout)}): not even one of the time daemon's servers "
                       "could be asked")
     if not config.kernel_sync and not config.servers:
         errors.append("servers: must name at least one server when kernel_sync is false")
@@ -225,8 +225,8 @@ class NTPProblem:
         fit = self._config.timing.timeout // self._config.query_timeout  # each may time out: all within timing.timeout
         if len(found.servers) > fit:
             remarks.insert(0, f"only the first {fit} of the {len(found.servers)} servers from {found.daemon} are tried "
-                              f"(timing.timeout {self._config.timing.timeout.total_seconds():g}s / query_timeout "
-                              f"{self._config.query_timeout.total_seconds():g}s)")
+                              f"(timing.timeout {format_duration(self._config.timing.timeout)} / query_timeout "
+                              f"{format_duration(self._config.query_timeout)})")
         origin = f"from {found.daemon} {_listed(found.files)}"
         result = await self._measure_at_most_every_minpoll(now, found.servers[:fit])
         if isinstance(result, list):

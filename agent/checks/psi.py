@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import datetime as dt
 import errno
-import math
 from dataclasses import dataclass
 
 from agent.host import HostRoot
@@ -135,18 +134,6 @@ class Sustained:
 
     def interrupt(self) -> None:
         self._over = self._since = None
-
-
-def format_duration(d: dt.timedelta) -> str:
-    """2m30s, 45s, 1h0m0s: short enough for a condition message."""
-    seconds = max(0, math.floor(d.total_seconds()))
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes}m{secs}s"
-    if minutes:
-        return f"{minutes}m{secs}s" if secs else f"{minutes}m"
-    return f"{secs}s"
 
 
 class StickyReport:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from agent.host import HostRoot
 from agent.model import ConditionReport, Status
+from nodemedic_common.durations import format_duration
 
 SOURCES = ("proc", "systemd")
 
@@ -81,16 +82,6 @@ async def run_command(argv: Sequence[str]) -> str:
     return out.decode(errors="replace")
 
 
-def human(delta: dt.timedelta) -> str:
-    """20 minutes -> "20m"; keeps messages short and stable."""
-    seconds = int(delta.total_seconds())
-    if seconds and seconds % 3600 == 0:
-        return f"{seconds // 3600}h"
-    if seconds and seconds % 60 == 0:
-        return f"{seconds // 60}m"
-    return f"{delta.total_seconds():g}s"
-
-
 class SensorError(Exception):
     """The host data could not be read or made no sense; the condition becomes Unknown with this message."""
 
@@ -141,7 +132,7 @@ class RestartMonitor:
             self._restarts.popleft()
         count = len(self._restarts)
         cfg = self._config
-        message = f"{self._subject} restarted {count} time(s) in the last {human(cfg.window)}"
+        message = f"{self._subject} restarted {count} time(s) in the last {format_duration(cfg.window)}"
         message += f" (limit {cfg.max_restarts}){note}"
         if count >= cfg.max_restarts:
             return ConditionReport(self._type, Status.TRUE, self._type, message)

@@ -25,9 +25,10 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent.checks.restarts import CommandRunner, RestartConfig, RestartMonitor, human, run_command, validate_restarts
+from agent.checks.restarts import CommandRunner, RestartConfig, RestartMonitor, run_command, validate_restarts
 from agent.host import HostRoot
 from agent.model import CheckTiming, ConditionReport, Observation, Status
+from nodemedic_common.durations import format_duration
 
 UNHEALTHY = "ContainerRuntimeUnhealthy"
 FREQUENT_RESTART = "FrequentContainerRuntimeRestart"
@@ -59,7 +60,7 @@ def validate(config: Config) -> list[str]:
     if config.probe_timeout <= dt.timedelta(0):
         errors.append("probe_timeout: must be positive")
     elif config.probe_timeout >= config.timing.timeout:
-        errors.append(f"probe_timeout: must be shorter than timing.timeout ({human(config.timing.timeout)})")
+        errors.append(f"probe_timeout: must be shorter than timing.timeout ({format_duration(config.timing.timeout)})")
     return errors + validate_restarts(config.restarts)
 
 
@@ -213,7 +214,7 @@ class ContainerRuntimeCheck:
             async with asyncio.timeout(timeout.total_seconds()):
                 runtime = await probe(path)
         except TimeoutError:
-            message = f"{host_path} did not answer a CRI Version call within {human(timeout)}"
+            message = f"{host_path} did not answer a CRI Version call within {format_duration(timeout)}"
         except PermissionError as exc:
             return ConditionReport(UNHEALTHY, Status.UNKNOWN, "ContainerRuntimeHealthUnknown",
                                    f"the agent may not connect to {host_path}: {exc.strerror or exc}")

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from agent.host import HostRoot
 from agent.model import CheckTiming, ConditionReport, Observation, Status
+from nodemedic_common.durations import format_duration
 
 NAME = "stuckPods"
 CONDITION = "PodsStuckTerminating"
@@ -57,13 +58,10 @@ class StuckPods:
         if not stuck:
             return Observation(self.name, now, conditions=(ConditionReport(
                 CONDITION, Status.FALSE, "NoPodStuckTerminating",
-                f"no pod past its deletion time by more than {_minutes(self._margin)}"),))
+                f"no pod past its deletion time by more than {format_duration(self._margin)}"),))
         names = ", ".join(f"{name} (since {at.isoformat()})" for at, name in stuck[:SHOWN])
         more = f" and {len(stuck) - SHOWN} more" if len(stuck) > SHOWN else ""
         return Observation(self.name, now, conditions=(ConditionReport(
             CONDITION, Status.TRUE, "PodsStuckTerminating",
-            f"{len(stuck)} pods past their deletion time by more than {_minutes(self._margin)}: {names}{more}"),))
-
-
-def _minutes(delta: dt.timedelta) -> str:
-    return f"{delta.total_seconds() / 60:g}m"
+            f"{len(stuck)} pods past their deletion time by more than {format_duration(self._margin)}: "
+            f"{names}{more}"),))

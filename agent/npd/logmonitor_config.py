@@ -34,6 +34,7 @@ from pathlib import Path
 from agent.npd.re2 import Regex, compile_plain_pattern, compile_rule_pattern
 from agent.npd.timestamps import go_layout_to_strptime
 from agent.npd.vocabulary import KUBELET_CONDITIONS, DefaultCondition, RuleType
+from nodemedic_common.config_errors import ConfigError
 from nodemedic_common.durations import parse_go_duration
 from nodemedic_common.inputs import MAX_DEPTH, Problem, json_depth_problem, read_text
 
@@ -91,14 +92,6 @@ class LogMonitorConfig:
     buffer_size: int = DEFAULT_BUFFER_SIZE
     metrics_reporting: bool = True
     warnings: tuple[str, ...] = ()  # ignored keys, as "FILE: field: message"
-
-
-class ConfigError(Exception):
-    """The file is unusable; `errors` holds every problem, each "FILE: field.path: message"."""
-
-    def __init__(self, errors: list[str]) -> None:
-        super().__init__("\n".join(errors))
-        self.errors = errors
 
 
 _TOP_KEYS = ("plugin", "pluginConfig", "logPath", "lookback", "delay", "skipList", "bufferSize", "source",

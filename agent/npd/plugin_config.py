@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from agent.npd.vocabulary import KUBELET_CONDITIONS, DefaultCondition, RuleType
-from nodemedic_common.durations import below_floor, parse_go_duration
+from nodemedic_common.config_errors import ConfigError
+from nodemedic_common.durations import below_floor, format_duration, parse_go_duration
 from nodemedic_common.inputs import MAX_DEPTH, Problem, json_depth_problem, read_text
 
 PLUGIN = "custom"
@@ -76,14 +77,6 @@ class PluginMonitorConfig:
 
     def condition(self, condition_type: str) -> DefaultCondition:
         return next(c for c in self.conditions if c.type == condition_type)
-
-
-class ConfigError(Exception):
-    """The file is unusable; `errors` holds every problem found, each "FILE: field.path: message"."""
-
-    def __init__(self, errors: Sequence[str]) -> None:
-        super().__init__("\n".join(errors))
-        self.errors = list(errors)
 
 
 
@@ -300,7 +293,7 @@ def _read_rule(r: _Reader, raw: Any, where: str, *, plugin_config: PluginConfig,
     timeout = r.duration(obj, "timeout", where, plugin_config.timeout)
     if timeout > plugin_config.timeout:
         r.error(_join(where, "timeout"), f"{obj['timeout']!r} is longer than the global pluginConfig.timeout "
-                f"({_format(plugin_config.timeout)}); raise the global one or shorten this one")
+                f"({format_duration(plugin_config.timeout)}); raise the global one or shorten this one")
     interval = r.duration(obj, "invoke_interval", where, plugin_config.invoke_interval, MIN_INVOKE_INTERVAL)
     path = _resolve(r, r.string(obj, "path", where, required=True), _join(where, "path"), base)
     if len(r.errors) > errors_before or rule_type is None or path is None:
@@ -336,7 +329,3 @@ def _json_type(value: Any) -> str:
     if isinstance(value, str):
         return f"the string {value!r}"
     return "a list" if isinstance(value, list) else "an object"
-
-
-def _format(delta: dt.timedelta) -> str:
-    return f"{delta.total_seconds():g}s"

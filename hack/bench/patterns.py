@@ -36,8 +36,9 @@ from hypothesis import strategies as st
 
 from agent.checks import filesystem
 from agent.checks.logmonitor import _newest
-from agent.npd.logmonitor_config import DEFAULTS_DIR, ConfigError, load
+from agent.npd.logmonitor_config import DEFAULTS_DIR, load
 from agent.npd.re2 import bounded
+from nodemedic_common.config_errors import ConfigError
 
 KIB = 1 << 10
 

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 
+from nodemedic_common.durations import format_duration, whole_seconds
 from remediator.model import (
     TERMINAL_PHASES,
     NodeRecord,
@@ -29,7 +30,6 @@ from remediator.planning.memory import LOOP_GUARD, PlannerMemory
 from remediator.planning.new_node import who_adds
 from remediator.planning.rails import AUTOSCALER_TAINTS, safety_hold
 from remediator.planning.room import Room, add, add_pod
-from remediator.planning.taints import duration
 from remediator.policy.model import Policy
 from remediator.scheduling.nodefit import CPU, PODS, find_destination, new_node_reason, pod_request_summary
 from remediator.scheduling.offering import Offering
@@ -137,7 +137,7 @@ class Books:
         # seconds); the owner's other original pods on the node may still move.
         if pod.created is not None and pod.created >= last.replace(microsecond=0):
             return (f"loop guard: a pod of {owner.kind}/{owner.name} was moved off {pod.node_name} "
-                    f"{duration(self.snapshot.now - last)} ago and its replacement came back")
+                    f"{format_duration(whole_seconds(self.snapshot.now - last))} ago and its replacement came back")
         return None
 
     # --- PodDisruptionBudgets ---------------------------------------------------------------------------------

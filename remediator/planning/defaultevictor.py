@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from nodemedic_common.durations import parse_duration
+from nodemedic_common.durations import format_duration, parse_duration, whole_seconds
 from remediator.model import TERMINAL_PHASES, PodRecord, Snapshot
 from remediator.policy.evictor import EvictorArgs
 from remediator.policy.fields import Namespaces
@@ -30,10 +30,6 @@ MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 CONFIG_SOURCE_ANNOTATION = "kubernetes.io/config.source"
 SAFE_TO_EVICT_ANNOTATION = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 DO_NOT_DISRUPT_ANNOTATION = "karpenter.sh/do-not-disrupt"
-
-
-def _seconds(duration: dt.timedelta) -> str:
-    return f"{int(duration.total_seconds())}s"
 
 
 def _scope_reasons(pod: PodRecord, args: EvictorArgs) -> list[str]:
@@ -92,10 +88,10 @@ def _min_age_reason(pod: PodRecord, snapshot: Snapshot, args: EvictorArgs) -> st
     if args.min_pod_age is None:
         return None
     if pod.start_time is None:
-        return f"not started yet (minPodAge {_seconds(args.min_pod_age)})"
+        return f"not started yet (minPodAge {format_duration(args.min_pod_age)})"
     age = snapshot.now - pod.start_time
     if age < args.min_pod_age:
-        return f"age {_seconds(age)} < minPodAge {_seconds(args.min_pod_age)}"
+        return f"age {format_duration(whole_seconds(age))} < minPodAge {format_duration(args.min_pod_age)}"
     return None
 
 
@@ -113,8 +109,9 @@ def _do_not_disrupt_reason(pod: PodRecord, snapshot: Snapshot) -> str | None:
         return None
     if pod.start_time is None:
         return f"{DO_NOT_DISRUPT_ANNOTATION}={value} and not started yet"
-    if snapshot.now - pod.start_time < window:
-        return f"{DO_NOT_DISRUPT_ANNOTATION}={value} after start (age {_seconds(snapshot.now - pod.start_time)})"
+    age = snapshot.now - pod.start_time
+    if age < window:
+        return f"{DO_NOT_DISRUPT_ANNOTATION}={value} after start (age {format_duration(whole_seconds(age))})"
     return None
 
 

@@ -12,8 +12,8 @@ import datetime as dt
 from collections import Counter
 from dataclasses import dataclass, field
 
+from nodemedic_common.durations import format_duration, whole_seconds
 from remediator.model import PodRecord
-from remediator.planning.taints import duration
 from remediator.policy.limits import Limits
 
 
@@ -32,8 +32,9 @@ class LimitState:
         owner = pod.controller
         last = self.owner_last_eviction.get(owner.uid) if owner is not None else None
         if owner is not None and last is not None and self.now - last < lim.owner_cooldown:
-            return (f"owner cool-down: {owner.kind}/{owner.name} had a pod evicted {duration(self.now - last)} ago "
-                    f"(cool-down {duration(lim.owner_cooldown)})")
+            ago = format_duration(whole_seconds(self.now - last))
+            return (f"owner cool-down: {owner.kind}/{owner.name} had a pod evicted {ago} ago "
+                    f"(cool-down {format_duration(lim.owner_cooldown)})")
         used_up = self.used_up(pod.node_name)
         if used_up is not None:
             return used_up

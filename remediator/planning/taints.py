@@ -11,6 +11,7 @@ import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from nodemedic_common.durations import format_duration, whole_seconds
 from remediator.model import Held, HoldReason, NodeRecord, Snapshot, Taint, TaintChange
 from remediator.planning.owned_taints import OwnedTaint, parse_owned, strategy_owned
 from remediator.planning.rails import safety_hold, tainted_limit
@@ -30,13 +31,6 @@ class TaintPlan:
     next_check: dt.datetime | None = None
     owned_after: dict[str, list[OwnedTaint]] = field(default_factory=dict)
     evict_taints: dict[str, list[Taint]] = field(default_factory=dict)
-
-
-def duration(d: dt.timedelta) -> str:
-    s = max(0, int(d.total_seconds()))
-    h, rest = divmod(s, 3600)
-    m, s = divmod(rest, 60)
-    return (f"{h}h" if h else "") + (f"{m}m" if h or m else "") + f"{s}s"
 
 
 @dataclass
@@ -88,7 +82,7 @@ def plan_taints(snapshot: Snapshot, policy: Policy, clear_since: dict[tuple[str,
                 due(held_since + r.for_)
                 continue
             else:
-                cause = f"{c.type}={c.status} for {duration(now - held_since)}"
+                cause = f"{c.type}={c.status} for {format_duration(whole_seconds(now - held_since))}"
             w = wants.setdefault(r.taint.identity(), _Want(r.taint, [], [], held_since))
             w.rules.append(r.name)
             w.causes.append(cause)
@@ -160,7 +154,7 @@ def _release(node: NodeRecord, owned: OwnedTaint, rules: list[TaintRule], *, mat
             due(since + r.recover_after)
             waiting = True
         state = f"{c.type}={c.status}" if c is not None else f"{r.condition_type} absent"
-        causes.append(f"{state} for {duration(now - since)}")
+        causes.append(f"{state} for {format_duration(whole_seconds(now - since))}")
     if waiting:
         return None
     return tuple(r.name for r in rules), "; ".join(causes)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
+from nodemedic_common.durations import format_duration
 from remediator.model import LabelSelector, SelectorRequirement
 from remediator.policy.reader import Reader, Section, is_null
 from remediator.policy.syntax import label_value_problem, namespace_problem, qualified_name_problem
@@ -87,5 +88,5 @@ MIN_BACKOFF = (dt.timedelta(milliseconds=100), "a shorter first retry is a busy 
 def check_backoff(r: Reader, m: Section, initial: dt.timedelta, maximum: dt.timedelta) -> None:
     if maximum < initial:
         key = "maxBackoff" if "maxBackoff" in m.values else "initialBackoff"
-        r.error(m.line_node(key), m.at(key), f"maxBackoff ({maximum.total_seconds():g}s) must not be below "
-                                             f"initialBackoff ({initial.total_seconds():g}s)")
+        r.error(m.line_node(key), m.at(key), f"maxBackoff ({format_duration(maximum)}) must not be below "
+                                             f"initialBackoff ({format_duration(initial)})")

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
 
 import yaml
 
+from nodemedic_common.config_errors import ConfigError
 from nodemedic_common.inputs import Problem, read_text, yaml_problem
 from remediator.policy import descheduler, descheduler_v1alpha1
 from remediator.policy.autoscaler import read_autoscaler
@@ -37,16 +37,8 @@ _TOP_KEYS = ("apiVersion", "kind", "rules", "evictor", "strategies", "limits", "
              "autoscaler", "maintenanceWindow", "metricsProviders", "nodeSelector")
 
 
-class PolicyError(Exception):
-    """The policy is unusable; `errors` holds every problem found, each "FILE:LINE: field.path: message"."""
-
-    def __init__(self, errors: Sequence[str]) -> None:
-        super().__init__("\n".join(errors))
-        self.errors = list(errors)
-
-
 def parse_policy(text: str, *, source: str, secrets_dir: str = DEFAULT_SECRETS_DIR) -> Policy:
-    """The policy in `text`, or PolicyError listing every problem; `source` names the file in messages. A
+    """The policy in `text`, or ConfigError listing every problem; `source` names the file in messages. A
     descheduler DeschedulerPolicy is read as it is (descheduler.py). `{file: PATH}` secrets are read only from
     `secrets_dir` (secret_files.py)."""
     return _parse(text, source=source, convert=False, secrets_dir=secrets_dir)[0]
@@ -54,7 +46,7 @@ def parse_policy(text: str, *, source: str, secrets_dir: str = DEFAULT_SECRETS_D
 
 def convert_policy(text: str, *, source: str, secrets_dir: str = DEFAULT_SECRETS_DIR) -> str:
     """`text` as a nodemedic RemediationPolicy (for `convert`): a DeschedulerPolicy as the translation the loader
-    validated, so the result plans identically; PolicyError when it does not validate."""
+    validated, so the result plans identically; ConfigError when it does not validate."""
     return _parse(text, source=source, convert=True, secrets_dir=secrets_dir)[1]
 
 
@@ -63,9 +55,9 @@ def _parse(text: str, *, source: str, convert: bool, secrets_dir: str) -> tuple[
         loader = yaml.SafeLoader(text)
         # Before composing: depth and alias expansion are what make composing (and comparing) blow up.
         if problem := yaml_problem(text):
-            raise PolicyError([f"{source}:{problem.line}: {DOCUMENT}: {problem.message}"])
+            raise ConfigError([f"{source}:{problem.line}: {DOCUMENT}: {problem.message}"])
     except yaml.YAMLError as e:  # a non-printable character, caught before parsing starts; a syntax error
-        raise PolicyError([_syntax_error(source, text, e)]) from None
+        raise ConfigError([_syntax_error(source, text, e)]) from None
     try:
         documents: list[yaml.Node] = []
         while loader.check_node():
@@ -90,7 +82,7 @@ def _parse(text: str, *, source: str, convert: bool, secrets_dir: str) -> tuple[
             converted = yaml.safe_dump(document, sort_keys=False)
         return policy, converted
     except yaml.YAMLError as e:
-        raise PolicyError([_syntax_error(source, text, e)]) from None
+        raise ConfigError([_syntax_error(source, text, e)]) from None
     finally:
         loader.dispose()
 
@@ -109,7 +101,7 @@ def _syntax_error(source: str, text: str, e: yaml.YAMLError) -> str:
 
 def _document(r: Reader, documents: list[yaml.Node]) -> tuple[Policy, yaml.Node]:
     if not documents or (len(documents) == 1 and is_null(documents[0])):
-        raise PolicyError([f"{r.source}:1: {DOCUMENT}: the file is empty; a policy needs at least "
+        raise ConfigError([f"{r.source}:1: {DOCUMENT}: the file is empty; a policy needs at least "
                            f"apiVersion: {API_VERSION} and kind: {KIND}"])
     if len(documents) > 1:
         r.error(documents[1], DOCUMENT, "a policy file holds exactly one YAML document; this is a second one")
@@ -121,10 +113,10 @@ def _document(r: Reader, documents: list[yaml.Node]) -> tuple[Policy, yaml.Node]
             root = descheduler_v1alpha1.to_v1alpha2(r, root)
         root = descheduler.translate(r, root, nodemedic_api=API_VERSION, nodemedic_kind=KIND)
         if r.errors:
-            raise PolicyError([message for _, message in sorted(r.errors, key=lambda e: e[0])])
+            raise ConfigError([message for _, message in sorted(r.errors, key=lambda e: e[0])])
     if not isinstance(root, yaml.MappingNode):
         r.wrong(root, DOCUMENT, f"a mapping with keys {', '.join(_TOP_KEYS)}", r.value(root, DOCUMENT))
-        raise PolicyError([message for _, message in sorted(r.errors, key=lambda e: e[0])])
+        raise ConfigError([message for _, message in sorted(r.errors, key=lambda e: e[0])])
     top = r.mapping(root, "", _TOP_KEYS)
     for key, expected in (("apiVersion", API_VERSION), ("kind", KIND)):
         got = r.text(top, key, required=True)
@@ -133,7 +125,7 @@ def _document(r: Reader, documents: list[yaml.Node]) -> tuple[Policy, yaml.Node]
             r.error(top.values[key], key, f"must be {expected}{also}, got {got!r}")
     policy = _sections(r, top, from_descheduler=from_descheduler)
     if r.errors:
-        raise PolicyError([message for _, message in sorted(r.errors, key=lambda e: e[0])])
+        raise ConfigError([message for _, message in sorted(r.errors, key=lambda e: e[0])])
     return policy, root
 
 
@@ -158,9 +150,9 @@ def load_policy(path: str | os.PathLike[str], *, secrets_dir: str = DEFAULT_SECR
     try:
         text = read_text(source)
     except OSError as e:
-        raise PolicyError([f"{source}: cannot read the policy file: {e}"]) from None
+        raise ConfigError([f"{source}: cannot read the policy file: {e}"]) from None
     if isinstance(text, Problem):
-        raise PolicyError([f"{source}:{text.line}: {DOCUMENT}: cannot read the policy file: {text.message}"])
+        raise ConfigError([f"{source}:{text.line}: {DOCUMENT}: cannot read the policy file: {text.message}"])
     return parse_policy(text, source=source, secrets_dir=secrets_dir)
 
 
@@ -168,7 +160,7 @@ def validate_main(path: str, *, secrets_dir: str = DEFAULT_SECRETS_DIR) -> int:
     """`nodemedic-remediator validate`: 0 and a one-line summary, or 2 with every error on stderr."""
     try:
         policy = load_policy(path, secrets_dir=secrets_dir)
-    except PolicyError as e:
+    except ConfigError as e:
         for message in e.errors:
             print(message, file=sys.stderr)
         return 2

@@ -6,7 +6,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from remediator.policy.loader import PolicyError, load_policy
+from nodemedic_common.config_errors import ConfigError
+from remediator.policy.loader import load_policy
 from remediator.policy.model import Policy
 from remediator.policy.secret_files import DEFAULT_SECRETS_DIR, read_secret_bytes
 
@@ -57,7 +58,7 @@ class PolicySource:
         self.digest = digest
         try:
             self.policy = load_policy(self.path, secrets_dir=self.secrets_dir)
-        except PolicyError as e:
+        except ConfigError as e:
             return False, e.errors
         except Exception as e:  # noqa: BLE001 - a loader bug on odd input (a RecursionError was one) must still be
             # counted and announced as a rejected policy, not skipped in silence by the cycle's own handler.

@@ -38,12 +38,13 @@ def pod_request_summary(pods: Iterable[PodRecord]) -> dict[str, int]:
     """Summed requests of the non-terminal pods, plus "pods": how many there are (terminal pods hold nothing)."""
     total: dict[str, int] = {}
     get = total.get
-    # Runs over every pod of the cluster once per cycle: kept tight (the phase test in a comprehension).
-    live = [pod.requests for pod in pods if pod.phase not in TERMINAL_PHASES]
-    for requests in live:
+    # Runs over every pod of the cluster once per cycle: kept tight (the phase test in a comprehension). The phase
+    # alone: a terminating pod is not `live`, but it holds its requests here until it is gone.
+    holding = [pod.requests for pod in pods if pod.phase not in TERMINAL_PHASES]
+    for requests in holding:
         for resource, quantity in requests.items():
             total[resource] = get(resource, 0) + quantity
-    total[PODS] = len(live)
+    total[PODS] = len(holding)
     return total
 
 

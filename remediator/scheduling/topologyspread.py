@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from remediator.model import TERMINAL_PHASES, Effect, LabelSelector, NodeRecord, PodRecord, Snapshot, SpreadConstraint
+from remediator.model import Effect, LabelSelector, NodeRecord, PodRecord, Snapshot, SpreadConstraint
 from remediator.scheduling.selectors import matches_labels, pod_fits_node_selection
 from remediator.scheduling.tolerations import untolerated
 
@@ -95,7 +95,7 @@ class SpreadIndex:
     def add(self, pod: PodRecord, node: str) -> None:
         self._shift(pod, self._counted_on(pod), node)
         self._moved[pod.uid] = node
-        if not _live(pod):
+        if not pod.live:
             self._arrivals[pod.uid] = pod
 
     def remove(self, pod: PodRecord) -> None:
@@ -108,7 +108,7 @@ class SpreadIndex:
     def _counted_on(self, pod: PodRecord) -> str | None:
         """The node the pod counts on: where the plan sends it, else where it runs. A Failed, Succeeded or
         terminating pod counts nowhere (the scheduler counts live pods only) until the plan places its replacement."""
-        return self._moved.get(pod.uid, pod.node_name if _live(pod) else None)
+        return self._moved.get(pod.uid, pod.node_name if pod.live else None)
 
     def _shift(self, pod: PodRecord, old: str | None, new: str | None) -> None:
         for t in self._by_namespace.get(pod.namespace, ()):
@@ -210,10 +210,6 @@ class SpreadIndex:
 def _skew(extremes: tuple[int, int], domains: int, c: SpreadConstraint) -> int:
     most, fewest = extremes
     return most - (fewest if domains >= c.min_domains else 0)
-
-
-def _live(pod: PodRecord) -> bool:
-    return pod.phase not in TERMINAL_PHASES and not pod.terminating
 
 
 def _domain(domain_of: dict[str, str], node: str | None) -> str | None:

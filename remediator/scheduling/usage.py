@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from remediator.model import TERMINAL_PHASES, PodRecord, Snapshot
+from remediator.model import PodRecord, Snapshot
 
 Percentages = dict[str, float]
 
@@ -62,4 +62,4 @@ def eviction_order(pods: Iterable[PodRecord]) -> list[PodRecord]:
 
 
 def live_pods(snapshot: Snapshot, node: str) -> list[PodRecord]:
-    return [p for p in snapshot.pods(node) if p.phase not in TERMINAL_PHASES and not p.terminating]
+    return [p for p in snapshot.pods(node) if p.live]

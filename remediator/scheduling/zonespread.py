@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from remediator.model import TERMINAL_PHASES, NodeRecord, PodRecord, Snapshot
+from remediator.model import NodeRecord, PodRecord, Snapshot
 
 ZONE = "topology.kubernetes.io/zone"
 
@@ -35,7 +35,7 @@ class ZoneSpread:
         if counts is None:
             counts = Counter(dict.fromkeys(self._zones, 0))
             for p in self._snapshot.pods_by_owner.get(owner_uid, []):
-                if p.phase in TERMINAL_PHASES or p.terminating:
+                if not p.live:
                     continue
                 zone = self._moved.get(p.uid, self._zone(p.node_name))
                 if zone:

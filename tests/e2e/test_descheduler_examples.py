@@ -35,7 +35,8 @@ import yaml
 from kubernetes import client
 
 from kcp import descheduler, paths
-from remediator.policy.loader import PolicyError, convert_policy, parse_policy
+from nodemedic_common.config_errors import ConfigError
+from remediator.policy.loader import convert_policy, parse_policy
 from tests.e2e.conftest import LocalCluster
 from tests.e2e.descheduler_policies import (
     DESCHEDULER_REFUSES,
@@ -89,7 +90,7 @@ def test_the_documented_policies_are_the_ones_known_here() -> None:
 def test_a_documented_policy_validates_and_converts_unless_descheduler_refuses_it_too(where: str) -> None:
     text = documented()[where]
     if where in DESCHEDULER_REFUSES:
-        with pytest.raises(PolicyError) as e:
+        with pytest.raises(ConfigError) as e:
             parse_policy(text, source=where)
         assert all(re.match(rf"{re.escape(where)}:\d+: ", m) for m in e.value.errors), e.value.errors
         print(f"\n{where}: refused: {e.value.errors[0]}")

@@ -27,10 +27,10 @@ import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from nodemedic_common.durations import format_duration
 from remediator.model import PlannedEviction, PodRecord, Snapshot
 from remediator.planning.defaultevictor import MIRROR_ANNOTATION
 from remediator.planning.gate import CYCLE, NODE, Gate
-from remediator.planning.taints import duration
 from remediator.planning.utilization import Utilization, describe_source
 from remediator.planning.wants import NodeCause, Wants
 from remediator.scheduling.nodefit import PODS
@@ -165,6 +165,6 @@ def _release_timed_out(snapshot: Snapshot, args: HighNodeUtilizationArgs, draini
     timeout = args.consolidation_timeout.total_seconds()
     for node, age in sorted(draining.items()):
         if age >= timeout:
-            wants.untaint.append(NodeCause(node, f"not removed within {duration(args.consolidation_timeout)}: "
+            wants.untaint.append(NodeCause(node, f"not removed within {format_duration(args.consolidation_timeout)}: "
                                                  "giving the node back"))
             wants.released[node] = snapshot.now

@@ -15,7 +15,7 @@ import datetime as dt
 import time
 from collections.abc import Iterator, Mapping, Sequence
 
-from remediator.model import TERMINAL_PHASES, Fragmentation, MadeRoom, PlannedEviction, PodRecord, Snapshot
+from remediator.model import Fragmentation, MadeRoom, PlannedEviction, PodRecord, Snapshot
 from remediator.planning.gate import Gate
 from remediator.planning.memory import Remembered
 from remediator.planning.wants import Wants
@@ -190,7 +190,7 @@ class _Movers(Mapping[str, Sequence[Mover]]):
         return len(self.nodes)
 
     def _mover(self, pod: PodRecord) -> Mover | None:
-        if pod.phase in TERMINAL_PHASES or pod.terminating or pod.namespace in self.args.evictable_namespaces_exclude:
+        if not pod.live or pod.namespace in self.args.evictable_namespaces_exclude:
             return None
         if (pod.priority or 0) > (self.pending.priority or 0):
             return None  # never displace a pod that matters more than the one waiting

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 
-from remediator.model import TERMINAL_PHASES, Effect, NodeRecord, PlannedEviction, PodRecord, Snapshot
+from remediator.model import Effect, NodeRecord, PlannedEviction, PodRecord, Snapshot
 from remediator.planning.gate import CYCLE, NODE, Gate
 from remediator.planning.wants import NOTHING, Wants
 from remediator.scheduling.selectors import matches_labels, pod_fits_node_selection
@@ -75,7 +75,7 @@ def _duplicates(snapshot: Snapshot, args: RemoveDuplicatesArgs, ready: set[str],
             continue
         for pod in group:
             node = moved_to.get(pod.uid, pod.node_name)  # where an earlier strategy moves it; None: gone
-            if node not in ready or pod.phase in TERMINAL_PHASES or pod.terminating:
+            if node not in ready or not pod.live:
                 continue
             key = _duplicate_key(pod, args)
             if key is None:

@@ -72,7 +72,7 @@ def _listed(t: Taint, entries: Sequence[str]) -> bool:
 
 
 def _in_scope(pod: PodRecord, args: RemovePodsViolatingNodeTaintsArgs) -> bool:
-    if pod.phase in ("Succeeded", "Failed") or pod.terminating:
+    if not pod.live:
         return False
     if not _namespace_selected(pod.namespace, args.namespaces):
         return False

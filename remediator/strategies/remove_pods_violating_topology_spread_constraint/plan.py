@@ -26,7 +26,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from remediator.model import (
-    TERMINAL_PHASES,
     Effect,
     LivePods,
     NodeRecord,
@@ -67,7 +66,7 @@ def plan(snapshot: Snapshot, args: RemovePodsViolatingTopologySpreadConstraintAr
     declaring: dict[str, list[PodRecord]] = {}  # namespace -> its live pods on those nodes declaring a constraint
     for node in sorted(nodes):
         for p in spreading.get(node, ()):
-            if p.phase not in TERMINAL_PHASES and not p.terminating:
+            if p.live:
                 declaring.setdefault(p.namespace, []).append(p)
     constraints = {ns: _constraints(pods, args) for ns, pods in sorted(declaring.items())}
     shapes: dict[tuple[object, ...], _Domains] = {}

@@ -42,7 +42,7 @@ def sup(*checks: FakeCheck, publish: Callable[[Observation], None] = lambda obs:
 def test_a_hung_check_times_out_into_an_error_observation() -> None:
     s = sup(FakeCheck("stuck", "hang"))
     obs = asyncio.run(s.run_once(s.checks[0]))
-    assert obs.error == "timed out after 0.2s" and obs.conditions == ()
+    assert obs.error == "timed out after 200ms" and obs.conditions == ()
 
 
 def test_a_crashing_check_becomes_an_error_observation() -> None:

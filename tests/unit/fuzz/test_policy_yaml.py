@@ -1,5 +1,5 @@
 """Fuzz: a policy file, mutated from the shipped and test policies (as data and as text), either loads or is refused
-with PolicyError naming the file and line; a policy that loads plans a small cluster without raising."""
+with ConfigError naming the file and line; a policy that loads plans a small cluster without raising."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
+from nodemedic_common.config_errors import ConfigError
 from remediator.planner import PlannerMemory, make_plan
-from remediator.policy.loader import PolicyError, parse_policy
+from remediator.policy.loader import parse_policy
 from remediator.state.caches import snapshot_from_list
 from tests.unit.fuzz.seeds import CLUSTER, NOW
 from tests.unit.fuzz.strategies import EDGE_STRINGS, FUZZ, mutated
@@ -59,7 +60,7 @@ def spliced(draw: st.DrawFn) -> str:
 def test_a_mutated_policy_loads_or_is_refused_with_file_and_line_and_a_loaded_one_plans(text: str) -> None:
     try:
         policy = parse_policy(text, source=SOURCE)
-    except PolicyError as e:
+    except ConfigError as e:
         assert e.errors, "refused without a reason"
         for message in e.errors:
             where, line, _ = message.split(":", 2)

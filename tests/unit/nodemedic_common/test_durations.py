@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from nodemedic_common.durations import below_floor, format_duration, parse_duration, parse_go_duration
+from nodemedic_common.durations import below_floor, format_duration, parse_duration, parse_go_duration, whole_seconds
 
 
 @pytest.mark.parametrize(
@@ -114,11 +114,32 @@ def test_parse_duration_rejects_malformed_and_negative_values(value: object, mes
         parse_duration(value)
 
 
-@pytest.mark.parametrize(("seconds", "text"), [(0, "0s"), (0.25, "250ms"), (45, "45s"), (90, "1m30s"), (7200, "2h"),
+@pytest.mark.parametrize(("seconds", "text"), [(0, "0s"), (0.25, "250ms"), (45, "45s"), (90, "1m30s"), (7200, "2h0m0s"),
                                               (3661.5, "1h1m1.5s")])
 def test_format_duration_writes_the_grammar_it_reads(seconds: float, text: str) -> None:
     assert format_duration(dt.timedelta(seconds=seconds)) == text
     assert parse_go_duration(text) == dt.timedelta(seconds=seconds)
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (dt.timedelta(minutes=1), "1m0s"),  # Go writes every unit below the largest: the remediator's messages always did
+    (dt.timedelta(hours=2208, minutes=59, seconds=59), "2208h59m59s"),  # no days, as Go
+    (dt.timedelta(microseconds=500), "500µs"),
+    (dt.timedelta(microseconds=1500), "1.5ms"),
+    (dt.timedelta(seconds=-5), "-5s"),
+], ids=["minute", "hours", "micro", "milli", "negative"])
+def test_format_duration_spells_a_duration_as_go_does(value: dt.timedelta, text: str) -> None:
+    assert format_duration(value) == text
+    assert parse_go_duration(text) == value
+
+
+@pytest.mark.parametrize(("value", "whole"), [
+    (dt.timedelta(minutes=5, microseconds=123456), dt.timedelta(minutes=5)),  # a clock's fraction is cut, not rounded
+    (dt.timedelta(seconds=59.999), dt.timedelta(seconds=59)),
+    (dt.timedelta(seconds=-3), dt.timedelta(0)),  # a clock stepped back
+], ids=["fraction", "almost-a-minute", "negative"])
+def test_whole_seconds_is_how_long_by_a_clock_as_a_message_says_it(value: dt.timedelta, whole: dt.timedelta) -> None:
+    assert whole_seconds(value) == whole
 
 
 def test_below_floor_names_the_floor_the_reason_and_the_value() -> None:

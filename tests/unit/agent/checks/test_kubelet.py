@@ -131,7 +131,7 @@ def test_the_failure_message_says_what_failed_and_how_far_the_streak_is() -> Non
     reports = probe_sequence(FakeKubelet(), [500, None, 503])
     assert reports[0].message.endswith("/healthz: HTTP 500 '[-]syncloop failed' (1 failure(s) in a row, threshold 3)")
     assert reports[0].reason == "KubeletHealthUnknown"
-    assert "no answer within 0.3s (2 failure(s) in a row" in reports[1].message
+    assert "no answer within 300ms (2 failure(s) in a row" in reports[1].message
     assert (reports[2].status, reports[2].reason) == (Status.TRUE, "KubeletUnhealthy")
 
 
@@ -209,12 +209,12 @@ def restart_kubelet(root: Path, pid: int, when: dt.datetime) -> None:
 def test_five_kubelet_restarts_within_twenty_minutes_are_frequent_and_age_out(proc_root: Path) -> None:
     check = kubelet_check(proc_root)
     report = restart_report(check, NOW)  # the start an hour ago is a baseline, not a restart
-    assert (report.status, report.message) == (Status.FALSE, "kubelet restarted 0 time(s) in the last 20m (limit 5)")
+    assert (report.status, report.message) == (Status.FALSE, "kubelet restarted 0 time(s) in the last 20m0s (limit 5)")
     for i in range(1, 6):
         restart_kubelet(proc_root, 700 + i, NOW + i * MINUTE)
         report = restart_report(check, NOW + i * MINUTE + dt.timedelta(seconds=30))
     assert (report.status, report.reason) == (Status.TRUE, "FrequentKubeletRestart")
-    assert report.message == "kubelet restarted 5 time(s) in the last 20m (limit 5)"
+    assert report.message == "kubelet restarted 5 time(s) in the last 20m0s (limit 5)"
     assert restart_report(check, NOW + 21 * MINUTE).status is Status.TRUE
     report = restart_report(check, NOW + 21 * MINUTE + dt.timedelta(seconds=30))
     assert (report.status, report.reason) == (Status.FALSE, "NoFrequentKubeletRestart")

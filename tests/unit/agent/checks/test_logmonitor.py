@@ -380,7 +380,7 @@ def test_a_permanent_condition_recovers_after_the_quiet_period(node: Node) -> No
 
     recovered = {c.type: c for c in observe(check, START + 13 * MINUTE).conditions}["KernelDeadlock"]
     assert (recovered.status, recovered.reason) == (Status.FALSE, "DockerHungRecovered")
-    assert recovered.message.startswith("no new log line matched DockerHung for 10m; last: INFO: task dockerd:2201")
+    assert recovered.message.startswith("no new log line matched DockerHung for 10m0s; last: INFO: task dockerd:2201")
     assert conditions(observe(check, START + 60 * MINUTE))["KernelDeadlock"] == (Status.FALSE, "DockerHungRecovered")
 
 

@@ -109,7 +109,7 @@ def test_a_plain_replicaset_pod_is_evictable() -> None:
     (pod(annotations=DO_NOT_DISRUPT), EvictorArgs(), "karpenter.sh/do-not-disrupt=true"),
     (pod(annotations=DO_NOT_DISRUPT), EvictorArgs(honor_safe_to_evict=False), None),
     (pod(annotations={"karpenter.sh/do-not-disrupt": "2h"}), EvictorArgs(),
-     "karpenter.sh/do-not-disrupt=2h after start (age 3600s)"),
+     "karpenter.sh/do-not-disrupt=2h after start (age 1h0m0s)"),
     (pod(annotations={"karpenter.sh/do-not-disrupt": "30m"}), EvictorArgs(), None),
     (pod(annotations={"karpenter.sh/do-not-disrupt": "2h"}, start_time=None), EvictorArgs(),
      "karpenter.sh/do-not-disrupt=2h and not started yet"),
@@ -155,8 +155,8 @@ def test_min_replicas_protects_a_pod_whose_owner_has_too_few_pods(count: int, mi
 @pytest.mark.parametrize(("started", "min_age", "expected"), [
     (NOW - dt.timedelta(minutes=10), dt.timedelta(minutes=5), None),
     (NOW - dt.timedelta(minutes=5), dt.timedelta(minutes=5), None),
-    (NOW - dt.timedelta(seconds=30), dt.timedelta(minutes=5), "age 30s < minPodAge 300s"),
-    (None, dt.timedelta(minutes=5), "not started yet (minPodAge 300s)"),
+    (NOW - dt.timedelta(seconds=30), dt.timedelta(minutes=5), "age 30s < minPodAge 5m0s"),
+    (None, dt.timedelta(minutes=5), "not started yet (minPodAge 5m0s)"),
     (None, None, None),
     (NOW - dt.timedelta(seconds=1), None, None),
 ], ids=["old-enough", "exactly-min-age", "too-young", "never-started", "no-min-age-unstarted",
@@ -190,10 +190,10 @@ def test_every_failing_check_is_reported_in_filter_order() -> None:
     assert protection(the_pod, snapshot(), args) == "; ".join([
         "terminating", "system-critical priority 2000000005", "bare pod (no owner)",
         "local storage (emptyDir/hostPath)", "uses a PVC (ignorePvcPods)", "namespace kube-system excluded",
-        "not started yet (minPodAge 300s)", "safe-to-evict=false"])
+        "not started yet (minPodAge 5m0s)", "safe-to-evict=false"])
 
 
 def test_min_replicas_and_min_pod_age_reasons_are_joined() -> None:
     young = pod(start_time=NOW - dt.timedelta(seconds=10))
     assert protection(young, snapshot(siblings(2)), STRICT) == (
-        "ReplicaSet/web-7d has 2 pods < minReplicas 3; age 10s < minPodAge 300s")
+        "ReplicaSet/web-7d has 2 pods < minReplicas 3; age 10s < minPodAge 5m0s")

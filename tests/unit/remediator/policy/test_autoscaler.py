@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from nodemedic_common.config_errors import ConfigError
 from remediator.policy.autoscaler import AUTO, AddsNodes
-from remediator.policy.loader import PolicyError, convert_policy, parse_policy
+from remediator.policy.loader import convert_policy, parse_policy
 
 HEADER = "apiVersion: nodemedic.io/v1alpha1\nkind: RemediationPolicy\n"
 DESCHEDULER = """apiVersion: descheduler/v1alpha2
@@ -45,7 +46,7 @@ def test_adds_nodes_is_true_false_or_auto_and_auto_by_default(section: str, adds
 ], ids=["a-word", "auto-capitalised", "true-quoted", "a-number", "a-list", "null"])
 def test_any_other_adds_nodes_is_an_error_naming_file_line_and_field(value: str, got: str) -> None:
     text = HEADER + f"safety: {{}}\nautoscaler:\n  consolidates: false\n  addsNodes: {value}\n"
-    with pytest.raises(PolicyError) as caught:
+    with pytest.raises(ConfigError) as caught:
         parse_policy(text, source="p.yaml")
     assert caught.value.errors == [f"p.yaml:6: autoscaler.addsNodes: must be true, false or auto, got {got}"]
 

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from nodemedic_common.config_errors import ConfigError
 from remediator.cli import main
 from remediator.policy.fields import Namespaces
-from remediator.policy.loader import PolicyError, convert_policy, parse_policy, validate_main
+from remediator.policy.loader import convert_policy, parse_policy, validate_main
 from remediator.strategies.high_node_utilization.args import HighNodeUtilizationArgs
 from remediator.strategies.low_node_utilization.args import LowNodeUtilizationArgs
 from remediator.strategies.remove_pods_violating_node_taints.args import RemovePodsViolatingNodeTaintsArgs
@@ -257,7 +258,7 @@ def test_the_oldest_pod_life_time_form_plans_as_the_nested_one_with_a_deprecatio
 def test_the_pod_life_time_given_both_ways_is_refused() -> None:
     both = "maxPodLifeTimeSeconds: 60\n      podLifeTime: {maxPodLifeTimeSeconds: 60}"
     text = OLDEST_POD_LIFE_TIME.format(params=both)
-    with pytest.raises(PolicyError, match=r"d\.yaml:7: strategies\.PodLifeTime\.params\.maxPodLifeTimeSeconds: given "
+    with pytest.raises(ConfigError, match=r"d\.yaml:7: strategies\.PodLifeTime\.params\.maxPodLifeTimeSeconds: given "
                                           r"twice"):
         parse_policy(text, source="d.yaml")
 
@@ -265,5 +266,5 @@ def test_the_pod_life_time_given_both_ways_is_refused() -> None:
 def test_the_oldest_form_is_a_parameter_of_pod_life_time_only() -> None:
     text = OLDEST_POD_LIFE_TIME.replace('"PodLifeTime"', '"RemoveFailedPods"')
     text = text.format(params="maxPodLifeTimeSeconds: 60")
-    with pytest.raises(PolicyError, match="not a parameter of RemoveFailedPods"):
+    with pytest.raises(ConfigError, match="not a parameter of RemoveFailedPods"):
         parse_policy(text, source="d.yaml")

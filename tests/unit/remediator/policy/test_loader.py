@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from nodemedic_common.config_errors import ConfigError
 from remediator.alerts import formats as notify_formats
 from remediator.model import Effect, LabelSelector, SelectorRequirement, Taint
 from remediator.policy.eviction import EvictionSettings
 from remediator.policy.evictor import EvictorArgs
 from remediator.policy.fields import Namespaces
 from remediator.policy.limits import Limits
-from remediator.policy.loader import PolicyError, load_policy, parse_policy, validate_main
+from remediator.policy.loader import load_policy, parse_policy, validate_main
 from remediator.policy.model import Policy, StrategyConfig
 from remediator.policy.notifications import SINK_TYPES, Notifications, SinkConfig
 from remediator.policy.rules import TaintRule
@@ -236,7 +237,7 @@ BAD_FILES = {
     "failed-pods-bad-exit-code.yaml": ":7: strategies[0].args.exitCodes[1]: must be an integer, got string 'OOM'",
     "failed-pods-negative-lifetime.yaml": ":8: strategies[0].args.minPodLifetimeSeconds: must be at least 0, got -5",
     # Settings that would turn nodemedic against the cluster (docs/bounds.md).
-    "hnu-zero-consolidation-timeout.yaml": ":8: strategies[0].args.consolidationTimeout: must be at least 1m "
+    "hnu-zero-consolidation-timeout.yaml": ":8: strategies[0].args.consolidationTimeout: must be at least 1m0s "
                                            "(a node autoscaler needs time to remove the emptied node",
     "eviction-zero-backoff.yaml": ":5: eviction.initialBackoff: must be at least 100ms (a shorter first retry is a "
                                   "busy loop against the server), got 0s",
@@ -279,7 +280,7 @@ def test_every_error_in_the_file_is_reported_in_one_pass_in_line_order() -> None
         "safety: {maxTaintedNodesPercent: -1}\n"                       # 7
         "limits: {maxNoOfPodsToEvictPerNode: many}\n"                  # 8
     )
-    with pytest.raises(PolicyError) as caught:
+    with pytest.raises(ConfigError) as caught:
         parse_policy(text, source="p.yaml")
     assert [e.split(": ")[0:2] for e in caught.value.errors] == [
         ["p.yaml:4", "rules[0].condition.for"],
@@ -291,7 +292,7 @@ def test_every_error_in_the_file_is_reported_in_one_pass_in_line_order() -> None
 
 
 def test_an_unknown_key_message_lists_the_valid_keys() -> None:
-    with pytest.raises(PolicyError) as caught:
+    with pytest.raises(ConfigError) as caught:
         parse_policy(HEADER + "safety: {maxTainted: 2}\n", source="p.yaml")
     assert caught.value.errors == [
         "p.yaml:3: safety.maxTainted: unknown key (did you mean maxTaintedNodes?); valid keys: maxTaintedNodes, "
@@ -306,7 +307,7 @@ def test_condition_status_must_be_one_of_the_api_strings_not_a_yaml_boolean(stat
     if accepted:
         assert parse_policy(text, source="p.yaml").rules[0].condition_status == status.strip('"')
     else:
-        with pytest.raises(PolicyError, match=r"p\.yaml:4: rules\[0\]\.condition\.status: must be"):
+        with pytest.raises(ConfigError, match=r"p\.yaml:4: rules\[0\]\.condition\.status: must be"):
             parse_policy(text, source="p.yaml")
 
 
@@ -328,25 +329,25 @@ def test_valid_taint_keys_are_accepted(key: str) -> None:
                               "empty prefix", "empty name", "64 characters", "space"])
 def test_invalid_taint_keys_are_rejected_at_their_line(key: str) -> None:
     text = HEADER + f"rules:\n- condition: {{type: X}}\n  taint:\n    key: '{key}'\n"
-    with pytest.raises(PolicyError, match=r"p\.yaml:6: rules\[0\]\.taint\.key: "):
+    with pytest.raises(ConfigError, match=r"p\.yaml:6: rules\[0\]\.taint\.key: "):
         parse_policy(text, source="p.yaml")
 
 
 def test_a_missing_condition_or_taint_is_reported_once_at_the_rule() -> None:
-    with pytest.raises(PolicyError) as caught:
+    with pytest.raises(ConfigError) as caught:
         parse_policy(HEADER + "rules:\n- name: lonely\n", source="p.yaml")
     assert caught.value.errors == ["p.yaml:4: rules[0].condition: required", "p.yaml:4: rules[0].taint: required"]
 
 
 def test_a_list_where_a_mapping_belongs_is_one_error_not_one_per_missing_key() -> None:
-    with pytest.raises(PolicyError) as caught:
+    with pytest.raises(ConfigError) as caught:
         parse_policy(HEADER + "rules:\n- condition: [KernelDeadlock]\n  taint: {key: x}\n", source="p.yaml")
     assert caught.value.errors == ["p.yaml:4: rules[0].condition: must be a mapping, got a list"]
 
 
 def test_an_unreadable_file_is_a_policy_error_naming_the_file(tmp_path: Path) -> None:
     missing = tmp_path / "nope.yaml"
-    with pytest.raises(PolicyError) as caught:
+    with pytest.raises(ConfigError) as caught:
         load_policy(missing)
     assert caught.value.errors[0].startswith(f"{missing}: cannot read the policy file")
 
@@ -354,12 +355,12 @@ def test_an_unreadable_file_is_a_policy_error_naming_the_file(tmp_path: Path) ->
 def test_a_file_that_is_not_utf8_is_a_policy_error(tmp_path: Path) -> None:
     path = tmp_path / "latin1.yaml"
     path.write_bytes(HEADER.encode() + b"# caf\xe9\n")
-    with pytest.raises(PolicyError, match="cannot read the policy file"):
+    with pytest.raises(ConfigError, match="cannot read the policy file"):
         load_policy(path)
 
 
 def test_a_non_printable_character_is_a_syntax_error_with_its_line() -> None:
-    with pytest.raises(PolicyError, match=r"p\.yaml:3: <document>: YAML syntax error: unacceptable character"):
+    with pytest.raises(ConfigError, match=r"p\.yaml:3: <document>: YAML syntax error: unacceptable character"):
         parse_policy(HEADER + "rules: \x07\n", source="p.yaml")
 
 
@@ -374,7 +375,7 @@ def test_the_sink_types_accepted_are_the_ones_the_notifier_can_format() -> None:
 
 
 def _refused(text: str) -> list[str]:
-    with pytest.raises(PolicyError) as caught:
+    with pytest.raises(ConfigError) as caught:
         parse_policy(text, source="p.yaml")
     return caught.value.errors
 
@@ -412,7 +413,7 @@ def test_a_non_scalar_key_is_refused_at_its_line() -> None:
 def test_a_policy_file_over_the_size_bound_is_refused_before_parsing(tmp_path: Path) -> None:
     path = tmp_path / "big.yaml"
     path.write_bytes(HEADER.encode() + b"#" * (4 << 20))
-    with pytest.raises(PolicyError) as caught:
+    with pytest.raises(ConfigError) as caught:
         load_policy(path)
     assert caught.value.errors == [f"{path}:1: <document>: cannot read the policy file: the file is larger than "
                                    "4 MiB, the bound on a config file"]
@@ -421,7 +422,7 @@ def test_a_policy_file_over_the_size_bound_is_refused_before_parsing(tmp_path: P
 def test_binary_policy_bytes_are_refused_at_their_line(tmp_path: Path) -> None:
     path = tmp_path / "binary.yaml"
     path.write_bytes(HEADER.encode() + b"rules: \x00\xff\xfe")
-    with pytest.raises(PolicyError) as caught:
+    with pytest.raises(ConfigError) as caught:
         load_policy(path)
     assert caught.value.errors == [f"{path}:3: <document>: cannot read the policy file: not UTF-8 text: byte 0xff at "
                                    "offset 66 (invalid start byte)"]

@@ -7,7 +7,8 @@ import datetime as dt
 
 import pytest
 
-from remediator.policy.loader import PolicyError, convert_policy, parse_policy
+from nodemedic_common.config_errors import ConfigError
+from remediator.policy.loader import convert_policy, parse_policy
 from remediator.policy.measured_usage import KUBERNETES_METRICS, PROMETHEUS, MetricsProviders, MetricsUtilization
 
 LNU = """
@@ -90,6 +91,6 @@ def test_max_age_is_nodemedic_s_freshness_bound() -> None:
      "d.yaml:11: strategies[0].args.metricsUtilization.prometheus: only with source Prometheus"),
 ], ids=["both-spellings", "unknown-source", "no-source", "query-without-prometheus"])
 def test_a_wrong_metrics_utilization_names_its_line_and_field(utilization: str, error: str) -> None:
-    with pytest.raises(PolicyError) as e:
+    with pytest.raises(ConfigError) as e:
         parse_policy(descheduler("metricsProviders: [{source: KubernetesMetrics}]", utilization), source="d.yaml")
     assert any(m.startswith(error) for m in e.value.errors), e.value.errors

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from nodemedic_common.config_errors import ConfigError
 from remediator.model import LabelSelector, SelectorRequirement
-from remediator.policy.loader import PolicyError, parse_policy
+from remediator.policy.loader import parse_policy
 from remediator.policy.node_selector import parse_selector
 from remediator.scheduling.selectors import matches_labels
 
@@ -52,10 +53,10 @@ def test_what_does_not_parse_is_named(text: str, problem: str) -> None:
 
 def test_the_policy_field_reports_file_line_and_field() -> None:
     text = "apiVersion: nodemedic.io/v1alpha1\nkind: RemediationPolicy\nnodeSelector: 'pool in (a'\n"
-    with pytest.raises(PolicyError) as e:
+    with pytest.raises(ConfigError) as e:
         parse_policy(text, source="p.yaml")
     assert e.value.errors[0].startswith("p.yaml:3: nodeSelector: unbalanced '(' (a label selector such as")
-    with pytest.raises(PolicyError) as e:
+    with pytest.raises(ConfigError) as e:
         parse_policy(text.replace("'pool in (a'", "{pool: a}"), source="p.yaml")
     assert e.value.errors[0].startswith("p.yaml:3: nodeSelector: must be a label selector string")
 

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from nodemedic_common.config_errors import ConfigError
 from remediator.cli import main
-from remediator.controller import PolicySource
-from remediator.policy.loader import PolicyError, load_policy, parse_policy
+from remediator.policy.loader import load_policy, parse_policy
 from remediator.policy.secret_files import MAX_SECRET_BYTES
+from remediator.policy.source import PolicySource
 
 HEADER = "apiVersion: nodemedic.io/v1alpha1\nkind: RemediationPolicy\n"
 
@@ -21,7 +22,7 @@ def sinks(url: str, headers: str = "{}") -> str:
 
 
 def errors(text: str) -> list[str]:
-    with pytest.raises(PolicyError) as e:
+    with pytest.raises(ConfigError) as e:
         parse_policy(text, source="p.yaml")
     return e.value.errors
 
@@ -90,7 +91,7 @@ def test_a_rotated_key_reloads_the_policy_and_a_removed_one_keeps_the_last_good(
 def file_errors(path: str, secrets_dir: Path, field: str = "url") -> list[str]:
     text = sinks(f"{{file: '{path}'}}") if field == "url" else \
         sinks("https://h.example/x", f"{{Authorization: {{file: '{path}'}}}}")
-    with pytest.raises(PolicyError) as e:
+    with pytest.raises(ConfigError) as e:
         parse_policy(text, source="p.yaml", secrets_dir=str(secrets_dir))
     return e.value.errors
 

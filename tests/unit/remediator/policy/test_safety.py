@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from remediator.policy.loader import PolicyError, convert_policy, parse_policy
+from nodemedic_common.config_errors import ConfigError
+from remediator.policy.loader import convert_policy, parse_policy
 from remediator.policy.safety import RISKS
 from tests.unit.fuzz.strategies import FUZZ
 
@@ -21,7 +22,7 @@ OWNED_KEYS = ["node.kubernetes.io/out-of-service", "node.kubernetes.io/not-ready
 
 
 def _errors(text: str) -> list[str]:
-    with pytest.raises(PolicyError) as caught:
+    with pytest.raises(ConfigError) as caught:
         parse_policy(text, source="p.yaml")
     return caught.value.errors
 

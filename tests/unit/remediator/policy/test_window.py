@@ -7,7 +7,8 @@ import zoneinfo
 
 import pytest
 
-from remediator.policy.loader import PolicyError, parse_policy
+from nodemedic_common.config_errors import ConfigError
+from remediator.policy.loader import parse_policy
 from remediator.policy.window import MaintenanceWindow
 
 BERLIN = zoneinfo.ZoneInfo("Europe/Berlin")
@@ -71,6 +72,6 @@ def test_a_policy_reads_the_window_and_dst_does_not_shift_local_hours() -> None:
     ("{start: '01:00', end: '05:00', hours: 4}", "p.yaml:3: maintenanceWindow.hours: unknown key"),
 ], ids=["unquoted-time", "not-a-time", "no-end", "empty", "bad-day", "no-days", "bad-zone", "unknown-key"])
 def test_a_bad_window_is_refused_with_file_line_and_field(window: str, error: str) -> None:
-    with pytest.raises(PolicyError) as e:
+    with pytest.raises(ConfigError) as e:
         parse_policy(HEAD + f"maintenanceWindow: {window}\n", source="p.yaml")
     assert any(m.startswith(error) for m in e.value.errors), e.value.errors

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from nodemedic_common.config_errors import ConfigError
 from remediator.cli import main
 from remediator.model import LabelSelector, SelectorRequirement
 from remediator.policy.fields import Namespaces
-from remediator.policy.loader import PolicyError, load_policy
+from remediator.policy.loader import load_policy
 from remediator.strategies.pod_life_time.args import PodLifeTimeArgs
 from remediator.strategies.remove_failed_pods.args import RemoveFailedPodsArgs
 from remediator.strategies.remove_pods_having_too_many_restarts.args import RemovePodsHavingTooManyRestartsArgs
@@ -89,7 +90,7 @@ strategies:
     conditions:
     - {type: Ready, minTimeSinceLastTransitionSeconds: 9223372037}
 """)
-    with pytest.raises(PolicyError) as e:
+    with pytest.raises(ConfigError) as e:
         load_policy(policy)
     assert e.value.errors == [
         f"{policy}:6: strategies[0].args.maxPodLifeTimeSeconds: must be at least 0 and at most 9223372036, "

@@ -19,7 +19,8 @@ import pytest
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
-from remediator.policy.loader import PolicyError, parse_policy
+from nodemedic_common.config_errors import ConfigError
+from remediator.policy.loader import parse_policy
 from remediator.state.kube import Credentials, Kube
 from remediator.state.measured import prometheus_query as prometheus
 from remediator.state.measured.reader import UsageReader
@@ -192,7 +193,7 @@ def test_the_unknown_nodes_gauge_counts_the_nodes_any_query_lacks_not_the_last_q
 
 def test_a_token_file_outside_the_secrets_directory_is_refused_when_the_policy_loads(tmp_path: Path) -> None:
     sa_token = tmp_path / "serviceaccount-token"
-    with pytest.raises(PolicyError) as e:
+    with pytest.raises(ConfigError) as e:
         policy("http://prometheus.example", f"{{file: '{sa_token}'}}", secrets_dir=str(tmp_path / "secrets"))
     (got,) = e.value.errors
     assert got.startswith(f"p.yaml:13: metricsProviders[0].prometheus.authToken.file: {sa_token} is outside the "
