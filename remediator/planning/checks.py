@@ -28,12 +28,16 @@ class Verdict(enum.Enum):
 
 @dataclass(frozen=True)
 class Refusal:
+    """A check's answer when it refuses a pod: what follows (the verdict) and why, for the plan's reader."""
+
     verdict: Verdict
     why: str
 
 
 @dataclass(frozen=True)
 class Check:
+    """One named check; `moves_only`: it applies to a balance strategy's optional moves, not to candidates."""
+
     name: str
     moves_only: bool
     refuse: Callable[[Books, PodRecord, bool], Refusal | None]  # (books, pod, terminal pods allowed)

@@ -20,13 +20,13 @@ RemoveFailedPods, PodLifeTime and RemovePodsHavingTooManyRestarts); for every ot
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-from remediator.model import Snapshot, Taint
+from remediator.model import PlannedEviction, Snapshot, Taint
 from remediator.planning.gate import Gate
-from remediator.planning.wants import Wants
+from remediator.planning.wants import NOTHING, Wants
 from remediator.policy.reader import Reader, Section
 
 KINDS = ("deschedule", "balance")  # run order
@@ -37,6 +37,15 @@ A = TypeVar("A")
 
 class Plans(Protocol[Args_contra]):
     def __call__(self, snapshot: Snapshot, args: Args_contra, gate: Gate, /) -> Wants: ...
+
+
+def admitting(candidates: Callable[[Snapshot, A], Iterable[PlannedEviction]]) -> Plans[A]:
+    """The plan of a deschedule strategy whose candidates depend on nothing the gate decides: each to the gate."""
+    def plan(snapshot: Snapshot, args: A, gate: Gate, /) -> Wants:
+        for c in candidates(snapshot, args):
+            gate.admit(c)
+        return NOTHING
+    return plan
 
 
 def _always(args: object) -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from remediator.strategies.pod_life_time.args import read_args
-from remediator.strategies.pod_life_time.plan import KIND, NAME, plan
-from remediator.strategies.strategy import Strategy
+from remediator.strategies.pod_life_time.plan import KIND, NAME, candidates
+from remediator.strategies.strategy import Strategy, admitting
 
-STRATEGY = Strategy(NAME, KIND, read_args, plan, terminal_pods=True)
+STRATEGY = Strategy(NAME, KIND, read_args, admitting(candidates), terminal_pods=True)

@@ -16,8 +16,6 @@ import datetime as dt
 from collections.abc import Iterator
 
 from remediator.model import PlannedEviction, PodCondition, PodRecord, Snapshot
-from remediator.planning.gate import Gate
-from remediator.planning.wants import NOTHING, Wants
 from remediator.strategies.pod_life_time.args import ConditionFilter, PodLifeTimeArgs
 from remediator.strategies.scope import ready_nodes
 
@@ -97,12 +95,6 @@ def _reason(pod: PodRecord, args: PodLifeTimeArgs, now: dt.datetime, born_by: dt
             return None
         parts.append(f"exit code {hit}")
     return "; ".join(parts)
-
-
-def plan(snapshot: Snapshot, args: PodLifeTimeArgs, gate: Gate) -> Wants:
-    for c in candidates(snapshot, args):
-        gate.admit(c)
-    return NOTHING
 
 
 def candidates(snapshot: Snapshot, args: PodLifeTimeArgs) -> Iterator[PlannedEviction]:

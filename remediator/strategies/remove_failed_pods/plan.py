@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from remediator.model import PlannedEviction, PodRecord, Snapshot
-from remediator.planning.gate import Gate
-from remediator.planning.wants import NOTHING, Wants
 from remediator.strategies.remove_failed_pods.args import RemoveFailedPodsArgs
 from remediator.strategies.scope import ready_nodes
 
@@ -44,12 +42,6 @@ def _reason(pod: PodRecord, args: RemoveFailedPodsArgs, snapshot: Snapshot) -> s
             return None
         parts.append(f"exit code {code}")
     return "; ".join(parts)
-
-
-def plan(snapshot: Snapshot, args: RemoveFailedPodsArgs, gate: Gate) -> Wants:
-    for c in candidates(snapshot, args):
-        gate.admit(c)
-    return NOTHING
 
 
 def candidates(snapshot: Snapshot, args: RemoveFailedPodsArgs) -> Iterator[PlannedEviction]:
