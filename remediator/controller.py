@@ -15,6 +15,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 
+from nodemedic_common.kube_transport import ApiError
 from remediator.actions.evictor import EvictionResult, Outcome, evict
 from remediator.actions.nominator import nominate
 from remediator.actions.taintwriter import write_node_taints
@@ -32,7 +33,7 @@ from remediator.policy.model import OWNED_TAINTS_ANNOTATION
 from remediator.policy_reload import PolicyReload
 from remediator.state.autoscaler_detection import AutoscalerDetector
 from remediator.state.caches import ClusterCache
-from remediator.state.kube import ApiError, Kube
+from remediator.state.kube import Kube
 from remediator.state.measured.reader import UsageReader
 from remediator.strategies import lookup
 

@@ -1,13 +1,13 @@
 """The few REST calls the agent makes (aiohttp): read its Node, patch nodes/status, create/patch Events, and one
 watch of the pods bound to its Node (agent/reporting/pod_watch.py).
 
-Credentials come from a kubeconfig or the pod's service account (`agent.reporting.credentials`); the requests are plain
-aiohttp so the agent stays small. Every call is counted by verb and code.
+Credentials come from a kubeconfig or the pod's service account (`agent.reporting.credentials`); the calls go through
+the transport both programs share (`nodemedic_common/kube_transport.py`: one ApiError, every call counted by verb and
+code), over the agent's lean aiohttp.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -15,13 +15,8 @@ from prometheus_client import CollectorRegistry, Counter
 
 from agent.reporting import credentials
 from agent.reporting.aiohttp_lean import aiohttp
-from nodemedic_common.lines import MAX_WATCH_LINE, LineTooLong, bounded_lines
-
-
-class ApiError(Exception):
-    def __init__(self, status: int, what: str, body: str) -> None:
-        super().__init__(f"{what}: HTTP {status}: {body[:300]}")
-        self.status = status
+from nodemedic_common.kube_transport import ApiError, Transport
+from nodemedic_common.lines import LineTooLong
 
 
 class StreamLineTooLong(ApiError):
@@ -39,9 +34,10 @@ class Kube:
         self.lines_too_long = Counter("nodemedic_agent_watch_lines_too_long_total",
                                       "Watch events over the line bound (each restarts the watch with a LIST)",
                                       registry=registry)
+        self._transport = Transport(self.server, session=self._sess, headers=self._headers, requests=self.requests)
 
-    def _headers(self, content_type: str | None) -> dict[str, str]:
-        h = {"Accept": "application/json", "User-Agent": "nodemedic-agent"}
+    def _headers(self, content_type: str | None, accept: str) -> dict[str, str]:
+        h = {"Accept": accept, "User-Agent": "nodemedic-agent"}
         token = self._creds.token()  # re-read from its file: in-cluster tokens rotate
         if token:
             h["Authorization"] = f"Bearer {token}"
@@ -49,43 +45,24 @@ class Kube:
             h["Content-Type"] = content_type
         return h
 
-    async def request(self, method: str, path: str, body: Any = None, *,
-                      content_type: str = "application/json") -> Any:
+    def _sess(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=self._creds.ssl_context, limit=4))
-        data = None if body is None else json.dumps(body)
-        try:
-            async with self._session.request(method, self.server + path, data=data,
-                                             headers=self._headers(content_type if data else None),
-                                             timeout=aiohttp.ClientTimeout(total=self._timeout)) as resp:
-                text = await resp.text()
-                self.requests.labels(method, str(resp.status)).inc()
-                if resp.status >= 400:
-                    raise ApiError(resp.status, f"{method} {path}", text)
-                return json.loads(text) if text else None
-        except (aiohttp.ClientError, TimeoutError) as e:
-            self.requests.labels(method, "error").inc()
-            raise ApiError(0, f"{method} {path}", f"{type(e).__name__}: {e}") from e
+        return self._session
+
+    async def request(self, method: str, path: str, body: Any = None, *,
+                      content_type: str = "application/json") -> Any:
+        return await self._transport.request(method, path, body=body, content_type=content_type,
+                                             timeout=self._timeout)
 
     async def stream(self, path: str, *, read_timeout: float) -> AsyncIterator[Any]:
         """GET `path` and yield each JSON line of the response as it arrives (a watch); ApiError as `request`."""
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=self._creds.ssl_context, limit=4))
         try:
-            async with self._session.get(self.server + path, headers=self._headers(None),
-                                         timeout=aiohttp.ClientTimeout(total=None, sock_connect=self._timeout,
-                                                                       sock_read=read_timeout)) as resp:
-                self.requests.labels("WATCH", str(resp.status)).inc()
-                if resp.status >= 400:
-                    raise ApiError(resp.status, f"GET {path}", await resp.text())
-                async for line in bounded_lines(resp.content.iter_any(), MAX_WATCH_LINE):
-                    if line.strip():
-                        yield json.loads(line)
+            async for item in self._transport.stream(path, read_timeout=read_timeout, connect_timeout=self._timeout):
+                yield item
         except LineTooLong as e:
             self.lines_too_long.inc()
-            raise StreamLineTooLong(0, f"GET {path}", str(e)) from e
-        except (aiohttp.ClientError, TimeoutError, ValueError) as e:
-            raise ApiError(0, f"GET {path}", f"{type(e).__name__}: {e}") from e
+            raise StreamLineTooLong(0, "WATCH", path, str(e)) from e
 
     async def close(self) -> None:
         if self._session is not None:

@@ -17,7 +17,8 @@ import logging
 from typing import Any
 from urllib.parse import quote
 
-from agent.reporting.kube import ApiError, Kube, StreamLineTooLong
+from agent.reporting.kube import Kube, StreamLineTooLong
+from nodemedic_common.kube_transport import ApiError
 
 WATCH_SECONDS = 300  # the API server ends a watch after this; we resume from the last resourceVersion
 
@@ -67,11 +68,11 @@ class PodWatch:
                 f"&resourceVersion={version}&timeoutSeconds={WATCH_SECONDS}")
         async for event in self._kube.stream(path, read_timeout=WATCH_SECONDS + 30):
             if not isinstance(event, dict) or not isinstance(event.get("object"), dict):
-                raise ApiError(0, "pod watch", f"not a watch event: {str(event)[:100]}")
+                raise ApiError(0, "WATCH", path, f"not a watch event: {str(event)[:100]}")
             kind, obj = event.get("type"), event["object"]
             if kind == "ERROR":
                 code = obj.get("code")
-                raise ApiError(code if isinstance(code, int) else 0, "pod watch", str(obj.get("message", "")))
+                raise ApiError(code if isinstance(code, int) else 0, "WATCH", path, str(obj.get("message", "")))
             version = str((obj.get("metadata") or {}).get("resourceVersion", version))
             if kind != "BOOKMARK":
                 self._apply(str(kind), obj)

@@ -27,8 +27,9 @@ from prometheus_client import CollectorRegistry, Counter
 
 from agent.model import ConditionReport, EventReport
 from agent.reporting.conditions import ConditionBook
-from agent.reporting.kube import ApiError, Kube
+from agent.reporting.kube import Kube
 from agent.reporting.node_capacity import NodeCapacity
+from nodemedic_common.kube_transport import ApiError
 
 COMPONENT = "nodemedic-agent"
 

@@ -9,10 +9,11 @@ import datetime as dt
 import logging
 import secrets
 
+from nodemedic_common.kube_transport import ApiError
 from remediator.alerts.alert import Alert, AlertKind
 from remediator.alerts.notifier import Notifier
 from remediator.model import PodRecord
-from remediator.state.kube import ApiError, Kube
+from remediator.state.kube import Kube
 
 COMPONENT = "nodemedic-remediator"
 

@@ -15,9 +15,10 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from nodemedic_common.kube_transport import ApiError
 from remediator.model import NodeAutoscaler, NodeRecord, PdbRecord, PodRecord, Snapshot
 from remediator.state import records
-from remediator.state.kube import ApiError, Kube, WatchExpired, WatchLineTooLong
+from remediator.state.kube import Kube, WatchExpired, WatchLineTooLong
 
 
 class Informer:

@@ -2,7 +2,8 @@
 
 Credentials come from a kubeconfig or the in-cluster service account, resolved by the `kubernetes`
 package's loaders (so exec plugins, token files and embedded certificates all work); the requests
-themselves are plain aiohttp, which keeps watches cheap and the JSON raw (records.py slims it).
+go through the transport both programs share (`nodemedic_common/kube_transport.py`: plain aiohttp, which keeps
+watches cheap and the JSON raw, records.py slims it; one ApiError).
 """
 
 from __future__ import annotations
@@ -19,33 +20,12 @@ from kubernetes import client, config  # credential resolution only; requests ne
 from prometheus_client import CollectorRegistry, Counter
 
 from nodemedic_common.inputs import quoted
-from nodemedic_common.lines import MAX_WATCH_LINE, LineTooLong, bounded_lines
+from nodemedic_common.kube_transport import ApiError, Transport
+from nodemedic_common.lines import LineTooLong
 
 # The Accept header for an object's metadata without its data (meta.k8s.io/v1 PartialObjectMetadata, Kubernetes
 # 1.15+); a server that cannot answer so sends the whole object.
 PARTIAL_METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json"
-
-
-class ApiError(Exception):
-    """A non-2xx answer. Callers decide on `status`, `reason` and `causes` (the API's Status object), never on the
-    message text, which is for people and changes between versions."""
-
-    def __init__(self, status: int, method: str, path: str, body: str) -> None:
-        self.status = status
-        self.body = body
-        try:
-            doc = json.loads(body)
-        except ValueError:
-            doc = None
-        if not isinstance(doc, dict):
-            doc = {}
-        self.message = str(doc.get("message", body)) if doc else body[:300]
-        self.reason = str(doc.get("reason") or "")  # e.g. Conflict, TooManyRequests, NotFound
-        details = doc.get("details")
-        causes = details.get("causes") if isinstance(details, dict) else None
-        # A StatusCause's type is serialised as "reason" (e.g. DisruptionBudget on a PDB-refused eviction).
-        self.causes = tuple(str(c.get("reason") or "") for c in causes or () if isinstance(c, dict))
-        super().__init__(f"{method} {path}: HTTP {status}: {self.message}")
 
 
 class WatchExpired(Exception):
@@ -114,6 +94,7 @@ class Kube:
         self.watch_lines_too_long = Counter(
             "nodemedic_watch_lines_too_long_total", "Watch events over the line bound (each restarts that watch "
             "with a relist)", ["path"], registry=registry)
+        self._transport = Transport(creds.server, session=self._sess, headers=self._headers, requests=self.requests)
 
     async def __aenter__(self) -> Kube:
         return self
@@ -121,7 +102,7 @@ class Kube:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    def _headers(self, content_type: str | None, accept: str = "application/json") -> dict[str, str]:
+    def _headers(self, content_type: str | None, accept: str) -> dict[str, str]:
         h = {"Accept": accept, "User-Agent": self._user_agent}
         token = self._creds.token
         if self._creds.refresh is not None:
@@ -145,26 +126,8 @@ class Kube:
                       content_type: str = "application/json", accept: str = "application/json",
                       timeout: float = 30.0) -> Any:
         """`accept`: e.g. PARTIAL_METADATA, for an object's metadata only."""
-        verb = _verb(method, path, params)
-        data = None if body is None else json.dumps(body)
-        try:
-            async with self._sess().request(
-                method, self._creds.server + path, params=params, data=data,
-                headers=self._headers(content_type if data is not None else None, accept),
-                timeout=aiohttp.ClientTimeout(total=timeout),
-            ) as resp:
-                raw = await resp.read()
-                self.requests.labels(verb, str(resp.status)).inc()
-                text = raw.decode("utf-8", errors="replace")
-                if resp.status >= 400:
-                    raise ApiError(resp.status, method, path, text)
-                try:
-                    return json.loads(raw) if raw else None
-                except ValueError as e:  # a proxy's HTML page, a truncated or binary body: an answer, not the API's
-                    raise ApiError(resp.status, method, path, f"the answer is not JSON ({e}): {text[:200]!r}") from None
-        except (aiohttp.ClientError, TimeoutError) as e:
-            self.requests.labels(verb, "error").inc()
-            raise ApiError(0, method, path, f"{type(e).__name__}: {e}") from e
+        return await self._transport.request(method, path, params=params, body=body, content_type=content_type,
+                                             accept=accept, timeout=timeout)
 
     async def get(self, path: str, **params: str) -> Any:
         return await self.request("GET", path, params=params or None)
@@ -179,40 +142,19 @@ class Kube:
         params = {"watch": "1", "resourceVersion": resource_version, "allowWatchBookmarks": "true",
                   "timeoutSeconds": str(timeout_seconds)}
         try:
-            async with self._sess().get(
-                self._creds.server + path, params=params, headers=self._headers(None),
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=timeout_seconds + 30),
-            ) as resp:
-                self.requests.labels("WATCH", str(resp.status)).inc()
-                if resp.status == 410:
-                    raise WatchExpired(path)
-                if resp.status >= 400:
-                    raise ApiError(resp.status, "WATCH", path, await resp.text())
-                async for line in bounded_lines(resp.content.iter_any(), MAX_WATCH_LINE):
-                    if not line.strip():
-                        continue
-                    event = json.loads(line)
-                    if not isinstance(event, dict) or not isinstance(event.get("object"), dict):
-                        raise ApiError(0, "WATCH", path, f"not a watch event: {line[:100]!r}")
-                    if event.get("type") == "ERROR":
-                        status = event.get("object", {})
-                        if status.get("code") == 410:
-                            raise WatchExpired(path)
-                        raise ApiError(int(status.get("code", 500)), "WATCH", path, json.dumps(status))
-                    yield event
+            async for event in self._transport.stream(path, params=params, read_timeout=timeout_seconds + 30):
+                if not isinstance(event, dict) or not isinstance(event.get("object"), dict):
+                    raise ApiError(0, "WATCH", path, f"not a watch event: {str(event)[:100]!r}")
+                if event.get("type") == "ERROR":
+                    status = event.get("object", {})
+                    if status.get("code") == 410:
+                        raise WatchExpired(path)
+                    raise ApiError(int(status.get("code", 500)), "WATCH", path, json.dumps(status))
+                yield event
         except LineTooLong as e:
             self.watch_lines_too_long.labels(path).inc()
             raise WatchLineTooLong(f"{path}: {e}") from e
-        except (aiohttp.ClientError, TimeoutError) as e:
-            self.requests.labels("WATCH", "error").inc()
-            raise ApiError(0, "WATCH", path, f"{type(e).__name__}: {e}") from e
-
-
-def _verb(method: str, path: str, params: dict[str, str] | None) -> str:
-    if method != "GET":
-        return method
-    # A GET of a collection is a LIST: "no LIST in steady state" is checked on this label.
-    last = path.rstrip("/").rsplit("/", 1)[-1]
-    collections = {"nodes", "pods", "poddisruptionbudgets", "priorityclasses", "persistentvolumeclaims", "events",
-                   "leases", "namespaces"}
-    return "LIST" if last in collections else "GET"
+        except ApiError as e:
+            if e.status == 410:
+                raise WatchExpired(path) from e
+            raise

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from nodemedic_common.kube_transport import ApiError
 from remediator import cli as cli_mod
 from remediator.cli import main
 from remediator.leader import LeaseTimings
-from remediator.state.kube import ApiError, Credentials, Kube
+from remediator.state.kube import Credentials, Kube
 
 ROOT = Path(__file__).resolve().parents[3]
 POLICY = str(ROOT / "deploy" / "policy" / "default.yaml")

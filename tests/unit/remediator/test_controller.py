@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
+from nodemedic_common.kube_transport import ApiError
 from remediator import controller as controller_mod
 from remediator.alerts import metrics as metrics_mod
 from remediator.alerts import plan_announcements
@@ -26,7 +27,6 @@ from remediator.policy.source import PolicySource
 from remediator.policy_reload import PolicyReload
 from remediator.state.autoscaler_detection import KARPENTER_DISCOVERY, REDETECT, AutoscalerDetector
 from remediator.state.caches import ClusterCache
-from remediator.state.kube import ApiError
 
 LOG = logging.getLogger("test.controller")
 NOW = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from nodemedic_common.kube_transport import ApiError
 from remediator.leader import LeaderElector, LeaseTimings
-from remediator.state.kube import ApiError
 
 LOG = logging.getLogger("test.leader")
 PATH = "/apis/coordination.k8s.io/v1/namespaces/ops/leases/nm"

@@ -13,8 +13,8 @@ import pytest
 
 from agent.checks.stuck_pods import CONDITION, Config, StuckPods, validate
 from agent.host import HostRoot
-from agent.reporting.kube import ApiError
 from agent.reporting.pod_watch import PodWatch
+from nodemedic_common.kube_transport import ApiError
 
 NOW = dt.datetime(2025, 5, 1, 12, 0, tzinfo=dt.UTC)
 MINUTE = dt.timedelta(minutes=1)
@@ -85,7 +85,7 @@ def test_the_watch_keeps_the_deleting_pods_of_this_node_and_relists_after_410() 
         streams=[[{"type": "MODIFIED", "object": pod("a", "1", "11", "2025-05-01T11:50:00Z")},
                   {"type": "DELETED", "object": pod("b", "2", "12", "2025-05-01T11:00:00Z")},
                   {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "20"}}}],
-                 ApiError(410, "watch", "too old")])
+                 ApiError(410, "WATCH", "/api/v1/pods", "too old")])
     watch = PodWatch(kube, "node-a", log=logging.getLogger("t"), retry=0)  # type: ignore[arg-type]
     seen: list[dict[str, dt.datetime] | None] = [watch.terminating()]
 

@@ -7,15 +7,18 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
 
-from agent.reporting import kube as kube_mod
 from agent.reporting.kube import Kube, StreamLineTooLong
 from agent.reporting.pod_watch import PodWatch
+from nodemedic_common import kube_transport
 from tests.watch_server import WatchServer, big_object, serving
 
 MiB = 1 << 20
@@ -54,7 +57,7 @@ def test_a_watch_event_of_one_mebibyte_is_read_whole(tmp_path: Path) -> None:
 
 def test_an_event_over_the_bound_is_counted_and_the_pod_watch_relists_past_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    monkeypatch.setattr(kube_mod, "MAX_WATCH_LINE", 256 << 10)  # a small bound, so a 1 MiB event is over it
+    monkeypatch.setattr(kube_transport, "MAX_WATCH_LINE", 256 << 10)  # a small bound, so a 1 MiB event is over it
     deleting = big_object("p1", "3", MiB, namespace="default")
     deleting["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     server = WatchServer("/api/v1/pods",
@@ -86,7 +89,7 @@ def test_an_event_over_the_bound_is_counted_and_the_pod_watch_relists_past_it(
 
 def test_the_stream_raises_its_own_error_for_a_line_over_the_bound(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(kube_mod, "MAX_WATCH_LINE", 256 << 10)
+    monkeypatch.setattr(kube_transport, "MAX_WATCH_LINE", 256 << 10)
     server = WatchServer("/api/v1/pods", lists=[], watches=[[{"type": "ADDED", "object": big_object("p", "2", MiB)}]])
 
     async def body(base: str) -> None:
@@ -98,3 +101,15 @@ def test_the_stream_raises_its_own_error_for_a_line_over_the_bound(tmp_path: Pat
             await kube.close()
 
     asyncio.run(serving(server, body))
+
+
+@pytest.mark.parametrize("first", ["agent.cli", "agent.reporting.reporter", "agent.reporting.pod_watch"])
+def test_the_shared_transport_leaves_the_agents_aiohttp_lean_whichever_module_comes_first(first: str) -> None:
+    # nodemedic_common.kube_transport imports aiohttp itself; the agent must still get it without CA stores.
+    probe = (f"import {first}\n"
+             "import aiohttp.connector as c\n"
+             "print(c._SSL_CONTEXT_VERIFIED.cert_store_stats()['x509_ca'])\n")
+    clean = {k: v for k, v in os.environ.items() if k not in ("SSL_CERT_FILE", "SSL_CERT_DIR")}
+    out = subprocess.run([sys.executable, "-c", probe], env=clean, capture_output=True, text=True, timeout=60,
+                         check=True).stdout.split()
+    assert out == ["0"], f"importing {first} loaded aiohttp's CA stores"

@@ -13,8 +13,8 @@ from prometheus_client import CollectorRegistry
 
 from agent.model import ConditionReport, EventReport, Observation, Status
 from agent.reporting.conditions import ConditionBook
-from agent.reporting.kube import ApiError
 from agent.reporting.reporter import Reporter, StateFile, TokenBucket
+from nodemedic_common.kube_transport import ApiError
 
 NOW = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.UTC)
 
@@ -29,7 +29,7 @@ class FakeKube:
         self.calls.append((method, path, body))
         if self.fail:
             self.fail -= 1
-            raise ApiError(0, path, "connection refused")
+            raise ApiError(0, method, path, "connection refused")
         if method == "GET":
             return {"status": {"conditions": [{"type": "Ready", "status": "True"}], "capacity": self.capacity}}
         if path.endswith("/status"):
@@ -107,7 +107,7 @@ class SlowKube(FakeKube):
             await asyncio.sleep(0)
         if self.fail:
             self.fail -= 1
-            raise ApiError(0, path, "connection refused")
+            raise ApiError(0, method, path, "connection refused")
         return {}
 
 

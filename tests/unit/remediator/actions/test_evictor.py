@@ -9,10 +9,10 @@ import logging
 
 import pytest
 
+from nodemedic_common.kube_transport import ApiError
 from remediator.actions.evictor import Outcome, evict, eviction_body
 from remediator.model import PlannedEviction, PodRecord
 from remediator.policy.eviction import EvictionSettings
-from remediator.state.kube import ApiError
 
 POD = PodRecord(namespace="ns", name="web-1", uid="uid-1", node_name="n1")
 PLANNED = PlannedEviction(pod=POD, strategy="RemovePodsViolatingNodeTaints", reason="untolerated taint")

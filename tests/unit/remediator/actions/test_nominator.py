@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
+from nodemedic_common.kube_transport import ApiError
 from remediator.actions.nominator import nominate
 from remediator.model import PodRecord
-from remediator.state.kube import ApiError
 
 POD = PodRecord(namespace="ns", name="wanted", uid="uid-w")
 

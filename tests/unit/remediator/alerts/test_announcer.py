@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
+from nodemedic_common.kube_transport import ApiError
 from remediator.alerts.alert import Alert, AlertKind
 from remediator.alerts.announcer import COMPONENT, Alerts
 from remediator.model import PodRecord
-from remediator.state.kube import ApiError
 
 LOG = logging.getLogger("test.alerts")
 POD = PodRecord(namespace="shop", name="web-1", uid="uid-web-1", node_name="node-a")

@@ -11,6 +11,7 @@ import logging
 import pytest
 from prometheus_client import CollectorRegistry
 
+from nodemedic_common.kube_transport import ApiError
 from remediator.alerts import metrics as metrics_mod
 from remediator.model import NodeAutoscaler
 from remediator.policy.autoscaler import AUTO, AddsNodes, AutoscalerSettings
@@ -24,7 +25,7 @@ from remediator.state.autoscaler_detection import (
     probe_cluster_autoscaler,
     probe_karpenter,
 )
-from remediator.state.kube import PARTIAL_METADATA, ApiError
+from remediator.state.kube import PARTIAL_METADATA
 
 LOG = logging.getLogger("test.autoscaler_detection")
 CA_STATUS = "/api/v1/namespaces/{}/configmaps/{}".format(*CLUSTER_AUTOSCALER_STATUS)

@@ -14,9 +14,11 @@ import pytest
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
+from nodemedic_common import kube_transport
+from nodemedic_common.kube_transport import ApiError
 from remediator.state import kube as kube_mod
 from remediator.state.caches import ClusterCache
-from remediator.state.kube import ApiError, Credentials, CredentialsError, Kube, WatchLineTooLong
+from remediator.state.kube import Credentials, CredentialsError, Kube, WatchLineTooLong
 from tests.watch_server import WatchServer, big_object, serving
 
 MiB = 1 << 20
@@ -45,7 +47,7 @@ def test_a_watch_event_of_one_mebibyte_is_read_whole() -> None:
 
 
 def test_an_event_over_the_bound_is_counted_and_the_informer_relists_past_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(kube_mod, "MAX_WATCH_LINE", 256 << 10)  # a small bound, so a 1 MiB event is over it
+    monkeypatch.setattr(kube_transport, "MAX_WATCH_LINE", 256 << 10)  # a small bound, so a 1 MiB event is over it
     big = {**big_object("n1", "3", MiB), "status": {"allocatable": {"cpu": "4"}}}
     server = WatchServer("/api/v1/nodes",
                          lists=[{"metadata": {"resourceVersion": "1"}, "items": [big_object("n0", "1", 10)]},
@@ -70,7 +72,7 @@ def test_an_event_over_the_bound_is_counted_and_the_informer_relists_past_it(mon
 
 
 def test_the_watch_raises_its_own_error_for_an_event_over_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(kube_mod, "MAX_WATCH_LINE", 256 << 10)
+    monkeypatch.setattr(kube_transport, "MAX_WATCH_LINE", 256 << 10)
     server = WatchServer("/api/v1/nodes", lists=[], watches=[[{"type": "ADDED", "object": big_object("n", "2", MiB)}]])
 
     async def body(base: str) -> None:
