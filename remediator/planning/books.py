@@ -90,8 +90,11 @@ class Books:
     def usage(self, node: str) -> dict[str, int]:
         """What the node's pods request once this plan's moves are done."""
         used = dict(self.requested.get(node) or {PODS: 0})
-        add(used, self.reserved.get(node, {}))
-        add(used, self.released.get(node, {}), -1)
+        reserved, released = self.reserved.get(node), self.released.get(node)
+        if reserved:  # most nodes have neither: this runs for every node, several times a plan
+            add(used, reserved)
+        if released:
+            add(used, released, -1)
         return used
 
     def by_room(self, names: Iterable[str]) -> tuple[str, ...]:
