@@ -279,6 +279,8 @@ def main(argv: list[str] | None = None) -> int:
                                         "(default: <host-root>/var/lib/nodemedic)")
     run.add_argument("--listen", default=":8081", type=listen_flag, help="/metrics and /healthz ('' to disable)")
     run.add_argument("--log-level", default="INFO")
+    run.add_argument("--log-format", choices=logs.FORMATS, default="json",
+                     help="json (default: one object per line, for log pipelines) or text (for a terminal)")
     check = sub.add_parser("check", help="run every check once on this host and print the result")
     check.add_argument("--json", action="store_true")
     val = sub.add_parser("validate", help="check a config file (and the NPD files it names)")
@@ -291,4 +293,4 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "check":
         logging.basicConfig(level=logging.WARNING)
         return cmd_check(args)
-    return asyncio.run(_run(args, logs.setup("nodemedic.agent", args.log_level)))
+    return asyncio.run(_run(args, logs.setup("nodemedic.agent", args.log_level, args.log_format)))

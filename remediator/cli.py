@@ -62,7 +62,7 @@ def _load_or_exit(path: str, secrets_dir: str) -> Any:
 
 # --- run --------------------------------------------------------------------------------------------
 async def _run(args: argparse.Namespace) -> int:
-    log = logs.setup("nodemedic.remediator", args.log_level)
+    log = logs.setup("nodemedic.remediator", args.log_level, args.log_format)
     policy = _load_or_exit(args.policy, args.secrets_dir)
     registry = CollectorRegistry()
     metrics = metrics_mod.create(registry)
@@ -97,7 +97,10 @@ async def _run(args: argparse.Namespace) -> int:
     if args.listen:
         try:
             runner = await serve(app(
-                registry=registry, plan=lambda: controller.plan,
+                registry=registry, plan=lambda: controller.plan, why=controller.why,
+                status=lambda: {"identity": identity, "leading": controller.leading(), "dryRun": args.dry_run,
+                                "mode": "once" if args.once else "deployment", "version": __version__,
+                                "policy": {"file": str(source.path), "sha256": source.digest[:12]}},
                 healthy=lambda: loop_health(lambda: controller.last_cycle,
                                             lambda: all(i.synced.is_set() for i in cache.informers), 60.0),
             ), args.listen)
@@ -365,6 +368,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--retry-period", type=_seconds, default=LeaseTimings.retry_period,
                      help="how often each replica tries to acquire or renew (default 2s)")
     run.add_argument("--log-level", default="INFO")
+    run.add_argument("--log-format", choices=logs.FORMATS, default="json",
+                     help="json (default: one object per line, for log pipelines) or text (for a terminal)")
     val = sub.add_parser("validate", help="check a policy file: exit 0, or 2 with file:line: field errors")
     val.add_argument("--policy", required=True)
     _secrets_dir_flag(val)

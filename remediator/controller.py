@@ -26,7 +26,7 @@ from remediator.alerts.metrics import Metrics
 from remediator.alerts.plan_announcements import PlanAnnouncements
 from remediator.heap import HeapFreezer
 from remediator.leader import LeaderElector
-from remediator.model import Plan, PlannedEviction, TaintChange
+from remediator.model import Plan, PlannedEviction, Snapshot, TaintChange
 from remediator.planner import PlannerMemory, make_plan
 from remediator.planning import owned_taints
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION
@@ -36,6 +36,7 @@ from remediator.state.caches import ClusterCache
 from remediator.state.kube import Kube
 from remediator.state.measured.reader import UsageReader
 from remediator.strategies import lookup
+from remediator.why import why
 
 MIN_CYCLE_INTERVAL = 0.2  # seconds between planning cycles at most
 RECENT_EVICTION_MEMORY = 600.0  # seconds a pod we evicted is never planned again (the cache may lag)
@@ -56,6 +57,7 @@ class Controller:
         self.memory = PlannerMemory()
         self.heap = HeapFreezer()
         self.plan = Plan()
+        self.snapshot: Snapshot | None = None  # the last plan's, for /why
         self.in_flight: dict[str, asyncio.Task[EvictionResult]] = {}  # pod uid -> eviction task
         self.recently_evicted: dict[str, float] = {}  # pod uid -> monotonic time
         self.announcements = PlanAnnouncements(alerts, metrics, monotonic)
@@ -63,8 +65,20 @@ class Controller:
         self.last_cycle = monotonic()
         self.background: set[asyncio.Task[None]] = set()  # fire-and-forget announcements, kept referenced
 
+    def why(self, node: str) -> dict[str, object]:
+        """/why/NODE: every fact the last plan decided on for `node` (remediator/why.py)."""
+        if self.snapshot is None:
+            return {"node": node, "facts": [{"topic": "plan", "sentence": "no planning cycle yet"}]}
+        now = self.snapshot.now
+        facts = why(node, self.snapshot, self.policy.current, self.plan)
+        return {"node": node, "at": now.isoformat().replace("+00:00", "Z"), "facts": [f.to_json(now) for f in facts]}
+
     def may_act(self) -> bool:
         return not self.dry_run and (self.elector is None or self.elector.is_leader())
+
+    def leading(self) -> bool:
+        """This replica holds the Lease (or runs without one): its plan is the one applied."""
+        return self.elector is None or self.elector.is_leader()
 
     # --- loop ----------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -128,11 +142,11 @@ class Controller:
         # The evictions under way are in the memory (planning/leaving.py): the plan is final as it comes back.
         plan = make_plan(snapshot, self.policy.current, self.memory)
         self.metrics.cycle_seconds.observe(time.perf_counter() - t0)
-        self.plan = plan
+        self.plan, self.snapshot = plan, snapshot
         self.last_cycle = self.monotonic()
         self.metrics.tainted_limit.set(plan.tainted_limit)
         self.metrics.breaker_open.set(1 if plan.breaker_open else 0)
-        if self.elector is None or self.elector.is_leader():  # the leader only
+        if self.leading():
             await self.announcements.crash_loops(plan, write=not self.dry_run)
         if plan.fragmentation is not None:
             self.metrics.fragmentation_pending.set(len(plan.fragmentation.pending))

@@ -1,4 +1,6 @@
-"""`--listen`: /metrics (Prometheus), /healthz (caches synced and the loop alive), /plan (the current plan).
+"""`--listen`: /metrics (Prometheus), /healthz (caches synced and the loop alive), /plan (the current plan), /status
+(who this replica is, whether it leads, its policy) and /why/NODE (remediator/why.py): what `kubectl nodemedic` reads
+through the API server's pod proxy.
 
 Bounded against slow and many clients, which aiohttp alone is not (a half-sent request head is waited for for ever,
 an idle keep-alive connection for an hour): a request head must arrive within `header_timeout` seconds of the
@@ -22,8 +24,8 @@ from nodemedic_common.listen import split_listen
 from remediator.model import Plan
 
 
-def app(*, registry: CollectorRegistry, healthy: Callable[[], tuple[bool, str]],
-        plan: Callable[[], Plan]) -> web.Application:
+def app(*, registry: CollectorRegistry, healthy: Callable[[], tuple[bool, str]], plan: Callable[[], Plan],
+        status: Callable[[], dict[str, object]], why: Callable[[str], dict[str, object]]) -> web.Application:
     async def metrics(_: web.Request) -> web.Response:
         return web.Response(body=generate_latest(registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
@@ -34,10 +36,18 @@ def app(*, registry: CollectorRegistry, healthy: Callable[[], tuple[bool, str]],
     async def current_plan(_: web.Request) -> web.Response:
         return web.Response(text=json.dumps(plan().to_json(), indent=1), content_type="application/json")
 
+    async def current_status(_: web.Request) -> web.Response:
+        return web.json_response(status(), dumps=lambda d: json.dumps(d, indent=1))
+
+    async def node_why(request: web.Request) -> web.Response:
+        return web.json_response(why(request.match_info["node"]), dumps=lambda d: json.dumps(d, indent=1))
+
     a = web.Application()
     a.router.add_get("/metrics", metrics)
     a.router.add_get("/healthz", healthz)
     a.router.add_get("/plan", current_plan)
+    a.router.add_get("/status", current_status)
+    a.router.add_get("/why/{node}", node_why)
     return a
 
 

@@ -588,3 +588,14 @@ def test_the_controller_counts_on_the_karpenter_it_detects_says_so_once_and_expo
     assert [(r.message, getattr(r, "autoscaler", "")) for r in caplog.records if "autoscaler" in r.message] == [
         ("node autoscaler not detected", "karpenter"), ("node autoscaler not detected", "cluster-autoscaler"),
         ("node autoscaler detected", "karpenter")]
+
+
+def test_why_says_what_the_last_plan_decided_for_a_node(tmp_path: Path) -> None:
+    w = World(tmp_path, nodes=[node("sick", sick=True), node("well")], pods=[])
+    assert w.controller.why("sick")["facts"] == [{"topic": "plan", "sentence": "no planning cycle yet"}]
+    w.cycle()
+    facts = w.controller.why("sick")["facts"]
+    assert isinstance(facts, list)
+    plan = [f["sentence"] for f in facts if f["topic"] == "plan"]
+    assert len(plan) == 1 and plan[0].startswith("this cycle adds "), plan
+    assert not [f for f in w.controller.why("well")["facts"] if f["topic"] == "plan"]

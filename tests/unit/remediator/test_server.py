@@ -33,7 +33,9 @@ def get(application: Any, path: str) -> tuple[int, str, str]:
 
 def make(healthy: Callable[[], tuple[bool, str]] = lambda: (True, "ok"), plan: Plan | None = None,
          registry: CollectorRegistry | None = None) -> Any:
-    return app(registry=registry or CollectorRegistry(), healthy=healthy, plan=lambda: plan or Plan())
+    return app(registry=registry or CollectorRegistry(), healthy=healthy, plan=lambda: plan or Plan(),
+               status=lambda: {"identity": "r1_abc", "leading": True},
+               why=lambda node: {"node": node, "facts": [{"topic": "node", "sentence": f"{node} is Ready"}]})
 
 
 def test_metrics_serve_the_registry_passed_in_in_the_prometheus_text_format() -> None:
@@ -54,6 +56,13 @@ def test_plan_serves_the_current_plan_as_json() -> None:
     status, content_type, body = get(make(plan=plan), "/plan")
     assert (status, content_type) == (200, "application/json; charset=utf-8")
     assert json.loads(body) == plan.to_json()
+
+
+def test_status_and_why_serve_what_the_remediator_says_as_json() -> None:
+    assert json.loads(get(make(), "/status")[2]) == {"identity": "r1_abc", "leading": True}
+    status, content_type, body = get(make(), "/why/node-7")
+    assert (status, content_type) == (200, "application/json; charset=utf-8")
+    assert json.loads(body)["facts"] == [{"topic": "node", "sentence": "node-7 is Ready"}]
 
 
 def test_an_unknown_path_is_404() -> None:

@@ -1,0 +1,78 @@
+"""kubectl-nodemedic: `kubectl nodemedic status | why NODE | plan | check NODE` (installed with the package; kubectl
+finds a `kubectl-<name>` executable on the PATH as the plugin `<name>`)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from nodemedic_common.kube_transport import ApiError
+from remediator.kubectl import reach, render
+from remediator.state.kube import CredentialsError, Kube, load_credentials
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kubectl nodemedic", description="What nodemedic does to your nodes, and why.")
+    p.add_argument("--kubeconfig", default=None, help="default: $KUBECONFIG or ~/.kube/config, as kubectl")
+    p.add_argument("-n", "--namespace", default="nodemedic", help="where nodemedic is installed (default nodemedic)")
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("status", help="the leader, its policy, the breaker, tainted nodes, the last cycle's actions")
+    w = sub.add_parser("why", help="every fact that decides what happens to NODE, with when each changes")
+    w.add_argument("node")
+    pl = sub.add_parser("plan", help="the leader's current plan")
+    pl.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    c = sub.add_parser("check", help="the node's conditions, with the evidence the agent gave")
+    c.add_argument("node")
+    for s in (sub.choices["status"], w):
+        s.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    return p
+
+
+async def run(args: argparse.Namespace, kube: Kube) -> str:
+    if args.command == "check":
+        return render.check(await reach.node(kube, args.node), await reach.agent_pod(kube, args.namespace, args.node))
+    leader = await reach.find_leader(kube, args.namespace)
+    if args.command == "why":
+        doc: Any = await reach.ask(kube, leader, f"/why/{args.node}")
+        return json.dumps(doc, indent=1) if args.output == "json" else render.why(doc)
+    if args.command == "plan":
+        doc = await reach.ask(kube, leader, "/plan")
+        return json.dumps(doc, indent=1) if args.output == "json" else render.plan(doc)
+    status, plan = await reach.ask(kube, leader, "/status"), await reach.ask(kube, leader, "/plan")
+    if args.output == "json":
+        return json.dumps({"leader": leader.pod, "lease": leader.lease, "status": status, "plan": plan}, indent=1)
+    return render.status(leader, status, plan, await reach.nodes(kube))
+
+
+async def _main(args: argparse.Namespace) -> str:
+    async with Kube(load_credentials(args.kubeconfig or _default_kubeconfig()),
+                    registry=CollectorRegistry(), user_agent="kubectl-nodemedic") as kube:
+        return await run(args, kube)
+
+
+def _default_kubeconfig() -> str:
+    first = (os.environ.get("KUBECONFIG") or "").split(os.pathsep)[0]
+    return first or os.path.expanduser("~/.kube/config")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        print(asyncio.run(_main(args)))
+    except (reach.NotFound, CredentialsError) as e:
+        print(f"kubectl nodemedic: {e}", file=sys.stderr)
+        return 1
+    except ApiError as e:
+        print(f"kubectl nodemedic: the API server said: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

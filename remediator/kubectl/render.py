@@ -1,0 +1,101 @@
+"""The plugin's answers worded for a person: plain lines and aligned tables (`-o json` prints the documents as they
+come)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from remediator.kubectl.reach import Leader
+from remediator.planning.owned_taints import parse_owned, strategy_owned
+from remediator.policy.model import OWNED_TAINTS_ANNOTATION
+
+# The conditions the kubelet itself reports; every other one came from an agent (nodemedic's or a peer's).
+KUBELET_CONDITIONS = {"Ready", "MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable"}
+
+
+def table(rows: Sequence[Sequence[str]], indent: str = "  ") -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return [indent + "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+
+
+def status(leader: Leader, doc: dict[str, Any], plan: dict[str, Any], nodes: list[dict[str, Any]]) -> str:
+    policy = doc.get("policy") or {}
+    lines = [f"leader      {leader.pod} (Lease {leader.namespace}/{leader.lease}, renewed {leader.renewed or '?'})",
+             f"policy      {policy.get('file', '?')} (sha256 {policy.get('sha256', '?')})",
+             "mode        " + ("dry-run: plans, writes nothing" if doc.get("dryRun") else "acting")]
+    tainted = _tainted(nodes)
+    breaker = plan.get("breaker") or {}
+    limit = breaker.get("taintedLimit", "?")
+    rule_tainted = len({n for n, _, by_rule, _ in tainted if by_rule})
+    held = plan.get("held") or []
+    lines.append(f"breaker     {'OPEN' if breaker.get('open') else 'closed'}: {rule_tainted} of at most {limit} "
+                 f"node(s) tainted for a problem" + (f"; {len(held)} taint(s) held back" if held else ""))
+    if tainted:
+        lines.append("tainted nodes")
+        rows = [(n, t, since, cause) for n, t, _, (since, cause) in tainted]
+        lines += table([("NODE", "TAINT", "SINCE", "WHY"), *rows])
+    else:
+        lines.append("tainted nodes: none")
+    evictions, protected, deferred = (plan.get(k) or [] for k in ("evictions", "protected", "deferred"))
+    lines.append(f"last cycle  {len(evictions)} eviction(s), {len(protected)} protected, {len(deferred)} deferred, "
+                 f"{len(held)} held")
+    rows = [("evict", f"{e['namespace']}/{e['name']}", e["node"], f"{e['strategy']}: {e['reason']}") for e in evictions]
+    rows += [("protect", f"{p['namespace']}/{p['name']}", p["node"], p["why"]) for p in protected]
+    rows += [("defer", f"{p['namespace']}/{p['name']}", p["node"], p["why"]) for p in deferred]
+    rows += [("hold", h["key"], h["node"], h["why"]) for h in held]
+    if rows:
+        lines += table([("WHAT", "POD/TAINT", "NODE", "WHY"), *rows])
+    return "\n".join(lines)
+
+
+def _tainted(nodes: list[dict[str, Any]]) -> list[tuple[str, str, bool, tuple[str, str]]]:
+    """(node, taint, put by a rule, (since, cause)) for each taint nodemedic owns and the node carries."""
+    out = []
+    for n in nodes:
+        meta = n.get("metadata") or {}
+        present = {(t.get("key"), t.get("effect")) for t in (n.get("spec") or {}).get("taints") or []}
+        for o in parse_owned((meta.get("annotations") or {}).get(OWNED_TAINTS_ANNOTATION))[0]:
+            if (o.taint.key, str(o.taint.effect)) in present:
+                since = o.since.isoformat().replace("+00:00", "Z")
+                out.append((str(meta.get("name")), f"{o.taint.key}:{o.taint.effect}", not strategy_owned(o),
+                            (since, f"{o.cause} ({', '.join(o.rules)})")))
+    return sorted(out)
+
+
+def why(doc: dict[str, Any]) -> str:
+    lines = [f"why {doc.get('node')}" + (f" (as of {doc['at']})" if doc.get("at") else "")]
+    rows = []
+    for f in doc.get("facts") or []:
+        when = f" (changes in {f['changesIn']}, at {f['changesAt']})" if f.get("changesIn") else ""
+        rows.append((str(f.get("topic", "")), f"{f.get('sentence', '')}{when}"))
+    return "\n".join(lines + table(rows))
+
+
+def plan(doc: dict[str, Any]) -> str:
+    taints = doc.get("taints") or {}
+    rows = [("taint", f"{c['key']}:{c['effect']}", c["node"], c["cause"]) for c in taints.get("add") or []]
+    rows += [("untaint", f"{c['key']}:{c['effect']}", c["node"], c["cause"]) for c in taints.get("remove") or []]
+    rows += [("hold", h["key"], h["node"], h["why"]) for h in doc.get("held") or []]
+    rows += [("evict", f"{e['namespace']}/{e['name']}", e["node"], f"{e['strategy']}: {e['reason']}")
+             for e in doc.get("evictions") or []]
+    rows += [("protect", f"{p['namespace']}/{p['name']}", p["node"], p["why"]) for p in doc.get("protected") or []]
+    rows += [("defer", f"{p['namespace']}/{p['name']}", p["node"], p["why"]) for p in doc.get("deferred") or []]
+    if not rows:
+        return "the plan is empty: nothing to taint, untaint or evict"
+    return "\n".join(table([("ACTION", "WHAT", "NODE", "WHY"), *rows], indent=""))
+
+
+def check(node: dict[str, Any], agent: dict[str, Any] | None) -> str:
+    name = (node.get("metadata") or {}).get("name")
+    rows = [("TYPE", "STATUS", "SINCE", "BY", "REASON: MESSAGE")]
+    for c in (node.get("status") or {}).get("conditions") or []:
+        by = "kubelet" if c.get("type") in KUBELET_CONDITIONS else "agent"
+        rows.append((str(c.get("type")), str(c.get("status")), str(c.get("lastTransitionTime", "")), by,
+                     f"{c.get('reason', '')}: {c.get('message', '')}"))
+    if agent is None:
+        head = f"{name}: no nodemedic agent pod on this node"
+    else:
+        phase = (agent.get("status") or {}).get("phase", "?")
+        head = f"{name}: agent {(agent.get('metadata') or {}).get('name')} is {phase}"
+    return "\n".join([head, *table(rows)])

@@ -1,0 +1,169 @@
+"""Why a node is (or is not) tainted, drained or left alone: every condition, rule, rail, limit, PDB and autoscaler
+fact the remediator decides on for that node, in plain sentences, each with the time it changes on its own.
+
+Pure and read-only: the snapshot, policy and plan of the last cycle in, sentences out. What `kubectl nodemedic why
+NODE` prints (the remediator serves it on /why/NODE).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from nodemedic_common.durations import format_duration, whole_seconds
+from remediator.model import KARPENTER_NODEPOOL_LABEL, Condition, NodeRecord, Plan, PodRecord, Snapshot
+from remediator.planning.defaultevictor import MIRROR_ANNOTATION
+from remediator.planning.owned_taints import parse_owned, strategy_owned
+from remediator.planning.rails import safety_hold
+from remediator.policy.model import OWNED_TAINTS_ANNOTATION, Policy
+from remediator.policy.rules import TaintRule
+from remediator.scheduling.selectors import matches_labels
+
+
+@dataclass(frozen=True)
+class Fact:
+    topic: str  # condition, rule, taint, rail, plan, pdb, autoscaler
+    sentence: str
+    changes_at: dt.datetime | None = None  # when the fact changes with nothing else changing; None: not on its own
+
+    def to_json(self, now: dt.datetime) -> dict[str, object]:
+        out: dict[str, object] = {"topic": self.topic, "sentence": self.sentence}
+        if self.changes_at is not None:
+            out["changesAt"] = self.changes_at.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+            out["changesIn"] = format_duration(whole_seconds(self.changes_at - now))
+        return out
+
+
+def why(name: str, snapshot: Snapshot, policy: Policy, plan: Plan) -> list[Fact]:
+    node = snapshot.nodes.get(name)
+    if node is None:
+        return [Fact("node", f"{name} is not among the nodes the remediator plans for (gone, or outside the policy's "
+                             "nodeSelector): nothing happens to it")]
+    now = snapshot.now
+    facts = [_state(node)]
+    facts += [_condition(c, now) for c in node.conditions if c.type != "Ready"]
+    facts += [_rule(r, node, now) for r in policy.rules]
+    facts += _owned(node, policy, now)
+    hold = safety_hold(node, policy.safety)
+    if hold is not None:
+        facts.append(Fact("rail", f"no taint is added and no pod evicted here: {hold.why}"))
+    facts += _planned(name, plan)
+    pods = [p for p in snapshot.pods(name) if p.live]
+    facts += _pdbs(pods, snapshot)
+    facts.append(_autoscaler(node, pods))
+    if plan.next_check is not None:
+        facts.append(Fact("plan", "the next timer (a rule's `for` or `recoverAfter`, the maintenance window) is due",
+                          plan.next_check))
+    return facts
+
+
+def _state(node: NodeRecord) -> Fact:
+    ready = "Ready" if node.ready else "not Ready"
+    cordoned = ", cordoned" if node.unschedulable else ""
+    return Fact("node", f"{node.name} is {ready}{cordoned}")
+
+
+def _condition(c: Condition, now: dt.datetime) -> Fact:
+    since = c.held_since()
+    held = f" for {format_duration(whole_seconds(now - since))}" if since is not None else ""
+    why = f" ({c.reason}: {c.message})" if c.reason or c.message else ""
+    return Fact("condition", f"{c.type}={c.status}{held}{why}")
+
+
+def _rule(r: TaintRule, node: NodeRecord, now: dt.datetime) -> Fact:
+    taint = f"{r.taint.key}:{r.taint.effect}"
+    c = node.condition(r.condition_type)
+    if c is None or c.status != r.condition_status:
+        state = "absent" if c is None else f"{c.status}"
+        return Fact("rule", f"rule {r.name} does not apply: {r.condition_type} is {state}, not {r.condition_status}")
+    since = c.held_since()
+    evicts = "and its pods that do not tolerate it are evicted" if r.evict else "(no evictions: evict is false)"
+    if since is None:
+        if r.for_ > dt.timedelta(0):
+            return Fact("rule", f"rule {r.name} waits: {r.condition_type}={c.status} has no transition time, so it "
+                                f"cannot have lasted `for` {format_duration(r.for_)}")
+        return Fact("rule", f"rule {r.name} applies: the node gets {taint} {evicts}")
+    due = since + r.for_
+    if now < due:
+        return Fact("rule", f"rule {r.name} waits: {r.condition_type}={c.status} for "
+                            f"{format_duration(whole_seconds(now - since))} of `for` {format_duration(r.for_)}; "
+                            f"then the node gets {taint}", due)
+    return Fact("rule", f"rule {r.name} applies: {r.condition_type}={c.status} for "
+                        f"{format_duration(whole_seconds(now - since))}, so the node gets {taint} {evicts}")
+
+
+def _owned(node: NodeRecord, policy: Policy, now: dt.datetime) -> list[Fact]:
+    owned, problem = parse_owned(node.annotations.get(OWNED_TAINTS_ANNOTATION))
+    if problem is not None:
+        return [Fact("taint", f"nodemedic owns no taint here: {problem}")]
+    present = {t.identity() for t in node.taints}
+    facts = []
+    for o in owned:
+        if o.taint.identity() not in present:
+            continue
+        since = format_duration(whole_seconds(now - o.since))
+        if strategy_owned(o):
+            facts.append(Fact("taint", f"{o.taint.key}:{o.taint.effect} put by {', '.join(o.rules)} {since} ago "
+                                       f"({o.cause}); that strategy takes it off"))
+            continue
+        rules = [r for r in policy.rules if r.name in o.rules and r.taint.identity() == o.taint.identity()]
+        clear = [_clear_at(r, node) for r in rules]
+        if not rules:
+            facts.append(Fact("taint", f"{o.taint.key}:{o.taint.effect} since {since} ago; its rules left the "
+                                       "policy, so it is removed"))
+        elif all(t is not None for t in clear):
+            last = max(t for t in clear if t is not None)
+            facts.append(Fact("taint", f"{o.taint.key}:{o.taint.effect} since {since} ago ({o.cause}); every "
+                                       "condition behind it has cleared, so it is removed after `recoverAfter`",
+                              last if last > now else None))
+        else:
+            active = " or ".join(f"{r.condition_type}={r.condition_status}" for r in rules)
+            facts.append(Fact("taint", f"{o.taint.key}:{o.taint.effect} since {since} ago ({o.cause}); it stays "
+                                       f"while {active}"))
+    return facts
+
+
+def _clear_at(r: TaintRule, node: NodeRecord) -> dt.datetime | None:
+    """When the rule's `recoverAfter` ends, if its condition has cleared (None: it has not, or its time is unknown)."""
+    c = node.condition(r.condition_type)
+    if c is not None and c.status == r.condition_status:
+        return None
+    since = c.held_since() if c is not None else None
+    return since + r.recover_after if since is not None else None
+
+
+def _planned(name: str, plan: Plan) -> list[Fact]:
+    facts = [Fact("plan", f"this cycle adds {c.taint.key}:{c.taint.effect}: {c.cause}")
+             for c in plan.taints_add if c.node == name]
+    facts += [Fact("plan", f"this cycle removes {c.taint.key}:{c.taint.effect}: {c.cause}")
+              for c in plan.taints_remove if c.node == name]
+    facts += [Fact("plan", f"{h.taint.key} is held back: {h.why}") for h in plan.held if h.node == name]
+    facts += [Fact("plan", f"evicting {e.pod.key} ({e.strategy}): {e.reason}")
+              for e in plan.evictions if e.pod.node_name == name]
+    facts += [Fact("plan", f"not evicting {p.pod.key}: {p.why}") for p in plan.protected if p.pod.node_name == name]
+    facts += [Fact("plan", f"{p.pod.key} waits: {p.why}") for p in plan.deferred if p.pod.node_name == name]
+    return facts
+
+
+def _pdbs(pods: list[PodRecord], snapshot: Snapshot) -> list[Fact]:
+    facts = []
+    for b in snapshot.pdbs:
+        if b.selector is None:
+            continue
+        here = [p.key for p in pods if p.namespace == b.namespace and matches_labels(b.selector, p.labels)]
+        if here:
+            facts.append(Fact("pdb", f"PodDisruptionBudget {b.namespace}/{b.name} allows {b.disruptions_allowed} "
+                                     f"disruption(s) now and selects {len(here)} pod(s) here ({', '.join(here[:3])}"
+                                     f"{', ...' if len(here) > 3 else ''})"))
+    return facts
+
+
+def _autoscaler(node: NodeRecord, pods: list[PodRecord]) -> Fact:
+    keep = [p.key for p in pods
+            if MIRROR_ANNOTATION not in p.annotations and not any(o.kind == "DaemonSet" for o in p.owners)]
+    pool = node.labels.get(KARPENTER_NODEPOOL_LABEL)
+    who = f"Karpenter (NodePool {pool})" if pool else "a node autoscaler"
+    if not keep:
+        return Fact("autoscaler", f"only DaemonSet and mirror pods run here: {who} may remove the node as empty")
+    return Fact("autoscaler", f"{len(keep)} pod(s) keep {who} from removing the node as empty "
+                              f"({', '.join(keep[:3])}{', ...' if len(keep) > 3 else ''})")
