@@ -77,6 +77,9 @@ class Cluster:
     audit: bool = False  # the API server writes an audit log (every request, level Metadata) to `audit_log`
     scheduler_config: Path | None = None  # the KubeSchedulerConfiguration kube-scheduler was started with
     real_nodes: int = 0  # 1: a real node (kubelet, containerd) beside the kwok ones (hack/kcp/realnode.py)
+    # The AdmissionConfiguration kube-apiserver reads (--admission-control-config-file), e.g. GKE's limit on the
+    # system-* priority classes; a copy in the state directory, so a restarted API server reads the same.
+    admission_config: Path | None = None
 
     @classmethod
     def named(cls, name: str) -> Cluster:
@@ -119,11 +122,13 @@ class Cluster:
         self.processes = [procs.ProcessRecord(**p) for p in data["processes"]]
         self.audit = bool(data.get("audit", False))
         self.real_nodes = int(data.get("real_nodes", 0))
+        self.admission_config = Path(data["admission_config"]) if data.get("admission_config") else None
         return True
 
     def save(self) -> None:
         data = {"ports": self.ports, "processes": [p.to_json() for p in self.processes],
-                "kubeconfig": str(self.kubeconfig), "audit": self.audit, "real_nodes": self.real_nodes}
+                "kubeconfig": str(self.kubeconfig), "audit": self.audit, "real_nodes": self.real_nodes,
+                "admission_config": str(self.admission_config) if self.admission_config else None}
         tmp = self.state_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, indent=1))
         tmp.rename(self.state_file)
@@ -133,10 +138,11 @@ class Cluster:
 
     # --- up ----------------------------------------------------------------------------------------
     def up(self, node_count: int, *, scheduler_config: Path | None = None, timeout: float = 120.0,
-           audit: bool = False, real_nodes: int = 0) -> None:
+           audit: bool = False, real_nodes: int = 0, admission_config: str | None = None) -> None:
         """Start everything and `node_count` Ready kwok nodes. `audit`: the API server logs every request
         (level Metadata) to `audit_log`, for counting a client's requests (off by default: it costs I/O).
-        `real_nodes` (0 or 1): also a real node, which takes this machine's container runtime and kubelet paths."""
+        `real_nodes` (0 or 1): also a real node, which takes this machine's container runtime and kubelet paths.
+        `admission_config`: an AdmissionConfiguration (YAML text) for kube-apiserver's admission plugins."""
         if real_nodes not in (0, 1):
             raise RuntimeError(f"real_nodes {real_nodes}: one real node per machine at most (it takes the machine's "
                                "CRI socket and kubelet root)")
@@ -153,6 +159,10 @@ class Cluster:
         self.processes = []
         self.audit = audit
         self.real_nodes = real_nodes
+        self.admission_config = None
+        if admission_config is not None:
+            self.admission_config = self.state_dir / "admission-config.yaml"
+            self.admission_config.write_text(admission_config)
         t0 = time.monotonic()
         deadline = t0 + timeout
         try:
@@ -285,6 +295,7 @@ class Cluster:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             audit = [f"--audit-policy-file={policy}", f"--audit-log-path={self.audit_log}", "--audit-log-format=json",
                      "--audit-log-maxbackup=0", "--audit-log-maxsize=0"]
+        admission = [f"--admission-control-config-file={self.admission_config}"] if self.admission_config else []
         return [
             str(paths.binary("kube-apiserver")),
             f"--etcd-servers=http://127.0.0.1:{self.ports['etcd']}", "--etcd-prefix=/registry",
@@ -301,7 +312,7 @@ class Cluster:
             "--requestheader-extra-headers-prefix=X-Remote-Extra-",
             f"--proxy-client-cert-file={p / 'front-proxy-client.crt'}",
             f"--proxy-client-key-file={p / 'front-proxy-client.key'}",
-            *audit,
+            *audit, *admission,
         ]
 
     def _kcm_args(self) -> list[str]:

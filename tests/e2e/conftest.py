@@ -43,7 +43,7 @@ class LocalCluster:
 
 @contextlib.contextmanager
 def _started(name: str, node_count: int, *, scheduler_config: Callable[[Path], str] | None = None,
-             audit: bool = False, real_nodes: int = 0) -> Iterator[LocalCluster]:
+             audit: bool = False, real_nodes: int = 0, admission_config: str | None = None) -> Iterator[LocalCluster]:
     """A control plane of our own: fails (never skips) when it is not built or cannot start; afterwards stops it
     and fails if any process it started is still running. `real_nodes=1`: with the real node (hack/kcp/realnode.py),
     which also needs the image built for this code."""
@@ -62,7 +62,8 @@ def _started(name: str, node_count: int, *, scheduler_config: Callable[[Path], s
         config_path.parent.mkdir(parents=True, exist_ok=True)
         config_path.write_text(scheduler_config(owned.kubeconfig))
     try:
-        owned.up(node_count, scheduler_config=config_path, audit=audit, timeout=180, real_nodes=real_nodes)
+        owned.up(node_count, scheduler_config=config_path, audit=audit, timeout=180, real_nodes=real_nodes,
+                 admission_config=admission_config)
     except Exception as e:  # noqa: BLE001 - any start-up failure fails the tests with its message
         owned.down()
         pytest.fail(f"the local control plane failed to start: {e}", pytrace=False)
@@ -114,6 +115,35 @@ def private_cluster() -> Iterator[LocalCluster]:
     server: after an outage kube-controller-manager's informers sit in their retry back-off for up to ~30 s, which
     would stall the tests that follow on a shared cluster."""
     with _started(f"pytest-{os.getpid()}-private-{secrets.token_hex(2)}", 1) as started:
+        yield started
+
+
+# GKE's kube-apiserver configuration of the ResourceQuota admission plugin ("Limit Priority Class consumption by
+# default" in the Kubernetes docs): a pod of either class is admitted only in a namespace where a ResourceQuota
+# covers the class; GKE's own namespaces (kube-system) carry one.
+GKE_PRIORITY_CLASS_LIMIT = """\
+apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: ResourceQuota
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: ResourceQuotaConfiguration
+    limitedResources:
+    - resource: pods
+      matchScopes:
+      - scopeName: PriorityClass
+        operator: In
+        values: [system-node-critical, system-cluster-critical]
+"""
+
+
+@pytest.fixture(scope="module")
+def gke_priority_cluster() -> Iterator[LocalCluster]:
+    """A control plane of its own (one kwok node) whose API server limits the system-* priority classes as GKE's
+    does (GKE_PRIORITY_CLASS_LIMIT): the shared cluster stays as it is for every other test."""
+    with _started(f"pytest-{os.getpid()}-gke-{secrets.token_hex(2)}", 1,
+                  admission_config=GKE_PRIORITY_CLASS_LIMIT) as started:
         yield started
 
 

@@ -64,6 +64,9 @@ def test_the_rendered_objects_are_the_expected_set() -> None:
         ("PodDisruptionBudget", "nodemedic-remediator", "nodemedic"),
         ("ValidatingAdmissionPolicy", "nodemedic-agent-own-node", ""),
         ("ValidatingAdmissionPolicyBinding", "nodemedic-agent-own-node", ""),
+        ("ResourceQuota", "nodemedic-critical-pods", "nodemedic"),  # GKE admits system-* priority pods with it
+        ("ClusterRole", "nodemedic-viewer", ""),  # read-only; bound to rbac.viewerGroups, none by default
+        ("Role", "nodemedic-viewer", "nodemedic"),
     ])
     monitoring = sorted((d["kind"], d["metadata"]["name"]) for d in docs(manifests.MANIFESTS / "monitoring.yaml"))
     assert monitoring == [("PrometheusRule", "nodemedic"), ("ServiceMonitor", "nodemedic-agent"),

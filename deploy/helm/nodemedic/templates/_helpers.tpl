@@ -1,14 +1,43 @@
-{{/* Base name of every object: the release name when it already says "nodemedic", else release-nodemedic. */}}
+{{/* The chart's name, or nameOverride: the app.kubernetes.io/name label, and part of every object's name. */}}
+{{- define "nodemedic.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Base name of every object: fullnameOverride; else the release name when it already contains the name,
+else RELEASE-NAME. At most 50 characters, so that NAME-remediator (61) fits a Service name (63). */}}
 {{- define "nodemedic.fullname" -}}
-{{- if contains .Chart.Name .Release.Name -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := include "nodemedic.name" . -}}
+{{- if contains $name .Release.Name -}}
 {{- .Release.Name | trunc 50 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 50 | trimSuffix "-" -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
 {{- define "nodemedic.agent.name" -}}{{ include "nodemedic.fullname" . }}-agent{{- end -}}
 {{- define "nodemedic.remediator.name" -}}{{ include "nodemedic.fullname" . }}-remediator{{- end -}}
+
+{{/* The ServiceAccount a component's pods run as and its RBAC binds: the chart's own (named NAME-COMPONENT unless
+serviceAccount.name says otherwise), or, with serviceAccount.create false, the existing one serviceAccount.name
+names (required: binding the namespace's "default" account would hand these rights to every pod using it). */}}
+{{- define "nodemedic.serviceAccountName" -}}
+{{- $sa := get .root.Values .component | dig "serviceAccount" dict -}}
+{{- if ($sa.create | default false) -}}
+{{- $sa.name | default (include (printf "nodemedic.%s.name" .component) .root) -}}
+{{- else -}}
+{{- required (printf "%s.serviceAccount.name: required when %s.serviceAccount.create is false (the existing ServiceAccount the %s runs as; the chart binds its RBAC to it)" .component .component .component) $sa.name -}}
+{{- end -}}
+{{- end -}}
+{{- define "nodemedic.agent.serviceAccountName" -}}
+{{- include "nodemedic.serviceAccountName" (dict "root" . "component" "agent") -}}
+{{- end -}}
+{{- define "nodemedic.remediator.serviceAccountName" -}}
+{{- include "nodemedic.serviceAccountName" (dict "root" . "component" "remediator") -}}
+{{- end -}}
 
 {{/* The remediator's Lease, one per release (passed as --lease-name). */}}
 {{- define "nodemedic.leaseName" -}}{{ include "nodemedic.remediator.name" . }}{{- end -}}
@@ -22,14 +51,14 @@
 
 {{- define "nodemedic.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
-app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/name: {{ include "nodemedic.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 
 {{- define "nodemedic.selectorLabels" -}}
-app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/name: {{ include "nodemedic.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
@@ -73,7 +102,7 @@ app.kubernetes.io/component: remediator
 
 {{/* The agent ServiceAccount's user name, as the API server sees it. */}}
 {{- define "nodemedic.agent.username" -}}
-system:serviceaccount:{{ .Release.Namespace }}:{{ include "nodemedic.agent.name" . }}
+system:serviceaccount:{{ .Release.Namespace }}:{{ include "nodemedic.agent.serviceAccountName" . }}
 {{- end -}}
 
 {{/* A file's text as the body of a `|` block indented by .indent, without whitespace on its blank lines. */}}
@@ -87,5 +116,23 @@ system:serviceaccount:{{ .Release.Namespace }}:{{ include "nodemedic.agent.name"
 {{- if not (has $mode (list "deployment" "cronjob")) -}}
 {{- fail (printf "remediator.mode: must be deployment or cronjob, got %q" $mode) -}}
 {{- end -}}
+{{- $name := include "nodemedic.remediator.name" . -}}
+{{- if and (eq $mode "cronjob") (gt (len $name) 52) -}}
+{{- fail (printf "remediator.mode cronjob: the CronJob's name %s is %d characters, Kubernetes allows 52: set fullnameOverride (or a shorter release name)" $name (len $name)) -}}
+{{- end -}}
 {{- $mode -}}
+{{- end -}}
+
+{{/* The two priority classes GKE (and any cluster whose ResourceQuota admission lists them in limitedResources)
+admits outside kube-system only where a ResourceQuota covers them. */}}
+{{- define "nodemedic.systemPriorityClasses" -}}
+{{- list "system-node-critical" "system-cluster-critical" | toJson -}}
+{{- end -}}
+
+{{/* "true" when the chart renders its ResourceQuota for them: priorityClassQuota.create, a pod of the chart uses
+one of them, and the release namespace is not kube-system (which has its own on GKE). */}}
+{{- define "nodemedic.priorityClassQuota.enabled" -}}
+{{- $system := include "nodemedic.systemPriorityClasses" . | fromJsonArray -}}
+{{- $used := or (has .Values.agent.priorityClassName $system) (has .Values.remediator.priorityClassName $system) -}}
+{{- if and .Values.priorityClassQuota.create $used (ne .Release.Namespace "kube-system") -}}true{{- end -}}
 {{- end }}
