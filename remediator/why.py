@@ -22,7 +22,7 @@ from remediator.scheduling.selectors import matches_labels
 
 @dataclass(frozen=True)
 class Fact:
-    topic: str  # condition, rule, taint, rail, plan, pdb, autoscaler
+    topic: str  # node, condition, rule, taint, rail, plan, pdb, autoscaler, timer
     sentence: str
     changes_at: dt.datetime | None = None  # when the fact changes with nothing else changing; None: not on its own
 
@@ -52,7 +52,8 @@ def why(name: str, snapshot: Snapshot, policy: Policy, plan: Plan) -> list[Fact]
     facts += _pdbs(pods, snapshot)
     facts.append(_autoscaler(node, pods))
     if plan.next_check is not None:
-        facts.append(Fact("plan", "the next timer (a rule's `for` or `recoverAfter`, the maintenance window) is due",
+        facts.append(Fact("timer", "the plan's next timer (a rule's `for` or `recoverAfter` on some node, the "
+                                   "maintenance window) is due: the remediator plans again by then",
                           plan.next_check))
     return facts
 
