@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test setup build lint unit e2e bench-cluster bench-remediator bench-agent bench-agent-npd bench-agent-npd-node bench-plan bench-descheduler bench-chain
+.PHONY: demo test setup build lint unit e2e package bench-cluster bench-remediator bench-agent bench-agent-npd bench-agent-npd-node bench-plan bench-descheduler bench-chain
 
 # The demo builds only what it runs (the control plane, kubectl, Karpenter); `make build` builds everything.
 demo: setup
@@ -41,6 +41,12 @@ unit: setup
 
 e2e: build
 	$(BIN)/python -m pytest tests/e2e -n $(WORKERS) --dist loadgroup
+
+# The release artefacts in dist/ (git-ignored): the chart (nodemedic-<version>.tgz), the sdist and wheel, and the
+# image's docker-archive (hack/package.py says more). The release workflow makes the same from a tag.
+package: setup
+	$(BIN)/python hack/cluster build --only debian --only helm --only image
+	$(BIN)/python hack/package.py --out dist
 
 bench-cluster: build
 	$(BIN)/python hack/bench/cluster_up.py

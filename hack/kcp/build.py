@@ -254,6 +254,21 @@ def build_helm(samplers: list[TreeRssSampler]) -> None:
         _install(out, paths.helm_dir())
 
 
+def build_actionlint(samplers: list[TreeRssSampler]) -> None:
+    """The workflow linter: its go.mod has no replace directives, so `go install module@version` builds it as
+    released, and the go command stamps that version into the binary, which `actionlint -version` prints."""
+    env = go_env()
+    with tempfile.TemporaryDirectory(prefix="kcp-actionlint-") as work:
+        w = Path(work)
+        out = w / "out"
+        out.mkdir()
+        env["GOBIN"] = str(out)
+        run(["go", "install", "-trimpath", "-ldflags", "-s -w",
+             f"github.com/rhysd/actionlint/cmd/actionlint@v{versions.ACTIONLINT}"], cwd=w, env=env,
+            sampler_out=samplers)
+        _install(out, paths.actionlint_dir())
+
+
 def build_karpenter(samplers: list[TreeRssSampler]) -> None:
     """Karpenter with its kwok cloud provider (sigs.k8s.io/karpenter/kwok), the node autoscaler of the chain tests.
 
@@ -299,6 +314,7 @@ COMPONENTS: dict[str, tuple[Callable[[list[TreeRssSampler]], None], list[str], s
     "descheduler": (build_descheduler, ["descheduler"], versions.DESCHEDULER),
     "helm": (build_helm, ["helm"], versions.HELM),
     "karpenter": (build_karpenter, ["karpenter"], versions.KARPENTER),
+    "actionlint": (build_actionlint, ["actionlint"], versions.ACTIONLINT),
     "debian": (debian.install, [], ""),
     "image": (image.build, [], ""),
 }
@@ -313,10 +329,10 @@ DEMO = ("kubernetes", "etcd", "kwok", "kubectl", "karpenter")
 # Cold build seconds measured on 2 cores (a fresh machine of CI's kind): the longest starts first, so the lanes
 # end close together (longest-processing-time-first scheduling).
 COLD_SECONDS = {"kubernetes": 495, "karpenter": 219, "descheduler": 217, "helm": 201, "kwok": 130, "image": 130,
-                "etcd": 57, "debian": 20, "kubectl": 5}
+                "etcd": 57, "actionlint": 30, "debian": 20, "kubectl": 5}
 
 # Binaries that print their version with a subcommand rather than --version.
-VERSION_ARGS = {"descheduler": ["version"], "helm": ["version", "--short"]}
+VERSION_ARGS = {"descheduler": ["version"], "helm": ["version", "--short"], "actionlint": ["-version"]}
 
 
 def is_missing(name: str) -> bool:

@@ -86,7 +86,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_versions(_: argparse.Namespace) -> int:
-    for name in ("KUBERNETES", "ETCD", "KWOK", "KUBECTL", "DESCHEDULER", "HELM", "KARPENTER"):
+    for name in ("KUBERNETES", "ETCD", "KWOK", "KUBECTL", "DESCHEDULER", "HELM", "KARPENTER", "ACTIONLINT"):
         print(f"{name.lower():<12} {getattr(versions, name)}")
     return 0
 

@@ -42,6 +42,10 @@ def karpenter_dir() -> Path:
     return cache_root() / "bin" / f"karpenter-v{versions.KARPENTER}"
 
 
+def actionlint_dir() -> Path:
+    return cache_root() / "bin" / f"actionlint-v{versions.ACTIONLINT}"
+
+
 def images_dir() -> Path:
     """The nodemedic image's archive and buildah's storage (hack/kcp/image.py)."""
     return cache_root() / "images"
@@ -65,6 +69,7 @@ def binary(name: str) -> Path:
         "descheduler": descheduler_dir(),
         "helm": helm_dir(),
         "karpenter": karpenter_dir(),
+        "actionlint": actionlint_dir(),
     }
     return where[name] / name
 

@@ -12,14 +12,17 @@ DESCHEDULER = "0.36.0"  # sigs.k8s.io/descheduler: the reference nodemedic's str
 HELM = "4.3.1"  # helm.sh/helm/v4: lint and render deploy/helm/nodemedic
 KARPENTER = "1.15.0"  # sigs.k8s.io/karpenter/kwok: the real node autoscaler of the chain tests and the demo
 KARPENTER_GO = "1.26.9"  # Karpenter v1.15.0's go.mod asks for it; fetched from the module proxy as a toolchain
+ACTIONLINT = "1.7.12"  # github.com/rhysd/actionlint: lints .github/workflows (tests/e2e/test_release.py)
 
 # Debian 12 packages, installed with apt when absent (hack/kcp/debian.py): a real node's runtime (containerd, runc,
-# the CNI plugins) and the image build (buildah, mmdebstrap: the Dockerfile's base made from Debian's packages).
+# the CNI plugins), the image build (buildah, mmdebstrap: the Dockerfile's base made from Debian's packages) and the
+# checker actionlint runs on the workflows' shell steps (shellcheck).
 DEBIAN_PACKAGES = {
     "containerd": "1.6.20~ds1-1+deb12u3",
     "runc": "1.1.5+ds1-1+deb12u1",
     "containernetworking-plugins": "1.1.1+ds1-3+b5",
     "buildah": "1.28.2+ds1-3+deb12u1+b3",
     "mmdebstrap": "1.3.5-7",
+    "shellcheck": "0.9.0-1",
 }
 DEBIAN_SUITE = "bookworm"  # the image's base: its python3 is 3.11, like python:3.11-slim's
