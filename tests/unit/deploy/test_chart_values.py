@@ -242,6 +242,7 @@ def test_the_notes_of_the_controller_name_its_deployment_and_its_lease() -> None
     assert "kubectl -n ops get lease/healer-nodemedic-remediator -o jsonpath='{.spec.holderIdentity}" in r.notes
     assert "port-forward deployment/healer-nodemedic-remediator 8080:8080" in r.notes
     assert "curl -s localhost:8080/plan" in r.notes
+    assert "kubectl nodemedic -n ops status" in r.notes and "kubectl nodemedic -n ops why NODE" in r.notes
     assert "cronjob" not in r.notes.lower() and "DRY RUN" not in r.notes
 
 
