@@ -20,6 +20,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from tests.e2e.conftest import LocalCluster
+from tests.e2e.helm_cli import helm
 from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,17 +34,6 @@ pytestmark = pytest.mark.e2e
 
 REFUSAL = ("insufficient quota to match these scopes: "
            "[{PriorityClass In [system-node-critical system-cluster-critical]}]")
-
-
-def helm(cluster: LocalCluster, *args: str) -> str:
-    try:
-        binary = manifests.helm()
-    except manifests.HelmMissing as e:
-        pytest.fail(str(e), pytrace=False)
-    proc = subprocess.run([str(binary), f"--kubeconfig={cluster.kubeconfig}", *args], capture_output=True,
-                          text=True, timeout=180, check=False, env=manifests.helm_env())
-    assert proc.returncode == 0, f"helm {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}"
-    return proc.stdout
 
 
 def kubectl(cluster: LocalCluster, argv: list[str]) -> str:

@@ -25,6 +25,7 @@ from kubernetes.client.rest import ApiException
 from agent.checks import BUILTIN
 from tests.e2e.conftest import LocalCluster
 from tests.e2e.fake_host import host_root
+from tests.e2e.helm_cli import helm
 from tests.e2e.remediator_harness import deployment, pods_of, start_remediator, taint_keys, wait_running
 from tests.waiting import wait_until
 
@@ -463,17 +464,6 @@ def test_a_bound_token_names_its_node_in_the_jwt_too(installed: str, core: clien
 
 
 # --- helm itself ----------------------------------------------------------------------------------------
-def helm(cluster: LocalCluster, *args: str) -> str:
-    try:
-        binary = manifests.helm()
-    except manifests.HelmMissing as e:
-        pytest.fail(str(e), pytrace=False)
-    proc = subprocess.run([str(binary), f"--kubeconfig={cluster.kubeconfig}", *args], capture_output=True,
-                          text=True, timeout=240, check=False, env=manifests.helm_env())
-    assert proc.returncode == 0, f"helm {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}"
-    return proc.stdout
-
-
 def test_helm_installs_upgrades_and_uninstalls_the_chart(
     cluster: LocalCluster, core: client.CoreV1Api, apps: client.AppsV1Api
 ) -> None:

@@ -14,24 +14,15 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from remediator.kubectl import cli
-from remediator.model import Condition, Effect, Taint
+from remediator.model import Condition
 from remediator.planner import PlannerMemory, make_plan
 from remediator.planning.owned_taints import OwnedTaint, render_owned
-from remediator.policy.loader import parse_policy
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION
 from remediator.state.kube import Credentials, Kube
 from remediator.why import why
 from tests.unit.remediator.strategies.cluster import NOW, node, snapshot
+from tests.unit.remediator.test_why import POLICY, TAINT
 
-POLICY = parse_policy("""
-apiVersion: nodemedic.io/v1alpha1
-kind: RemediationPolicy
-rules:
-- name: kernel-deadlock
-  condition: {type: KernelDeadlock, status: "True", for: 5m}
-  taint: {key: nodemedic.io/kernel-deadlock, value: "true", effect: NoSchedule}
-""", source="policy.yaml")
-TAINT = Taint("nodemedic.io/kernel-deadlock", "true", Effect.NO_SCHEDULE)
 NS, LEADER = "ops", "nm-remediator-7d9f-abcde"
 DEADLOCK = {"type": "KernelDeadlock", "status": "True", "lastTransitionTime": "2024-05-01T11:00:00Z",
             "reason": "TaskHung", "message": "task jbd2 blocked for more than 120 seconds"}
