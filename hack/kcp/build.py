@@ -170,17 +170,21 @@ def build_etcd(samplers: list[TreeRssSampler]) -> None:
         _install(out, paths.etcd_dir())
 
 
-def build_kwok(samplers: list[TreeRssSampler]) -> None:
+def _go_install(package: str, dest: Path, samplers: list[TreeRssSampler], *, ldflags: str = "-s -w") -> None:
+    """`go install package@version` as released (its go.mod has no replace directives), into `dest`."""
     env = go_env()
-    with tempfile.TemporaryDirectory(prefix="kcp-kwok-") as work:
-        w = Path(work)
-        out = w / "out"
+    with tempfile.TemporaryDirectory(prefix="kcp-go-install-") as work:
+        out = Path(work) / "out"
         out.mkdir()
         env["GOBIN"] = str(out)
-        # kwok's tagged sources carry their own version constant; no ldflags needed.
-        run(["go", "install", "-trimpath", "-ldflags", "-s -w", f"sigs.k8s.io/kwok/cmd/kwok@v{versions.KWOK}"],
-            cwd=w, env=env, sampler_out=samplers)
-        _install(out, paths.kwok_dir())
+        run(["go", "install", "-trimpath", "-ldflags", ldflags, package], cwd=Path(work), env=env,
+            sampler_out=samplers)
+        _install(out, dest)
+
+
+def build_kwok(samplers: list[TreeRssSampler]) -> None:
+    # kwok's tagged sources carry their own version constant; no ldflags needed.
+    _go_install(f"sigs.k8s.io/kwok/cmd/kwok@v{versions.KWOK}", paths.kwok_dir(), samplers)
 
 
 def build_kubectl(samplers: list[TreeRssSampler]) -> None:
@@ -242,31 +246,14 @@ def release_stamp(download: dict[str, object]) -> str:
 
 def build_helm(samplers: list[TreeRssSampler]) -> None:
     hv = versions.HELM
-    env = go_env()
-    with tempfile.TemporaryDirectory(prefix="kcp-helm-") as work:
-        w = Path(work)
-        out = w / "out"
-        out.mkdir()
-        env["GOBIN"] = str(out)
-        ldflags = f"-s -w -X helm.sh/helm/v4/internal/version.version=v{hv}"
-        run(["go", "install", "-trimpath", "-ldflags", ldflags, f"helm.sh/helm/v4/cmd/helm@v{hv}"],
-            cwd=w, env=env, sampler_out=samplers)
-        _install(out, paths.helm_dir())
+    _go_install(f"helm.sh/helm/v4/cmd/helm@v{hv}", paths.helm_dir(), samplers,
+                ldflags=f"-s -w -X helm.sh/helm/v4/internal/version.version=v{hv}")
 
 
 def build_actionlint(samplers: list[TreeRssSampler]) -> None:
     """The workflow linter: its go.mod has no replace directives, so `go install module@version` builds it as
     released, and the go command stamps that version into the binary, which `actionlint -version` prints."""
-    env = go_env()
-    with tempfile.TemporaryDirectory(prefix="kcp-actionlint-") as work:
-        w = Path(work)
-        out = w / "out"
-        out.mkdir()
-        env["GOBIN"] = str(out)
-        run(["go", "install", "-trimpath", "-ldflags", "-s -w",
-             f"github.com/rhysd/actionlint/cmd/actionlint@v{versions.ACTIONLINT}"], cwd=w, env=env,
-            sampler_out=samplers)
-        _install(out, paths.actionlint_dir())
+    _go_install(f"github.com/rhysd/actionlint/cmd/actionlint@v{versions.ACTIONLINT}", paths.actionlint_dir(), samplers)
 
 
 def build_karpenter(samplers: list[TreeRssSampler]) -> None:

@@ -4,6 +4,7 @@ come)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from remediator.kubectl.reach import Leader
@@ -27,30 +28,45 @@ def status(leader: Leader, doc: dict[str, Any], plan: dict[str, Any], nodes: lis
     tainted = _tainted(nodes)
     breaker = plan.get("breaker") or {}
     limit = breaker.get("taintedLimit", "?")
-    rule_tainted = len({n for n, _, by_rule, _ in tainted if by_rule})
+    rule_tainted = len({t.node for t in tainted if t.by_rule})
     held = plan.get("held") or []
     lines.append(f"breaker     {'OPEN' if breaker.get('open') else 'closed'}: {rule_tainted} of at most {limit} "
                  f"node(s) tainted for a problem" + (f"; {len(held)} taint(s) held back" if held else ""))
     if tainted:
         lines.append("tainted nodes")
-        rows = [(n, t, since, cause) for n, t, _, (since, cause) in tainted]
-        lines += table([("NODE", "TAINT", "SINCE", "WHY"), *rows])
+        lines += table([("NODE", "TAINT", "SINCE", "WHY"), *((t.node, t.taint, t.since, t.cause) for t in tainted)])
     else:
         lines.append("tainted nodes: none")
     evictions, protected, deferred = (plan.get(k) or [] for k in ("evictions", "protected", "deferred"))
     lines.append(f"last cycle  {len(evictions)} eviction(s), {len(protected)} protected, {len(deferred)} deferred, "
                  f"{len(held)} held")
-    rows = [("evict", f"{e['namespace']}/{e['name']}", e["node"], f"{e['strategy']}: {e['reason']}") for e in evictions]
-    rows += [("protect", f"{p['namespace']}/{p['name']}", p["node"], p["why"]) for p in protected]
-    rows += [("defer", f"{p['namespace']}/{p['name']}", p["node"], p["why"]) for p in deferred]
-    rows += [("hold", h["key"], h["node"], h["why"]) for h in held]
+    rows = _actions(plan)
     if rows:
         lines += table([("WHAT", "POD/TAINT", "NODE", "WHY"), *rows])
     return "\n".join(lines)
 
 
-def _tainted(nodes: list[dict[str, Any]]) -> list[tuple[str, str, bool, tuple[str, str]]]:
-    """(node, taint, put by a rule, (since, cause)) for each taint nodemedic owns and the node carries."""
+@dataclass(frozen=True, order=True)
+class _Tainted:
+    node: str
+    taint: str
+    by_rule: bool  # a rule's taint (a problem), not a strategy's
+    since: str
+    cause: str
+
+
+def _actions(plan: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """(action, pod or taint, node, why) for the plan's evictions, protections, deferrals and holds."""
+    rows = [("evict", f"{e['namespace']}/{e['name']}", e["node"], f"{e['strategy']}: {e['reason']}")
+            for e in plan.get("evictions") or []]
+    rows += [("protect", f"{p['namespace']}/{p['name']}", p["node"], p["why"]) for p in plan.get("protected") or []]
+    rows += [("defer", f"{p['namespace']}/{p['name']}", p["node"], p["why"]) for p in plan.get("deferred") or []]
+    rows += [("hold", h["key"], h["node"], h["why"]) for h in plan.get("held") or []]
+    return rows
+
+
+def _tainted(nodes: list[dict[str, Any]]) -> list[_Tainted]:
+    """Each taint nodemedic owns and the node carries."""
     out = []
     for n in nodes:
         meta = n.get("metadata") or {}
@@ -58,8 +74,8 @@ def _tainted(nodes: list[dict[str, Any]]) -> list[tuple[str, str, bool, tuple[st
         for o in parse_owned((meta.get("annotations") or {}).get(OWNED_TAINTS_ANNOTATION))[0]:
             if (o.taint.key, str(o.taint.effect)) in present:
                 since = o.since.isoformat().replace("+00:00", "Z")
-                out.append((str(meta.get("name")), f"{o.taint.key}:{o.taint.effect}", not strategy_owned(o),
-                            (since, f"{o.cause} ({', '.join(o.rules)})")))
+                out.append(_Tainted(str(meta.get("name")), f"{o.taint.key}:{o.taint.effect}", not strategy_owned(o),
+                                    since, f"{o.cause} ({', '.join(o.rules)})"))
     return sorted(out)
 
 
@@ -76,11 +92,7 @@ def plan(doc: dict[str, Any]) -> str:
     taints = doc.get("taints") or {}
     rows = [("taint", f"{c['key']}:{c['effect']}", c["node"], c["cause"]) for c in taints.get("add") or []]
     rows += [("untaint", f"{c['key']}:{c['effect']}", c["node"], c["cause"]) for c in taints.get("remove") or []]
-    rows += [("hold", h["key"], h["node"], h["why"]) for h in doc.get("held") or []]
-    rows += [("evict", f"{e['namespace']}/{e['name']}", e["node"], f"{e['strategy']}: {e['reason']}")
-             for e in doc.get("evictions") or []]
-    rows += [("protect", f"{p['namespace']}/{p['name']}", p["node"], p["why"]) for p in doc.get("protected") or []]
-    rows += [("defer", f"{p['namespace']}/{p['name']}", p["node"], p["why"]) for p in doc.get("deferred") or []]
+    rows += _actions(doc)
     if not rows:
         return "the plan is empty: nothing to taint, untaint or evict"
     return "\n".join(table([("ACTION", "WHAT", "NODE", "WHY"), *rows], indent=""))
