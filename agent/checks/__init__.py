@@ -23,6 +23,7 @@ REGISTERED: dict[str, tuple[str, str]] = {
     "runtime": ("runtime", "ContainerRuntimeCheck"),
     "kubelet": ("kubelet", "KubeletCheck"),
     "gpu": ("gpu", "GPUCheck"),
+    "nvml": ("nvml", "NvmlCheck"),
     "limits": ("limits", "KernelLimits"),
     "zombies": ("zombies", "ZombieCheck"),
     "conntrack": ("conntrack", "ConntrackCheck"),
