@@ -22,6 +22,8 @@ REGISTERED: dict[str, tuple[str, str]] = {
     "blockdev": ("blockdev", "BlockDeviceCheck"),
     "runtime": ("runtime", "ContainerRuntimeCheck"),
     "kubelet": ("kubelet", "KubeletCheck"),
+    "kubeProxy": ("kube_proxy", "KubeProxyCheck"),
+    "clusterDNS": ("cluster_dns", "ClusterDNSCheck"),
     "gpu": ("gpu", "GPUCheck"),
     "nvml": ("nvml", "NvmlCheck"),
     "limits": ("limits", "KernelLimits"),

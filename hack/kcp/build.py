@@ -256,6 +256,12 @@ def build_actionlint(samplers: list[TreeRssSampler]) -> None:
     _go_install(f"github.com/rhysd/actionlint/cmd/actionlint@v{versions.ACTIONLINT}", paths.actionlint_dir(), samplers)
 
 
+def build_coredns(samplers: list[TreeRssSampler]) -> None:
+    """The cluster DNS server of the real node (hack/kcp/coredns.py): its go.mod has no replace directives, and its
+    tagged source carries its own version, which `coredns -version` prints."""
+    _go_install(f"github.com/coredns/coredns@v{versions.COREDNS}", paths.coredns_dir(), samplers)
+
+
 def build_karpenter(samplers: list[TreeRssSampler]) -> None:
     """Karpenter with its kwok cloud provider (sigs.k8s.io/karpenter/kwok), the node autoscaler of the chain tests.
 
@@ -302,6 +308,7 @@ COMPONENTS: dict[str, tuple[Callable[[list[TreeRssSampler]], None], list[str], s
     "helm": (build_helm, ["helm"], versions.HELM),
     "karpenter": (build_karpenter, ["karpenter"], versions.KARPENTER),
     "actionlint": (build_actionlint, ["actionlint"], versions.ACTIONLINT),
+    "coredns": (build_coredns, ["coredns"], versions.COREDNS),
     "debian": (debian.install, [], ""),
     "image": (image.build, [], ""),
 }
@@ -316,10 +323,11 @@ DEMO = ("kubernetes", "etcd", "kwok", "kubectl", "karpenter")
 # Cold build seconds measured on 2 cores (a fresh machine of CI's kind): the longest starts first, so the lanes
 # end close together (longest-processing-time-first scheduling).
 COLD_SECONDS = {"kubernetes": 495, "karpenter": 219, "descheduler": 217, "helm": 201, "kwok": 130, "image": 130,
-                "etcd": 57, "actionlint": 30, "debian": 20, "kubectl": 5}
+                "etcd": 57, "actionlint": 30, "debian": 20, "kubectl": 5, "coredns": 300}
 
 # Binaries that print their version with a subcommand rather than --version.
-VERSION_ARGS = {"descheduler": ["version"], "helm": ["version", "--short"], "actionlint": ["-version"]}
+VERSION_ARGS = {"descheduler": ["version"], "helm": ["version", "--short"], "actionlint": ["-version"],
+                "coredns": ["-version"]}
 
 
 def is_missing(name: str) -> bool:

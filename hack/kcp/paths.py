@@ -46,6 +46,10 @@ def actionlint_dir() -> Path:
     return cache_root() / "bin" / f"actionlint-v{versions.ACTIONLINT}"
 
 
+def coredns_dir() -> Path:
+    return cache_root() / "bin" / f"coredns-v{versions.COREDNS}"
+
+
 def images_dir() -> Path:
     """The nodemedic image's archive and buildah's storage (hack/kcp/image.py)."""
     return cache_root() / "images"
@@ -70,6 +74,7 @@ def binary(name: str) -> Path:
         "helm": helm_dir(),
         "karpenter": karpenter_dir(),
         "actionlint": actionlint_dir(),
+        "coredns": coredns_dir(),
     }
     return where[name] / name
 

@@ -13,6 +13,7 @@ HELM = "4.3.1"  # helm.sh/helm/v4: lint and render deploy/helm/nodemedic
 KARPENTER = "1.15.0"  # sigs.k8s.io/karpenter/kwok: the real node autoscaler of the chain tests and the demo
 KARPENTER_GO = "1.26.9"  # Karpenter v1.15.0's go.mod asks for it; fetched from the module proxy as a toolchain
 ACTIONLINT = "1.7.12"  # github.com/rhysd/actionlint: lints .github/workflows (tests/e2e/test_release.py)
+COREDNS = "1.15.0"  # github.com/coredns/coredns: the real node's cluster DNS (the agent's clusterDNS check)
 
 # Debian 12 packages, installed with apt when absent (hack/kcp/debian.py): a real node's runtime (containerd, runc,
 # the CNI plugins), the image build (buildah, mmdebstrap: the Dockerfile's base made from Debian's packages) and the
