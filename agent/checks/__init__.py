@@ -24,6 +24,7 @@ REGISTERED: dict[str, tuple[str, str]] = {
     "kubelet": ("kubelet", "KubeletCheck"),
     "kubeProxy": ("kube_proxy", "KubeProxyCheck"),
     "clusterDNS": ("cluster_dns", "ClusterDNSCheck"),
+    "firewall": ("firewall", "FirewallCheck"),
     "gpu": ("gpu", "GPUCheck"),
     "nvml": ("nvml", "NvmlCheck"),
     "limits": ("limits", "KernelLimits"),
