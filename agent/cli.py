@@ -36,6 +36,7 @@ from agent.reporting.kube import Kube
 from agent.reporting.pod_watch import PodWatch
 from agent.reporting.reporter import Reporter, StateFile
 from agent.reporting.status_server import Answer, StatusServer
+from agent.reporting.xid_pairs import XidPairs
 from agent.supervisor import Supervisor
 from nodemedic_common import logs
 from nodemedic_common.config_errors import ConfigError
@@ -146,8 +147,9 @@ def cmd_check(args: argparse.Namespace) -> int:
             reported = {c.type for c in obs.conditions}
             rows += [{"check": obs.check, "type": d.type, "status": str(d.status), "reason": d.reason,
                       "message": d.message} for d in check.initial_conditions() if d.type not in reported]
+    xids = XidPairs()  # an Xid in the kernel log and in NVML's event set is one event, as in `run`
     events = [{"check": o.check, "reason": e.reason, "severity": str(e.severity), "message": e.message}
-              for o in observations for e in o.events]
+              for o in observations for e in o.events if xids.first_telling(e, source=o.check, at=o.at)]
     problem = any(r["status"] == str(Status.TRUE) for r in rows)
     if args.json:
         print(json.dumps({"conditions": rows, "events": events, "healthy": not problem}, indent=1))

@@ -18,7 +18,7 @@ from kcp.api import Api, ApiError
 SERVICE_IP = "10.0.0.10"  # in the API server's --service-cluster-ip-range (10.0.0.0/24)
 READY_PORT = 18181  # CoreDNS's `ready` plugin: 200 once the kubernetes plugin has synced
 USER = "system:coredns"
-_MANAGED_BY = "nodemedic.io/hack"
+_MANAGED_BY = "nodemedic-hack"  # a label value: no slash
 
 
 def corefile(node_ip: str, kubeconfig: Path) -> str:
