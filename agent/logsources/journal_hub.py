@@ -11,7 +11,7 @@ Every subscription offers the same descriptor to wait on: journalctl's pipe, or,
 wait to be read, a pipe that always reads ready, so no monitor sleeps on input another monitor pumped for it. The
 supervisor lets many checks wait on one descriptor.
 
-A host without a journal (neither `/var/log/journal` nor `/run/log/journal` below the host root, when no
+A host without a journal (no journal file in `/var/log/journal` or `/run/log/journal` below the host root, when no
 `logPath` names one) starts no journalctl: `read()` raises `SourceAbsent`, and the monitors report nothing.
 """
 
@@ -48,9 +48,11 @@ class JournalHub:
         return subscription
 
     def present(self) -> bool:
+        """A journal file below the host's journal folders (`<machine-id>/*.journal`): an empty folder, as images
+        without journald leave, is no journal."""
         if self._directory is not None:
             return True  # a logPath the config names: journalctl says what is wrong with it
-        return any((self._host_root / d).is_dir() for d in JOURNAL_DIRS)
+        return any(_journal_files(self._host_root / d) for d in JOURNAL_DIRS)
 
     def fileno(self) -> int | None:
         return self._reader.fileno() if self._reader is not None else None
@@ -66,7 +68,7 @@ class JournalHub:
         """Read what journalctl wrote and hand each entry to the subscriptions that want it."""
         if self._reader is None:
             if not self.present():
-                raise SourceAbsent(f"{self.path}: no journal (neither /{' nor /'.join(JOURNAL_DIRS)})")
+                raise SourceAbsent(f"{self.path}: no journal (no journal file in /{' or /'.join(JOURNAL_DIRS)})")
             if any(not s.declared for s in self._subscriptions):
                 return  # a monitor has not said where its history begins yet: start for all at once
             self._reader = self._start()
@@ -100,6 +102,14 @@ class JournalHub:
             for fd in self._ready:
                 os.close(fd)
             self._ready = None
+
+
+def _journal_files(directory: Path) -> bool:
+    try:
+        folders = [p for p in directory.iterdir() if p.is_dir()]
+        return any(f.name.endswith((".journal", ".journal~")) for folder in folders for f in folder.iterdir())
+    except OSError:
+        return False
 
 
 class JournalSubscription:

@@ -350,7 +350,8 @@ def test_the_agent_pod_watches_the_real_kube_proxy_and_the_cluster_dns_through_i
         t1 = time.monotonic()
         cluster.owned.start_component("kube-proxy")
         cluster.owned.start_component("coredns")
-    assert proxy_down.reason == "KubeProxyUnhealthy" and "connection refused" in proxy_down.message.lower(), proxy_down
+    assert proxy_down.reason == "KubeProxyUnhealthy", proxy_down
+    assert "Cannot connect to host 127.0.0.1:10256" in proxy_down.message, proxy_down
     assert dns_down.message.startswith(f"DNS A {CLUSTER_NAME}: {coredns.SERVICE_IP}: "), dns_down
     wait_until(lambda: condition(core, realnode.NAME, "KubeProxyUnhealthy").status == "False",
                timeout=KUBE_PROXY_DETECTION_S, what="KubeProxyUnhealthy=False again")

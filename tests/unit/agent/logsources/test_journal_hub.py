@@ -122,7 +122,11 @@ def test_entries_waiting_for_a_monitor_make_its_descriptor_readable(journal: Rea
         second.close()
 
 
-def test_a_host_without_a_journal_starts_no_journalctl(tmp_path: Path) -> None:
+@pytest.mark.parametrize("folders", [(), ("var/log/journal",), ("var/log/journal/0123abcd", "run/log/journal")],
+                         ids=["no-folder", "empty-folder", "machine-folder-without-files"])
+def test_a_host_without_a_journal_starts_no_journalctl(tmp_path: Path, folders: tuple[str, ...]) -> None:
+    for folder in folders:
+        (tmp_path / folder).mkdir(parents=True)
     hub = JournalHub(tmp_path)
     subscription = hub.subscribe("kubelet")
     subscription.seek_end()
