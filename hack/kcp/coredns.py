@@ -1,10 +1,11 @@
 """The real node's cluster DNS: CoreDNS (built from the Go module proxy, hack/kcp/build.py) as a host process with its
 kubernetes plugin, serving `cluster.local` from the API server, behind a `kube-dns` Service as on any cluster.
 
-It listens on the node's address, port 53, and hands names outside the cluster to the machine's own resolver. The Service (ClusterIP `SERVICE_IP`, no selector) has one EndpointSlice
-naming that address, so kube-proxy's rules carry `SERVICE_IP:53` to it, from pods and from the host's network alike,
-and the kubelet hands `SERVICE_IP` to pods as their `clusterDNS`. CoreDNS reads the API as the user
-`system:coredns`, with the read-only ClusterRole upstream's manifests give it.
+It listens on the node's address, port 53, and hands names outside the cluster to the machine's own resolver. The
+Service (ClusterIP `SERVICE_IP`, no selector) has one EndpointSlice naming that address, so kube-proxy's rules carry
+`SERVICE_IP:53` to it, from pods and from the host's network alike, and the kubelet hands `SERVICE_IP` to pods as
+their `clusterDNS`. CoreDNS reads the API as the user `system:coredns`, with the read-only ClusterRole upstream's
+manifests give it.
 """
 
 from __future__ import annotations
