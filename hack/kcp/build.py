@@ -323,7 +323,7 @@ DEMO = ("kubernetes", "etcd", "kwok", "kubectl", "karpenter")
 # Cold build seconds measured on 2 cores (a fresh machine of CI's kind): the longest starts first, so the lanes
 # end close together (longest-processing-time-first scheduling).
 COLD_SECONDS = {"kubernetes": 495, "karpenter": 219, "descheduler": 217, "helm": 201, "kwok": 130, "image": 130,
-                "etcd": 57, "actionlint": 30, "debian": 20, "kubectl": 5, "coredns": 300}
+                "etcd": 57, "actionlint": 30, "debian": 20, "kubectl": 5, "coredns": 115}
 
 # Binaries that print their version with a subcommand rather than --version.
 VERSION_ARGS = {"descheduler": ["version"], "helm": ["version", "--short"], "actionlint": ["-version"],
