@@ -86,10 +86,12 @@ class LogMonitor:
         # timestamp written without a year): chosen once, by the config's plugin.
         self._reader: LogSource[Any]
         self._line: Callable[[Any, dt.datetime], _Line | None]
+        journal_present = True
         match config.plugin:
             case Plugin.JOURNALD:
                 hub = (journals or JournalHubs(host.root)).hub(log_path if config.log_path else None)
                 self._reader, self._line = hub.subscribe(config.plugin_config.source), _journal_line
+                journal_present = hub.present()
             case Plugin.KMSG:
                 self._reader, self._line = KmsgReader(log_path), self._kmsg_line
             case Plugin.FILELOG:
@@ -101,7 +103,8 @@ class LogMonitor:
         self._history_from: dt.datetime | None = None  # lines before this are history to drop (lookback)
         self._in_history = False  # True until the backlog present at start has been read
         self._live_from: dt.datetime | None = None  # lines before boot + delay are never matched
-        self._absent = False  # the log does not exist on this host (no journal): nothing to report
+        # the log does not exist on this host (no journal): nothing to report, not even the config's defaults
+        self._absent = config.plugin is Plugin.JOURNALD and not journal_present
 
     @property
     def timing(self) -> CheckTiming:
@@ -121,7 +124,10 @@ class LogMonitor:
         self._reader.close()
 
     def initial_conditions(self) -> tuple[ConditionReport, ...]:
-        """The config's defaults (`conditions[]`): what to write for a type the Node does not carry yet."""
+        """The config's defaults (`conditions[]`): what to write for a type the Node does not carry yet. None for a
+        log this host does not have: a default would say "no problem" about what nobody looked at."""
+        if self._absent:
+            return ()
         return tuple(ConditionReport(type=c.type, status=Status.FALSE, reason=c.reason, message=c.message)
                      for c in self.config.conditions)
 

@@ -187,10 +187,11 @@ def test_a_config_that_names_no_log_monitors_runs_the_shipped_kernel_gpu_and_jou
 def test_on_a_host_without_a_journal_the_journal_monitors_start_nothing_and_report_nothing(tmp_path: Path) -> None:
     checks = cli.build_checks(cli.load_config(None, registry={}), cli.HostRoot(tmp_path))
     journal = [c for c in checks if isinstance(c, cli.LogMonitor) and c.name.endswith("journal-monitor")]
+    assert all(c.absent and c.initial_conditions() == () for c in journal)  # before any look: no defaults to write
     observations = asyncio.run(cli._check_once(journal))
 
     assert [(o.conditions, o.events, o.error) for o in observations] == [((), (), "")] * 5
-    assert all(c.absent and c.input_fd() is None for c in journal)
+    assert all(c.absent and c.input_fd() is None and c.initial_conditions() == () for c in journal)
     assert {c.timing.interval for c in journal} == {dt.timedelta(seconds=30)}
 
 
