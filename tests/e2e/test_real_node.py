@@ -333,6 +333,10 @@ def test_the_agent_pod_watches_the_real_kube_proxy_and_the_cluster_dns_through_i
     assert (dns.status, dns.reason, dns.message) == (
         "False", "ClusterDNSIsHealthy", f"{coredns.SERVICE_IP} answer for {CLUSTER_NAME}"), dns
     assert (proxy.status, proxy.reason) == ("False", "KubeProxyIsHealthy"), proxy
+    # The journal monitors: on this machine's journal if it has one; without one, nothing at all on the Node.
+    has_journal = any(any(Path(d).glob("*/*.journal")) for d in ("/var/log/journal", "/run/log/journal"))
+    on_node = {c.type for c in core.read_node_status(realnode.NAME).status.conditions}
+    assert ({"ServiceRestartLooping", "DiskBadBlock"} <= on_node) == has_journal, (has_journal, sorted(on_node))
 
     # kube-proxy stopped (its rules stay, so the DNS path still works) and CoreDNS stopped, at once.
     t0 = time.monotonic()
