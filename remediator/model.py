@@ -8,6 +8,7 @@ Quantities are integers: CPU in millicores, memory and storage in bytes, everyth
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -123,6 +124,20 @@ class SpreadConstraint:
 
 
 @dataclass(frozen=True)
+class DefaultConstraint:
+    """One of kube-scheduler's PodTopologySpread defaultConstraints: no selector (the scheduler derives it from the
+    pod's owner, scheduling/default_spread.py)."""
+
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str  # DoNotSchedule | ScheduleAnyway
+
+
+# schedulerName -> the default constraints that scheduler gives a pod declaring none (policy/scheduler.py)
+DefaultsOf = Callable[[str], tuple[DefaultConstraint, ...]]
+
+
+@dataclass(frozen=True)
 class NodeSelectorTerm:
     """One term of requiredDuringSchedulingIgnoredDuringExecution; terms are ORed, requirements ANDed."""
 
@@ -210,6 +225,7 @@ class PodRecord:
     owners: tuple[OwnerRef, ...] = ()
     priority: int | None = None
     priority_class: str = ""
+    scheduler_name: str = "default-scheduler"  # spec.schedulerName: the profile that places it and its replacements
     tolerations: tuple[Toleration, ...] = ()
     node_selector: dict[str, str] = field(default_factory=dict)
     required_node_affinity: tuple[NodeSelectorTerm, ...] = ()  # empty = no required affinity

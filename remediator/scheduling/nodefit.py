@@ -146,7 +146,7 @@ def find_destination(pod: PodRecord, snapshot: Snapshot, *, exclude: Collection[
             if pod_affinity is None:
                 pod_affinity = PodAffinityIndex(snapshot)
             why = pod_affinity.conflict(pod, node)
-        if why is None and pod.hard_spread:
+        if why is None and (pod.hard_spread or (spread is not None and spread.hard(pod))):
             if spread is None:
                 spread = SpreadIndex(snapshot)
             why = spread.violation(pod, node)
