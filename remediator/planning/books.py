@@ -134,6 +134,9 @@ class Books:
         owner = pod.controller
         if owner is None:
             return None
+        loop = self.memory.loops.get(owner.uid)
+        if loop is not None:
+            return f"loop guard: {loop.describe()}"
         last = self.memory.moved_off.get((owner.uid, pod.node_name))
         if last is None or self.snapshot.now - last >= LOOP_GUARD:
             return None
