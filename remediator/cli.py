@@ -216,6 +216,11 @@ def _print_plan(plan: Plan) -> None:
                           ("held", doc["held"])):
         for row in rows:  # type: ignore[union-attr]
             print(f"{section:<10} " + "  ".join(f"{k}={v}" for k, v in row.items()))
+    for z in plan.zone_exposure:
+        if z.exposed(plan.min_surviving_share):
+            print(f"{'exposed':<10} {z.describe()}")
+    for loop in plan.scheduler_loops:
+        print(f"{'loop':<10} {loop.describe()}")
     print(f"breaker: open={plan.breaker_open} taintedLimit={plan.tainted_limit}")
 
 
