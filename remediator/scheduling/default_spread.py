@@ -23,6 +23,9 @@ SPREAD_OWNERS = frozenset({"ReplicaSet", "StatefulSet", "ReplicationController"}
 # its revisions (a StatefulSet's controller-revision-hash; a ReplicaSet's pod-template-hash is its own and stays).
 PER_POD_LABELS = frozenset({"statefulset.kubernetes.io/pod-name", "apps.kubernetes.io/pod-index",
                             "controller-revision-hash"})
+# Copied from the pod's node when it is bound (kube-apiserver's PodTopologyLabels admission, on by default since
+# 1.35): they tell where a replica runs, not which workload it belongs to.
+NODE_LABEL_PREFIXES = ("topology.kubernetes.io/", "topology.k8s.io/")
 DO_NOT_SCHEDULE = "DoNotSchedule"
 
 
@@ -31,7 +34,8 @@ def workload_selector(pod: PodRecord) -> LabelSelector | None:
     owner = pod.controller
     if owner is None or not owner.controller or owner.kind not in SPREAD_OWNERS:
         return None
-    labels = tuple(sorted((k, v) for k, v in pod.labels.items() if k not in PER_POD_LABELS))
+    labels = tuple(sorted((k, v) for k, v in pod.labels.items()
+                          if k not in PER_POD_LABELS and not k.startswith(NODE_LABEL_PREFIXES)))
     return LabelSelector(match_labels=labels) if labels else None
 
 

@@ -70,9 +70,12 @@ def test_an_unconfigured_scheduler_applies_the_internal_defaults() -> None:
 
 
 def test_the_selector_is_the_workloads_labels_without_the_per_pod_ones() -> None:
+    """Without a StatefulSet's per-pod and per-revision labels, and without the zone and region the API server copies
+    from the node when it binds the pod (PodTopologyLabels admission)."""
     ss = OwnerRef("StatefulSet", "db", "uid-db", controller=True)
     pod = PodRecord(namespace="ns", name="db-0", uid="u", labels={
         "app": "db", "statefulset.kubernetes.io/pod-name": "db-0", "apps.kubernetes.io/pod-index": "0",
-        "controller-revision-hash": "db-5c"}, owners=(ss,))
+        "controller-revision-hash": "db-5c", "topology.kubernetes.io/zone": "z1",
+        "topology.kubernetes.io/region": "r"}, owners=(ss,))
     assert workload_selector(pod) == LabelSelector(match_labels=(("app", "db"),))
     assert workload_selector(foo("f")) == LabelSelector(match_labels=(("foo", "bar"), ("pod-template-hash", "7d9f")))
