@@ -324,9 +324,18 @@ def cmd_autoscaler_flags(args: argparse.Namespace) -> int:
 
 def cmd_scheduler_config(args: argparse.Namespace) -> int:
     policy = _load_or_exit(args.policy, args.secrets_dir)
-    sys.stdout.write(render(policy, os.path.basename(args.policy), Connection(
+    text = render(policy, os.path.basename(args.policy), Connection(
         kubeconfig=args.kubeconfig, leader_elect=not args.no_leader_elect, lease_namespace=args.lease_namespace,
-        lease_name=args.lease_name)))
+        lease_name=args.lease_name))
+    if not args.output:
+        sys.stdout.write(text)
+        return 0
+    try:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        print(f"{args.output}: cannot write the scheduler configuration: {e}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -362,6 +371,8 @@ def _scheduler_config_flags(sched: argparse.ArgumentParser) -> None:
     sched.add_argument("--lease-name", default="",
                        help="its Lease (default: kube-scheduler for default-scheduler, else nodemedic-scheduler)")
     sched.add_argument("--no-leader-elect", action="store_true", help="one scheduler replica, no Lease")
+    sched.add_argument("--output", "-o", help="file to write (default: stdout); the chart's second scheduler's "
+                                              "init container writes it for kube-scheduler to read")
 
 
 def main(argv: list[str] | None = None) -> int:
