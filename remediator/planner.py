@@ -17,7 +17,7 @@ from remediator.planning.gate import Gate
 from remediator.planning.memory import LOOP_GUARD, PlannerMemory
 from remediator.planning.owned_taints import by_strategy, carrying, strategy_owner
 from remediator.planning.rails import Hold, safety_hold
-from remediator.planning.scheduler_loops import held_loops
+from remediator.planning.scheduler_loops import held_loops, remember_sizes
 from remediator.planning.scope import in_scope
 from remediator.planning.taints import plan_taints
 from remediator.planning.wants import Wants
@@ -72,6 +72,7 @@ def _make_plan(snapshot: Snapshot, policy: Policy, memory: PlannerMemory) -> Pla
                     evict_taints=taints.evict_taints, breaker_open=plan.breaker_open)
         _merge(plan, strategy.plan(snapshot, args, gate), snapshot=snapshot, policy=policy, memory=memory,
                strategy=strategy, args=args)
+    remember_sizes(plan, snapshot, memory, {s.name for s, _ in configured if s.kind == "balance"})
     if not policy.window.is_open(snapshot.now):
         _close(plan, policy, snapshot)
     return plan

@@ -43,6 +43,12 @@ def render(policy: Policy, source: str, connection: Connection) -> str:
         f"apiVersion: {API_VERSION}",
         "kind: KubeSchedulerConfiguration",
     ]
+    if not s.configured:
+        lines[2:2] = [
+            f"# {source} has no `scheduler` section: nodemedic plans as if the cluster's scheduler ran",
+            "# kube-scheduler's own defaults. Once this configuration runs, add `scheduler: {}` to the policy (or",
+            "# the section with these constraints) so that nodemedic repairs with what the scheduler places with.",
+        ]
     if connection.kubeconfig:
         lines += ["clientConnection:", f"  kubeconfig: {_q(connection.kubeconfig)}"]
     lease = connection.lease_name or ("kube-scheduler" if s.profile == DEFAULT_SCHEDULER else SECOND_SCHEDULER_LEASE)

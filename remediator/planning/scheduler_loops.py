@@ -1,6 +1,7 @@
 """The loop detector: a balance strategy moved a workload's pods off nodes, and the scheduler kept placing the
 replacements right back there (RETURNS of them within LOOP_GUARD; one alone may be chance, and the loop guard
-already keeps that one replacement where it is). The scheduler disagrees with the policy (it scores those nodes
+already keeps that one replacement where it is; pods created while the workload grew past its size at the move are
+a scale-up or a rollout's, not replacements). The scheduler disagrees with the policy (it scores those nodes
 higher than the ones the strategy counted on), so every further balance move of the workload would loop the same
 way (descheduler #994, #1695): the workload is held from balance moves for LOOP_GUARD, and the plan says why (the
 controller adds a metric and an Event). Deschedule strategies, which enforce a rule the pod breaks, are not held.
@@ -9,8 +10,9 @@ controller adds a metric and an Event). Deschedule strategies, which enforce a r
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Set
 
-from remediator.model import PodRecord, SchedulerLoop, Snapshot
+from remediator.model import Plan, PodRecord, SchedulerLoop, Snapshot
 from remediator.planning.memory import LOOP_GUARD, PlannerMemory
 
 RETURNS = 2
@@ -23,7 +25,9 @@ def held_loops(snapshot: Snapshot, memory: PlannerMemory) -> list[SchedulerLoop]
         del memory.loops[uid]
     returned: dict[str, list[tuple[PodRecord, dt.datetime]]] = {}  # owner uid -> its replacements back, when moved
     for (owner_uid, node), moved_at in sorted(memory.moved_off.items()):
-        if owner_uid in memory.loops:
+        size = memory.owner_size.get(owner_uid)
+        live = sum(1 for p in snapshot.pods_by_owner.get(owner_uid, ()) if p.live)
+        if owner_uid in memory.loops or (size is not None and live > size):
             continue
         # creationTimestamp has whole seconds: a pod created in the second of the move may be its replacement.
         returned.setdefault(owner_uid, []).extend(
@@ -37,3 +41,11 @@ def held_loops(snapshot: Snapshot, memory: PlannerMemory) -> list[SchedulerLoop]
         memory.loops[owner_uid] = SchedulerLoop(pod.namespace, f"{owner.kind}/{owner.name}", owner_uid,
                                                 pod.node_name, moved_at, now, now + LOOP_GUARD)
     return sorted(memory.loops.values(), key=lambda loop: (loop.namespace, loop.owner))
+
+
+def remember_sizes(plan: Plan, snapshot: Snapshot, memory: PlannerMemory, balance: Set[str]) -> None:
+    """The size of every workload a `balance` strategy plans to move a pod of, for `held_loops` to compare with."""
+    for e in plan.evictions:
+        owner = e.pod.controller
+        if owner is not None and e.strategy in balance:
+            memory.owner_size[owner.uid] = sum(1 for p in snapshot.pods_by_owner.get(owner.uid, ()) if p.live)

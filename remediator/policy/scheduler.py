@@ -9,6 +9,9 @@ needs ("" for none; `nodemedic-packing` by default when HighNodeUtilization is c
 kube-scheduler does; a pod naming any other scheduler has no destination nodemedic can vouch for.
 `defaultConstraints`: PodTopologySpread's defaultConstraints in the profile (`defaultingType: List`), which the
 topology-spread strategy applies to the pods that declare none, as the scheduler does.
+Without the section, the cluster's scheduler is taken as kube-scheduler unconfigured (its internal default
+constraints). A DeschedulerPolicy is read with `defaultConstraints: []` (descheduler.py): descheduler reads
+declared constraints only.
 `zoneExposure.minSurvivingShare`: a workload whose replicas surviving the loss of its worst zone fall below this
 share, while a better spread is possible, is named in the plan and gets an Event.
 """
@@ -45,6 +48,7 @@ class SchedulerSettings:
     other_schedulers: tuple[str, ...] = ()
     default_constraints: tuple[DefaultConstraint, ...] = SPREAD
     min_surviving_share: float = 0.6
+    configured: bool = False  # the policy has the section: `profile` runs scheduler-config's configuration
 
     def known(self) -> frozenset[str]:
         """The schedulerNames whose placement nodemedic can predict."""
@@ -53,9 +57,9 @@ class SchedulerSettings:
 
     def constraints_for(self, scheduler_name: str) -> tuple[DefaultConstraint, ...]:
         """The default constraints the scheduler named `scheduler_name` applies to a pod declaring none."""
-        if scheduler_name == self.profile:
+        if scheduler_name == self.profile and self.configured:
             return self.default_constraints
-        if scheduler_name == self.packing_profile:
+        if scheduler_name == self.packing_profile and self.configured:
             return ()  # packing: the profile spreads nothing by default (scheduler_config.py)
         if scheduler_name == DEFAULT_SCHEDULER or scheduler_name in self.other_schedulers:
             return SYSTEM
@@ -71,6 +75,7 @@ def _name_problem(value: str) -> str | None:
 def read_scheduler(r: Reader, top: Section, *, packs: bool) -> SchedulerSettings:
     """`packs`: HighNodeUtilization is configured, so a packing profile is wanted unless the policy says ""."""
     m = r.section(top, "scheduler", _SCHEDULER_KEYS)
+    configured = "scheduler" in top.values
     d = SchedulerSettings()
     profile = r.text(m, "profile", d.profile, check=_name_problem)
     packing = r.text(m, "packingProfile", PACKING_PROFILE if packs else "",
@@ -86,7 +91,8 @@ def read_scheduler(r: Reader, top: Section, *, packs: bool) -> SchedulerSettings
         else:
             share = float(got)
     return SchedulerSettings(profile=profile, packing_profile=packing, other_schedulers=tuple(dict.fromkeys(others)),
-                             default_constraints=_constraints(r, m, d.default_constraints), min_surviving_share=share)
+                             default_constraints=_constraints(r, m, d.default_constraints), min_surviving_share=share,
+                             configured=configured)
 
 
 def _constraints(r: Reader, m: Section, default: tuple[DefaultConstraint, ...]) -> tuple[DefaultConstraint, ...]:

@@ -50,3 +50,18 @@ def test_one_replacement_back_is_only_kept_where_it_is() -> None:
     plan = make_plan(snapshot(NODES, pods), POLICY, PlannerMemory(moved_off={("uid-d-7d9f", "n-a"): MOVED}))
     assert plan.scheduler_loops == []
     assert plan.evictions and "d-5" not in {e.pod.name for e in plan.evictions}
+
+
+def test_pods_of_a_workload_that_grew_since_the_move_are_a_rollout_not_replacements() -> None:
+    pods = [d(i, "a") for i in range(4)] + [d(4, "a", created=MOVED), d(5, "a", created=MOVED)]
+    memory = PlannerMemory(moved_off={("uid-d-7d9f", "n-a"): MOVED}, owner_size={"uid-d-7d9f": 4})
+    assert make_plan(snapshot(NODES, pods), POLICY, memory).scheduler_loops == []
+    memory.owner_size["uid-d-7d9f"] = 6  # the size it had when the move was planned: these two came back
+    assert [loop.owner for loop in make_plan(snapshot(NODES, pods), POLICY, memory).scheduler_loops] == [
+        "ReplicaSet/d-7d9f"]
+
+
+def test_the_planner_remembers_the_size_of_a_workload_it_moves() -> None:
+    memory = PlannerMemory()
+    plan = make_plan(snapshot(NODES, [d(i, "a") for i in range(6)]), POLICY, memory)
+    assert plan.evictions and memory.owner_size == {"uid-d-7d9f": 6}

@@ -94,7 +94,7 @@ def test_every_field_of_the_full_policy_lands_in_its_dataclass_field() -> None:
             profile="nodemedic-spread", packing_profile="default-scheduler", other_schedulers=("team-scheduler",),
             default_constraints=(DefaultConstraint(1, "topology.kubernetes.io/zone", "DoNotSchedule"),
                                  DefaultConstraint(2, "kubernetes.io/hostname", "ScheduleAnyway")),
-            min_surviving_share=0.5),
+            min_surviving_share=0.5, configured=True),
     )
     assert load_policy(GOOD / "full.yaml") == expected
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from remediator.model import DefaultConstraint, LabelSelector, OwnerRef, PodRecord, SpreadConstraint
+from remediator.policy.loader import parse_policy
 from remediator.policy.scheduler import SPREAD, SYSTEM, SchedulerSettings
 from remediator.scheduling.default_spread import default_spread, filter_skew, workload_selector
 from remediator.scheduling.topologyspread import SpreadIndex
@@ -14,7 +15,7 @@ from tests.unit.remediator.scheduling.test_nodefit import cluster, node
 
 HOST, ZONE = "kubernetes.io/hostname", "topology.kubernetes.io/zone"
 RS = OwnerRef("ReplicaSet", "foo-7d9f", "uid-rs", controller=True)
-HARD_ZONE = SchedulerSettings(default_constraints=(DefaultConstraint(1, ZONE, "DoNotSchedule"),))
+HARD_ZONE = SchedulerSettings(default_constraints=(DefaultConstraint(1, ZONE, "DoNotSchedule"),), configured=True)
 
 
 def foo(name: str, on: str = "", *, owners: tuple[OwnerRef, ...] = (RS,), **kw: object) -> PodRecord:
@@ -61,12 +62,13 @@ def test_a_pod_no_service_replicaset_or_statefulset_selects_gets_no_defaults(own
 
 def test_an_unconfigured_scheduler_applies_the_internal_defaults() -> None:
     """kube-scheduler without defaultConstraints: hostname maxSkew 3 and zone maxSkew 5, both ScheduleAnyway."""
-    settings = SchedulerSettings(profile="nodemedic-spread")
+    settings = SchedulerSettings(profile="nodemedic-spread", configured=True)
     assert settings.constraints_for("default-scheduler") == SYSTEM
     assert {(c.topology_key, c.max_skew, c.when_unsatisfiable) for c in SYSTEM} == {
         (HOST, 3, "ScheduleAnyway"), (ZONE, 5, "ScheduleAnyway")}
     assert settings.constraints_for("nodemedic-spread") == SPREAD
     assert settings.constraints_for("somebody-elses") == ()
+    assert SchedulerSettings().constraints_for("default-scheduler") == SYSTEM, "a policy without the section"
 
 
 def test_the_selector_is_the_workloads_labels_without_the_per_pod_ones() -> None:
@@ -79,3 +81,9 @@ def test_the_selector_is_the_workloads_labels_without_the_per_pod_ones() -> None
         "topology.kubernetes.io/region": "r"}, owners=(ss,))
     assert workload_selector(pod) == LabelSelector(match_labels=(("app", "db"),))
     assert workload_selector(foo("f")) == LabelSelector(match_labels=(("foo", "bar"), ("pod-template-hash", "7d9f")))
+
+
+def test_a_descheduler_policy_reads_declared_constraints_only_as_descheduler_does() -> None:
+    policy = parse_policy("apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles: []\n", source="d.yaml")
+    assert policy.scheduler.constraints_for("default-scheduler") == ()
+    assert default_spread(foo("plain"), policy.scheduler.constraints_for) == ((), ())

@@ -17,7 +17,7 @@ from tests.unit.remediator.strategies.cluster import evicted, node, pod, snapsho
 
 ZONE = "topology.kubernetes.io/zone"
 NODES = [node(f"n-{z}", labels={ZONE: z, "kubernetes.io/hostname": f"n-{z}"}) for z in ("a", "b", "c")]
-ZONE_ONE = SchedulerSettings(default_constraints=(DefaultConstraint(1, ZONE, "ScheduleAnyway"),))
+ZONE_ONE = SchedulerSettings(default_constraints=(DefaultConstraint(1, ZONE, "ScheduleAnyway"),), configured=True)
 
 
 def d(i: int, zone: str, **kw: object) -> PodRecord:
@@ -48,7 +48,8 @@ def test_schedule_anyway_defaults_are_left_alone_unless_the_strategy_lists_them(
 def test_an_unconfigured_default_scheduler_tolerates_the_skew_its_own_defaults_allow() -> None:
     """With the policy's profile a second scheduler, default-scheduler pods get kube-scheduler's internal defaults
     (zone maxSkew 5): a skew of 2 is within them."""
-    second = SchedulerSettings(profile="nodemedic-spread", default_constraints=ZONE_ONE.default_constraints)
+    second = SchedulerSettings(profile="nodemedic-spread", default_constraints=ZONE_ONE.default_constraints,
+                               configured=True)
     assert evicted(plan(ONE_TWO_THREE, constraints=("DoNotSchedule", "ScheduleAnyway"), scheduler=second)) == []
     moved = plan([d(i, z, scheduler_name="nodemedic-spread") for i, z in enumerate("abbccc")],
                  constraints=("DoNotSchedule", "ScheduleAnyway"), scheduler=second)
