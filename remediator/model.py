@@ -503,10 +503,10 @@ class ZoneExposure:
 
     namespace: str
     workload: str  # "Deployment/web" (a ReplicaSet's pods count under its Deployment), "StatefulSet/db"
-    per_zone: tuple[tuple[str, int], ...]  # zone -> live replicas there, every zone of the cluster listed
+    per_zone: tuple[tuple[str, int], ...]  # zone -> live replicas there, every zone listed (exposed ones only)
     surviving: float  # share of the replicas outside the zone holding most of them
     best: float  # the share with the replicas spread as evenly as the zones allow
-    moves: tuple[ZoneMove, ...]  # the fewest moves from what it is to that even spread
+    moves: tuple[ZoneMove, ...]  # the fewest moves from what it is to that even spread (exposed ones only)
 
     @property
     def replicas(self) -> int:

@@ -40,7 +40,7 @@ def _make_plan(snapshot: Snapshot, policy: Policy, memory: PlannerMemory) -> Pla
                 breaker_open=taints.breaker_open, tainted_limit=taints.tainted_limit, next_check=taints.next_check)
     memory.forget_before(snapshot.now - LOOP_GUARD)
     plan.scheduler_loops = held_loops(snapshot, memory)
-    plan.zone_exposure = zone_exposure(snapshot)
+    plan.zone_exposure = zone_exposure(snapshot, policy.scheduler.min_surviving_share)
     plan.min_surviving_share = policy.scheduler.min_surviving_share
     configured = [(lookup(s.name), s.args) for s in policy.strategies]
     names = {s.name for s, _ in configured}

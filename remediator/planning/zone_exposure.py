@@ -4,13 +4,12 @@ loss of the zone holding most of them, the share an even spread would keep, and 
 A workload is its controller: a ReplicaSet's pods count under the Deployment that made it (its name less the
 pod-template-hash suffix), so both revisions of a rolling update count together. The zones are those of the
 cluster's Ready, schedulable nodes; a node without a zone label is a zone of its own (losing it loses its pods).
-One pass over the pods by owner: linear in pods.
+One pass over the pods by owner, the workload's name worked out once per owner: linear in pods.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
 
 from remediator.model import PodRecord, Snapshot, ZoneExposure, ZoneMove
 
@@ -20,9 +19,10 @@ REPLICATED = frozenset({"ReplicaSet", "StatefulSet", "ReplicationController"})
 
 
 def workload_of(pod: PodRecord) -> str | None:
-    """"Kind/name" of the workload the pod is a replica of, or None for a pod no controller owns."""
+    """"Kind/name" of the replicated workload the pod belongs to, or None: a pod no ReplicaSet, StatefulSet or
+    ReplicationController controls (a DaemonSet is in every zone it can be by design; a Job's pods finish)."""
     owner = pod.controller
-    if owner is None or not owner.controller:
+    if owner is None or not owner.controller or owner.kind not in REPLICATED:
         return None
     suffix = pod.labels.get(TEMPLATE_HASH)
     if owner.kind == "ReplicaSet" and suffix and owner.name.endswith("-" + suffix):
@@ -30,34 +30,37 @@ def workload_of(pod: PodRecord) -> str | None:
     return f"{owner.kind}/{owner.name}"
 
 
-def zone_exposure(snapshot: Snapshot) -> list[ZoneExposure]:
+def zone_exposure(snapshot: Snapshot, min_share: float) -> list[ZoneExposure]:
+    """Every replicated workload's shares; the zones and moves only for those `exposed(min_share)`."""
     zone_of = {name: n.labels.get(ZONE) or name for name, n in snapshot.nodes.items()}
     zones = sorted({zone_of[name] for name, n in snapshot.nodes.items()
                     if n.ready and not n.unschedulable and not n.deleting})
+    if len(zones) < 2:
+        return []  # one zone: nothing survives its loss, and no spread does better
     counts: dict[tuple[str, str], Counter[str]] = {}
     for pods in snapshot.pods_by_owner.values():
-        owner = pods[0].controller if pods else None
-        if owner is None or owner.kind not in REPLICATED:
-            continue  # a DaemonSet is in every zone it can be by design; a Job's pods finish
-        for p in pods:
-            if not p.live or p.node_name not in zone_of or (workload := workload_of(p)) is None:
-                continue
-            counts.setdefault((p.namespace, workload), Counter())[zone_of[p.node_name]] += 1
+        # The pods of one owner are one workload's: its name is worked out once, and each pod costs a lookup.
+        workload = workload_of(pods[0]) if pods else None
+        if workload is None:
+            continue
+        found = Counter(zone_of.get(p.node_name, "") for p in pods if p.live)
+        found.pop("", None)  # not bound, or on a node the snapshot lacks
+        if found:
+            counts.setdefault((pods[0].namespace, workload), Counter()).update(found)
     out = []
     for (namespace, workload), per_zone in sorted(counts.items()):
         total = sum(per_zone.values())
         if total < 2:
             continue
-        every = sorted(set(zones) | set(per_zone))
-        full = {z: per_zone.get(z, 0) for z in every}
-        even = _even(full, len(zones) or len(every))
-        out.append(ZoneExposure(namespace, workload, tuple(full.items()), _surviving(full.values(), total),
-                                _surviving(even.values(), total), _moves(full, even)))
+        surviving = (total - max(per_zone.values())) / total
+        best = (total - -(-total // len(zones))) / total  # the fullest zone of an even spread holds ceil(total/zones)
+        if surviving < min_share and surviving < best:  # exposed: the zones by name and the moves to an even spread
+            full = {z: per_zone.get(z, 0) for z in sorted(set(zones) | set(per_zone))}
+            out.append(ZoneExposure(namespace, workload, tuple(full.items()), surviving, best,
+                                    _moves(full, _even(full, len(zones)))))
+        else:  # the gauges need no more
+            out.append(ZoneExposure(namespace, workload, (), surviving, best, ()))
     return out
-
-
-def _surviving(counts: Iterable[int], total: int) -> float:
-    return (total - max(counts)) / total
 
 
 def _even(counts: dict[str, int], zones: int) -> dict[str, int]:

@@ -46,7 +46,10 @@ def default_spread(pod: PodRecord, defaults_of: DefaultsOf,
     if pod.hard_spread or pod.soft_spread:
         return (), ()
     defaults = defaults_of(pod.scheduler_name)
-    selector = workload_selector(pod) if defaults else None
+    owner = pod.controller
+    if not defaults or owner is None or owner.kind not in SPREAD_OWNERS:  # checked before the selector is built
+        return (), ()
+    selector = workload_selector(pod)
     if selector is None:
         return (), ()
     hard = tuple(SpreadConstraint(c.max_skew, c.topology_key, selector) for c in defaults
