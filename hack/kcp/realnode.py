@@ -97,7 +97,7 @@ def preflight() -> list[str]:
         problems.append("CoreDNS not built: run `hack/cluster build --only coredns`")
     if not (CNI_BIN / "bridge").exists():
         problems.append(f"no CNI plugins in {CNI_BIN}: run `hack/cluster build`")
-    for archive in (image.archive(), image.pause_archive()):
+    for archive in image.archives():
         if not archive.is_file():
             problems.append(f"image archive {archive} missing: run `hack/cluster build --only image`")
     if LOCK.exists():
@@ -231,7 +231,7 @@ def start(state_dir: Path, server: str, start_process: Callable[[str, list[str]]
         _wait(SERVING[name][0], SERVING[name][1], deadline, start_process(name, argv))
 
     launch("containerd", ["containerd", f"--config={_containerd_config(node_dir)}"])
-    for archive in (image.pause_archive(), image.archive()):
+    for archive in image.archives():
         t0 = time.monotonic()
         _sh("ctr", f"--address={SOCKET}", "--namespace=k8s.io", "images", "import", str(archive))
         log(f"real node: imported {archive.name} into containerd in {time.monotonic() - t0:.1f}s")
