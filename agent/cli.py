@@ -17,16 +17,14 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 
 from agent import __version__
 from agent.checks import BUILTIN
-from agent.checks.custom_plugin import CustomPluginMonitor
 from agent.checks.gpu import GPUCheck
 from agent.checks.logmonitor import LogMonitor
 from agent.checks.stuck_pods import StuckPods
 from agent.config import AgentConfig, load_config
 from agent.host import HostRoot
 from agent.logsources.journal_hub import JournalHubs
-from agent.model import Check, HoldsResources, Observation, Status
+from agent.model import Check, HoldsResources, NpdMonitor, Observation, Status
 from agent.npd import logmonitor_config as npd_logmonitor_config
-from agent.npd import plugin_config as npd_plugin_config
 from agent.pipeline import Pipeline
 from agent.reporting.condition_metrics import ConditionMetrics
 from agent.reporting.conditions import ConditionBook
@@ -57,11 +55,15 @@ def build_checks(cfg: AgentConfig, host: HostRoot) -> list[Check]:
                                      journals=journals))
         except (ConfigError, ValueError) as e:
             errors += getattr(e, "errors", [str(e)])
-    for path in cfg.custom_plugin_monitors:
-        try:
-            checks.append(CustomPluginMonitor(npd_plugin_config.load(path)))
-        except (ConfigError, ValueError) as e:
-            errors += getattr(e, "errors", [str(e)])
+    if cfg.custom_plugin_monitors:  # opt-in: their loader and runner are imported only for a config that names one
+        from agent.checks.custom_plugin import CustomPluginMonitor  # noqa: PLC0415
+        from agent.npd import plugin_config as npd_plugin_config  # noqa: PLC0415
+
+        for path in cfg.custom_plugin_monitors:
+            try:
+                checks.append(CustomPluginMonitor(npd_plugin_config.load(path)))
+            except (ConfigError, ValueError) as e:
+                errors += getattr(e, "errors", [str(e)])
     owner: dict[str, str] = {}
     for c in checks:
         for t in c.condition_types:
@@ -170,7 +172,7 @@ def _types_of(checks: list[Check], name: str) -> tuple[str, ...]:
 def unmetered(checks: list[Check]) -> dict[str, tuple[str, ...]]:
     """NPD monitors with `metricsReporting: false`: check name -> its condition types, kept out of the metrics."""
     return {c.name: c.condition_types for c in checks
-            if isinstance(c, LogMonitor | CustomPluginMonitor) and not c.config.metrics_reporting}
+            if isinstance(c, NpdMonitor) and not c.metrics_reporting}
 
 
 async def _return_free_heap(*, first: float = 10.0, every: float = 60.0) -> None:
@@ -243,8 +245,7 @@ async def _run(args: argparse.Namespace, log: logging.Logger) -> int:
     state_dir = Path(args.state_dir) if args.state_dir else host.path("/var/lib/nodemedic")
     reporter = Reporter(kube, args.node_name, book, state=StateFile(state_dir / f"agent-{args.node_name}.json"),
                         registry=registry, log=log, heartbeat=cfg.heartbeat.total_seconds(),
-                        defaults=[d for c in checks if isinstance(c, LogMonitor | CustomPluginMonitor)
-                                  for d in c.initial_conditions()])
+                        defaults=[d for c in checks if isinstance(c, NpdMonitor) for d in c.initial_conditions()])
     _attach_capacity(checks, reporter)
     inbox = Inbox(suppressed=reporter.suppressed, log=log)
     supervisor = Supervisor(checks, registry=registry, log=log, publish=inbox.put)

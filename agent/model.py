@@ -97,6 +97,18 @@ class WaitsForInput(Protocol):
 
 
 @runtime_checkable
+class NpdMonitor(Protocol):
+    """A node-problem-detector monitor (system log or custom plugin): `initial_conditions()` are the defaults its
+    file declares, written for the types the Node does not carry yet, and `metrics_reporting` is its file's
+    `metricsReporting` (false keeps its conditions out of the metrics)."""
+
+    @property
+    def metrics_reporting(self) -> bool: ...
+
+    def initial_conditions(self) -> tuple[ConditionReport, ...]: ...
+
+
+@runtime_checkable
 class HoldsResources(Protocol):
     """A check that keeps something open between observations (a journalctl child, an HTTP session with its
     keep-alive connection): the agent awaits `close()` once, at shutdown."""

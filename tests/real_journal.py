@@ -5,8 +5,11 @@ private mount namespace (`unshare --mount`), where its socket directory and its 
 mounts of directories under the test's tmp path. So the journal files it writes land in
 `<root>/var/log/journal/<machine-id>/`, exactly where a host keeps them, and the test sends entries over the
 journal's native socket protocol (what `sd_journal_send()` does), with any fields it likes. The machine's own
-/run/systemd and /var/log/journal are never touched. Needs root, `unshare` and systemd-journald (Debian's
-systemd package); without them `start()` raises with the reason, so a test fails rather than skips.
+/run/systemd and /var/log/journal are never touched. `volatile=True` puts the files in `<root>/run/log/journal/
+<machine-id>/` instead, where a host without persistent storage keeps them: with `/` as the root (the agent
+benchmark gives this machine a journal) that is the one place the private /var/log/journal does not hide.
+Needs root, `unshare` and systemd-journald (Debian's systemd package); without them `start()` raises with the
+reason, so a test fails rather than skips.
 """
 
 from __future__ import annotations
@@ -25,13 +28,14 @@ NAMESPACE = "nmtest"
 
 
 class RealJournal:
-    def __init__(self, root: Path, work: Path) -> None:
+    def __init__(self, root: Path, work: Path, *, volatile: bool = False) -> None:
         self.root = root
         self.machine_id = Path("/etc/machine-id").read_text().strip()
-        self.directory = root / "var/log/journal" / self.machine_id
+        self.directory = root / ("run/log/journal" if volatile else "var/log/journal") / self.machine_id
         self._run = work / "run-systemd"
         self._socket = self._run / f"journal.{NAMESPACE}" / "socket"
         self._proc: subprocess.Popen[bytes] | None = None
+        self._streams: list[socket.socket] = []
 
     def start(self, *, timeout: float = 10.0) -> RealJournal:
         missing = [tool for tool in ("unshare", "mount") if shutil.which(tool) is None]
@@ -72,7 +76,24 @@ class RealJournal:
         with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
             sock.sendto(payload, str(self._socket))
 
+    def stream(self, identifier: str) -> socket.socket:
+        """A connected stdout stream, as systemd gives a service: each line written is an entry. journald run as a
+        namespace exits after 30 s without a client; one held open keeps it running (closed by `stop()`)."""
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(str(self._socket.with_name("stdout")))
+            # identifier, unit, priority, level prefix, forward to syslog, to kmsg, to the console
+            sock.sendall(f"{identifier}\n\n6\n0\n0\n0\n0\n".encode())
+        except OSError:
+            sock.close()
+            raise
+        self._streams.append(sock)
+        return sock
+
     def stop(self) -> None:
+        for sock in self._streams:
+            sock.close()
+        self._streams.clear()
         proc, self._proc = self._proc, None
         if proc is None or proc.poll() is not None:
             return

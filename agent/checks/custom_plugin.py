@@ -63,6 +63,10 @@ class CustomPluginMonitor:
         self._verdicts: dict[int, PluginResult] = {}  # permanent rule index -> its latest result
         self._reported: dict[str, ConditionReport] = {}  # condition type -> what we said last time
 
+    @property
+    def metrics_reporting(self) -> bool:
+        return self.config.metrics_reporting
+
     def initial_conditions(self) -> tuple[ConditionReport, ...]:
         """The declared defaults (False), or none with `skip_initial_status`."""
         if self.config.plugin_config.skip_initial_status:

@@ -123,6 +123,10 @@ class LogMonitor:
         """Release the log source (a journald source stops its journalctl); see `HoldsResources`."""
         self._reader.close()
 
+    @property
+    def metrics_reporting(self) -> bool:
+        return self.config.metrics_reporting
+
     def initial_conditions(self) -> tuple[ConditionReport, ...]:
         """The config's defaults (`conditions[]`): what to write for a type the Node does not carry yet. None for a
         log this host does not have: a default would say "no problem" about what nobody looked at."""

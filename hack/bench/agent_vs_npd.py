@@ -6,12 +6,18 @@ CGO_ENABLED=0, so without journald, which needs cgo) into ~/.cache/nodemedic/bin
 A private local control plane gets two kwok nodes, one played by each program:
 - node-problem-detector with its kmsg system-log-monitor: nodemedic's shipped kernel-monitor.json (NPD's format)
   plus a bench monitor with N permanent conditions `Bench00..`, each set by its own line;
-- nodemedic-agent with its defaults (every built-in check on, the shipped kernel and GPU monitors) plus the same
-  bench monitor, with this machine's `/` as its host root, as the DaemonSet sees its node's (a root of symlinks to
-  the real directories would make the runtime check chase `run -> /run` round its re-rooting 40 times a socket).
+- nodemedic-agent with its defaults (every built-in check on, every shipped log monitor: kernel, GPU and journal)
+  plus the same bench monitor, from compiled bytecode as in the image, with this machine's `/` as its host root,
+  as the DaemonSet sees its node's (a root of symlinks to the real directories would make the runtime check chase
+  `run -> /run` round its re-rooting 40 times a socket).
   `stuckPods` watches the pods of its node, as in a cluster.
 Both read the real `/dev/kmsg`, which the benchmark writes to (root): the lines are `nodemedic-bench: probe NN`,
 which no shipped rule of either program matches, so nothing else on the machine reacts to them.
+The agent's host has a journal, so its journal monitors run (on by default wherever there is one) and their
+journalctl is counted in its tree: this machine's own, or, where it keeps none, one its systemd-journald writes
+for the benchmark in `/run/log/journal/<machine-id>/` (tests/real_journal.py, `volatile=True`), the volatile
+journal folder the agent's default discovery reads below its host root; what the benchmark created there is
+removed after. NPD, built without cgo, has no journald monitor to run.
 
 1. Steady state: after a warm-up, RSS (VmRSS of the process tree: journalctl or plugin children count) once a
    second and CPU time over the window, for both: the scheduler's exact runtime (`schedstat`, which the CPU ratio
@@ -24,6 +30,7 @@ Prints both programs' numbers and the three ratios agent / NPD (targets: RSS ≤
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -32,24 +39,29 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
 from kubernetes import client, config
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "hack"))
+sys.path[:0] = [str(ROOT / "hack"), str(ROOT)]  # bench and kcp; the agent's defaults and tests' real journal
 
+from agent.logsources.journal_hub import JournalHub  # noqa: E402
+from agent.npd.logmonitor_config import DEFAULT_MONITORS  # noqa: E402
 from bench.lib import child  # noqa: E402
 from bench.lib.cluster import clean_cluster, unbuilt  # noqa: E402
 from bench.lib.comparison import format_ratio, ratio  # noqa: E402
 from bench.lib.monitor import bench_condition, bench_monitor  # noqa: E402
 from bench.lib.node_conditions import ConditionWatch, has_condition  # noqa: E402
+from bench.lib.process import commands  # noqa: E402
 from bench.lib.report import machine  # noqa: E402
 from bench.lib.stats import percentiles_ms, summarize  # noqa: E402
 from bench.lib.steady_state import sample_steady_state  # noqa: E402
 from kcp import build, nodes, paths  # noqa: E402
 from kcp.measure import wait  # noqa: E402
+from tests.real_journal import RealJournal  # noqa: E402
 
 NPD_VERSION = "v1.36.0"
 NPD_MODULE = "k8s.io/node-problem-detector"
@@ -87,6 +99,30 @@ def build_npd() -> Path:
         shutil.rmtree(work, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def host_journal(work: Path) -> Iterator[str]:
+    """A journal where the agent, with `/` as its host root, looks for one by default; yields where it is."""
+    host = Path("/")
+    if JournalHub(host).present():
+        yield "this machine's own"
+        return
+    journal = RealJournal(host, work, volatile=True)
+    created = next((p for p in (*reversed(journal.directory.parents), journal.directory) if not p.exists()), None)
+    try:
+        journal.start()
+        journal.stream("nodemedic-bench")  # held open: journald keeps running for the whole benchmark
+        if not JournalHub(host).present():
+            raise RuntimeError(f"the agent's journal discovery does not see {journal.directory}")
+        yield f"{journal.directory}, written by systemd-journald for the benchmark"
+    finally:
+        journal.stop()
+        if created is not None:
+            shutil.rmtree(created, ignore_errors=True)
+        else:  # the folder was there, empty of journal files: only what journald wrote goes
+            for f in journal.directory.iterdir():
+                f.unlink(missing_ok=True)
+
+
 def probe(i: int) -> str:
     """The pattern of condition i's rule: the line `LINE` names, matched literally."""
     return LINE.format(i=i).replace(".", "\\.")
@@ -121,7 +157,10 @@ def main() -> int:
     cluster.up(1)
     tmp = Path(tempfile.mkdtemp(prefix="nodemedic-bench-npd-"))
     procs: dict[str, subprocess.Popen[bytes]] = {}
+    stack = contextlib.ExitStack()
     try:
+        journal = stack.enter_context(host_journal(tmp / "journald"))
+        print(f"the agent's host journal: {journal}", flush=True)
         api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
         core = client.CoreV1Api(api)
         for name in (AGENT_NODE, NPD_NODE):  # created with kcp's client, whose bodies are the manifests as dicts
@@ -129,9 +168,13 @@ def main() -> int:
         monitor = bench_monitor(args.samples, pattern=probe, reason="Probe", lookback="0")
         (tmp / "bench-monitor.json").write_text(json.dumps(monitor))
         kernel = ROOT / "agent" / "defaults" / "kernel-monitor.json"
-        gpu = ROOT / "agent" / "defaults" / "gpu-monitor.json"
+        monitors = ", ".join(str(m) for m in (*DEFAULT_MONITORS, tmp / "bench-monitor.json"))
         (tmp / "agent.yaml").write_text("apiVersion: nodemedic.io/v1alpha1\nkind: AgentConfig\n"
-                                        f"systemLogMonitors: [{kernel}, {gpu}, {tmp / 'bench-monitor.json'}]\n")
+                                        f"systemLogMonitors: [{monitors}]\n")
+        # As from the image, where installing the package writes its bytecode: the measured process loads compiled
+        # modules instead of compiling the sources itself (with PYTHONDONTWRITEBYTECODE set, on every start), which
+        # leaves about 1 MiB more heap behind.
+        subprocess.run([sys.executable, "-m", "compileall", "-q", "agent", "nodemedic_common"], cwd=ROOT, check=True)
         with open(tmp / "agent.log", "wb") as log:
             procs[AGENT] = subprocess.Popen(
                 [sys.executable, "-m", "agent", "run", "--node-name", AGENT_NODE, "--kubeconfig",
@@ -164,6 +207,9 @@ def main() -> int:
             print(f"{name:<22} steady state: RSS mean {s.rss_mean_mib:.1f} MiB (max {s.rss_max_mib:.1f}), "
                   f"CPU {s.cpu_percent:.4f} % of one core over {s.seconds:.0f} s ({s.cpu_ticks} clock ticks: "
                   f"{s.tick_cpu_percent:.3f} %)", flush=True)
+        tree = commands(procs[AGENT].pid)
+        print(f"{AGENT}'s tree: {len(tree)} processes, journalctl {tree.count('journalctl')} "
+              f"(its journal monitors {'ran' if 'journalctl' in tree else 'did not run'})", flush=True)
 
         # 2. one kernel line -> a condition on each node
         latency: dict[str, list[float]] = {AGENT_NODE: [], NPD_NODE: []}
@@ -190,6 +236,7 @@ def main() -> int:
     finally:
         for p in procs.values():
             child.stop(p)
+        stack.close()  # the benchmark's journal, once its reader is gone
         cluster.down()
     return 0
 

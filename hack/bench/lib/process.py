@@ -56,3 +56,12 @@ def descendants(pid: int) -> list[int]:
         out.append(p)
         todo += children.get(p, [])
     return out
+
+
+def commands(pid: int) -> list[str]:
+    """The command name (`comm`) of `pid` and of every process below it, skipping any that exit meanwhile."""
+    names = []
+    for p in descendants(pid):
+        with contextlib.suppress(OSError):
+            names.append((PROC / str(p) / "comm").read_text().strip())
+    return names

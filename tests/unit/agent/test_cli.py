@@ -6,6 +6,8 @@ import asyncio
 import dataclasses
 import datetime as dt
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -238,3 +240,28 @@ def test_a_pattern_re2_refuses_exits_2_naming_file_and_field_without_a_traceback
     err = capsys.readouterr().err
     assert f"{bad}: rules[1].pattern: invalid regular expression: invalid perl operator: (?=" in err, err
     assert "Traceback" not in err
+
+
+def test_a_custom_plugin_monitor_with_metrics_reporting_off_stays_out_of_the_metrics_too(tmp_path: Path) -> None:
+    shipped = Path(cli.__file__).with_name("defaults") / "plugins"
+    monitor = json.loads((shipped / "reboot-required-monitor.json").read_text())
+    monitor["metricsReporting"] = False
+    monitor["rules"][0]["path"] = str(shipped / "check_reboot_required.sh")
+    (tmp_path / "quiet-plugin.json").write_text(json.dumps(monitor))
+    cfg = dataclasses.replace(cli.load_config(None, registry={}), system_log_monitors=(),
+                              custom_plugin_monitors=(tmp_path / "quiet-plugin.json",))
+
+    checks = cli.build_checks(cfg, cli.HostRoot(tmp_path))
+
+    assert cli.unmetered(checks) == {"reboot-required-monitor": ("RebootRequired",)}
+    assert [d.type for c in checks if isinstance(c, cli.NpdMonitor) for d in c.initial_conditions()] == [
+        "RebootRequired"]
+
+
+def test_the_custom_plugin_loader_and_runner_are_imported_only_for_a_config_that_names_a_plugin() -> None:
+    probe = ("import sys; from pathlib import Path; from agent import cli; "
+             "cli.build_checks(cli.load_config(None, registry=cli.BUILTIN), cli.HostRoot(Path('/nonexistent'))); "
+             "print(sorted(m for m in sys.modules if 'plugin' in m))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                          cwd=Path(cli.__file__).parents[1])
+    assert done.stdout.strip() == "[]"

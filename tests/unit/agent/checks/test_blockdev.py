@@ -180,6 +180,31 @@ def test_udev_enrichment_is_on_when_the_agents_udev_database_is_the_host_roots(
     assert check.enrichment == "pyudev" or check.enrichment.startswith("unavailable")
 
 
+def test_udev_is_loaded_only_once_a_device_needs_describing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    own = tmp_path / "container-run-udev-data"
+    own.mkdir()
+    (tmp_path / "host/run/udev").mkdir(parents=True)
+    (tmp_path / "host/run/udev/data").symlink_to(own)
+    monkeypatch.setattr(blockdev, "UDEV_DATA", own)
+    loads: list[str] = []
+
+    def udev() -> tuple[blockdev.DeviceInfo, str]:
+        loads.append("udev")
+        return (lambda name: {"ID_MODEL": "QEMU_HARDDISK"}), "pyudev"
+
+    monkeypatch.setattr(blockdev, "load_udev_device_info", udev)
+    device(tmp_path / "host", "sda")
+    check = BlockDeviceCheck(Config(), HostRoot(tmp_path / "host"))
+
+    assert only(observe(check)).status is Status.FALSE
+    assert loads == []  # a healthy node never loads pyudev and libudev
+    device(tmp_path / "host", "sda", state="offline\n")
+    assert only(observe(check)).message == "sda (QEMU_HARDDISK) is offline"
+    observe(check)
+    assert loads == ["udev"] and check.enrichment == "pyudev"
+
+
 def test_a_missing_libudev_degrades_to_sysfs_only_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
     import pyudev  # noqa: PLC0415 - only to break it
 

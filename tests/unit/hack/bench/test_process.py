@@ -13,7 +13,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "hack"))
 
 from bench.lib import child
-from bench.lib.process import descendants, tree_usage, vm_rss
+from bench.lib.process import commands, descendants, tree_usage, vm_rss
 
 PARENT_OF_A_SLEEPER = ("import subprocess; p = subprocess.Popen(['sleep', '60']); print(p.pid, flush=True); "
                        "p.wait()")
@@ -27,6 +27,7 @@ def test_a_tree_counts_the_children_of_its_root() -> None:
     sleeper = int(parent.stdout.readline())
     try:
         assert descendants(parent.pid) == [parent.pid, sleeper]
+        assert commands(parent.pid).count("sleep") == 1  # how the agent benchmark counts its journalctl
         alone, tree = vm_rss(parent.pid), tree_usage(parent.pid)
         assert alone is not None and tree.rss > alone  # the sleeper's resident pages are in the tree's
         assert tree.cpu_nanos > 0  # the interpreter's start-up ran on a thread still alive
