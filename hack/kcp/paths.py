@@ -46,6 +46,14 @@ def actionlint_dir() -> Path:
     return cache_root() / "bin" / f"actionlint-v{versions.ACTIONLINT}"
 
 
+def metrics_server_dir() -> Path:
+    return cache_root() / "bin" / f"metrics-server-v{versions.METRICS_SERVER}"
+
+
+def prometheus_dir() -> Path:
+    return cache_root() / "bin" / f"prometheus-{versions.PROMETHEUS}"
+
+
 def images_dir() -> Path:
     """The nodemedic image's archive and buildah's storage (hack/kcp/image.py)."""
     return cache_root() / "images"
@@ -70,6 +78,9 @@ def binary(name: str) -> Path:
         "helm": helm_dir(),
         "karpenter": karpenter_dir(),
         "actionlint": actionlint_dir(),
+        "metrics-server": metrics_server_dir(),
+        "prometheus": prometheus_dir(),
+        "promtool": prometheus_dir(),
     }
     return where[name] / name
 
