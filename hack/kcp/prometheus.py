@@ -51,6 +51,12 @@ class Prometheus:
         """scrape URL -> health (up, down, unknown) of every active target."""
         return {t["scrapeUrl"]: t["health"] for t in self.get("/api/v1/targets")["activeTargets"]}
 
+    def queries(self) -> list[str]:
+        """Every query a client sent, in order, from Prometheus's query log."""
+        log = self.config.with_name("queries.log")
+        lines = log.read_text().splitlines() if log.exists() else []
+        return [json.loads(line)["params"]["query"] for line in lines if line.strip()]
+
     def log(self) -> str:
         return Path(self.record.log).read_text(errors="replace")
 
@@ -65,7 +71,8 @@ def start(workdir: Path, scrape_configs: list[dict[str, Any]], rule_files: list[
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "prometheus.yml"
     config.write_text(yaml.safe_dump({
-        "global": {"scrape_interval": interval, "scrape_timeout": interval, "evaluation_interval": interval},
+        "global": {"scrape_interval": interval, "scrape_timeout": interval, "evaluation_interval": interval,
+                   "query_log_file": str(workdir / "queries.log")},
         "rule_files": [str(f) for f in rule_files],
         "scrape_configs": scrape_configs,
     }, sort_keys=False))
