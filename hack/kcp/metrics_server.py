@@ -1,7 +1,8 @@
 """metrics-server (the pinned one, hack/kcp/versions.py) serving `metrics.k8s.io` for a cluster started with kwok
-metrics (`Cluster.up(kwok_metrics=True)`): it reads every kwok node's emulated kubelet resource metrics from kwok's
-port, verifying kwok's certificate against the cluster CA, and kube-apiserver's aggregation layer proxies the API to
-it, as in a real cluster.
+metrics (`Cluster.up(kwok_metrics=True)`): it reads a real node's resource metrics from its kubelet (the port in the
+Node's status) and every kwok node's emulated ones from kwok's port (a kwok Node's status names no port), verifying
+both certificates against the cluster CA, and kube-apiserver's aggregation layer proxies the API to it, as in a real
+cluster.
 
 The APIService names an ExternalName Service whose `externalName` is `localhost`: kube-apiserver (aggregator routing
 off, its default) resolves such a Service to `https://<externalName>:<port>`, so it reaches metrics-server on the
@@ -33,7 +34,8 @@ def start(cluster: Cluster, timeout: float = 90.0) -> None:
     if not binary.exists():
         raise RuntimeError(f"metrics-server is not built ({binary} missing): run `hack/cluster build`")
     if not cluster.kwok_metrics:
-        raise RuntimeError("the cluster was started without kwok metrics: metrics-server would find no node metrics")
+        raise RuntimeError("the cluster was started without kwok metrics: metrics-server would read the kwok nodes' "
+                           "metrics from their address, 127.0.0.1, on the kubelet port")
     cert, key = pki.server_cert(cluster.pki_dir, "metrics-server", SERVICE,
                                 f"DNS:{SERVICE}.{NAMESPACE}.svc,DNS:localhost,IP:127.0.0.1")
     ca = cluster.pki_dir / "ca.crt"
@@ -43,7 +45,8 @@ def start(cluster: Cluster, timeout: float = 90.0) -> None:
         str(binary), f"--kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
         f"--authorization-kubeconfig={kubeconfig}", "--bind-address=127.0.0.1", f"--secure-port={port}",
         f"--tls-cert-file={cert}", f"--tls-private-key-file={key}",
-        f"--kubelet-port={cluster.ports['kwok']}", "--kubelet-preferred-address-types=InternalIP",
+        "--kubelet-use-node-status-port", f"--kubelet-port={cluster.ports['kwok']}",
+        "--kubelet-preferred-address-types=InternalIP",
         f"--kubelet-certificate-authority={ca}", f"--metric-resolution={RESOLUTION}", "--kubelet-request-timeout=5s",
         "--authorization-always-allow-paths=/healthz,/readyz,/livez",
     ], env=dict(os.environ), health_url=f"https://127.0.0.1:{port}/readyz", timeout=timeout,

@@ -9,7 +9,9 @@ as the next one expects, and says so when it does not find it that way):
   shorter quiet periods, which the running remediator reloads from its ConfigMap volume, and the taint goes once
   the condition clears;
 - a broken policy through `helm upgrade`: refused with an Event and a metric, the last good policy keeps acting;
-- `remediator.mode: cronjob`: kube-controller-manager's Job evicts what `nodemedic-remediator plan` predicted.
+- `remediator.mode: cronjob`: kube-controller-manager's Job evicts what `nodemedic-remediator plan` predicted;
+- `kubectl nodemedic` on what happens to each node;
+- metrics-server (the pinned one) serving the real node's and its agent pod's usage, read from the real kubelet.
 
 One real node runs on a machine at a time, so one worker runs this module (xdist group). Every agent reading
 /dev/kmsg sees every line written to it; no other test writes there."""
@@ -35,7 +37,9 @@ import pytest
 from kubernetes import client
 
 from agent.checks import runtime
-from kcp import image, paths, realnode
+from kcp import image, metrics_server, paths, realnode
+from kcp.api import ApiError
+from remediator.state.quantity import parse_quantity
 from tests.e2e.conftest import LocalCluster, _started
 from tests.e2e.remediator_harness import (
     cordon,
@@ -148,7 +152,9 @@ def container_cgroup(pod: client.V1Pod, controller: str) -> Path:
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalCluster, float]]:
     """The real-node cluster with the chart installed as it ships, every nodemedic pod Ready. The kwok nodes are
     cordoned while it installs, so the remediator's replicas run on the real node, where containers are real."""
-    with _started(f"pytest-{os.getpid()}-real-{secrets.token_hex(2)}", len(KWOK_NODES), real_nodes=1) as cluster:
+    # kwok_metrics: the kwok nodes' resource metrics come from kwok (hack/kcp/kwok-metrics.yaml), for metrics-server.
+    with _started(f"pytest-{os.getpid()}-real-{secrets.token_hex(2)}", len(KWOK_NODES), real_nodes=1,
+                  kwok_metrics=True) as cluster:
         core = client.CoreV1Api(cluster.api)
         cordon(core, KWOK_NODES, True)
         t0 = time.monotonic()
@@ -559,3 +565,33 @@ def test_kubectl_nodemedic_says_what_happens_to_each_node_and_why(
           f"$ kubectl nodemedic check {realnode.NAME}\n{check}")
     for node in KWOK_NODES:
         set_condition_since(core, node, "KernelDeadlock", "False", dt.timedelta(0))
+
+
+def test_metrics_server_serves_the_real_nodes_usage_read_from_its_kubelet(
+        installed: tuple[LocalCluster, float]) -> None:
+    cluster, _ = installed
+    assert cluster.owned is not None
+    core = client.CoreV1Api(cluster.api)
+    metrics_server.start(cluster.owned)  # stopped with the cluster
+    api = cluster.owned.api()
+    (agent,) = [p for p in pods(core, "agent") if p.spec.node_name == realnode.NAME]
+
+    def served() -> tuple[dict, dict] | None:
+        nodes = {i["metadata"]["name"]: i for i in api.get("/apis/metrics.k8s.io/v1beta1/nodes")["items"]}
+        try:
+            pod = api.get(f"/apis/metrics.k8s.io/v1beta1/namespaces/{NAMESPACE}/pods/{agent.metadata.name}")
+        except ApiError as e:
+            assert e.status == 404, e
+            return None
+        return (nodes[realnode.NAME], pod) if realnode.NAME in nodes else None
+
+    node, pod = wait_until(served, timeout=90, what=f"metrics.k8s.io serving {realnode.NAME} and its agent pod",
+                           interval=1.0)
+    (container,) = pod["containers"]
+    print(f"\nmetrics-server v0.9.0 from the real kubelet: node {realnode.NAME} {node['usage']}, "
+          f"agent pod {agent.metadata.name} {container['usage']} (window {pod['window']})")
+    assert parse_quantity(node["usage"]["cpu"]) > 0 and parse_quantity(node["usage"]["memory"]) > 256 << 20
+    # The agent's working set is tens of MiB (README: 26 MiB RSS on this node); the pod's own container.
+    assert container["name"] == agent.spec.containers[0].name
+    assert 5 << 20 < parse_quantity(container["usage"]["memory"]) < 512 << 20
+
