@@ -47,6 +47,10 @@ class Prometheus:
         """The alerts in `state` (firing or pending), each with its labels."""
         return [a for a in self.get("/api/v1/alerts")["alerts"] if a["state"] == state]
 
+    def rules(self) -> list[dict[str, Any]]:
+        """Every loaded rule, with its `health` (ok, err, unknown) and `lastError` after an evaluation."""
+        return [r for g in self.get("/api/v1/rules")["groups"] for r in g["rules"]]
+
     def targets_up(self) -> dict[str, str]:
         """scrape URL -> health (up, down, unknown) of every active target."""
         return {t["scrapeUrl"]: t["health"] for t in self.get("/api/v1/targets")["activeTargets"]}

@@ -11,7 +11,8 @@ as the next one expects, and says so when it does not find it that way):
 - a broken policy through `helm upgrade`: refused with an Event and a metric, the last good policy keeps acting;
 - `remediator.mode: cronjob`: kube-controller-manager's Job evicts what `nodemedic-remediator plan` predicted;
 - `kubectl nodemedic` on what happens to each node;
-- metrics-server (the pinned one) serving the real node's and its agent pod's usage, read from the real kubelet.
+- metrics-server (the pinned one) serving the real node's and its agent pod's usage, read from the real kubelet;
+- a real Prometheus scraping the nodemedic pods on the real node, the shipped alerts evaluating without error.
 
 One real node runs on a machine at a time, so one worker runs this module (xdist group). Every agent reading
 /dev/kmsg sees every line written to it; no other test writes there."""
@@ -37,9 +38,10 @@ import pytest
 from kubernetes import client
 
 from agent.checks import runtime
-from kcp import image, metrics_server, paths, realnode
+from kcp import image, metrics_server, paths, prometheus, realnode
 from kcp.api import ApiError
 from remediator.state.quantity import parse_quantity
+from tests import chart_monitoring
 from tests.e2e.conftest import LocalCluster, _started
 from tests.e2e.remediator_harness import (
     cordon,
@@ -594,4 +596,43 @@ def test_metrics_server_serves_the_real_nodes_usage_read_from_its_kubelet(
     # The agent's working set is tens of MiB (README: 26 MiB RSS on this node); the pod's own container.
     assert container["name"] == agent.spec.containers[0].name
     assert 5 << 20 < parse_quantity(container["usage"]["memory"]) < 512 << 20
+
+
+def test_prometheus_scrapes_the_nodemedic_pods_on_the_real_node_and_the_shipped_alerts_evaluate(
+        installed: tuple[LocalCluster, float], tmp_path: Path) -> None:
+    """The pods as the chart's ServiceMonitors would have them scraped (job: the Service's name; namespace, pod and
+    node labels), the chart's shipped PrometheusRule loaded: every alert evaluates against the real series, and none
+    of the ones about a broken install (no leader, an agent not reporting) is pending or firing."""
+    cluster, _ = installed
+    core = client.CoreV1Api(cluster.api)
+    scrape = []
+    for component in ("agent", "remediator"):
+        found = [p for p in pods(core, component) if p.spec.node_name == realnode.NAME and ready(p)]
+        assert found, f"no {component} pod Ready on {realnode.NAME}"
+        port = next(c.container_port for c in found[0].spec.containers[0].ports if c.name == "metrics")
+        scrape.append({"job_name": f"nodemedic-{component}", "static_configs": [
+            {"targets": [f"{p.status.pod_ip}:{port}"],
+             "labels": {"namespace": NAMESPACE, "pod": p.metadata.name, "node": p.spec.node_name}} for p in found]})
+    rules = chart_monitoring.write_rules(tmp_path / "rules.yaml",
+                                         chart_monitoring.rule_groups(chart_monitoring.shipped()))
+    server = prometheus.start(tmp_path / "prometheus", scrape, [rules])
+    try:
+        up = wait_until(lambda: (now := server.targets_up()) and set(now.values()) == {"up"} and now, timeout=60,
+                        what="Prometheus scraping every nodemedic pod on the real node", interval=1.0)
+        evaluated = wait_until(lambda: (now := server.rules()) and all(r["health"] != "unknown" for r in now)
+                               and server.query('max(nodemedic_leader{job="nodemedic-remediator"})') and now,
+                               timeout=60, what="every rule evaluated once, the leader gauge scraped", interval=1.0)
+        (leader_gauge,) = server.query('sum(nodemedic_leader{job="nodemedic-remediator"})')
+        conditions = server.query('count by (status) (nodemedic_agent_condition_status{job="nodemedic-agent"} == 1)')
+        alerts = [(a["labels"]["alertname"], a["state"]) for a in server.alerts("firing") + server.alerts("pending")]
+    finally:
+        server.stop()
+    print(f"\nPrometheus on the real node's pods: targets {sorted(up)}; rules "
+          f"{[(r['name'], r['health']) for r in evaluated]}; leaders {leader_gauge['value'][1]}; agent conditions by "
+          f"status {[(c['metric']['status'], c['value'][1]) for c in conditions]}; alerts {alerts}")
+    assert [(r["name"], r.get("lastError")) for r in evaluated if r["health"] != "ok"] == []
+    assert {r["name"] for r in evaluated} == chart_monitoring.alert_names(
+        chart_monitoring.rule_groups(chart_monitoring.shipped()))
+    assert leader_gauge["value"][1] == "1"  # of two replicas, one leads
+    assert not {name for name, _ in alerts} & {"NodemedicNoLeader", "NodemedicAgentNotReporting"}, alerts
 
