@@ -30,12 +30,12 @@ RESOLUTION = "10s"
 def start(cluster: Cluster, timeout: float = 90.0) -> None:
     """Start metrics-server beside the cluster (stopped by `down`), register it, and return once the APIService is
     Available (metrics-server is ready only after its first scrape of every node)."""
-    binary = paths.binary("metrics-server")
-    if not binary.exists():
-        raise RuntimeError(f"metrics-server is not built ({binary} missing): run `hack/cluster build`")
     if not cluster.kwok_metrics:
         raise RuntimeError("the cluster was started without kwok metrics: metrics-server would read the kwok nodes' "
                            "metrics from their address, 127.0.0.1, on the kubelet port")
+    binary = paths.binary("metrics-server")
+    if not binary.exists():
+        raise RuntimeError(f"metrics-server is not built ({binary} missing): run `hack/cluster build`")
     cert, key = pki.server_cert(cluster.pki_dir, "metrics-server", SERVICE,
                                 f"DNS:{SERVICE}.{NAMESPACE}.svc,DNS:localhost,IP:127.0.0.1")
     ca = cluster.pki_dir / "ca.crt"
