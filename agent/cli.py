@@ -23,6 +23,7 @@ from agent.checks.logmonitor import LogMonitor
 from agent.checks.stuck_pods import StuckPods
 from agent.config import AgentConfig, load_config
 from agent.host import HostRoot
+from agent.logsources.journal_hub import JournalHubs
 from agent.model import Check, HoldsResources, Observation, Status
 from agent.npd import logmonitor_config as npd_logmonitor_config
 from agent.npd import plugin_config as npd_plugin_config
@@ -35,6 +36,7 @@ from agent.reporting.kube import Kube
 from agent.reporting.pod_watch import PodWatch
 from agent.reporting.reporter import Reporter, StateFile
 from agent.reporting.status_server import Answer, StatusServer
+from agent.reporting.xid_pairs import XidPairs
 from agent.supervisor import Supervisor
 from nodemedic_common import logs
 from nodemedic_common.config_errors import ConfigError
@@ -47,10 +49,12 @@ def build_checks(cfg: AgentConfig, host: HostRoot) -> list[Check]:
     checks: list[Check] = [BUILTIN[name].build(c, host) for name, c in cfg.checks.items()]
     errors: list[str] = []
     monitors = cfg.system_log_monitors
+    journals = JournalHubs(host.root)  # one journalctl for every journald monitor of the same journal
     for path in npd_logmonitor_config.DEFAULT_MONITORS if monitors is None else monitors:
         try:
             monitor_config = npd_logmonitor_config.load(path)
-            checks.append(LogMonitor(monitor_config, host=host, recover_after=cfg.log_monitor_recover_after))
+            checks.append(LogMonitor(monitor_config, host=host, recover_after=cfg.log_monitor_recover_after,
+                                     journals=journals))
         except (ConfigError, ValueError) as e:
             errors += getattr(e, "errors", [str(e)])
     for path in cfg.custom_plugin_monitors:
@@ -139,12 +143,13 @@ def cmd_check(args: argparse.Namespace) -> int:
                   "message": c.message} for c in obs.conditions]
         # A log monitor reports a type only once a rule matched; otherwise its config's default holds.
         check = next(c for c in checks if c.name == obs.check)
-        if isinstance(check, LogMonitor) and not obs.error:
+        if isinstance(check, LogMonitor) and not obs.error and not check.absent:
             reported = {c.type for c in obs.conditions}
             rows += [{"check": obs.check, "type": d.type, "status": str(d.status), "reason": d.reason,
                       "message": d.message} for d in check.initial_conditions() if d.type not in reported]
+    xids = XidPairs()  # an Xid in the kernel log and in NVML's event set is one event, as in `run`
     events = [{"check": o.check, "reason": e.reason, "severity": str(e.severity), "message": e.message}
-              for o in observations for e in o.events]
+              for o in observations for e in o.events if xids.first_telling(e, source=o.check, at=o.at)]
     problem = any(r["status"] == str(Status.TRUE) for r in rows)
     if args.json:
         print(json.dumps({"conditions": rows, "events": events, "healthy": not problem}, indent=1))

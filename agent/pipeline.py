@@ -2,7 +2,8 @@
 
 Data flows one way: a check reads the host; the supervisor puts each observation in the inbox; this step folds it
 into the condition book (the conditions' state), wakes the reporter when the book changed and hands it each
-Event; the reporter alone writes to the API server. The condition metrics are kept on the way.
+Event (an Xid told by both the kernel log and NVML once: `reporting/xid_pairs.py`); the reporter alone writes to
+the API server. The condition metrics are kept on the way.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from agent.reporting.condition_metrics import ConditionMetrics
 from agent.reporting.conditions import ConditionBook
 from agent.reporting.inbox import Inbox
 from agent.reporting.reporter import Reporter
+from agent.reporting.xid_pairs import XidPairs
 from nodemedic_common.tasks import cancelled
 
 
@@ -29,6 +31,7 @@ class Pipeline:
     # Events on their way to the API server: each is sent in a task of its own, so a slow POST never holds up the
     # conditions; the ones still running at shutdown are cancelled by `close`.
     sending: set[asyncio.Task[None]] = field(default_factory=set, init=False)
+    xids: XidPairs = field(default_factory=XidPairs)
 
     async def run(self) -> None:
         """Fold the observations in as they arrive, once the Node's current conditions are known: before that, a
@@ -47,7 +50,8 @@ class Pipeline:
             self.metrics.show(self.book)
         self.metrics.count(obs, was_true)
         for event in obs.events:
-            self._send(event, source=obs.check)
+            if self.xids.first_telling(event, source=obs.check, at=obs.at):
+                self._send(event, source=obs.check)
 
     def _send(self, event: EventReport, *, source: str) -> None:
         task = asyncio.create_task(self.reporter.event(event, source=source))

@@ -30,6 +30,7 @@ class Supervisor:
                                   registry=registry, buckets=(0.001, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30))
         self.errors = Counter("nodemedic_agent_check_errors_total", "Check runs that failed or timed out",
                               ["check", "kind"], registry=registry)
+        self._readers = SharedReaders()
 
     async def run_once(self, check: Check) -> Observation:
         now = dt.datetime.now(dt.UTC)
@@ -62,7 +63,7 @@ class Supervisor:
             if fd is None:
                 await asyncio.sleep(delay)
             else:
-                await _readable(fd, delay)
+                await self._readers.readable(fd, delay)
 
     async def run(self) -> None:
         await asyncio.gather(*(self._loop(c) for c in self.checks))
@@ -88,23 +89,37 @@ def until_next_tick(elapsed: float, interval: float) -> float:
     return interval - elapsed % interval
 
 
-async def _readable(fd: int, timeout: float) -> None:
-    """Return when `fd` is readable or after `timeout` seconds, whichever comes first."""
-    loop = asyncio.get_running_loop()
-    ready: asyncio.Future[None] = loop.create_future()
+class SharedReaders:
+    """Waits for descriptors that several checks may share (the journal monitors wait on one journalctl pipe):
+    asyncio keeps one reader callback per descriptor, so one callback here wakes every check waiting on it."""
 
-    def wake() -> None:
-        if not ready.done():
-            ready.set_result(None)
+    def __init__(self) -> None:
+        self._waiting: dict[int, set[asyncio.Future[None]]] = {}
 
-    try:
-        loop.add_reader(fd, wake)
-    except (OSError, ValueError):  # not pollable after all: wait the interval
-        await asyncio.sleep(timeout)
-        return
-    try:
-        await asyncio.wait_for(ready, timeout)
-    except TimeoutError:
-        pass
-    finally:
-        loop.remove_reader(fd)
+    async def readable(self, fd: int, timeout: float) -> None:
+        """Return when `fd` is readable or after `timeout` seconds, whichever comes first."""
+        loop = asyncio.get_running_loop()
+        waiters = self._waiting.get(fd)
+        if waiters is None:
+            try:
+                loop.add_reader(fd, self._wake, fd)
+            except (OSError, ValueError):  # not pollable after all: wait the interval
+                await asyncio.sleep(timeout)
+                return
+            waiters = self._waiting[fd] = set()
+        ready: asyncio.Future[None] = loop.create_future()
+        waiters.add(ready)
+        try:
+            await asyncio.wait_for(ready, timeout)
+        except TimeoutError:
+            pass
+        finally:
+            waiters.discard(ready)
+            if not waiters:
+                del self._waiting[fd]
+                loop.remove_reader(fd)
+
+    def _wake(self, fd: int) -> None:
+        for ready in self._waiting.get(fd, ()):
+            if not ready.done():
+                ready.set_result(None)

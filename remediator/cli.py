@@ -1,4 +1,4 @@
-"""`nodemedic-remediator run | validate | plan`."""
+"""`nodemedic-remediator run | validate | plan | convert | autoscaler-flags | scheduler-config`."""
 
 from __future__ import annotations
 
@@ -39,6 +39,7 @@ from remediator.policy.model import Policy
 from remediator.policy.secret_files import DEFAULT_SECRETS_DIR
 from remediator.policy.source import PolicySource
 from remediator.policy_reload import PolicyReload
+from remediator.scheduler_config import Connection, render
 from remediator.server import app, loop_health, serve
 from remediator.state.autoscaler_detection import AutoscalerDetector, detect
 from remediator.state.caches import ClusterCache, snapshot_from_list
@@ -215,6 +216,11 @@ def _print_plan(plan: Plan) -> None:
                           ("held", doc["held"])):
         for row in rows:  # type: ignore[union-attr]
             print(f"{section:<10} " + "  ".join(f"{k}={v}" for k, v in row.items()))
+    for z in plan.zone_exposure:
+        if z.exposed(plan.min_surviving_share):
+            print(f"{'exposed':<10} {z.describe()}")
+    for loop in plan.scheduler_loops:
+        print(f"{'loop':<10} {loop.describe()}")
     print(f"breaker: open={plan.breaker_open} taintedLimit={plan.tainted_limit}")
 
 
@@ -316,6 +322,23 @@ def cmd_autoscaler_flags(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_scheduler_config(args: argparse.Namespace) -> int:
+    policy = _load_or_exit(args.policy, args.secrets_dir)
+    text = render(policy, os.path.basename(args.policy), Connection(
+        kubeconfig=args.kubeconfig, leader_elect=not args.no_leader_elect, lease_namespace=args.lease_namespace,
+        lease_name=args.lease_name))
+    if not args.output:
+        sys.stdout.write(text)
+        return 0
+    try:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        print(f"{args.output}: cannot write the scheduler configuration: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def _run_flag_problems(args: argparse.Namespace) -> list[str]:
     problems = LeaseTimings(args.lease_duration, args.renew_deadline, args.retry_period).errors()
     if not args.sync_timeout > 0:  # 0 would fail every --once run before its first LIST could finish
@@ -338,6 +361,18 @@ def _secrets_dir_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--secrets-dir", default=DEFAULT_SECRETS_DIR,
                         help="the only directory the policy's {file: PATH} secrets and authToken.file are read from "
                              f"(default {DEFAULT_SECRETS_DIR}, where the chart mounts the notifications Secret)")
+
+
+def _scheduler_config_flags(sched: argparse.ArgumentParser) -> None:
+    sched.add_argument("--policy", required=True)
+    _secrets_dir_flag(sched)
+    sched.add_argument("--kubeconfig", default="", help="clientConnection.kubeconfig (default: in-cluster)")
+    sched.add_argument("--lease-namespace", default="kube-system", help="where the scheduler's Lease lives")
+    sched.add_argument("--lease-name", default="",
+                       help="its Lease (default: kube-scheduler for default-scheduler, else nodemedic-scheduler)")
+    sched.add_argument("--no-leader-elect", action="store_true", help="one scheduler replica, no Lease")
+    sched.add_argument("--output", "-o", help="file to write (default: stdout); the chart's second scheduler's "
+                                              "init container writes it for kube-scheduler to read")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -395,11 +430,15 @@ def main(argv: list[str] | None = None) -> int:
                            help="print the cluster-autoscaler --status-taint flags for the taints the policy owns")
     flags.add_argument("--policy", required=True)
     _secrets_dir_flag(flags)
+    _scheduler_config_flags(sub.add_parser(
+        "scheduler-config", help="print the KubeSchedulerConfiguration that places pods as the policy plans them"))
     args = ap.parse_args(argv)
     if args.cmd == "run" and (problems := _run_flag_problems(args)):
         run.exit(2, "".join(f"{run.prog}: {p}\n" for p in problems))  # before anything starts
     if args.cmd == "convert":
         return cmd_convert(args)
+    if args.cmd == "scheduler-config":
+        return cmd_scheduler_config(args)
     if args.cmd == "autoscaler-flags":
         return cmd_autoscaler_flags(args)
     if args.cmd == "validate":

@@ -148,6 +148,8 @@ class Controller:
         self.metrics.breaker_open.set(1 if plan.breaker_open else 0)
         if self.leading():
             await self.announcements.crash_loops(plan, write=not self.dry_run)
+            await self.announcements.zone_exposure(plan, write=not self.dry_run)
+            await self.announcements.scheduler_loops(plan, write=not self.dry_run)
         if plan.fragmentation is not None:
             self.metrics.fragmentation_pending.set(len(plan.fragmentation.pending))
             for resource in ("cpu", "memory"):

@@ -8,6 +8,7 @@ Quantities are integers: CPU in millicores, memory and storage in bytes, everyth
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -123,6 +124,20 @@ class SpreadConstraint:
 
 
 @dataclass(frozen=True)
+class DefaultConstraint:
+    """One of kube-scheduler's PodTopologySpread defaultConstraints: no selector (the scheduler derives it from the
+    pod's owner, scheduling/default_spread.py)."""
+
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str  # DoNotSchedule | ScheduleAnyway
+
+
+# schedulerName -> the default constraints that scheduler gives a pod declaring none (policy/scheduler.py)
+DefaultsOf = Callable[[str], tuple[DefaultConstraint, ...]]
+
+
+@dataclass(frozen=True)
 class NodeSelectorTerm:
     """One term of requiredDuringSchedulingIgnoredDuringExecution; terms are ORed, requirements ANDed."""
 
@@ -210,6 +225,7 @@ class PodRecord:
     owners: tuple[OwnerRef, ...] = ()
     priority: int | None = None
     priority_class: str = ""
+    scheduler_name: str = "default-scheduler"  # spec.schedulerName: the profile that places it and its replacements
     tolerations: tuple[Toleration, ...] = ()
     node_selector: dict[str, str] = field(default_factory=dict)
     required_node_affinity: tuple[NodeSelectorTerm, ...] = ()  # empty = no required affinity
@@ -474,6 +490,63 @@ class ResourceMix:
     nodes: int
 
 
+@dataclass(frozen=True)
+class ZoneMove:
+    source: str  # zone
+    target: str
+    pods: int
+
+
+@dataclass(frozen=True)
+class ZoneExposure:
+    """How much of a replicated workload survives the loss of its worst zone (planning/zone_exposure.py)."""
+
+    namespace: str
+    workload: str  # "Deployment/web" (a ReplicaSet's pods count under its Deployment), "StatefulSet/db"
+    per_zone: tuple[tuple[str, int], ...]  # zone -> live replicas there, every zone listed (exposed ones only)
+    surviving: float  # share of the replicas outside the zone holding most of them
+    best: float  # the share with the replicas spread as evenly as the zones allow
+    moves: tuple[ZoneMove, ...]  # the fewest moves from what it is to that even spread (exposed ones only)
+
+    @property
+    def replicas(self) -> int:
+        return sum(n for _, n in self.per_zone)
+
+    def exposed(self, min_share: float) -> bool:
+        """Below the policy's share while a better spread is possible (two replicas in three zones cannot do
+        better than half)."""
+        return self.surviving < min_share and self.surviving < self.best
+
+    def describe(self) -> str:
+        zones = ", ".join(f"{z}={n}" for z, n in self.per_zone)
+        fix = "; ".join(f"move {m.pods} from {m.source} to {m.target}" for m in self.moves)
+        return (f"{self.namespace}/{self.workload}: {self.surviving:.0%} of {self.replicas} replicas survive the loss "
+                f"of its worst zone ({zones}); {self.best:.0%} with {fix}")
+
+
+@dataclass(frozen=True)
+class SchedulerLoop:
+    """A balance strategy moved a workload's pods off nodes and the scheduler put the replacements straight back:
+    the scheduler disagrees with the policy, and balance moves leave the workload alone until `until`."""
+
+    namespace: str
+    owner: str  # "ReplicaSet/web-7d9f"
+    owner_uid: str
+    node: str
+    moved_at: dt.datetime  # when the pod was moved off `node`
+    since: dt.datetime  # when the replacement was seen back
+    until: dt.datetime
+
+    def describe(self) -> str:
+        return (f"the scheduler disagrees with the policy: pods of {self.namespace}/{self.owner} moved off "
+                f"{self.node} were replaced there; no balance move of it until {_stamp(self.until)} "
+                f"(give its scheduler nodemedic's configuration: nodemedic-remediator scheduler-config)")
+
+
+def _stamp(t: dt.datetime) -> str:
+    return t.astimezone(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
 @dataclass
 class Plan:
     taints_add: list[TaintChange] = field(default_factory=list)
@@ -488,6 +561,9 @@ class Plan:
     crash_loop_nodes: list[CrashLoopNode] = field(default_factory=list)
     fragmentation: Fragmentation | None = None  # what the placement engine saw, when it is configured
     resource_mix: ResourceMix | None = None  # the balancing engine's deviation, when it is configured
+    zone_exposure: list[ZoneExposure] = field(default_factory=list)  # every workload with more than one replica
+    min_surviving_share: float = 0.0  # the policy's scheduler.zoneExposure.minSurvivingShare
+    scheduler_loops: list[SchedulerLoop] = field(default_factory=list)  # workloads held for a scheduler loop
 
     def to_json(self) -> dict[str, object]:
         def change(c: TaintChange) -> dict[str, object]:
@@ -508,6 +584,13 @@ class Plan:
             "crashLoopNodes": [{"node": c.node, "namespace": c.namespace, "owner": c.owner,
                                 "pods": list(c.restarting), "healthyElsewhere": c.healthy_elsewhere}
                                for c in self.crash_loop_nodes],
+            "zoneExposure": [{"namespace": z.namespace, "workload": z.workload, "perZone": dict(z.per_zone),
+                              "surviving": round(z.surviving, 3), "best": round(z.best, 3),
+                              "moves": [{"from": m.source, "to": m.target, "pods": m.pods} for m in z.moves]}
+                             for z in self.zone_exposure if z.exposed(self.min_surviving_share)],
+            "schedulerLoops": [{"namespace": loop.namespace, "owner": loop.owner, "node": loop.node,
+                                "since": _stamp(loop.since), "until": _stamp(loop.until), "note": loop.describe()}
+                               for loop in self.scheduler_loops],
             **({} if self.resource_mix is None else {"resourceMix": {
                 "deviationBefore": round(self.resource_mix.before, 2),
                 "deviationAfter": round(self.resource_mix.after, 2), "nodes": self.resource_mix.nodes}}),

@@ -17,9 +17,11 @@ from remediator.planning.gate import Gate
 from remediator.planning.memory import LOOP_GUARD, PlannerMemory
 from remediator.planning.owned_taints import by_strategy, carrying, strategy_owner
 from remediator.planning.rails import Hold, safety_hold
+from remediator.planning.scheduler_loops import held_loops, remember_sizes
 from remediator.planning.scope import in_scope
 from remediator.planning.taints import plan_taints
 from remediator.planning.wants import Wants
+from remediator.planning.zone_exposure import zone_exposure
 from remediator.policy.model import Policy
 from remediator.strategies import KINDS, STRATEGIES, Strategy, lookup
 
@@ -37,6 +39,9 @@ def _make_plan(snapshot: Snapshot, policy: Policy, memory: PlannerMemory) -> Pla
     plan = Plan(taints_add=taints.adds, taints_remove=taints.removes, held=taints.held,
                 breaker_open=taints.breaker_open, tainted_limit=taints.tainted_limit, next_check=taints.next_check)
     memory.forget_before(snapshot.now - LOOP_GUARD)
+    plan.scheduler_loops = held_loops(snapshot, memory)
+    plan.zone_exposure = zone_exposure(snapshot, policy.scheduler.min_surviving_share)
+    plan.min_surviving_share = policy.scheduler.min_surviving_share
     configured = [(lookup(s.name), s.args) for s in policy.strategies]
     names = {s.name for s, _ in configured}
     for name in [n for n in memory.strategies if n not in names]:
@@ -67,6 +72,7 @@ def _make_plan(snapshot: Snapshot, policy: Policy, memory: PlannerMemory) -> Pla
                     evict_taints=taints.evict_taints, breaker_open=plan.breaker_open)
         _merge(plan, strategy.plan(snapshot, args, gate), snapshot=snapshot, policy=policy, memory=memory,
                strategy=strategy, args=args)
+    remember_sizes(plan, snapshot, memory, {s.name for s, _ in configured if s.kind == "balance"})
     if not policy.window.is_open(snapshot.now):
         _close(plan, policy, snapshot)
     return plan

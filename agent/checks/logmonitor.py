@@ -25,9 +25,10 @@ from typing import Any
 
 from agent.host import HostRoot
 from agent.logsources.filelog import FileLogReader
-from agent.logsources.journald import JournalEntry, JournalReader
+from agent.logsources.journal_hub import JournalHubs
+from agent.logsources.journald import JournalEntry
 from agent.logsources.kmsg import KmsgReader, KmsgRecord
-from agent.logsources.source import LogSource
+from agent.logsources.source import LogSource, SourceAbsent
 from agent.model import CheckTiming, ConditionReport, EventReport, Observation, Status
 from agent.npd.logmonitor_config import LogMonitorConfig, Plugin
 from agent.npd.re2 import MAX_MATCHED_BUFFER, bounded
@@ -65,12 +66,14 @@ class LogMonitor:
     """One NPD system-log-monitor config as a `Check`.
 
     `recover_after` is the quiet period after which a permanent condition goes back to False (None: never,
-    as in NPD). `tz` is the zone of filelog timestamps without one (default: the agent's local zone).
+    as in NPD). `tz` is the zone of filelog timestamps without one (default: the agent's local zone). `journals`
+    are the agent's shared journal readers (`agent/logsources/journal_hub.py`); without them a journald monitor
+    has a reader of its own.
     """
 
     def __init__(self, config: LogMonitorConfig, *, host: HostRoot,
                  recover_after: dt.timedelta | None = DEFAULT_RECOVER_AFTER, timing: CheckTiming = DEFAULT_TIMING,
-                 tz: dt.tzinfo | None = None) -> None:
+                 tz: dt.tzinfo | None = None, journals: JournalHubs | None = None) -> None:
         self.config = config
         self.name = config.source or config.path.stem
         self._timing = timing
@@ -83,11 +86,12 @@ class LogMonitor:
         # timestamp written without a year): chosen once, by the config's plugin.
         self._reader: LogSource[Any]
         self._line: Callable[[Any, dt.datetime], _Line | None]
+        journal_present = True
         match config.plugin:
             case Plugin.JOURNALD:
-                self._reader = JournalReader(host.root, identifiers=(config.plugin_config.source,),
-                                             directory=log_path if config.log_path else None)
-                self._line = _journal_line
+                hub = (journals or JournalHubs(host.root)).hub(log_path if config.log_path else None)
+                self._reader, self._line = hub.subscribe(config.plugin_config.source), _journal_line
+                journal_present = hub.present()
             case Plugin.KMSG:
                 self._reader, self._line = KmsgReader(log_path), self._kmsg_line
             case Plugin.FILELOG:
@@ -99,10 +103,17 @@ class LogMonitor:
         self._history_from: dt.datetime | None = None  # lines before this are history to drop (lookback)
         self._in_history = False  # True until the backlog present at start has been read
         self._live_from: dt.datetime | None = None  # lines before boot + delay are never matched
+        # the log does not exist on this host (no journal): nothing to report, not even the config's defaults
+        self._absent = config.plugin is Plugin.JOURNALD and not journal_present
 
     @property
     def timing(self) -> CheckTiming:
-        return WAITING_TIMING if self.input_fd() is not None else self._timing
+        return WAITING_TIMING if self._absent or self.input_fd() is not None else self._timing
+
+    @property
+    def absent(self) -> bool:
+        """The log does not exist on this host (no journal): the monitor reports nothing."""
+        return self._absent
 
     def input_fd(self) -> int | None:
         """The source's readable descriptor once it has one (see `WaitsForInput`)."""
@@ -113,7 +124,10 @@ class LogMonitor:
         self._reader.close()
 
     def initial_conditions(self) -> tuple[ConditionReport, ...]:
-        """The config's defaults (`conditions[]`): what to write for a type the Node does not carry yet."""
+        """The config's defaults (`conditions[]`): what to write for a type the Node does not carry yet. None for a
+        log this host does not have: a default would say "no problem" about what nobody looked at."""
+        if self._absent:
+            return ()
         return tuple(ConditionReport(type=c.type, status=Status.FALSE, reason=c.reason, message=c.message)
                      for c in self.config.conditions)
 
@@ -128,14 +142,19 @@ class LogMonitor:
           the Node back to False before the quiet period; the state machine keeps what the Node carries (and
           gives a type it has never seen the default from `initial_conditions`). With `recover_after=None`
           such a type is reported only once a rule matches.
-        If the log cannot be read, every condition is Unknown and `error` says why; nothing raises.
+        If the log cannot be read, every condition is Unknown and `error` says why; nothing raises. A log this
+        host does not have (no journal) gives an empty observation: no condition, no error.
         """
         if self._started_at is None:
             self._start(now)
         try:
             lines = self._read(now)
+        except SourceAbsent:
+            self._absent = True  # looked at again each WAITING_TIMING interval: a journal may appear
+            return Observation(check=self.name, at=now)
         except OSError as exc:
             return self._failed(now, exc)
+        self._absent = False
         events: list[EventReport] = []
         for line in lines:
             events.extend(self._push(line, now))

@@ -16,6 +16,11 @@ from typing import Protocol, TypeVar
 RecordT_co = TypeVar("RecordT_co", covariant=True)
 
 
+class SourceAbsent(OSError):
+    """The log does not exist on this host (a host without a journal): nothing to read and nothing to report, as
+    opposed to a log that exists and cannot be read."""
+
+
 class LogSource(Protocol[RecordT_co]):
     path: Path  # what is read; named when it cannot be
 
@@ -33,7 +38,8 @@ class LogSource(Protocol[RecordT_co]):
         """A descriptor that is readable when input waits (see `agent.model.WaitsForInput`); None: poll."""
 
     def read(self) -> Sequence[RecordT_co]:
-        """What was logged since the last call; never blocks; OSError when the log cannot be read."""
+        """What was logged since the last call; never blocks; OSError when the log cannot be read (`SourceAbsent`
+        when there is no such log on this host)."""
 
     def close(self) -> None:
         """Release what the source holds open."""

@@ -42,7 +42,11 @@ DEFAULTS_DIR = Path(__file__).parents[1] / "defaults"
 # The monitors an agent runs when its config names none (`systemLogMonitors` unset). readonly-monitor.json, in
 # node-problem-detector's own default set, is shipped for its users but not run: the filesystem check owns
 # ReadonlyFilesystem (it sees the current mount state; a log line only says a remount happened once).
-DEFAULT_MONITORS = (DEFAULTS_DIR / "kernel-monitor.json", DEFAULTS_DIR / "gpu-monitor.json")
+# The kernel log's, and the journal's: every journald monitor shares one journalctl (agent/logsources/journal_hub.py),
+# and a host without a journal starts none.
+DEFAULT_MONITORS = tuple(DEFAULTS_DIR / name for name in (
+    "kernel-monitor.json", "gpu-monitor.json", "systemd-journal-monitor.json", "kubelet-journal-monitor.json",
+    "containerd-journal-monitor.json", "smartd-journal-monitor.json", "abrt-journal-monitor.json"))
 DEFAULT_BUFFER_SIZE = 10
 MAX_BUFFER_SIZE = 1000  # every line re-matches the whole buffer; beyond this a log flood would stall the agent
 

@@ -269,6 +269,12 @@ def build_prometheus(samplers: list[TreeRssSampler]) -> None:
     debian.unpack("prometheus", versions.PROMETHEUS, ["prometheus", "promtool"], paths.prometheus_dir(), samplers)
 
 
+def build_coredns(samplers: list[TreeRssSampler]) -> None:
+    """The cluster DNS server of the real node (hack/kcp/coredns.py): its go.mod has no replace directives, and its
+    tagged source carries its own version, which `coredns -version` prints."""
+    _go_install(f"github.com/coredns/coredns@v{versions.COREDNS}", paths.coredns_dir(), samplers)
+
+
 def build_karpenter(samplers: list[TreeRssSampler]) -> None:
     """Karpenter with its kwok cloud provider (sigs.k8s.io/karpenter/kwok), the node autoscaler of the chain tests.
 
@@ -318,6 +324,7 @@ COMPONENTS: dict[str, tuple[Callable[[list[TreeRssSampler]], None], list[str], s
     "metrics-server": (build_metrics_server, ["metrics-server"], versions.METRICS_SERVER),
     # The package's revision is what --version prints after "revision:".
     "prometheus": (build_prometheus, ["prometheus", "promtool"], versions.PROMETHEUS),
+    "coredns": (build_coredns, ["coredns"], versions.COREDNS),
     "debian": (debian.install, [], ""),
     "image": (image.build, [], ""),
 }
@@ -333,10 +340,12 @@ DEMO = ("kubernetes", "etcd", "kwok", "kubectl", "karpenter")
 # downloaded, on the shared machine at load 3 to 6; prometheus is a package download): the longest starts first, so
 # the lanes end close together (longest-processing-time-first scheduling).
 COLD_SECONDS = {"kubernetes": 495, "karpenter": 219, "descheduler": 217, "helm": 201, "kwok": 130, "image": 130,
-                "metrics-server": 188, "etcd": 57, "actionlint": 30, "prometheus": 10, "debian": 20, "kubectl": 5}
+                "metrics-server": 188, "etcd": 57, "actionlint": 30, "prometheus": 10, "debian": 20, "kubectl": 5,
+                "coredns": 115}
 
 # Binaries that print their version with a subcommand rather than --version.
-VERSION_ARGS = {"descheduler": ["version"], "helm": ["version", "--short"], "actionlint": ["-version"]}
+VERSION_ARGS = {"descheduler": ["version"], "helm": ["version", "--short"], "actionlint": ["-version"],
+                "coredns": ["-version"]}
 
 
 def is_missing(name: str) -> bool:

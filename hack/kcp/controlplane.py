@@ -227,7 +227,7 @@ class Cluster:
         self._step("nodes-ready", t0)
         self._wait_default_service_account(api, deadline)
         if self.real_nodes:
-            realnode.start(self.state_dir, self.server, self._start, deadline, log)
+            realnode.start(self.state_dir, self.server, self._start, deadline, log, api=api)
             kwok_nodes.wait_ready(api, [realnode.NAME], max(1.0, deadline - time.monotonic()))
             self._step("real-node-ready", t0)
         self._step("ready", t0)

@@ -102,8 +102,26 @@ def pause_archive() -> Path:
     return paths.images_dir() / f"pause-{pause_reference().rsplit(':', 1)[1]}.tar"
 
 
+SCHEDULER_REPOSITORY = "localhost/kube-scheduler"
+
+
+def scheduler_reference() -> str:
+    """kube-scheduler at the pinned version as an image, for the chart's second scheduler on a real node (users pull
+    registry.k8s.io/kube-scheduler, which cannot be pulled here)."""
+    return f"{SCHEDULER_REPOSITORY}:v{versions.KUBERNETES}"
+
+
+def scheduler_archive() -> Path:
+    return paths.images_dir() / f"kube-scheduler-v{versions.KUBERNETES}.tar"
+
+
+def archives() -> tuple[Path, ...]:
+    """Every image a real node's containerd imports."""
+    return pause_archive(), scheduler_archive(), archive()
+
+
 def is_missing() -> bool:
-    return not archive().is_file() or not pause_archive().is_file()
+    return not all(a.is_file() for a in archives())
 
 
 def buildah(*args: str) -> list[str]:
@@ -173,14 +191,37 @@ def _build_pause(env: dict[str, str]) -> None:
             subprocess.run(buildah("rmi", ref), capture_output=True, check=False)
 
 
+def _build_scheduler(env: dict[str, str]) -> None:
+    """The pinned kube-scheduler binary (static) in an otherwise empty image, as registry.k8s.io ships it."""
+    ref = scheduler_reference()
+    with tempfile.TemporaryDirectory(prefix="kcp-scheduler-", dir=paths.images_dir()) as work:
+        container = run(buildah("from", "scratch"), cwd=Path(work), env=env).strip().splitlines()[-1]
+        try:
+            run(buildah("copy", container, str(paths.binary("kube-scheduler")), "/usr/local/bin/kube-scheduler"),
+                cwd=Path(work), env=env)
+            run(buildah("config", "--entrypoint", '["/usr/local/bin/kube-scheduler"]', container), cwd=Path(work),
+                env=env)
+            run(buildah("commit", "--quiet", container, ref), cwd=Path(work), env=env)
+        finally:
+            subprocess.run(buildah("rm", container), capture_output=True, check=False)
+        try:
+            out = Path(work) / "kube-scheduler.tar"
+            run(buildah("push", "--quiet", ref, f"docker-archive:{out}:{ref}"), cwd=Path(work), env=env)
+            out.rename(scheduler_archive())
+        finally:
+            subprocess.run(buildah("rmi", ref), capture_output=True, check=False)
+
+
 def build(samplers: list[TreeRssSampler]) -> None:
     """Build the image and leave it as archive(); checks that both programs run inside a container of it. Also the
-    pause image a real node's sandboxes run (pause_archive())."""
+    pause image a real node's sandboxes run (pause_archive()) and kube-scheduler's (scheduler_archive())."""
     images = paths.images_dir()
     images.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     if not pause_archive().is_file():
         _build_pause(env)
+    if not scheduler_archive().is_file():
+        _build_scheduler(env)
     if archive().is_file():
         return
     base = ensure_base(env, samplers)

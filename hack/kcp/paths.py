@@ -54,6 +54,10 @@ def prometheus_dir() -> Path:
     return cache_root() / "bin" / f"prometheus-{versions.PROMETHEUS}"
 
 
+def coredns_dir() -> Path:
+    return cache_root() / "bin" / f"coredns-v{versions.COREDNS}"
+
+
 def images_dir() -> Path:
     """The nodemedic image's archive and buildah's storage (hack/kcp/image.py)."""
     return cache_root() / "images"
@@ -81,6 +85,7 @@ def binary(name: str) -> Path:
         "metrics-server": metrics_server_dir(),
         "prometheus": prometheus_dir(),
         "promtool": prometheus_dir(),
+        "coredns": coredns_dir(),
     }
     return where[name] / name
 

@@ -1,5 +1,6 @@
 """A real node beside the kwok ones: containerd and runc, the CNI plugins, a kubelet and kube-proxy, running real
-containers from the nodemedic image built from the Dockerfile (hack/kcp/image.py).
+containers from the nodemedic image built from the Dockerfile (hack/kcp/image.py), and the cluster's DNS, CoreDNS
+behind the `kube-dns` Service (hack/kcp/coredns.py).
 
 It takes the machine's standard places: the CRI socket at /run/containerd/containerd.sock, the kubelet's root at
 /var/lib/kubelet, the host's network. The chart's agent, installed as it ships, finds them there as on any node. So
@@ -25,7 +26,8 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from kcp import image, paths, pki, procs
+from kcp import coredns, image, paths, pki, procs
+from kcp.api import Api
 
 NAME = "real-node-0"
 ZONE = "zone-a"
@@ -67,6 +69,7 @@ SERVING: dict[str, tuple[str, Callable[[], bool]]] = {
     "containerd": ("containerd's socket", _ctr_answers),
     "kubelet": ("the kubelet's healthz", lambda: _http_ok(KUBELET_HEALTHZ)),
     "kube-proxy": ("kube-proxy's healthz", lambda: _http_ok(f"http://127.0.0.1:{KUBE_PROXY_HEALTHZ_PORT}/healthz")),
+    "coredns": ("CoreDNS's ready endpoint", lambda: _http_ok(f"http://127.0.0.1:{coredns.READY_PORT}/ready")),
 }
 
 
@@ -90,9 +93,11 @@ def preflight() -> list[str]:
     for tool in ("containerd", "runc", "ctr", "ip", "iptables"):
         if shutil.which(tool) is None:
             problems.append(f"{tool} not found: run `hack/cluster build` (it installs the Debian packages)")
+    if not paths.binary("coredns").is_file():
+        problems.append("CoreDNS not built: run `hack/cluster build --only coredns`")
     if not (CNI_BIN / "bridge").exists():
         problems.append(f"no CNI plugins in {CNI_BIN}: run `hack/cluster build`")
-    for archive in (image.archive(), image.pause_archive()):
+    for archive in image.archives():
         if not archive.is_file():
             problems.append(f"image archive {archive} missing: run `hack/cluster build --only image`")
     if LOCK.exists():
@@ -176,6 +181,7 @@ def _kubelet_config(node_dir: Path, pki_dir: Path, serving: tuple[Path, Path]) -
         "tlsCertFile": str(serving[0]), "tlsPrivateKeyFile": str(serving[1]),
         "readOnlyPort": 0, "healthzBindAddress": "127.0.0.1", "healthzPort": 10248,
         "failSwapOn": False, "resolvConf": "/etc/resolv.conf", "clusterDomain": "cluster.local",
+        "clusterDNS": [coredns.SERVICE_IP],
         # A developer's disk is often fuller than a node's: the kubelet evicts only when it is nearly full.
         "evictionHard": {"memory.available": "100Mi", "nodefs.available": "2%", "imagefs.available": "2%",
                          "nodefs.inodesFree": "2%"},
@@ -202,8 +208,9 @@ def _wait(what: str, ready: Callable[[], bool], deadline: float, rec: procs.Proc
 
 
 def start(state_dir: Path, server: str, start_process: Callable[[str, list[str]], procs.ProcessRecord],
-          deadline: float, log: Log) -> None:
-    """Start the real node of the cluster at `state_dir` (its API server at `server`, reachable from pods)."""
+          deadline: float, log: Log, *, api: Api) -> None:
+    """Start the real node of the cluster at `state_dir` (its API server at `server`, reachable from pods; `api` the
+    admin client that registers the cluster DNS)."""
     problems = preflight()
     if problems:
         raise RuntimeError("the real node cannot start:\n  " + "\n  ".join(problems))
@@ -224,7 +231,7 @@ def start(state_dir: Path, server: str, start_process: Callable[[str, list[str]]
         _wait(SERVING[name][0], SERVING[name][1], deadline, start_process(name, argv))
 
     launch("containerd", ["containerd", f"--config={_containerd_config(node_dir)}"])
-    for archive in (image.pause_archive(), image.archive()):
+    for archive in image.archives():
         t0 = time.monotonic()
         _sh("ctr", f"--address={SOCKET}", "--namespace=k8s.io", "images", "import", str(archive))
         log(f"real node: imported {archive.name} into containerd in {time.monotonic() - t0:.1f}s")
@@ -244,6 +251,10 @@ def start(state_dir: Path, server: str, start_process: Callable[[str, list[str]]
         str(paths.binary("kube-proxy")), f"--kubeconfig={proxy_kubeconfig}", f"--hostname-override={NAME}",
         "--proxy-mode=iptables", f"--cluster-cidr={POD_CIDR}", "--conntrack-max-per-core=0",
         f"--healthz-bind-address=127.0.0.1:{KUBE_PROXY_HEALTHZ_PORT}", "--metrics-bind-address=127.0.0.1:10249"])
+    coredns.register(api, ip)
+    dns_cert = pki.client_cert(pki_dir, "coredns-client", coredns.USER)
+    dns_kubeconfig = _kubeconfig(node_dir / "coredns.kubeconfig", server, pki_dir / "ca.crt", *dns_cert)
+    launch("coredns", coredns.argv(_write(node_dir / "Corefile", coredns.corefile(ip, dns_kubeconfig))))
 
 
 def start_again(state_dir: Path, name: str, start_process: Callable[[str, list[str]], procs.ProcessRecord],
@@ -348,7 +359,7 @@ def stop(state_dir: Path, stop_process: Callable[[str], str], log: Log) -> list[
     """Stop the real node of the cluster at `state_dir` and remove every trace of it; one line per step."""
     if not LOCK.exists() or LOCK.read_text().strip() != str(state_dir):
         return []
-    lines = [stop_process("kube-proxy"), stop_process("kubelet")]
+    lines = [stop_process("coredns"), stop_process("kube-proxy"), stop_process("kubelet")]
     _kill_all(_pod_pids, "pod processes", log)  # containers outlive their shims: find them by their cgroups
     _kill_all(_shim_pids, "containerd shims", log)
     lines.append(stop_process("containerd"))

@@ -18,6 +18,7 @@ METRICS_SERVER = "0.9.0"  # sigs.k8s.io/metrics-server: serves metrics.k8s.io fr
 # start a system-wide server from its init script. The e2e tests scrape nodemedic with it and evaluate the chart's
 # alerts; the unit tests run `promtool test rules` and parse every alert and dashboard query with it.
 PROMETHEUS = "2.42.0+ds-5+deb12u1"
+COREDNS = "1.15.0"  # github.com/coredns/coredns: the real node's cluster DNS (the agent's clusterDNS check)
 
 # Debian 12 packages, installed with apt when absent (hack/kcp/debian.py): a real node's runtime (containerd, runc,
 # the CNI plugins), the image build (buildah, mmdebstrap: the Dockerfile's base made from Debian's packages) and the

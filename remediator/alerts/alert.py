@@ -18,6 +18,8 @@ class AlertKind(StrEnum):
     BREAKER_OPEN = "CircuitBreakerOpen"
     HELD = "Held"
     CRASH_LOOP_NODE = "CrashLoopNode"
+    ZONE_EXPOSURE = "ZoneExposure"
+    SCHEDULER_LOOP = "SchedulerLoop"
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,10 @@ class Metrics:
     fragmentation_stranded: Gauge
     resource_mix_deviation: Gauge
     autoscaler_detected: Gauge
+    zone_surviving: Gauge
+    zone_surviving_best: Gauge
+    scheduler_loops: Counter
+    scheduler_loop_held: Gauge
 
 
 def create(registry: CollectorRegistry) -> Metrics:
@@ -67,4 +71,15 @@ def create(registry: CollectorRegistry) -> Metrics:
                                   "1 while the node autoscaler is detected in the cluster, else 0: what "
                                   "autoscaler.addsNodes: auto counts on (state/autoscaler_detection.py)",
                                   ["autoscaler"], registry=r),
+        zone_surviving=Gauge("nodemedic_workload_zone_loss_surviving_ratio",
+                             "Share of a replicated workload's live replicas outside the zone holding most of them: "
+                             "what survives that zone's loss", ["namespace", "workload"], registry=r),
+        zone_surviving_best=Gauge("nodemedic_workload_zone_loss_surviving_ratio_best",
+                                  "The same share with the workload's replicas spread as evenly as the cluster's "
+                                  "zones allow", ["namespace", "workload"], registry=r),
+        scheduler_loops=Counter("nodemedic_scheduler_loops_total",
+                                "Workloads whose replacements the scheduler kept placing back on the nodes a balance "
+                                "strategy moved them off: the scheduler disagrees with the policy", registry=r),
+        scheduler_loop_held=Gauge("nodemedic_scheduler_loop_held_workloads",
+                                  "Workloads held from balance moves for a scheduler loop", registry=r),
     )

@@ -1,5 +1,6 @@
 """What a plan says that people should hear about once, not every cycle: taints held back by a rail or the breaker,
-the breaker tripping, and nodes holding a workload's only restarting pods.
+the breaker tripping, nodes holding a workload's only restarting pods, workloads crossing the zone-exposure
+threshold, and workloads the scheduler keeps putting back.
 
 A plan is recomputed every cycle and says the same things again; this keeps what was announced, so a condition
 that flaps under an open breaker raises one Event and one notification, not one per flap.
@@ -25,6 +26,9 @@ class PlanAnnouncements:
         self.held_seen: dict[tuple[str, str, HoldReason], float] = {}  # (node, taint, reason) -> when last held
         self.breaker_was_open = False
         self.crash_loops_seen: set[tuple[str, str, str]] = set()  # (node, namespace, owner) announced and in the gauge
+        self.exposure_series: set[tuple[str, str]] = set()  # (namespace, workload) in the exposure gauges
+        self.exposed: set[tuple[str, str]] = set()  # (namespace, workload) below the threshold, announced
+        self.loops_seen: set[str] = set()  # owner uids of scheduler loops announced
 
     async def held(self, plan: Plan) -> None:
         now = self.monotonic()
@@ -61,3 +65,49 @@ class PlanAnnouncements:
                                        details={"namespace": c.namespace, "owner": c.owner,
                                                 "pods": ",".join(c.restarting)})
         self.crash_loops_seen = set(current)
+
+    async def zone_exposure(self, plan: Plan, *, write: bool) -> None:
+        """The exposure gauges for every replicated workload (dry-run too), and an Event on the workload when it
+        falls below the policy's share (Warning) or is back above it (Normal), when `write`."""
+        current = {(z.namespace, z.workload): z for z in plan.zone_exposure}
+        for key in self.exposure_series - set(current):
+            self.metrics.zone_surviving.remove(*key)
+            self.metrics.zone_surviving_best.remove(*key)
+        for key, z in current.items():
+            self.metrics.zone_surviving.labels(*key).set(z.surviving)
+            self.metrics.zone_surviving_best.labels(*key).set(z.best)
+        self.exposure_series = set(current)
+        exposed = {key for key, z in current.items() if z.exposed(plan.min_surviving_share)}
+        for key in sorted(exposed - self.exposed) if write else ():
+            z = current[key]
+            await self._on_workload(z.namespace, z.workload, type_="Warning", reason="NodemedicZoneExposure",
+                                    message=f"below {plan.min_surviving_share:.0%}: {z.describe()}",
+                                    kind=AlertKind.ZONE_EXPOSURE)
+        for key in sorted(self.exposed - exposed) if write else ():
+            z_now = current.get(key)
+            share = f"{z_now.surviving:.0%}" if z_now is not None else "no replicas left to lose"
+            await self._on_workload(*key, type_="Normal", reason="NodemedicZoneExposureCleared",
+                                    message=f"{share} of its replicas survive the loss of its worst zone now "
+                                            f"(threshold {plan.min_surviving_share:.0%})", kind=None)
+        self.exposed = exposed if write else self.exposed
+
+    async def scheduler_loops(self, plan: Plan, *, write: bool) -> None:
+        """A gauge of the workloads held for a scheduler loop, and a counter and a Warning Event on each new one."""
+        self.metrics.scheduler_loop_held.set(len(plan.scheduler_loops))
+        current = {loop.owner_uid: loop for loop in plan.scheduler_loops}
+        for uid in sorted(set(current) - self.loops_seen):
+            loop = current[uid]
+            self.metrics.scheduler_loops.inc()
+            if write:
+                await self._on_workload(loop.namespace, loop.owner, type_="Warning",
+                                        reason="NodemedicSchedulerDisagrees", message=loop.describe(),
+                                        kind=AlertKind.SCHEDULER_LOOP)
+        self.loops_seen = set(current)
+
+    async def _on_workload(self, namespace: str, workload: str, *, type_: str, reason: str, message: str,
+                           kind: AlertKind | None) -> None:
+        owner_kind, _, name = workload.partition("/")
+        self.alerts.log.info(message, extra={"event": reason, "namespace": namespace, "workload": workload})
+        await self.alerts.object(namespace=namespace, type_=type_, reason=reason, message=message, kind=kind,
+                                 involved={"kind": owner_kind, "name": name, "namespace": namespace,
+                                           "apiVersion": "v1" if owner_kind == "ReplicationController" else "apps/v1"})

@@ -93,6 +93,12 @@ def plan(doc: dict[str, Any]) -> str:
     rows = [("taint", f"{c['key']}:{c['effect']}", c["node"], c["cause"]) for c in taints.get("add") or []]
     rows += [("untaint", f"{c['key']}:{c['effect']}", c["node"], c["cause"]) for c in taints.get("remove") or []]
     rows += _actions(doc)
+    rows += [("exposed", f"{z['namespace']}/{z['workload']}", "-",
+              f"{z['surviving']:.0%} survive its worst zone's loss; {z['best']:.0%} after "
+              + "; ".join(f"{m['pods']} from {m['from']} to {m['to']}" for m in z["moves"]))
+             for z in doc.get("zoneExposure") or []]
+    rows += [("loop", f"{loop['namespace']}/{loop['owner']}", loop["node"], loop["note"])
+             for loop in doc.get("schedulerLoops") or []]
     if not rows:
         return "the plan is empty: nothing to taint, untaint or evict"
     return "\n".join(table([("ACTION", "WHAT", "NODE", "WHY"), *rows], indent=""))

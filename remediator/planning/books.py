@@ -74,6 +74,7 @@ class Books:
         self._room_rank: dict[str, int] | None = None
         self._all_by_room: tuple[str, ...] | None = None
         self._offering: Offering | None = None
+        self._known_schedulers = policy.scheduler.known()
         # Evictions of earlier cycles the snapshot does not show yet (planning/leaving.py): booked as this plan's own.
         self.leaving = tuple(leaving)
         for pod, destination in self.leaving:
@@ -133,6 +134,9 @@ class Books:
         owner = pod.controller
         if owner is None:
             return None
+        loop = self.memory.loops.get(owner.uid)
+        if loop is not None:
+            return f"loop guard: {loop.describe()}"
         last = self.memory.moved_off.get((owner.uid, pod.node_name))
         if last is None or self.snapshot.now - last >= LOOP_GUARD:
             return None
@@ -205,7 +209,8 @@ class Books:
     # --- placement ------------------------------------------------------------------------------------------
     def indexes(self) -> tuple[PodAffinityIndex, SpreadIndex, ZoneSpread]:
         if self._affinity is None or self._spread is None or self._zones is None:
-            self._affinity, self._spread = PodAffinityIndex(self.snapshot), SpreadIndex(self.snapshot)
+            self._affinity, self._spread = PodAffinityIndex(self.snapshot), SpreadIndex(self.snapshot,
+                                                                                            self.policy.scheduler.constraints_for)
             self._zones = ZoneSpread(self.snapshot)
             for pod, destination in self.leaving:  # earlier cycles' moves count where they go, as this plan's do
                 if destination is not None and destination != pod.node_name and destination in self.snapshot.nodes:
@@ -223,6 +228,8 @@ class Books:
              reserved: Mapping[str, Room]) -> tuple[str | None, str]:
         """The first of `destinations` that takes `pod` with the plan's books: (node, "") or (None, why none);
         reserves nothing."""
+        if (unknown := self.unknown_scheduler(pod)) is not None:
+            return None, unknown
         affinity, spread, _ = self.indexes()
         result = find_destination(pod, self.snapshot, exclude=self.exclude, planned_taints=self.planned_taints,
                                   reserved=reserved, requested=self.requested, pod_affinity=affinity,
@@ -244,7 +251,7 @@ class Books:
             shape = (pod.node_name, pod.tolerations, tuple(sorted(pod.node_selector.items())),
                      pod.required_node_affinity, tuple(sorted(pod.requests.items())), pod.namespace,
                      tuple(sorted(pod.labels.items())), pod.required_anti_affinity, pod.required_affinity,
-                     pod.hard_spread)
+                     pod.hard_spread, pod.scheduler_name)
             if shape in self._no_fit:
                 return None, self._no_fit[shape]
         affinity, spread, zones = self.indexes()
@@ -276,9 +283,19 @@ class Books:
         zones.remove(pod, node)
         add_pod(self.reserved[node], pod, -1)
 
+    def unknown_scheduler(self, pod: PodRecord) -> str | None:
+        """Why nodemedic cannot say where the pod's scheduler would put it, or None: node fit predicts kube-scheduler
+        with the profiles the policy names (policy/scheduler.py), not a scheduler it does not know."""
+        if pod.scheduler_name in self._known_schedulers:
+            return None
+        return (f"schedulerName {pod.scheduler_name!r} is not a scheduler nodemedic knows (scheduler.profile, "
+                f"packingProfile, otherSchedulers): where it would place the pod cannot be predicted")
+
     def place_on_new_node(self, pod: PodRecord, source: NodeRecord) -> str | None:
         """Reserve room for `pod` on the new node like `source` that the autoscaler adds, or say why it would not
         fit."""
+        if (unknown := self.unknown_scheduler(pod)) is not None:
+            return unknown
         drop = {r.taint.key for r in self.policy.rules} | {t.key for t in self.planned_taints.get(source.name, ())}
         room = self.new_nodes.setdefault(source.name, {})
         why = new_node_reason(pod, source, self.snapshot, drop_taints=drop | set(AUTOSCALER_TAINTS), held=room)

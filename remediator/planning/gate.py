@@ -16,6 +16,7 @@ from remediator.model import TERMINAL_PHASES, PlannedEviction, PodRecord, Protec
 from remediator.planning.books import Accept, Books
 from remediator.planning.checks import Refusal, Verdict, walk
 from remediator.planning.memory import Remembered
+from remediator.policy.scheduler import SchedulerSettings
 
 NODE, CYCLE = "node", "cycle"  # how far a refusal reaches: the rest of this source node, or the rest of the plan
 
@@ -234,6 +235,11 @@ class Gate:
     def breaker_open(self) -> bool:
         """The circuit breaker holds a problem's taint back this plan."""
         return self._breaker_open
+
+    @property
+    def scheduler(self) -> SchedulerSettings:
+        """The policy's `scheduler` section: the profiles that place moved pods and their default constraints."""
+        return self._books.policy.scheduler
 
     @property
     def remembered(self) -> Remembered:

@@ -9,7 +9,7 @@ import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from remediator.model import PodRecord, Snapshot
+from remediator.model import PodRecord, SchedulerLoop, Snapshot
 from remediator.planning.leaving import Leaving, still_leaving
 
 # A balance strategy does not move a pod off a node when the pod replaced one of its owner's pods that a balance
@@ -27,6 +27,11 @@ class PlannerMemory:
     owner_last_eviction: dict[str, dt.datetime] = field(default_factory=dict)
     # (owner uid, node) -> when a balance strategy last moved one of the owner's pods off the node
     moved_off: dict[tuple[str, str], dt.datetime] = field(default_factory=dict)
+    # owner uid -> its live pods when a balance strategy last planned to move one: pods created since, beyond that
+    # number, are a scale-up or a rollout, not replacements (planning/scheduler_loops.py)
+    owner_size: dict[str, int] = field(default_factory=dict)
+    # owner uid -> the scheduler loop holding the workload from balance moves (planning/scheduler_loops.py)
+    loops: dict[str, SchedulerLoop] = field(default_factory=dict)
     # strategy name -> what it returned to remember (Wants.remember); each strategy reads only its own
     strategies: dict[str, Remembered] = field(default_factory=dict)
     # pod uid -> an eviction started whose pod the caches may still show: booked as moved by every cycle until the
@@ -58,3 +63,6 @@ class PlannerMemory:
     def forget_before(self, horizon: dt.datetime) -> None:
         for key in [k for k, t in self.moved_off.items() if t < horizon]:
             del self.moved_off[key]
+        moved = {owner for owner, _ in self.moved_off}
+        for owner in [o for o in self.owner_size if o not in moved and o not in self.loops]:
+            del self.owner_size[owner]

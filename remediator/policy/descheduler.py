@@ -106,6 +106,8 @@ def translate(r: Reader, root: yaml.Node, *, nodemedic_api: str, nodemedic_kind:
         (scalar("autoscaler", root),
          mapping([(scalar("addsNodes", root), yaml.ScalarNode(_BOOL, "false", root.start_mark, root.end_mark))],
                  root)),
+        # descheduler reads the constraints a pod declares, never the scheduler's defaults (its #609, #1502).
+        (scalar("scheduler", root), mapping([(scalar("defaultConstraints", root), sequence([], root))], root)),
     ]
     if "nodeSelector" in top.values:  # the same field and string form in both policies
         pairs.append((top.key_nodes["nodeSelector"], top.values["nodeSelector"]))

@@ -26,6 +26,7 @@ from remediator.policy.notifications import read_notifications
 from remediator.policy.reader import DOCUMENT, Reader, Section, is_null
 from remediator.policy.rules import read_rules
 from remediator.policy.safety import check_acknowledged, read_safety, taken_risks
+from remediator.policy.scheduler import read_scheduler
 from remediator.policy.secret_files import DEFAULT_SECRETS_DIR
 from remediator.policy.strategies import consolidators, read_strategies
 from remediator.policy.window import read_window
@@ -34,7 +35,7 @@ API_VERSION = "nodemedic.io/v1alpha1"
 DESCHEDULER_VERSIONS = (descheduler.V1ALPHA2, descheduler_v1alpha1.V1ALPHA1)
 KIND = "RemediationPolicy"
 _TOP_KEYS = ("apiVersion", "kind", "rules", "evictor", "strategies", "limits", "eviction", "safety", "notifications",
-             "autoscaler", "maintenanceWindow", "metricsProviders", "nodeSelector")
+             "autoscaler", "maintenanceWindow", "metricsProviders", "nodeSelector", "scheduler")
 
 
 def parse_policy(text: str, *, source: str, secrets_dir: str = DEFAULT_SECRETS_DIR) -> Policy:
@@ -137,7 +138,8 @@ def _sections(r: Reader, top: Section, *, from_descheduler: bool) -> Policy:
                     limits=read_limits(r, top), eviction=read_eviction(r, top), safety=read_safety(r, top),
                     notifications=read_notifications(r, top),
                     autoscaler=read_autoscaler(r, top, consolidators(strategies)), window=read_window(r, top),
-                    metrics=providers, node_selector=read_node_selector(r, top))
+                    metrics=providers, node_selector=read_node_selector(r, top),
+                    scheduler=read_scheduler(r, top, packs=any(s.name == "HighNodeUtilization" for s in strategies)))
     if not from_descheduler:
         # A DeschedulerPolicy has no rules nor taints of nodemedic's and no safety section to acknowledge in: its
         # evictor flags mean what they mean in descheduler, and nodemedic's breaker and limits defaults apply.

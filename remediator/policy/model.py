@@ -18,6 +18,7 @@ from remediator.policy.measured_usage import MetricsProviders
 from remediator.policy.notifications import Notifications
 from remediator.policy.rules import TaintRule
 from remediator.policy.safety import Safety
+from remediator.policy.scheduler import SchedulerSettings
 from remediator.policy.window import MaintenanceWindow
 
 OWNED_TAINTS_ANNOTATION = "nodemedic.io/owned-taints"
@@ -44,3 +45,4 @@ class Policy:
     window: MaintenanceWindow = MaintenanceWindow()
     metrics: MetricsProviders = field(default_factory=MetricsProviders)  # `metricsProviders`: measured usage
     node_selector: LabelSelector | None = None  # `nodeSelector`: the nodes the policy acts on (None: all)
+    scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)  # what kube-scheduler does with pods

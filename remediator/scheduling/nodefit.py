@@ -130,6 +130,8 @@ def find_destination(pod: PodRecord, snapshot: Snapshot, *, exclude: Collection[
     fitting = 0
     considered, rejections = _candidates(pod, snapshot.nodes.keys() if nodes is None else nodes, offering)
     total = sum(rejections.values())
+    # The scheduler's filter checks the pod's DoNotSchedule constraints, its own or its scheduler's defaults.
+    hard_spread = bool(pod.hard_spread or (spread is not None and spread.hard(pod)))
     for name in considered:
         node = snapshot.nodes.get(name)
         if node is None:
@@ -146,7 +148,7 @@ def find_destination(pod: PodRecord, snapshot: Snapshot, *, exclude: Collection[
             if pod_affinity is None:
                 pod_affinity = PodAffinityIndex(snapshot)
             why = pod_affinity.conflict(pod, node)
-        if why is None and pod.hard_spread:
+        if why is None and hard_spread:
             if spread is None:
                 spread = SpreadIndex(snapshot)
             why = spread.violation(pod, node)

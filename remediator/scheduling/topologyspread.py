@@ -8,6 +8,9 @@ constraints use; with `nodeAffinityPolicy: Honor`, the default, only nodes the p
 with `nodeTaintsPolicy: Honor` only nodes whose taints it tolerates), matching pods are the non-terminating pods
 of the pod's namespace the selector matches, and with fewer domains than `minDomains` the fewest counts as 0.
 
+A pod declaring no constraint gets its scheduler's default constraints (default_spread.py) when the index is
+given the policy's scheduler settings: the scheduler filters and scores it with those.
+
 The moving pod is not counted (it is being evicted), and pods planned to move this cycle count at their
 destination, not where they are: that lowers their old domain, which can only make the check stricter.
 """
@@ -17,7 +20,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from remediator.model import Effect, LabelSelector, NodeRecord, PodRecord, Snapshot, SpreadConstraint
+from remediator.model import DefaultsOf, Effect, LabelSelector, NodeRecord, PodRecord, Snapshot, SpreadConstraint
+from remediator.scheduling.default_spread import default_spread, filter_skew
 from remediator.scheduling.selectors import matches_labels, pod_fits_node_selection
 from remediator.scheduling.tolerations import untolerated
 
@@ -83,8 +87,10 @@ class SpreadIndex:
     Tallies are kept per (namespace, selector, eligible nodes) — what the replicas of one workload share — and
     moved incrementally as the plan moves pods, so a cycle planning thousands of moves counts each workload once."""
 
-    def __init__(self, snapshot: Snapshot) -> None:
+    def __init__(self, snapshot: Snapshot, defaults_of: DefaultsOf | None = None) -> None:
         self._snapshot, self._nodes = snapshot, snapshot.nodes
+        self._defaults_of = defaults_of  # schedulerName -> its default constraints; None: declared ones only
+        self._defaults: dict[str, tuple[tuple[SpreadConstraint, ...], tuple[SpreadConstraint, ...]]] = {}  # by uid
         self._moved: dict[str, str] = {}  # pod uid -> destination
         self._arrivals: dict[str, PodRecord] = {}  # moved pods that are not live (their replacements will be)
         self._tallies: dict[tuple[object, ...], _Tally] = {}
@@ -150,23 +156,36 @@ class SpreadIndex:
             return None
         return _domain(tally.domain_of, self._counted_on(pod))
 
+    def _spread_of(self, pod: PodRecord) -> tuple[tuple[SpreadConstraint, ...], tuple[SpreadConstraint, ...]]:
+        """(hard, soft): the pod's own constraints, else its scheduler's defaults."""
+        if pod.hard_spread or pod.soft_spread or self._defaults_of is None:
+            return pod.hard_spread, pod.soft_spread
+        found = self._defaults.get(pod.uid)
+        if found is None:
+            found = self._defaults[pod.uid] = default_spread(pod, self._defaults_of)
+        return found
+
+    def hard(self, pod: PodRecord) -> tuple[SpreadConstraint, ...]:
+        """The DoNotSchedule constraints the scheduler's filter checks for `pod` (its own or its defaults)."""
+        return self._spread_of(pod)[0]
+
     def violation(self, pod: PodRecord, node: NodeRecord) -> str | None:
         """Why `pod` may not go to `node` under its hard spread constraints, or None."""
-        for c in pod.hard_spread:
+        hard = self._spread_of(pod)[0]
+        for c in hard:
             value = node.labels.get(c.topology_key)
             if value is None:
                 return "topology spread (node lacks the topology key)"
             if c.selector is None:
                 continue  # matches no pod: every domain holds 0, the pod itself does not count
-            tally = self._tally(pod, c, pod.hard_spread, c.selector)
+            tally = self._tally(pod, c, hard, c.selector)
             here = self._here(pod, tally)
             # The scheduler's arithmetic, with the moving pod taken out of where it counts now.
             _, fewest = tally.extremes(minus=here)
             if len(tally.domains) < c.min_domains:
                 fewest = 0
             in_value = tally.counts.get(value, 0) - (1 if here == value else 0)
-            itself = 1 if matches_labels(c.selector, pod.labels) else 0
-            if in_value + itself - fewest > c.max_skew:
+            if filter_skew(in_value, fewest, matches_itself=matches_labels(c.selector, pod.labels)) > c.max_skew:
                 return "topology spread"
         return None
 
@@ -175,13 +194,14 @@ class SpreadIndex:
         (most minus fewest matching pods over the eligible domains) above both the current one and maxSkew: the
         scheduler only prefers to honour these, so a move that keeps them within maxSkew, or improves them, is
         fine."""
-        for c in pod.soft_spread:
+        soft = self._spread_of(pod)[1]
+        for c in soft:
             dst = node.labels.get(c.topology_key)
             if dst is None:
                 return "topology spread (node lacks the topology key)"
             if c.selector is None or not matches_labels(c.selector, pod.labels):
                 continue  # the pod does not count towards it: moving it changes nothing
-            tally = self._tally(pod, c, pod.soft_spread, c.selector)
+            tally = self._tally(pod, c, soft, c.selector)
             src = self._here(pod, tally)
             if src == dst:
                 continue

@@ -310,6 +310,7 @@ def pod(obj: dict[str, Any]) -> PodRecord:
         ),
         priority=priority if isinstance(priority, int) else None,
         priority_class=str(spec.get("priorityClassName", "") or ""),
+        scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
         tolerations=tuple(
             Toleration(key=str(t.get("key", "") or ""), operator=str(t.get("operator", "") or "Equal"),
                        value=str(t.get("value", "") or ""), effect=str(t.get("effect", "") or ""))

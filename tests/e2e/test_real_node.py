@@ -4,6 +4,8 @@ Dockerfile. The agent is a DaemonSet pod on the real node with the shipped agent
 /dev/kmsg; the remediator's pods run there as the non-root user. Then, in this order (each test leaves the cluster
 as the next one expects, and says so when it does not find it that way):
 - the agent's probes against the real containerd and kubelet: both stopped and started again;
+- the agent's kube-proxy and cluster DNS checks against the real kube-proxy and CoreDNS (behind the kube-dns
+  Service): both stopped and started again;
 - the chain through the real node: a kernel line written to /dev/kmsg, the condition on the real Node, the taint, a
   real container evicted through the Eviction API and its replacement running elsewhere; then `helm upgrade` with
   shorter quiet periods, which the running remediator reloads from its ConfigMap volume, and the taint goes once
@@ -37,8 +39,9 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from agent.checks import runtime
-from kcp import image, metrics_server, paths, prometheus, realnode
+from agent.checks import cluster_dns, runtime
+from agent.checks import kube_proxy as kube_proxy_check
+from kcp import coredns, image, metrics_server, paths, prometheus, realnode
 from kcp.api import ApiError
 from remediator.state.quantity import parse_quantity
 from tests import chart_monitoring
@@ -69,6 +72,12 @@ SHIPPED_AGENT_CONFIG = (ROOT / "deploy" / "agent" / "default.yaml").read_text()
 # kubelet check: three failed probes 10 s apart (agent/checks/kubelet.py). A few seconds on top for the status write.
 RUNTIME_DETECTION_S = 30 + 5 + 5
 KUBELET_DETECTION_S = 3 * 10 + 5
+# kube-proxy: the kubelet's debounce (three failed healthz probes 10 s apart); cluster DNS: three failed lookups 30 s
+# apart, each allowed 2 s (agent/checks/kube_proxy.py, cluster_dns.py). A few seconds on top for the status write.
+_DNS = cluster_dns.Config()
+KUBE_PROXY_DETECTION_S = 3 * kube_proxy_check.TIMING.interval.total_seconds() + 5
+DNS_DETECTION_S = 3 * _DNS.timing.interval.total_seconds() + _DNS.request_timeout.total_seconds() + 5
+CLUSTER_NAME = "kubernetes.default.svc.cluster.local"
 
 
 def helm(cluster: LocalCluster, *args: str) -> str:
@@ -315,6 +324,59 @@ def test_the_agent_pod_probes_the_real_containerd_and_kubelet_and_counts_their_r
           f"KubeletUnhealthy=True after {t_kubelet:.1f}s; containerd restarted, kubelet started: False again "
           f"after {t_runtime_back:.1f}s and "
           f"{t_kubelet_back:.1f}s; {condition(core, realnode.NAME, 'FrequentContainerRuntimeRestart').message}")
+
+
+def test_the_agent_pod_watches_the_real_kube_proxy_and_the_cluster_dns_through_it(
+        installed: tuple[LocalCluster, float]) -> None:
+    cluster, _ = installed
+    assert cluster.owned is not None
+    core = client.CoreV1Api(cluster.api)
+    # The path the agent's lookup takes, asked from this machine's network namespace (the node's): the kube-dns
+    # Service's address, kube-proxy's DNAT to CoreDNS on the node's address, CoreDNS answering from the API server.
+    timeout = dt.timedelta(seconds=2)
+    assert asyncio.run(cluster_dns.ask(coredns.SERVICE_IP, 53, CLUSTER_NAME, timeout)) is None
+    dns = wait_until(lambda: (c := condition(core, realnode.NAME, "ClusterDNSUnreachable")) and c,
+                     timeout=DNS_DETECTION_S, what="ClusterDNSUnreachable on the real Node")
+    proxy = condition(core, realnode.NAME, "KubeProxyUnhealthy")
+    assert (dns.status, dns.reason, dns.message) == (
+        "False", "ClusterDNSIsHealthy", f"{coredns.SERVICE_IP} answer for {CLUSTER_NAME}"), dns
+    assert (proxy.status, proxy.reason) == ("False", "KubeProxyIsHealthy"), proxy
+    # The journal monitors: on this machine's journal if it has one; without one, nothing at all on the Node.
+    has_journal = any(any(Path(d).glob("*/*.journal")) for d in ("/var/log/journal", "/run/log/journal"))
+    on_node = {c.type for c in core.read_node_status(realnode.NAME).status.conditions}
+    assert ({"ServiceRestartLooping", "DiskBadBlock"} <= on_node) == has_journal, (has_journal, sorted(on_node))
+
+    # kube-proxy stopped (its rules stay, so the DNS path still works) and CoreDNS stopped, at once.
+    t0 = time.monotonic()
+    cluster.owned.stop_component("kube-proxy")
+    cluster.owned.stop_component("coredns")
+    try:
+        assert asyncio.run(cluster_dns.ask(coredns.SERVICE_IP, 53, CLUSTER_NAME, timeout)) is not None
+        proxy_down = wait_until(lambda: (c := condition(core, realnode.NAME, "KubeProxyUnhealthy")).status == "True"
+                                and c, timeout=KUBE_PROXY_DETECTION_S, what="KubeProxyUnhealthy=True")
+        t_proxy = time.monotonic() - t0
+        dns_down = wait_until(lambda: (c := condition(core, realnode.NAME, "ClusterDNSUnreachable")).status == "True"
+                              and c, timeout=DNS_DETECTION_S, what="ClusterDNSUnreachable=True")
+        t_dns = time.monotonic() - t0
+    finally:
+        t1 = time.monotonic()
+        cluster.owned.start_component("kube-proxy")
+        cluster.owned.start_component("coredns")
+    assert proxy_down.reason == "KubeProxyUnhealthy", proxy_down
+    assert "Cannot connect to host 127.0.0.1:10256" in proxy_down.message, proxy_down
+    assert dns_down.message.startswith(f"DNS A {CLUSTER_NAME}: {coredns.SERVICE_IP}: "), dns_down
+    wait_until(lambda: condition(core, realnode.NAME, "KubeProxyUnhealthy").status == "False",
+               timeout=KUBE_PROXY_DETECTION_S, what="KubeProxyUnhealthy=False again")
+    t_proxy_back = time.monotonic() - t1
+    wait_until(lambda: condition(core, realnode.NAME, "ClusterDNSUnreachable").status == "False",
+               timeout=DNS_DETECTION_S, what="ClusterDNSUnreachable=False again")
+    t_dns_back = time.monotonic() - t1
+    restarts = wait_until(lambda: (c := condition(core, realnode.NAME, "FrequentKubeProxyRestart")).message.startswith(
+        "kube-proxy restarted 1 time") and c, timeout=KUBE_PROXY_DETECTION_S, what="one kube-proxy restart counted")
+    assert restarts.status == "False"
+    print(f"\nkube-proxy and CoreDNS stopped: KubeProxyUnhealthy=True after {t_proxy:.1f}s, ClusterDNSUnreachable=True "
+          f"after {t_dns:.1f}s ({dns_down.message}); started again: False after {t_proxy_back:.1f}s and "
+          f"{t_dns_back:.1f}s; {restarts.message}")
 
 
 def quicker(policy: str, agent_config: str) -> tuple[str, str]:

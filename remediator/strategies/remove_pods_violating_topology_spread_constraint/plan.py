@@ -9,6 +9,11 @@ descheduler's algorithm (docs/balance-strategies.md lists each difference and wh
 3. otherwise, domains sorted by matching pods, two cursors (emptiest i, fullest j above the ideal average): move
    `min(ceil(count_j - avg), ceil(avg - count_i), ceil((skew - maxSkew) / 2))` pods out of j, as if to i, until
    every remaining pair is within maxSkew; the pods moved first have no node selection.
+A pod that declares no constraint gets its scheduler's default constraints (scheduling/default_spread.py: the
+policy's `scheduler.defaultConstraints` for the profile that runs nodemedic's configuration, kube-scheduler's
+system defaults for an unconfigured one), as kube-scheduler gives them: one constraint set per workload (its
+ReplicaSet, StatefulSet or ReplicationController), filtered by `constraints` like a declared one. descheduler reads
+declared constraints only, so a plain Deployment is never rebalanced there (its #609, #1502).
 nodemedic's changes: then the lowest priority first (descheduler's sort pops the highest: `tsc-order`); the pods
 counted are every live matching pod, as kube-scheduler counts them, not only the evictable ones in scope
 (`tsc-count`); a pod is evicted only when a node of a domain below the ideal average takes it (node fit with the
@@ -36,6 +41,8 @@ from remediator.model import (
 )
 from remediator.planning.gate import CYCLE, Gate
 from remediator.planning.wants import NOTHING, Wants
+from remediator.policy.scheduler import SchedulerSettings
+from remediator.scheduling.default_spread import default_spread
 from remediator.scheduling.selectors import matches_labels, pod_fits_node_selection
 from remediator.scheduling.tolerations import untolerated
 from remediator.strategies.remove_pods_violating_topology_spread_constraint.args import (
@@ -69,6 +76,8 @@ def plan(snapshot: Snapshot, args: RemovePodsViolatingTopologySpreadConstraintAr
             if p.live:
                 declaring.setdefault(p.namespace, []).append(p)
     constraints = {ns: _constraints(pods, args) for ns, pods in sorted(declaring.items())}
+    for namespace, found in _defaulted(snapshot, nodes, args, gate.scheduler).items():
+        constraints.setdefault(namespace, []).extend(found)
     shapes: dict[tuple[object, ...], _Domains] = {}
     for namespace, found in constraints.items():
         for c in found:
@@ -107,6 +116,23 @@ def _constraints(pods: list[PodRecord],
                 if identity not in found:  # (a frozen dataclass costs more to build than to look up)
                     found[identity] = _Constraint(s, when, pod)
     return list(found.values())
+
+
+def _defaulted(snapshot: Snapshot, nodes: Mapping[str, NodeRecord],
+               args: RemovePodsViolatingTopologySpreadConstraintArgs,
+               scheduler: SchedulerSettings) -> dict[str, list[_Constraint]]:
+    """namespace -> the default constraints of its workloads whose pods declare none, one set per workload (its
+    pods share their template: the first live one on a Ready node speaks for all)."""
+    found: dict[str, list[_Constraint]] = {}
+    for pods in snapshot.pods_by_owner.values():
+        pod = next((p for p in pods if p.live and p.node_name in nodes), None)
+        if pod is None or not _in_scope(pod, args):
+            continue
+        hard, soft = default_spread(pod, scheduler.constraints_for)
+        for when, spreads in ((DO_NOT_SCHEDULE, hard), (SCHEDULE_ANYWAY, soft)):
+            if when in args.constraints:
+                found.setdefault(pod.namespace, []).extend(_Constraint(s, when, pod) for s in spreads)
+    return found
 
 
 @dataclass(frozen=True)

@@ -176,10 +176,23 @@ def test_a_monitor_with_metrics_reporting_off_stays_out_of_the_metrics(tmp_path:
     assert sample("nodemedic_agent_problems_total", {"type": "", "reason": "Boom"}) == 1
 
 
-def test_a_config_that_names_no_log_monitors_runs_the_shipped_kernel_and_gpu_monitors(tmp_path: Path) -> None:
+def test_a_config_that_names_no_log_monitors_runs_the_shipped_kernel_gpu_and_journal_monitors(tmp_path: Path) -> None:
     checks = cli.build_checks(cli.load_config(None, registry={}), cli.HostRoot(tmp_path))
 
-    assert [c.name for c in checks] == ["kernel-monitor", "gpu-monitor"]
+    assert [c.name for c in checks] == ["kernel-monitor", "gpu-monitor", "systemd-journal-monitor",
+                                        "kubelet-journal-monitor", "containerd-journal-monitor",
+                                        "smartd-journal-monitor", "abrt-journal-monitor"]
+
+
+def test_on_a_host_without_a_journal_the_journal_monitors_start_nothing_and_report_nothing(tmp_path: Path) -> None:
+    checks = cli.build_checks(cli.load_config(None, registry={}), cli.HostRoot(tmp_path))
+    journal = [c for c in checks if isinstance(c, cli.LogMonitor) and c.name.endswith("journal-monitor")]
+    assert all(c.absent and c.initial_conditions() == () for c in journal)  # before any look: no defaults to write
+    observations = asyncio.run(cli._check_once(journal))
+
+    assert [(o.conditions, o.events, o.error) for o in observations] == [((), (), "")] * 5
+    assert all(c.absent and c.input_fd() is None and c.initial_conditions() == () for c in journal)
+    assert {c.timing.interval for c in journal} == {dt.timedelta(seconds=30)}
 
 
 class _HoldsASession:

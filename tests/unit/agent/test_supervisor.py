@@ -14,7 +14,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from agent.model import CheckTiming, ConditionReport, Observation, Status
-from agent.supervisor import Supervisor, until_next_tick
+from agent.supervisor import SharedReaders, Supervisor, until_next_tick
 
 FAST = CheckTiming(interval=dt.timedelta(seconds=0.05), timeout=dt.timedelta(seconds=0.2))
 SLOW = CheckTiming(interval=dt.timedelta(minutes=10), timeout=dt.timedelta(seconds=1))
@@ -133,3 +133,36 @@ def test_a_check_that_waits_for_input_runs_when_its_input_arrives_not_on_its_int
 def test_checks_wake_on_one_grid_of_their_interval_from_the_start(elapsed: float, interval: float,
                                                                    expected: float) -> None:
     assert until_next_tick(elapsed, interval) == pytest.approx(expected)
+
+
+def test_many_checks_waiting_on_one_descriptor_all_wake_when_it_is_readable() -> None:
+    readers = SharedReaders()
+    read_end, write_end = os.pipe()
+
+    async def scenario() -> list[bool]:
+        waits = [asyncio.create_task(readers.readable(read_end, 30)) for _ in range(3)]
+        await asyncio.sleep(0)  # every wait registered before the write
+        os.write(write_end, b"x")
+        done, _ = await asyncio.wait(waits, timeout=5)
+        return [w in done for w in waits]
+
+    try:
+        assert asyncio.run(scenario()) == [True, True, True]
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def test_a_shared_descriptor_that_stays_quiet_lets_each_wait_time_out() -> None:
+    readers = SharedReaders()
+    read_end, write_end = os.pipe()
+
+    async def scenario() -> None:
+        await asyncio.gather(readers.readable(read_end, 0.01), readers.readable(read_end, 0.02))
+
+    try:
+        asyncio.run(scenario())
+        assert readers._waiting == {}  # nothing left registered with the loop
+    finally:
+        os.close(read_end)
+        os.close(write_end)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kcp import image, paths
+from kcp import image, paths, versions
 
 
 @pytest.fixture
@@ -61,7 +61,10 @@ def test_the_archive_is_named_by_the_key_under_the_cache(repo: Path) -> None:
     image.archive().write_bytes(b"")
     assert image.is_missing(), "the pause image a real node's sandboxes run is part of it"
     image.pause_archive().write_bytes(b"")
+    assert image.is_missing(), "kube-scheduler's image, for the chart's second scheduler, is part of it"
+    image.scheduler_archive().write_bytes(b"")
     assert not image.is_missing()
+    assert image.scheduler_reference() == f"localhost/kube-scheduler:v{versions.KUBERNETES}"
     assert image.pause_archive().name == f"pause-{image.pause_reference().rsplit(':', 1)[1]}.tar"
 
 

@@ -281,12 +281,12 @@ def test_validate_reports_each_bad_field(config: Config, errors: list[str]) -> N
 
 def test_an_https_probe_verifies_against_the_system_ca_store_and_plain_http_uses_no_tls() -> None:
     https = KubeletCheck(Config(healthz_url="https://127.0.0.1:10250/healthz"), HostRoot(Path("/x")))
-    context = https._tls()
+    context = https.healthz.tls()
     assert isinstance(context, ssl.SSLContext) and context.verify_mode == ssl.CERT_REQUIRED
     assert context.check_hostname
     assert context.cert_store_stats() == ssl.create_default_context().cert_store_stats()
-    assert https._tls() is context, "built once"
-    assert KubeletCheck(Config(), HostRoot(Path("/x")))._tls() is True
+    assert https.healthz.tls() is context, "built once"
+    assert KubeletCheck(Config(), HostRoot(Path("/x"))).healthz.tls() is True
 
 
 def test_the_lean_aiohttp_import_skips_aiohttps_ca_stores_and_leaves_the_environment_as_it_was() -> None:

@@ -13,7 +13,7 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
-from remediator.kubectl import cli
+from remediator.kubectl import cli, render
 from remediator.model import Condition
 from remediator.planner import PlannerMemory, make_plan
 from remediator.planning.owned_taints import OwnedTaint, render_owned
@@ -142,6 +142,17 @@ def test_plan_as_a_table_and_as_json() -> None:
     assert table[0].split() == ["ACTION", "WHAT", "NODE", "WHY"]
     assert table[1].split()[:3] == ["taint", "nodemedic.io/kernel-deadlock:NoSchedule", "sick-1"]
     assert json.loads(ask(["plan", "-o", "json"], api(args=ARGS)))["taints"]["add"][0]["node"] == "sick-1"
+
+
+def test_plan_names_exposed_workloads_with_their_moves_and_scheduler_loops() -> None:
+    doc = {"zoneExposure": [{"namespace": "shop", "workload": "Deployment/d", "surviving": 0.5, "best": 0.667,
+                             "moves": [{"from": "zone-c", "to": "zone-a", "pods": 1}]}],
+           "schedulerLoops": [{"namespace": "shop", "owner": "ReplicaSet/e-1", "node": "n1",
+                               "note": "the scheduler disagrees with the policy"}]}
+    rows = [line.split(None, 3) for line in render.plan(doc).splitlines()[1:]]
+    assert rows == [["exposed", "shop/Deployment/d", "-", "50% survive its worst zone's loss; 67% after 1 from zone-c "
+                                                          "to zone-a"],
+                    ["loop", "shop/ReplicaSet/e-1", "n1", "the scheduler disagrees with the policy"]]
 
 
 def test_check_shows_the_nodes_conditions_and_who_reported_each() -> None:

@@ -19,6 +19,7 @@ from remediator.policy.model import Policy, StrategyConfig
 from remediator.policy.notifications import SINK_TYPES, Notifications, SinkConfig
 from remediator.policy.rules import TaintRule
 from remediator.policy.safety import Safety
+from remediator.policy.scheduler import DefaultConstraint, SchedulerSettings
 from remediator.strategies.high_node_utilization.args import HighNodeUtilizationArgs
 from remediator.strategies.low_node_utilization.args import LowNodeUtilizationArgs
 from remediator.strategies.remove_pods_violating_node_taints.args import RemovePodsViolatingNodeTaintsArgs
@@ -89,6 +90,11 @@ def test_every_field_of_the_full_policy_lands_in_its_dataclass_field() -> None:
                        headers=(("Authorization", "Bearer x"), ("X-Team", "infra"))),
             SinkConfig(type="alertmanager", url="http://alertmanager.monitoring:9093", name="alertmanager-1"),
         )),
+        scheduler=SchedulerSettings(
+            profile="nodemedic-spread", packing_profile="default-scheduler", other_schedulers=("team-scheduler",),
+            default_constraints=(DefaultConstraint(1, "topology.kubernetes.io/zone", "DoNotSchedule"),
+                                 DefaultConstraint(2, "kubernetes.io/hostname", "ScheduleAnyway")),
+            min_surviving_share=0.5, configured=True),
     )
     assert load_policy(GOOD / "full.yaml") == expected
 
