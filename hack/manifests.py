@@ -36,9 +36,10 @@ RENDERINGS: dict[str, tuple[str, list[str]]] = {
         ["--set", "namespace.create=true"],
     ),
     "monitoring.yaml": (
-        "the ServiceMonitors and the PrometheusRule (needs the Prometheus Operator's CRDs)",
-        ["--set", "serviceMonitor.enabled=true,prometheusRule.enabled=true",
-         "--show-only", "templates/servicemonitor.yaml", "--show-only", "templates/prometheusrule.yaml"],
+        "the ServiceMonitors and the PrometheusRule (needs the Prometheus Operator's CRDs), and the Grafana dashboard",
+        ["--set", "serviceMonitor.enabled=true,prometheusRule.enabled=true,grafanaDashboard.enabled=true",
+         "--show-only", "templates/servicemonitor.yaml", "--show-only", "templates/prometheusrule.yaml",
+         "--show-only", "templates/grafana-dashboard.yaml"],
     ),
 }
 

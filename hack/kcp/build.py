@@ -256,6 +256,19 @@ def build_actionlint(samplers: list[TreeRssSampler]) -> None:
     _go_install(f"github.com/rhysd/actionlint/cmd/actionlint@v{versions.ACTIONLINT}", paths.actionlint_dir(), samplers)
 
 
+def build_metrics_server(samplers: list[TreeRssSampler]) -> None:
+    """metrics-server as released (no replace directives in its go.mod); its version is stamped the way its
+    Makefile does, so `metrics-server --version` reports it."""
+    mv = versions.METRICS_SERVER
+    _go_install(f"sigs.k8s.io/metrics-server/cmd/metrics-server@v{mv}", paths.metrics_server_dir(), samplers,
+                ldflags=f"-s -w -X k8s.io/client-go/pkg/version.gitVersion=v{mv}"
+                        f" -X k8s.io/component-base/version.gitVersion=v{mv}")
+
+
+def build_prometheus(samplers: list[TreeRssSampler]) -> None:
+    debian.unpack("prometheus", versions.PROMETHEUS, ["prometheus", "promtool"], paths.prometheus_dir(), samplers)
+
+
 def build_coredns(samplers: list[TreeRssSampler]) -> None:
     """The cluster DNS server of the real node (hack/kcp/coredns.py): its go.mod has no replace directives, and its
     tagged source carries its own version, which `coredns -version` prints."""
@@ -308,6 +321,9 @@ COMPONENTS: dict[str, tuple[Callable[[list[TreeRssSampler]], None], list[str], s
     "helm": (build_helm, ["helm"], versions.HELM),
     "karpenter": (build_karpenter, ["karpenter"], versions.KARPENTER),
     "actionlint": (build_actionlint, ["actionlint"], versions.ACTIONLINT),
+    "metrics-server": (build_metrics_server, ["metrics-server"], versions.METRICS_SERVER),
+    # The package's revision is what --version prints after "revision:".
+    "prometheus": (build_prometheus, ["prometheus", "promtool"], versions.PROMETHEUS),
     "coredns": (build_coredns, ["coredns"], versions.COREDNS),
     "debian": (debian.install, [], ""),
     "image": (image.build, [], ""),
@@ -320,10 +336,12 @@ FIRST = ("debian",)
 # What `make demo` (and the chain benchmark) runs: the control plane, kubectl for Karpenter's CRDs, Karpenter.
 DEMO = ("kubernetes", "etcd", "kwok", "kubectl", "karpenter")
 
-# Cold build seconds measured on 2 cores (a fresh machine of CI's kind): the longest starts first, so the lanes
-# end close together (longest-processing-time-first scheduling).
+# Cold build seconds measured on 2 cores (a fresh machine of CI's kind; metrics-server's with the modules already
+# downloaded, on the shared machine at load 3 to 6; prometheus is a package download): the longest starts first, so
+# the lanes end close together (longest-processing-time-first scheduling).
 COLD_SECONDS = {"kubernetes": 495, "karpenter": 219, "descheduler": 217, "helm": 201, "kwok": 130, "image": 130,
-                "etcd": 57, "actionlint": 30, "debian": 20, "kubectl": 5, "coredns": 115}
+                "metrics-server": 188, "etcd": 57, "actionlint": 30, "prometheus": 10, "debian": 20, "kubectl": 5,
+                "coredns": 115}
 
 # Binaries that print their version with a subcommand rather than --version.
 VERSION_ARGS = {"descheduler": ["version"], "helm": ["version", "--short"], "actionlint": ["-version"],

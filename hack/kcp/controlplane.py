@@ -25,6 +25,7 @@ from kcp.api import Api
 from kcp.ports import free_port
 
 STAGES = Path(__file__).with_name("kwok-stages.yaml")
+KWOK_METRICS = Path(__file__).with_name("kwok-metrics.yaml")
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 
 
@@ -80,6 +81,9 @@ class Cluster:
     # The AdmissionConfiguration kube-apiserver reads (--admission-control-config-file), e.g. GKE's limit on the
     # system-* priority classes; a copy in the state directory, so a restarted API server reads the same.
     admission_config: Path | None = None
+    # kwok emulates each node's kubelet resource metrics (hack/kcp/kwok-metrics.yaml) over HTTPS on ports["kwok"],
+    # for metrics-server and Prometheus (hack/kcp/metrics_server.py); its nodes carry the path annotation.
+    kwok_metrics: bool = False
 
     @classmethod
     def named(cls, name: str) -> Cluster:
@@ -123,12 +127,14 @@ class Cluster:
         self.audit = bool(data.get("audit", False))
         self.real_nodes = int(data.get("real_nodes", 0))
         self.admission_config = Path(data["admission_config"]) if data.get("admission_config") else None
+        self.kwok_metrics = bool(data.get("kwok_metrics", False))
         return True
 
     def save(self) -> None:
         data = {"ports": self.ports, "processes": [p.to_json() for p in self.processes],
                 "kubeconfig": str(self.kubeconfig), "audit": self.audit, "real_nodes": self.real_nodes,
-                "admission_config": str(self.admission_config) if self.admission_config else None}
+                "admission_config": str(self.admission_config) if self.admission_config else None,
+                "kwok_metrics": self.kwok_metrics}
         tmp = self.state_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, indent=1))
         tmp.rename(self.state_file)
@@ -138,11 +144,13 @@ class Cluster:
 
     # --- up ----------------------------------------------------------------------------------------
     def up(self, node_count: int, *, scheduler_config: Path | None = None, timeout: float = 120.0,
-           audit: bool = False, real_nodes: int = 0, admission_config: str | None = None) -> None:
+           audit: bool = False, real_nodes: int = 0, admission_config: str | None = None,
+           kwok_metrics: bool = False) -> None:
         """Start everything and `node_count` Ready kwok nodes. `audit`: the API server logs every request
         (level Metadata) to `audit_log`, for counting a client's requests (off by default: it costs I/O).
         `real_nodes` (0 or 1): also a real node, which takes this machine's container runtime and kubelet paths.
-        `admission_config`: an AdmissionConfiguration (YAML text) for kube-apiserver's admission plugins."""
+        `admission_config`: an AdmissionConfiguration (YAML text) for kube-apiserver's admission plugins.
+        `kwok_metrics`: kwok serves each node's emulated kubelet resource metrics (see the field)."""
         if real_nodes not in (0, 1):
             raise RuntimeError(f"real_nodes {real_nodes}: one real node per machine at most (it takes the machine's "
                                "CRI socket and kubelet root)")
@@ -159,6 +167,7 @@ class Cluster:
         self.processes = []
         self.audit = audit
         self.real_nodes = real_nodes
+        self.kwok_metrics = kwok_metrics
         self.admission_config = None
         if admission_config is not None:
             self.admission_config = self.state_dir / "admission-config.yaml"
@@ -179,6 +188,9 @@ class Cluster:
         pki.make(self.pki_dir, extra_sans=f"IP:{realnode.node_ip()}" if self.real_nodes else "")
         self._step("pki", t0)
         self.ports = {k: free_port() for k in ("etcd", "etcd_peer", "apiserver", "kcm", "scheduler")}
+        if self.kwok_metrics:
+            self.ports["kwok"] = free_port()
+            pki.server_cert(self.pki_dir, "kwok", "kwok", "IP:127.0.0.1,DNS:localhost")
         self._write_kubeconfig()
         self.save()
         insecure = _insecure()
@@ -198,6 +210,8 @@ class Cluster:
         kwok = self._start("kwok", self._kwok_args())
         api = self.api()
         manifests = kwok_nodes.standard_nodes(node_count)
+        if self.kwok_metrics:
+            manifests = [kwok_nodes.with_resource_metrics(m) for m in manifests]
         kwok_nodes.create_nodes(api, manifests)
         self._step("nodes-created", t0)
         self._wait_healthy(kcm, f"https://127.0.0.1:{self.ports['kcm']}/healthz", deadline, insecure)
@@ -241,11 +255,12 @@ class Cluster:
         return rec
 
     def start_process(self, name: str, argv: list[str], *, env: dict[str, str], health_url: str,
-                      timeout: float = 60.0) -> procs.ProcessRecord:
-        """One more process beside the control plane (the node autoscaler): recorded with the cluster's own, so
-        `down` stops it (first, being newest); healthy at `health_url` (plain HTTP) when this returns."""
+                      timeout: float = 60.0, tls: ssl.SSLContext | None = None) -> procs.ProcessRecord:
+        """One more process beside the control plane (the node autoscaler, metrics-server): recorded with the
+        cluster's own, so `down` stops it (first, being newest); healthy at `health_url` when this returns (plain
+        HTTP, or HTTPS checked with `tls`)."""
         rec = self._start(name, argv, env)
-        self._wait_healthy(rec, health_url, time.monotonic() + timeout, None)
+        self._wait_healthy(rec, health_url, time.monotonic() + timeout, tls)
         return rec
 
     def _write_kubeconfig(self) -> None:
@@ -341,11 +356,17 @@ class Cluster:
         return [*args, f"--kubeconfig={self.kubeconfig}", "--leader-elect=false"]
 
     def _kwok_args(self) -> list[str]:
-        return [
+        args = [
             str(paths.binary("kwok")), f"--kubeconfig={self.kubeconfig}", f"--config={STAGES}",
             "--manage-all-nodes=false", f"--manage-nodes-with-annotation-selector={kwok_nodes.KWOK_ANNOTATION}=fake",
             "--node-ip=127.0.0.1", "--node-lease-duration-seconds=40", "--cidr=10.0.0.0/16",
         ]
+        if self.kwok_metrics:
+            # HTTPS with a certificate from the cluster CA, like a kubelet's: metrics-server verifies it.
+            args += [f"--config={KWOK_METRICS}", f"--server-address=127.0.0.1:{self.ports['kwok']}",
+                     f"--node-port={self.ports['kwok']}", f"--tls-cert-file={self.pki_dir / 'kwok.crt'}",
+                     f"--tls-private-key-file={self.pki_dir / 'kwok.key'}"]
+        return args
 
     def stop_component(self, name: str) -> None:
         """Stop one component (kube-apiserver or etcd, to test clients riding out an outage; kube-scheduler, to

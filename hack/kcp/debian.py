@@ -7,7 +7,9 @@ pinned one, so every machine runs the same runtime."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from kcp import versions
@@ -37,3 +39,27 @@ def install(samplers: list[TreeRssSampler]) -> None:
         log("apt-get install failed; updating the package lists once and trying again")
         run(["apt-get", "update"], cwd=Path("/"), env=env, sampler_out=samplers)
         run(args, cwd=Path("/"), env=env, sampler_out=samplers)
+
+
+def unpack(package: str, version: str, binaries: list[str], dest: Path, samplers: list[TreeRssSampler]) -> None:
+    """The `usr/bin/` programs `binaries` of one package at its pinned version, unpacked into `dest` without
+    installing it (no maintainer scripts run, nothing outside `dest` changes)."""
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    with tempfile.TemporaryDirectory(prefix=f"kcp-{package}-") as work:
+        w = Path(work)
+        try:
+            run(["apt-get", "download", f"{package}={version}"], cwd=w, env=env, sampler_out=samplers)
+        except SystemExit:
+            log("apt-get download failed; updating the package lists once and trying again")
+            run(["apt-get", "update"], cwd=Path("/"), env=env, sampler_out=samplers)
+            run(["apt-get", "download", f"{package}={version}"], cwd=w, env=env, sampler_out=samplers)
+        (deb,) = w.glob(f"{package}_*.deb")
+        run(["dpkg-deb", "-x", str(deb), str(w / "root")], cwd=w, env=env, sampler_out=samplers)
+        out = w / "out"
+        out.mkdir()
+        for name in binaries:
+            shutil.move(w / "root" / "usr" / "bin" / name, out / name)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if dest.exists():
+            shutil.rmtree(dest)
+        out.rename(dest)

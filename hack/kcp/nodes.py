@@ -11,6 +11,9 @@ from kcp.api import Api, ApiError
 ZONES = ("zone-a", "zone-b", "zone-c")
 REGION = "local-1"
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
+# Where metrics-server reads a node's resource metrics instead of the kubelet's /metrics/resource: kwok serves every
+# node's on one port (hack/kcp/kwok-metrics.yaml).
+RESOURCE_METRICS_PATH = "metrics.k8s.io/resource-metrics-path"
 
 # An 8-core / 32 GiB machine after kubelet's usual system and kube reservations.
 CAPACITY = {"cpu": "8", "memory": "32Gi", "pods": "110", "ephemeral-storage": "100Gi"}
@@ -54,6 +57,13 @@ def node_manifest(
             "allocatable": dict(allocatable or ALLOCATABLE),
         },
     }
+
+
+def with_resource_metrics(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The node manifest with the annotation that sends metrics-server to kwok's emulation of its metrics."""
+    name = manifest["metadata"]["name"]
+    manifest["metadata"]["annotations"][RESOURCE_METRICS_PATH] = f"/metrics/nodes/{name}/metrics/resource"
+    return manifest
 
 
 def create_nodes(api: Api, manifests: list[dict[str, Any]]) -> None:

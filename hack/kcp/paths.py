@@ -46,6 +46,14 @@ def actionlint_dir() -> Path:
     return cache_root() / "bin" / f"actionlint-v{versions.ACTIONLINT}"
 
 
+def metrics_server_dir() -> Path:
+    return cache_root() / "bin" / f"metrics-server-v{versions.METRICS_SERVER}"
+
+
+def prometheus_dir() -> Path:
+    return cache_root() / "bin" / f"prometheus-{versions.PROMETHEUS}"
+
+
 def coredns_dir() -> Path:
     return cache_root() / "bin" / f"coredns-v{versions.COREDNS}"
 
@@ -74,6 +82,9 @@ def binary(name: str) -> Path:
         "helm": helm_dir(),
         "karpenter": karpenter_dir(),
         "actionlint": actionlint_dir(),
+        "metrics-server": metrics_server_dir(),
+        "prometheus": prometheus_dir(),
+        "promtool": prometheus_dir(),
         "coredns": coredns_dir(),
     }
     return where[name] / name

@@ -13,6 +13,11 @@ HELM = "4.3.1"  # helm.sh/helm/v4: lint and render deploy/helm/nodemedic
 KARPENTER = "1.15.0"  # sigs.k8s.io/karpenter/kwok: the real node autoscaler of the chain tests and the demo
 KARPENTER_GO = "1.26.9"  # Karpenter v1.15.0's go.mod asks for it; fetched from the module proxy as a toolchain
 ACTIONLINT = "1.7.12"  # github.com/rhysd/actionlint: lints .github/workflows (tests/e2e/test_release.py)
+METRICS_SERVER = "0.9.0"  # sigs.k8s.io/metrics-server: serves metrics.k8s.io from kwok's emulated kubelet metrics
+# Debian 12's Prometheus (server and promtool), unpacked into the cache rather than installed: the package would
+# start a system-wide server from its init script. The e2e tests scrape nodemedic with it and evaluate the chart's
+# alerts; the unit tests run `promtool test rules` and parse every alert and dashboard query with it.
+PROMETHEUS = "2.42.0+ds-5+deb12u1"
 COREDNS = "1.15.0"  # github.com/coredns/coredns: the real node's cluster DNS (the agent's clusterDNS check)
 
 # Debian 12 packages, installed with apt when absent (hack/kcp/debian.py): a real node's runtime (containerd, runc,

@@ -49,10 +49,11 @@ class Agent:
                 self.proc.wait(5)
 
 
-def start_agent(kubeconfig: Path, node: str, root: Path, config: Path, log: Path) -> Agent:
+def start_agent(kubeconfig: Path, node: str, root: Path, config: Path, log: Path, *, listen: str = "") -> Agent:
+    """`listen`: where it serves /metrics and /healthz (HOST:PORT); none by default."""
     out = open(log, "ab")  # noqa: SIM115 - the process owns it
     proc = subprocess.Popen(
         [sys.executable, "-m", "agent", "run", "--node-name", node, "--kubeconfig", str(kubeconfig),
-         "--config", str(config), "--host-root", str(root), "--listen", ""],
+         "--config", str(config), "--host-root", str(root), "--listen", listen],
         stdout=out, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
     return Agent(proc, log)

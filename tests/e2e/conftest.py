@@ -43,7 +43,8 @@ class LocalCluster:
 
 @contextlib.contextmanager
 def _started(name: str, node_count: int, *, scheduler_config: Callable[[Path], str] | None = None,
-             audit: bool = False, real_nodes: int = 0, admission_config: str | None = None) -> Iterator[LocalCluster]:
+             audit: bool = False, real_nodes: int = 0, admission_config: str | None = None,
+             kwok_metrics: bool = False) -> Iterator[LocalCluster]:
     """A control plane of our own: fails (never skips) when it is not built or cannot start; afterwards stops it
     and fails if any process it started is still running. `real_nodes=1`: with the real node (hack/kcp/realnode.py),
     which also needs the image built for this code."""
@@ -63,7 +64,7 @@ def _started(name: str, node_count: int, *, scheduler_config: Callable[[Path], s
         config_path.write_text(scheduler_config(owned.kubeconfig))
     try:
         owned.up(node_count, scheduler_config=config_path, audit=audit, timeout=180, real_nodes=real_nodes,
-                 admission_config=admission_config)
+                 admission_config=admission_config, kwok_metrics=kwok_metrics)
     except Exception as e:  # noqa: BLE001 - any start-up failure fails the tests with its message
         owned.down()
         pytest.fail(f"the local control plane failed to start: {e}", pytrace=False)

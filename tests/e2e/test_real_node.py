@@ -11,7 +11,10 @@ as the next one expects, and says so when it does not find it that way):
   shorter quiet periods, which the running remediator reloads from its ConfigMap volume, and the taint goes once
   the condition clears;
 - a broken policy through `helm upgrade`: refused with an Event and a metric, the last good policy keeps acting;
-- `remediator.mode: cronjob`: kube-controller-manager's Job evicts what `nodemedic-remediator plan` predicted.
+- `remediator.mode: cronjob`: kube-controller-manager's Job evicts what `nodemedic-remediator plan` predicted;
+- `kubectl nodemedic` on what happens to each node;
+- metrics-server (the pinned one) serving the real node's and its agent pod's usage, read from the real kubelet;
+- a real Prometheus scraping the nodemedic pods on the real node, the shipped alerts evaluating without error.
 
 One real node runs on a machine at a time, so one worker runs this module (xdist group). Every agent reading
 /dev/kmsg sees every line written to it; no other test writes there."""
@@ -38,7 +41,10 @@ from kubernetes import client
 
 from agent.checks import cluster_dns, runtime
 from agent.checks import kube_proxy as kube_proxy_check
-from kcp import coredns, image, paths, realnode
+from kcp import coredns, image, metrics_server, paths, prometheus, realnode
+from kcp.api import ApiError
+from remediator.state.quantity import parse_quantity
+from tests import chart_monitoring
 from tests.e2e.conftest import LocalCluster, _started
 from tests.e2e.remediator_harness import (
     cordon,
@@ -157,7 +163,9 @@ def container_cgroup(pod: client.V1Pod, controller: str) -> Path:
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalCluster, float]]:
     """The real-node cluster with the chart installed as it ships, every nodemedic pod Ready. The kwok nodes are
     cordoned while it installs, so the remediator's replicas run on the real node, where containers are real."""
-    with _started(f"pytest-{os.getpid()}-real-{secrets.token_hex(2)}", len(KWOK_NODES), real_nodes=1) as cluster:
+    # kwok_metrics: the kwok nodes' resource metrics come from kwok (hack/kcp/kwok-metrics.yaml), for metrics-server.
+    with _started(f"pytest-{os.getpid()}-real-{secrets.token_hex(2)}", len(KWOK_NODES), real_nodes=1,
+                  kwok_metrics=True) as cluster:
         core = client.CoreV1Api(cluster.api)
         cordon(core, KWOK_NODES, True)
         t0 = time.monotonic()
@@ -621,3 +629,72 @@ def test_kubectl_nodemedic_says_what_happens_to_each_node_and_why(
           f"$ kubectl nodemedic check {realnode.NAME}\n{check}")
     for node in KWOK_NODES:
         set_condition_since(core, node, "KernelDeadlock", "False", dt.timedelta(0))
+
+
+def test_metrics_server_serves_the_real_nodes_usage_read_from_its_kubelet(
+        installed: tuple[LocalCluster, float]) -> None:
+    cluster, _ = installed
+    assert cluster.owned is not None
+    core = client.CoreV1Api(cluster.api)
+    metrics_server.start(cluster.owned)  # stopped with the cluster
+    api = cluster.owned.api()
+    (agent,) = [p for p in pods(core, "agent") if p.spec.node_name == realnode.NAME]
+
+    def served() -> tuple[dict, dict] | None:
+        nodes = {i["metadata"]["name"]: i for i in api.get("/apis/metrics.k8s.io/v1beta1/nodes")["items"]}
+        try:
+            pod = api.get(f"/apis/metrics.k8s.io/v1beta1/namespaces/{NAMESPACE}/pods/{agent.metadata.name}")
+        except ApiError as e:
+            assert e.status == 404, e
+            return None
+        return (nodes[realnode.NAME], pod) if realnode.NAME in nodes else None
+
+    node, pod = wait_until(served, timeout=90, what=f"metrics.k8s.io serving {realnode.NAME} and its agent pod",
+                           interval=1.0)
+    (container,) = pod["containers"]
+    print(f"\nmetrics-server v0.9.0 from the real kubelet: node {realnode.NAME} {node['usage']}, "
+          f"agent pod {agent.metadata.name} {container['usage']} (window {pod['window']})")
+    assert parse_quantity(node["usage"]["cpu"]) > 0 and parse_quantity(node["usage"]["memory"]) > 256 << 20
+    # The agent's working set is tens of MiB (README: 26 MiB RSS on this node); the pod's own container.
+    assert container["name"] == agent.spec.containers[0].name
+    assert 5 << 20 < parse_quantity(container["usage"]["memory"]) < 512 << 20
+
+
+def test_prometheus_scrapes_the_nodemedic_pods_on_the_real_node_and_the_shipped_alerts_evaluate(
+        installed: tuple[LocalCluster, float], tmp_path: Path) -> None:
+    """The pods as the chart's ServiceMonitors would have them scraped (job: the Service's name; namespace, pod and
+    node labels), the chart's shipped PrometheusRule loaded: every alert evaluates against the real series, and none
+    of the ones about a broken install (no leader, an agent not reporting) is pending or firing."""
+    cluster, _ = installed
+    core = client.CoreV1Api(cluster.api)
+    scrape = []
+    for component in ("agent", "remediator"):
+        found = [p for p in pods(core, component) if p.spec.node_name == realnode.NAME and ready(p)]
+        assert found, f"no {component} pod Ready on {realnode.NAME}"
+        port = next(c.container_port for c in found[0].spec.containers[0].ports if c.name == "metrics")
+        scrape.append({"job_name": f"nodemedic-{component}", "static_configs": [
+            {"targets": [f"{p.status.pod_ip}:{port}"],
+             "labels": {"namespace": NAMESPACE, "pod": p.metadata.name, "node": p.spec.node_name}} for p in found]})
+    rules = chart_monitoring.write_rules(tmp_path / "rules.yaml",
+                                         chart_monitoring.rule_groups(chart_monitoring.shipped()))
+    server = prometheus.start(tmp_path / "prometheus", scrape, [rules])
+    try:
+        up = wait_until(lambda: (now := server.targets_up()) and set(now.values()) == {"up"} and now, timeout=60,
+                        what="Prometheus scraping every nodemedic pod on the real node", interval=1.0)
+        evaluated = wait_until(lambda: (now := server.rules()) and all(r["health"] != "unknown" for r in now)
+                               and server.query('max(nodemedic_leader{job="nodemedic-remediator"})') and now,
+                               timeout=60, what="every rule evaluated once, the leader gauge scraped", interval=1.0)
+        (leader_gauge,) = server.query('sum(nodemedic_leader{job="nodemedic-remediator"})')
+        conditions = server.query('count by (status) (nodemedic_agent_condition_status{job="nodemedic-agent"} == 1)')
+        alerts = [(a["labels"]["alertname"], a["state"]) for a in server.alerts("firing") + server.alerts("pending")]
+    finally:
+        server.stop()
+    print(f"\nPrometheus on the real node's pods: targets {sorted(up)}; rules "
+          f"{[(r['name'], r['health']) for r in evaluated]}; leaders {leader_gauge['value'][1]}; agent conditions by "
+          f"status {[(c['metric']['status'], c['value'][1]) for c in conditions]}; alerts {alerts}")
+    assert [(r["name"], r.get("lastError")) for r in evaluated if r["health"] != "ok"] == []
+    assert {r["name"] for r in evaluated} == chart_monitoring.alert_names(
+        chart_monitoring.rule_groups(chart_monitoring.shipped()))
+    assert leader_gauge["value"][1] == "1"  # of two replicas, one leads
+    assert not {name for name, _ in alerts} & {"NodemedicNoLeader", "NodemedicAgentNotReporting"}, alerts
+

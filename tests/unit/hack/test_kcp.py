@@ -14,7 +14,7 @@ from tests.waiting import wait_until
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "hack"))
 
-from kcp import build, controlplane, karpenter, nodes, paths, procs
+from kcp import build, controlplane, karpenter, metrics_server, nodes, paths, procs
 
 
 def test_a_started_process_is_recorded_and_stopped_by_its_own_pid(tmp_path: Path) -> None:
@@ -83,6 +83,20 @@ def test_standard_nodes_spread_over_three_zones_with_realistic_capacity() -> Non
         assert m["metadata"]["annotations"][nodes.KWOK_ANNOTATION] == "fake"
         assert set(m["status"]["allocatable"]) >= {"cpu", "memory", "pods"}
     assert len({m["metadata"]["name"] for m in ms}) == 50
+
+
+def test_kwok_emulates_kubelet_metrics_only_for_a_cluster_that_asks_and_metrics_server_needs_it(
+        tmp_path: Path) -> None:
+    plain = controlplane.Cluster(tmp_path / "plain", ports={"kwok": 1})
+    assert not [a for a in plain._kwok_args() if "kwok-metrics" in a or a.startswith("--server-address")]
+    with pytest.raises(RuntimeError, match="without kwok metrics"):
+        metrics_server.start(plain)
+    metered = controlplane.Cluster(tmp_path / "metered", ports={"kwok": 4321}, kwok_metrics=True)
+    args = metered._kwok_args()
+    assert f"--config={controlplane.KWOK_METRICS}" in args and "--server-address=127.0.0.1:4321" in args
+    assert f"--tls-cert-file={metered.pki_dir / 'kwok.crt'}" in args
+    (node,) = [nodes.with_resource_metrics(m) for m in nodes.standard_nodes(1)]
+    assert node["metadata"]["annotations"][nodes.RESOURCE_METRICS_PATH] == "/metrics/nodes/kwok-node-0/metrics/resource"
 
 
 def test_down_fails_loudly_when_a_process_naming_the_cluster_survives(tmp_path: Path) -> None:
