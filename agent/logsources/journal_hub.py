@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 
-from agent.logsources.journald import JournalEntry, JournalReader
+from agent.logsources.journald import DEFAULT_MAX_ENTRIES, JournalEntry, JournalReader
 from agent.logsources.source import SourceAbsent
 
 JOURNAL_DIRS = ("var/log/journal", "run/log/journal")  # persistent and volatile, below the host root
@@ -34,11 +34,12 @@ MAX_QUEUED = 10_000  # entries routed to one subscription and not read yet (each
 
 class JournalHub:
     def __init__(self, host_root: Path, *, directory: Path | None = None, libraries: Sequence[str] | None = None,
-                 restart_after: float = 5.0) -> None:
+                 max_entries: int = DEFAULT_MAX_ENTRIES, restart_after: float = 5.0) -> None:
         self.path = directory or host_root
         self._host_root = host_root
         self._directory = directory
         self._libraries = libraries
+        self._max_entries = max_entries
         self._restart_after = restart_after
         self._subscriptions: list[JournalSubscription] = []
         self._reader: JournalReader | None = None
@@ -75,6 +76,7 @@ class JournalHub:
             if any(not s.declared for s in self._subscriptions):
                 return  # a monitor has not said where its history begins yet: start for all at once
             self._reader = self._start()
+        self.behind = False  # not after an error: the ready pipe would wake the monitors without end
         entries = self._reader.read()
         self.behind = self._reader.behind
         for entry in entries:
@@ -85,7 +87,7 @@ class JournalHub:
     def _start(self) -> JournalReader:
         identifiers = {s.identifier for s in self._subscriptions}
         reader = JournalReader(self._host_root, identifiers=() if "" in identifiers else sorted(identifiers),
-                               directory=self._directory, libraries=self._libraries,
+                               directory=self._directory, libraries=self._libraries, max_entries=self._max_entries,
                                restart_after=self._restart_after)
         starts = [s.since for s in self._subscriptions]
         if all(start is not None for start in starts):

@@ -124,6 +124,24 @@ def test_entries_waiting_for_a_monitor_make_its_descriptor_readable(journal: Rea
         second.close()
 
 
+def test_a_backlog_left_at_the_readers_bound_keeps_the_descriptor_readable(journal: RealJournal) -> None:
+    hub = JournalHub(journal.root, max_entries=2)
+    kubelet = hub.subscribe("kubelet")
+    kubelet.start_at(dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5))
+    for i in range(3):
+        journal.send(f"line {i}", identifier="kubelet")
+    wait_until(lambda: "line 2" in on_disk(journal), timeout=10, what="three lines on disk")
+    try:
+        first = kubelet.read()
+        fd = kubelet.fileno()
+        assert fd is not None and select.select([fd], [], [], 0)[0] == [fd]  # no file change will say so
+        rest = kubelet.read()
+        assert kubelet.fileno() == hub.fileno()
+    finally:
+        kubelet.close()
+    assert [e.message for e in first + rest] == ["line 0", "line 1", "line 2"]
+
+
 @pytest.mark.parametrize("folders", [(), ("var/log/journal",), ("var/log/journal/0123abcd", "run/log/journal")],
                          ids=["no-folder", "empty-folder", "machine-folder-without-files"])
 def test_a_host_without_a_journal_opens_no_reader(tmp_path: Path, folders: tuple[str, ...]) -> None:
