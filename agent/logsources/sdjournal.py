@@ -18,7 +18,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
-import sysconfig
 from pathlib import Path
 
 SONAME = "libsystemd.so.0"
@@ -64,6 +63,8 @@ class Libsystemd:
 
 def candidates(host_root: Path) -> tuple[str, ...]:
     """The host's libsystemd.so.0 files below `host_root`, then the image's (found by the dynamic loader)."""
+    import sysconfig  # noqa: PLC0415 - only where a journal is read: the agent does not import it otherwise
+
     multiarch = sysconfig.get_config_var("MULTIARCH") or f"{os.uname().machine}-linux-gnu"
     found: list[str] = []
     for folder in (f"usr/lib/{multiarch}", f"lib/{multiarch}", "usr/lib64", "lib64", "usr/lib"):
