@@ -22,10 +22,11 @@ RUN /opt/nodemedic/bin/pip install --no-deps /src \
 
 FROM ${PYTHON_IMAGE}
 # libudev1 (pyudev's library, for disk model/serial in the blockdev check) is already in the Debian base.
-# journalctl (Debian's systemd package) is how the journald log monitors read the host's journal; iptables' dump
-# tools (iptables-legacy-save, iptables-nft-save) are how the firewall check reads the host's rules.
+# libsystemd0 (already in the Debian base; named so it stays) is the journald log monitors' fallback reader when the
+# host's own libsystemd below the host root does not load (agent/logsources/sdjournal.py); iptables' dump tools
+# (iptables-legacy-save, iptables-nft-save) are how the firewall check reads the host's rules.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends systemd iptables \
+ && apt-get install -y --no-install-recommends libsystemd0 iptables \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /opt/nodemedic /opt/nodemedic
 # The remediator needs no privilege and runs as this user (the image default). The agent's pod overrides it with

@@ -47,7 +47,7 @@ def build_checks(cfg: AgentConfig, host: HostRoot) -> list[Check]:
     checks: list[Check] = [BUILTIN[name].build(c, host) for name, c in cfg.checks.items()]
     errors: list[str] = []
     monitors = cfg.system_log_monitors
-    journals = JournalHubs(host.root)  # one journalctl for every journald monitor of the same journal
+    journals = JournalHubs(host.root)  # one journal reader for every journald monitor of the same journal
     for path in npd_logmonitor_config.DEFAULT_MONITORS if monitors is None else monitors:
         try:
             monitor_config = npd_logmonitor_config.load(path)
@@ -114,7 +114,7 @@ async def _check_once(checks: list[Check]) -> list[Observation]:
     try:
         return list(await asyncio.gather(*(sup.run_once(c) for c in checks)))
     finally:
-        await _release(checks)  # the kubelet probe's session, a journald source's journalctl
+        await _release(checks)  # the kubelet probe's session, a journald source's journal
 
 
 def _one_shot(cfg: AgentConfig) -> AgentConfig:
@@ -224,7 +224,7 @@ def _attach_capacity(checks: list[Check], reporter: Reporter) -> None:
 async def _release(checks: list[Check]) -> None:
     for check in checks:
         if isinstance(check, HoldsResources):
-            await check.close()  # a journald source stops its journalctl, the kubelet probe drops its session
+            await check.close()  # a journald source closes its journal, the kubelet probe drops its session
 
 
 async def _run(args: argparse.Namespace, log: logging.Logger) -> int:

@@ -89,7 +89,7 @@ class Check(Protocol):
 
 @runtime_checkable
 class WaitsForInput(Protocol):
-    """A check whose source can tell when it has new input (the `/dev/kmsg` device, a journalctl pipe): the
+    """A check whose source can tell when it has new input (the `/dev/kmsg` device, sd-journal's descriptor): the
     supervisor runs it as soon as `input_fd()` is readable, and at least every `timing.interval` for its timers,
     instead of polling. `input_fd()` is None while there is nothing to wait on (then the interval is a poll)."""
 
@@ -110,7 +110,7 @@ class NpdMonitor(Protocol):
 
 @runtime_checkable
 class HoldsResources(Protocol):
-    """A check that keeps something open between observations (a journalctl child, an HTTP session with its
+    """A check that keeps something open between observations (an open journal, an HTTP session with its
     keep-alive connection): the agent awaits `close()` once, at shutdown."""
 
     async def close(self) -> None: ...

@@ -90,7 +90,7 @@ def until_next_tick(elapsed: float, interval: float) -> float:
 
 
 class SharedReaders:
-    """Waits for descriptors that several checks may share (the journal monitors wait on one journalctl pipe):
+    """Waits for descriptors that several checks may share (the journal monitors wait on one journal descriptor):
     asyncio keeps one reader callback per descriptor, so one callback here wakes every check waiting on it."""
 
     def __init__(self) -> None:

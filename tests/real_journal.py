@@ -63,18 +63,30 @@ class RealJournal:
             time.sleep(0.05)
         return self
 
-    def send(self, message: str, *, identifier: str, **fields: str) -> None:
-        """One entry, as a program logging through sd_journal_send() would write it."""
+    def send(self, message: str | bytes, *, identifier: str, **fields: str) -> None:
+        """One entry, as a program logging through sd_journal_send() would write it (a bytes message is sent as
+        is, valid UTF-8 or not)."""
         entry = {"MESSAGE": message, "SYSLOG_IDENTIFIER": identifier, "PRIORITY": "6", **fields}
         payload = b""
         for key, value in entry.items():
-            data = value.encode()
+            data = value if isinstance(value, bytes) else value.encode()
             if b"\n" in data:  # the protocol's binary-safe form: KEY\n<64-bit little-endian length><data>\n
                 payload += key.encode() + b"\n" + len(data).to_bytes(8, "little") + data + b"\n"
             else:
                 payload += key.encode() + b"=" + data + b"\n"
         with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
             sock.sendto(payload, str(self._socket))
+
+    def rotate(self) -> None:
+        """Have journald archive its files and start new ones (SIGUSR2, what `journalctl --rotate` asks for)."""
+        assert self._proc is not None
+        before = set(self.directory.glob("*@*.journal"))
+        os.kill(self._proc.pid, signal.SIGUSR2)
+        deadline = time.monotonic() + 10
+        while set(self.directory.glob("*@*.journal")) == before:
+            if time.monotonic() > deadline:
+                raise RuntimeError("systemd-journald did not rotate its files within 10s")
+            time.sleep(0.05)
 
     def stream(self, identifier: str) -> socket.socket:
         """A connected stdout stream, as systemd gives a service: each line written is an entry. journald run as a

@@ -40,7 +40,7 @@ DEFAULT_RECOVER_AFTER = dt.timedelta(minutes=10)
 # Kernel line -> condition on the API server within about a second needs a short poll of a source that cannot
 # say when it has input (a log file, a kmsg fixture file); a poll of an empty file costs one syscall.
 DEFAULT_TIMING = CheckTiming(interval=dt.timedelta(milliseconds=200), timeout=dt.timedelta(seconds=5))
-# A source that can (the /dev/kmsg device, journalctl's pipe) wakes the monitor itself (WaitsForInput); then the
+# A source that can (the /dev/kmsg device, sd-journal's descriptor) wakes the monitor itself (WaitsForInput); then the
 # interval only paces the quiet-period timers.
 WAITING_TIMING = CheckTiming(interval=dt.timedelta(seconds=30), timeout=dt.timedelta(seconds=5))
 UNREADABLE_REASON = "LogUnreadable"
@@ -120,7 +120,7 @@ class LogMonitor:
         return self._reader.fileno()
 
     async def close(self) -> None:
-        """Release the log source (a journald source stops its journalctl); see `HoldsResources`."""
+        """Release the log source (a journald source closes its journal); see `HoldsResources`."""
         self._reader.close()
 
     @property
@@ -180,7 +180,7 @@ class LogMonitor:
         if self._live_from is not None:
             self._history_from = max(self._history_from, self._live_from)
         self._in_history = True
-        # journalctl skips the older entries itself; the kernel log and files are read whole, filtered in _read
+        # sd-journal seeks past the older entries itself; the kernel log and files are read whole, filtered in _read
         self._reader.start_at(self._history_from)
 
     def _read(self, now: dt.datetime) -> list[_Line]:

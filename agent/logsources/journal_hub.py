@@ -1,18 +1,20 @@
-"""One journalctl for every journald monitor that reads the same journal: the shipped journal monitors are on by
-default because together they cost one reader, not one each.
+"""One journal reader for every journald monitor that reads the same journal: the shipped journal monitors are on
+by default because together they cost one reader, not one each.
 
-`JournalHub` runs one `JournalReader` for the union of its monitors' identifiers (`--identifier` repeated ORs them)
-and routes each entry to the subscriptions whose identifier logged it. Each monitor holds a `JournalSubscription`,
-which is its `LogSource`. The reader starts once every subscription has said where its history begins, at the
-earliest of them (each subscription drops what is older than its own start), so no monitor loses history to
-another that started first.
+`JournalHub` opens one `JournalReader` (sd-journal, in the agent's process) for the union of its monitors'
+identifiers (one `SYSLOG_IDENTIFIER` match each, which sd-journal ORs) and routes each entry to the subscriptions
+whose identifier logged it. Each monitor holds a `JournalSubscription`, which is its `LogSource`. The reader opens
+once every subscription has said where its history begins, at the earliest of them (each subscription drops what
+is older than its own start), so no monitor loses history to another that started first.
 
-Every subscription offers the same descriptor to wait on: journalctl's pipe, or, while entries already routed to it
-wait to be read, a pipe that always reads ready, so no monitor sleeps on input another monitor pumped for it. The
-supervisor lets many checks wait on one descriptor.
+Every subscription offers the same descriptor to wait on: sd-journal's inotify descriptor, or, while entries
+already routed to it wait to be read or the reader stopped at its bound with more to read, a pipe that always
+reads ready, so no monitor sleeps on input another monitor pumped for it, nor on a backlog no file change will
+announce. The supervisor lets many checks wait on one descriptor.
 
 A host without a journal (no journal file in `/var/log/journal` or `/run/log/journal` below the host root, when no
-`logPath` names one) starts no journalctl: `read()` raises `SourceAbsent`, and the monitors report nothing.
+`logPath` names one) opens no reader and loads no libsystemd: `read()` raises `SourceAbsent`, and the monitors
+report nothing.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from __future__ import annotations
 import datetime as dt
 import os
 from collections import deque
+from collections.abc import Sequence
 from pathlib import Path
 
-from agent.logsources.journald import JournalEntry, JournalReader
+from agent.logsources.journald import DEFAULT_MAX_ENTRIES, JournalEntry, JournalReader
 from agent.logsources.source import SourceAbsent
 
 JOURNAL_DIRS = ("var/log/journal", "run/log/journal")  # persistent and volatile, below the host root
@@ -30,12 +33,13 @@ MAX_QUEUED = 10_000  # entries routed to one subscription and not read yet (each
 
 
 class JournalHub:
-    def __init__(self, host_root: Path, *, directory: Path | None = None, journalctl: str = "journalctl",
-                 restart_after: float = 5.0) -> None:
+    def __init__(self, host_root: Path, *, directory: Path | None = None, libraries: Sequence[str] | None = None,
+                 max_entries: int = DEFAULT_MAX_ENTRIES, restart_after: float = 5.0) -> None:
         self.path = directory or host_root
         self._host_root = host_root
         self._directory = directory
-        self._journalctl = journalctl
+        self._libraries = libraries
+        self._max_entries = max_entries
         self._restart_after = restart_after
         self._subscriptions: list[JournalSubscription] = []
         self._reader: JournalReader | None = None
@@ -51,7 +55,7 @@ class JournalHub:
         """A journal file below the host's journal folders (`<machine-id>/*.journal`): an empty folder, as images
         without journald leave, is no journal."""
         if self._directory is not None:
-            return True  # a logPath the config names: journalctl says what is wrong with it
+            return True  # a logPath the config names: opening it says what is wrong with it
         return any(_journal_files(self._host_root / d) for d in JOURNAL_DIRS)
 
     def fileno(self) -> int | None:
@@ -65,13 +69,14 @@ class JournalHub:
         return self._ready[0]
 
     def pump(self) -> None:
-        """Read what journalctl wrote and hand each entry to the subscriptions that want it."""
+        """Read what was logged since and hand each entry to the subscriptions that want it."""
         if self._reader is None:
             if not self.present():
                 raise SourceAbsent(f"{self.path}: no journal (no journal file in /{' or /'.join(JOURNAL_DIRS)})")
             if any(not s.declared for s in self._subscriptions):
                 return  # a monitor has not said where its history begins yet: start for all at once
             self._reader = self._start()
+        self.behind = False  # not after an error: the ready pipe would wake the monitors without end
         entries = self._reader.read()
         self.behind = self._reader.behind
         for entry in entries:
@@ -82,7 +87,7 @@ class JournalHub:
     def _start(self) -> JournalReader:
         identifiers = {s.identifier for s in self._subscriptions}
         reader = JournalReader(self._host_root, identifiers=() if "" in identifiers else sorted(identifiers),
-                               directory=self._directory, journalctl=self._journalctl,
+                               directory=self._directory, libraries=self._libraries, max_entries=self._max_entries,
                                restart_after=self._restart_after)
         starts = [s.since for s in self._subscriptions]
         if all(start is not None for start in starts):
@@ -90,7 +95,7 @@ class JournalHub:
         return reader
 
     def release(self, subscription: JournalSubscription) -> None:
-        """A monitor is done; the last one out stops journalctl."""
+        """A monitor is done; the last one out closes the journal."""
         if subscription in self._subscriptions:
             self._subscriptions.remove(subscription)
         if self._subscriptions:
@@ -134,7 +139,7 @@ class JournalSubscription:
         self.since, self.declared = since, True
 
     def fileno(self) -> int | None:
-        return self._hub.ready_fd() if self.queue else self._hub.fileno()
+        return self._hub.ready_fd() if self.queue or self._hub.behind else self._hub.fileno()
 
     def read(self) -> list[JournalEntry]:
         self._hub.pump()

@@ -7,7 +7,7 @@ a warning, and a missing required field is an error that names the unknown key i
 Every problem in a file is reported at once, each as `FILE: field.path: message`.
 
 Differences from NPD, on purpose:
-- `plugin: journald` reads the host's journal through journalctl (`agent/logsources/journald.py`);
+- `plugin: journald` reads the host's journal through libsystemd, in process (`agent/logsources/journald.py`);
   `pluginConfig.source` is matched against SYSLOG_IDENTIFIER as in NPD, and `logPath` (a journal directory) is
   optional: without it the host root's /var/log/journal and /run/log/journal are both read.
 - A permanent rule must name a condition declared in `conditions[]` (NPD silently never sets it), and a
@@ -42,8 +42,8 @@ DEFAULTS_DIR = Path(__file__).parents[1] / "defaults"
 # The monitors an agent runs when its config names none (`systemLogMonitors` unset). readonly-monitor.json, in
 # node-problem-detector's own default set, is shipped for its users but not run: the filesystem check owns
 # ReadonlyFilesystem (it sees the current mount state; a log line only says a remount happened once).
-# The kernel log's, and the journal's: every journald monitor shares one journalctl (agent/logsources/journal_hub.py),
-# and a host without a journal starts none.
+# The kernel log's, and the journal's: every journald monitor shares one journal reader
+# (agent/logsources/journal_hub.py), and a host without a journal opens none.
 DEFAULT_MONITORS = tuple(DEFAULTS_DIR / name for name in (
     "kernel-monitor.json", "gpu-monitor.json", "systemd-journal-monitor.json", "kubelet-journal-monitor.json",
     "containerd-journal-monitor.json", "smartd-journal-monitor.json", "abrt-journal-monitor.json"))

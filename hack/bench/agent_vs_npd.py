@@ -14,12 +14,13 @@ A private local control plane gets two kwok nodes, one played by each program:
 Both read the real `/dev/kmsg`, which the benchmark writes to (root): the lines are `nodemedic-bench: probe NN`,
 which no shipped rule of either program matches, so nothing else on the machine reacts to them.
 The agent's host has a journal, so its journal monitors run (on by default wherever there is one) and their
-journalctl is counted in its tree: this machine's own, or, where it keeps none, one its systemd-journald writes
+reader, libsystemd in the agent's process, is counted in its RSS: this machine's own journal, or, where it keeps
+none, one its systemd-journald writes
 for the benchmark in `/run/log/journal/<machine-id>/` (tests/real_journal.py, `volatile=True`), the volatile
 journal folder the agent's default discovery reads below its host root; what the benchmark created there is
 removed after. NPD, built without cgo, has no journald monitor to run.
 
-1. Steady state: after a warm-up, RSS (VmRSS of the process tree: journalctl or plugin children count) once a
+1. Steady state: after a warm-up, RSS (VmRSS of the process tree: plugin children count) once a
    second and CPU time over the window, for both: the scheduler's exact runtime (`schedstat`, which the CPU ratio
    uses) and the 10 ms clock ticks of `stat` for comparison.
 2. Latency: N times, one kernel line (1-2 s after the last one was seen), then the time until a watch sees
@@ -55,7 +56,7 @@ from bench.lib.cluster import clean_cluster, unbuilt  # noqa: E402
 from bench.lib.comparison import format_ratio, ratio  # noqa: E402
 from bench.lib.monitor import bench_condition, bench_monitor  # noqa: E402
 from bench.lib.node_conditions import ConditionWatch, has_condition  # noqa: E402
-from bench.lib.process import commands  # noqa: E402
+from bench.lib.process import commands, open_journal_files  # noqa: E402
 from bench.lib.report import machine  # noqa: E402
 from bench.lib.stats import percentiles_ms, summarize  # noqa: E402
 from bench.lib.steady_state import sample_steady_state  # noqa: E402
@@ -207,9 +208,9 @@ def main() -> int:
             print(f"{name:<22} steady state: RSS mean {s.rss_mean_mib:.1f} MiB (max {s.rss_max_mib:.1f}), "
                   f"CPU {s.cpu_percent:.4f} % of one core over {s.seconds:.0f} s ({s.cpu_ticks} clock ticks: "
                   f"{s.tick_cpu_percent:.3f} %)", flush=True)
-        tree = commands(procs[AGENT].pid)
-        print(f"{AGENT}'s tree: {len(tree)} processes, journalctl {tree.count('journalctl')} "
-              f"(its journal monitors {'ran' if 'journalctl' in tree else 'did not run'})", flush=True)
+        tree, journal_files = commands(procs[AGENT].pid), open_journal_files(procs[AGENT].pid)
+        print(f"{AGENT}'s tree: {len(tree)} processes; journal files open in the agent: {journal_files} "
+              f"(its journal monitors {'ran' if journal_files else 'did not run'})", flush=True)
 
         # 2. one kernel line -> a condition on each node
         latency: dict[str, list[float]] = {AGENT_NODE: [], NPD_NODE: []}

@@ -1,4 +1,4 @@
-"""What a process and its descendants cost now, read from /proc (plugins and journalctl run as children)."""
+"""What a process and its descendants cost now, read from /proc (plugins run as children)."""
 
 from __future__ import annotations
 
@@ -65,3 +65,13 @@ def commands(pid: int) -> list[str]:
         with contextlib.suppress(OSError):
             names.append((PROC / str(p) / "comm").read_text().strip())
     return names
+
+
+def open_journal_files(pid: int) -> int:
+    """How many systemd journal files (`*.journal`, `*.journal~`) `pid` holds open: the agent reads them itself."""
+    count = 0
+    with contextlib.suppress(OSError):
+        for fd in (PROC / str(pid) / "fd").iterdir():
+            with contextlib.suppress(OSError):
+                count += fd.readlink().name.endswith((".journal", ".journal~"))
+    return count

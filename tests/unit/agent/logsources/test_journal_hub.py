@@ -1,4 +1,4 @@
-"""One journalctl for every journald monitor, against a real journal written by this machine's systemd-journald
+"""One journal reader for every journald monitor, against a real journal written by this machine's systemd-journald
 (tests/real_journal.py): entries reach the monitors whose identifier logged them, each from its own start."""
 
 from __future__ import annotations
@@ -28,18 +28,20 @@ def journal(tmp_path: Path) -> Iterator[RealJournal]:
         real.stop()
 
 
-def my_journalctls() -> int:
-    """journalctl processes this test process started (its children, from /proc)."""
+def my_journals() -> int:
+    """Journals this test process holds open: sd-journal's inotify descriptors (one per open journal)."""
     count = 0
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            comm, fields = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
-            count += comm == "journalctl" and int(fields[1]) == os.getpid()
+    for fd in Path("/proc/self/fd").iterdir():
+        try:
+            count += os.readlink(fd) == "anon_inode:inotify"
+        except OSError:
+            continue
     return count
+
+
+def my_journal_files() -> int:
+    return sum(os.readlink(fd).endswith((".journal", ".journal~")) for fd in Path("/proc/self/fd").iterdir()
+               if fd.is_symlink())
 
 
 def on_disk(journal: RealJournal) -> str:
@@ -55,14 +57,14 @@ def collect(subscription: JournalSubscription, count: int, into: list[JournalEnt
     wait_until(probe, timeout=10, what=f"{count} journal entries for {subscription.identifier}")
 
 
-def test_every_monitor_reads_its_own_identifier_through_one_journalctl(journal: RealJournal) -> None:
+def test_every_monitor_reads_its_own_identifier_through_one_reader(journal: RealJournal) -> None:
     hub = JournalHub(journal.root)
     kubelet, systemd = hub.subscribe("kubelet"), hub.subscribe("systemd")
     kubelet.seek_end()
-    assert kubelet.read() == [] and my_journalctls() == 0  # systemd's monitor has not said where it starts
+    assert kubelet.read() == [] and my_journals() == 0  # systemd's monitor has not said where it starts
     systemd.seek_end()
     try:
-        assert kubelet.read() == [] and my_journalctls() == 1
+        assert kubelet.read() == [] and my_journals() == 1
         journal.send("PLEG is not healthy", identifier="kubelet")
         journal.send("Failed to start foo.service.", identifier="systemd")
         journal.send("unrelated", identifier="sshd")
@@ -70,12 +72,12 @@ def test_every_monitor_reads_its_own_identifier_through_one_journalctl(journal: 
         got_systemd: list[JournalEntry] = []
         collect(kubelet, 1, got_kubelet)
         collect(systemd, 1, got_systemd)
-        assert my_journalctls() == 1
+        assert my_journals() == 1
     finally:
         kubelet.close()
-        assert my_journalctls() == 1  # the other monitor still reads
+        assert my_journals() == 1  # the other monitor still reads
         systemd.close()
-    assert my_journalctls() == 0
+    assert my_journals() == 0 and my_journal_files() == 0
     assert [e.message for e in got_kubelet] == ["PLEG is not healthy"]
     assert [e.message for e in got_systemd] == ["Failed to start foo.service."]
 
@@ -122,9 +124,27 @@ def test_entries_waiting_for_a_monitor_make_its_descriptor_readable(journal: Rea
         second.close()
 
 
+def test_a_backlog_left_at_the_readers_bound_keeps_the_descriptor_readable(journal: RealJournal) -> None:
+    hub = JournalHub(journal.root, max_entries=2)
+    kubelet = hub.subscribe("kubelet")
+    kubelet.start_at(dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5))
+    for i in range(3):
+        journal.send(f"line {i}", identifier="kubelet")
+    wait_until(lambda: "line 2" in on_disk(journal), timeout=10, what="three lines on disk")
+    try:
+        first = kubelet.read()
+        fd = kubelet.fileno()
+        assert fd is not None and select.select([fd], [], [], 0)[0] == [fd]  # no file change will say so
+        rest = kubelet.read()
+        assert kubelet.fileno() == hub.fileno()
+    finally:
+        kubelet.close()
+    assert [e.message for e in first + rest] == ["line 0", "line 1", "line 2"]
+
+
 @pytest.mark.parametrize("folders", [(), ("var/log/journal",), ("var/log/journal/0123abcd", "run/log/journal")],
                          ids=["no-folder", "empty-folder", "machine-folder-without-files"])
-def test_a_host_without_a_journal_starts_no_journalctl(tmp_path: Path, folders: tuple[str, ...]) -> None:
+def test_a_host_without_a_journal_opens_no_reader(tmp_path: Path, folders: tuple[str, ...]) -> None:
     for folder in folders:
         (tmp_path / folder).mkdir(parents=True)
     hub = JournalHub(tmp_path)
@@ -132,5 +152,5 @@ def test_a_host_without_a_journal_starts_no_journalctl(tmp_path: Path, folders: 
     subscription.seek_end()
     with pytest.raises(SourceAbsent, match="no journal"):
         subscription.read()
-    assert my_journalctls() == 0 and subscription.fileno() is None
+    assert my_journals() == 0 and subscription.fileno() is None
     subscription.close()

@@ -1,12 +1,15 @@
-"""The journald source against a real journal written by this machine's systemd-journald (tests/real_journal.py),
-and node-problem-detector's own journald monitor files (tests/testdata/agent/npd/, byte for byte as shipped by
-NPD) run unchanged through the log monitor."""
+"""The journald source (sd-journal in the agent's process) against a real journal written by this machine's
+systemd-journald (tests/real_journal.py), and node-problem-detector's own journald monitor files
+(tests/testdata/agent/npd/, byte for byte as shipped by NPD) run unchanged through the log monitor."""
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import errno
 import json
+import select
+import sysconfig
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +17,8 @@ import pytest
 
 from agent.checks.logmonitor import LogMonitor
 from agent.host import HostRoot
-from agent.logsources.journald import JournalEntry, JournalReader, parse_entry
+from agent.logsources import sdjournal
+from agent.logsources.journald import MAX_FIELD, JournalEntry, JournalReader
 from agent.model import EventReport, Status
 from agent.npd.logmonitor_config import load
 from tests.real_journal import RealJournal
@@ -41,21 +45,6 @@ def collect(reader: JournalReader, count: int) -> list[JournalEntry]:
 
     wait_until(probe, timeout=10, what=f"{count} journal entries")
     return got
-
-
-@pytest.mark.parametrize(("line", "message"), [
-    (b'{"MESSAGE":"Started kubelet.service.","__REALTIME_TIMESTAMP":"1700000000000000","__CURSOR":"s=1"}',
-     "Started kubelet.service."),
-    (b'{"MESSAGE":[104,105,255],"__REALTIME_TIMESTAMP":"1700000000000000"}', "hi\ufffd"),  # not UTF-8
-    (b'{"MESSAGE":null,"__REALTIME_TIMESTAMP":"1700000000000000"}', None),  # a field over journalctl's size limit
-    (b'{"MESSAGE":"no time"}', None),
-    (b"Failed to open journal", None),
-    (b'{"MESSAGE":"x","__REALTIME_TIMESTAMP":"999999999999999999999999"}', None),  # past any date: OverflowError
-], ids=["text", "bytes", "null", "no-timestamp", "not-json", "past-any-date"])
-def test_journalctl_json_lines_are_parsed(line: bytes, message: str | None) -> None:
-    entry = parse_entry(line)
-
-    assert (entry.message if entry else None) == message
 
 
 def test_entries_of_the_wanted_identifiers_are_read_as_they_are_logged(journal: RealJournal) -> None:
@@ -93,29 +82,134 @@ def test_history_is_skipped_from_the_end_or_replayed_from_a_start_time(journal: 
         replay.close()
 
 
-def test_a_journalctl_that_dies_is_an_error_and_its_restart_neither_loses_nor_repeats(journal: RealJournal) -> None:
+def test_an_error_while_reading_is_raised_and_the_reopening_neither_loses_nor_repeats(
+        journal: RealJournal, monkeypatch: pytest.MonkeyPatch) -> None:
     reader = JournalReader(journal.root, identifiers=("kubelet",), restart_after=0)
     reader.seek_end()
     try:
         reader.read()
         journal.send("one", identifier="kubelet")
         assert [e.message for e in collect(reader, 1)] == ["one"]
-        assert reader._proc is not None
-        reader._proc.kill()
-        journal.send("two", identifier="kubelet")
+        real_next, failures = sdjournal.Journal.next, [OSError(errno.EIO, "sd_journal_next: Input/output error")]
 
-        with pytest.raises(OSError, match="journalctl exited with -9"):
-            wait_until(lambda: reader.read() and False, timeout=10, what="journalctl's exit to be noticed")
-        assert [e.message for e in collect(reader, 1)] == ["two"]
+        def failing_next(self: sdjournal.Journal) -> bool:
+            if failures:
+                raise failures.pop()
+            return real_next(self)
+
+        monkeypatch.setattr(sdjournal.Journal, "next", failing_next)
+        journal.send("two", identifier="kubelet")
+        journal.send("three", identifier="kubelet")
+
+        with pytest.raises(OSError, match=r"reading the journal in .* failed: sd_journal_next: Input/output error"):
+            reader.read()
+        assert reader.fileno() is None
+        assert [e.message for e in collect(reader, 2)] == ["two", "three"]
     finally:
         reader.close()
 
 
-def test_a_missing_journal_directory_is_reported_with_journalctls_words(tmp_path: Path) -> None:
+def test_rotated_files_are_followed_without_losing_an_entry(journal: RealJournal) -> None:
+    reader = JournalReader(journal.root, identifiers=("kubelet",))
+    reader.seek_end()
+    try:
+        reader.read()
+        journal.send("before the rotation", identifier="kubelet")
+        got = collect(reader, 1)
+        journal.rotate()
+        journal.send("after the rotation", identifier="kubelet")
+        fd = reader.fileno()
+        assert fd is not None
+        wait_until(lambda: select.select([fd], [], [], 0)[0], timeout=10, what="the descriptor to announce it")
+        got += collect(reader, 1)
+    finally:
+        reader.close()
+
+    assert [e.message for e in got] == ["before the rotation", "after the rotation"]
+
+
+def test_the_descriptor_wakes_for_new_entries_and_is_quiet_once_they_are_read(journal: RealJournal) -> None:
+    reader = JournalReader(journal.root, identifiers=("kubelet",))
+    reader.seek_end()
+    try:
+        reader.read()
+        fd = reader.fileno()
+        assert fd is not None
+        journal.send("wake up", identifier="kubelet")
+        wait_until(lambda: select.select([fd], [], [], 0)[0], timeout=10, what="the descriptor to be readable")
+        assert [e.message for e in collect(reader, 1)] == ["wake up"]
+        assert select.select([fd], [], [], 0)[0] == []
+    finally:
+        reader.close()
+
+
+def test_fields_that_are_not_utf8_or_too_long_are_read_replaced_and_cut(journal: RealJournal) -> None:
+    reader = JournalReader(journal.root, identifiers=("kubelet",))
+    reader.seek_end()
+    try:
+        reader.read()
+        journal.send(b"hi\xff", identifier="kubelet")
+        journal.send("x" * (MAX_FIELD + 1000), identifier="kubelet")
+        short, long = collect(reader, 2)
+    finally:
+        reader.close()
+
+    assert short.message == "hi\ufffd"
+    assert long.message == "x" * MAX_FIELD
+
+
+def test_a_backlog_is_read_at_most_max_entries_per_call(journal: RealJournal) -> None:
+    reader = JournalReader(journal.root, identifiers=("kubelet",), max_entries=2)
+    reader.start_at(dt.datetime.now(dt.UTC) - dt.timedelta(minutes=1))
+    for i in range(5):
+        journal.send(f"line {i}", identifier="kubelet")
+    wait_until(lambda: "line 4" in _all(journal), timeout=10, what="five entries on disk")
+    try:
+        calls = [reader.read() for _ in range(3)]
+        behind = reader.behind
+        rest = reader.read()
+    finally:
+        reader.close()
+
+    assert [len(c) for c in calls] == [2, 2, 1] and not behind and rest == []
+
+
+def test_a_missing_journal_directory_is_an_error_that_names_it(tmp_path: Path) -> None:
     reader = JournalReader(tmp_path, directory=tmp_path / "no-such-dir")
     try:
-        with pytest.raises(OSError, match=r"journalctl exited with 1: .*no-such-dir"):
-            wait_until(lambda: reader.read() and False, timeout=10, what="journalctl's exit")
+        with pytest.raises(OSError, match=r"cannot open the journal in .*no-such-dir: No such file or directory"):
+            reader.read()
+        assert reader.fileno() is None
+    finally:
+        reader.close()
+
+
+def test_a_libsystemd_that_does_not_load_is_an_error_that_names_each_library_tried(journal: RealJournal) -> None:
+    reader = JournalReader(journal.root, libraries=(str(journal.root / "libsystemd.so.0"), "libnosuch.so.0"))
+    try:
+        with pytest.raises(OSError, match=r"cannot load libsystemd.so.0 to read the journal: .*libsystemd.so.0.*"
+                                          r"libnosuch.so.0"):
+            reader.read()
+    finally:
+        reader.close()
+
+
+def test_the_hosts_own_libsystemd_is_tried_before_the_images(tmp_path: Path) -> None:
+    multiarch = sysconfig.get_config_var("MULTIARCH") or "x86_64-linux-gnu"
+    lib = tmp_path / "usr" / "lib" / multiarch
+    lib.mkdir(parents=True)
+    (lib / "libsystemd.so.0.35.0").write_bytes(b"")
+    (lib / "libsystemd.so.0").symlink_to(f"/usr/lib/{multiarch}/libsystemd.so.0.35.0")  # absolute: the host's
+
+    assert sdjournal.candidates(tmp_path) == (str(lib / "libsystemd.so.0.35.0"), "libsystemd.so.0")
+
+
+def test_a_host_root_without_a_libsystemd_is_read_with_the_images(journal: RealJournal) -> None:
+    reader = JournalReader(journal.root)  # the fixture's root holds no library: this machine's plays the image's
+    reader.seek_end()
+    try:
+        reader.read()
+        assert reader.library == "libsystemd.so.0"
     finally:
         reader.close()
 

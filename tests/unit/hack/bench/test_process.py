@@ -13,7 +13,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "hack"))
 
 from bench.lib import child
-from bench.lib.process import commands, descendants, tree_usage, vm_rss
+from bench.lib.process import commands, descendants, open_journal_files, tree_usage, vm_rss
 
 PARENT_OF_A_SLEEPER = ("import subprocess; p = subprocess.Popen(['sleep', '60']); print(p.pid, flush=True); "
                        "p.wait()")
@@ -27,7 +27,7 @@ def test_a_tree_counts_the_children_of_its_root() -> None:
     sleeper = int(parent.stdout.readline())
     try:
         assert descendants(parent.pid) == [parent.pid, sleeper]
-        assert commands(parent.pid).count("sleep") == 1  # how the agent benchmark counts its journalctl
+        assert commands(parent.pid).count("sleep") == 1  # how the agent benchmark counts its tree's processes
         alone, tree = vm_rss(parent.pid), tree_usage(parent.pid)
         assert alone is not None and tree.rss > alone  # the sleeper's resident pages are in the tree's
         assert tree.cpu_nanos > 0  # the interpreter's start-up ran on a thread still alive
@@ -51,3 +51,11 @@ def test_a_child_ignoring_sigterm_is_killed_after_the_grace() -> None:
 
     assert proc.returncode == -signal.SIGKILL
     assert vm_rss(proc.pid) is None  # reaped, not left a zombie
+
+
+def test_the_journal_files_a_process_holds_open_are_counted(tmp_path: Path) -> None:
+    before = open_journal_files(os.getpid())
+    with (tmp_path / "system.journal").open("wb"), (tmp_path / "user-1000.journal~").open("wb"), \
+            (tmp_path / "other.log").open("wb"):
+        assert open_journal_files(os.getpid()) == before + 2
+    assert open_journal_files(os.getpid()) == before
