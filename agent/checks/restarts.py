@@ -7,7 +7,9 @@ Two sources, chosen per check with `RestartConfig.source`:
   re-reads only that pid's `stat`; the full scan runs again only when the process is gone or its start time
   changed. A new start time is one restart, dated exactly when it happened. Works through the host root (a pod
   needs only the host's /proc mounted), and sees every kind of restart (crash, `systemctl restart`, OOM kill). It
-  only sees restarts while the agent runs, and two restarts within one check interval count as one.
+  only sees restarts while the agent runs, and two restarts within one check interval count as one. A service
+  never seen yet (a host without it) is looked for again every `ABSENT_EVERY`, not every sample: until then the
+  sample says what the last scan found. Once seen, a service that is gone is looked for on every sample.
 - `systemd`: `systemctl show -p LoadState,NRestarts <units>` through an injectable command runner. `NRestarts`
   never misses a restart between samples, but it counts only restarts systemd made itself (`Restart=`), not
   `systemctl restart`, and from a container it needs the host's systemd bus. Increases are dated at the sample.
@@ -32,6 +34,13 @@ from agent.model import ConditionReport, Status
 from nodemedic_common.durations import format_duration
 
 SOURCES = ("proc", "systemd")
+# How often a full /proc scan looks again for a service that has never been seen here. The kubelet and the container
+# runtime start the agent's pod, so on a node they are there from the first sample; without them (a test host, a
+# node being set up) a scan every 10 s sample found nothing and was most of an idle agent's CPU.
+ABSENT_EVERY = dt.timedelta(minutes=1)
+# The samples run on a grid (agent/supervisor.py) and each dates itself a little after its tick: the look due at a
+# tick must not slip to the next one because this tick's sample started a few milliseconds earlier than the last.
+_GRID_SLACK = dt.timedelta(seconds=1)
 
 CommandRunner = Callable[[Sequence[str]], Awaitable[str]]  # argv -> stdout; raises OSError or CommandError
 
@@ -118,13 +127,14 @@ class RestartMonitor:
         self._last_pid: int | None = None  # proc: avoids a full /proc scan while the process lives
         self._last_count: int | None = None  # systemd: NRestarts seen last
         self._btime: float | None = None  # proc: the host's boot time, seconds since the epoch
+        self._absent: tuple[dt.datetime, str] | None = None  # proc, never seen: next scan, what the last said
 
     async def observe(self, now: dt.datetime) -> ConditionReport:
         try:
             if self._config.source == "systemd":
                 note = await self._sample_systemd(now)
             else:
-                note = self._sample_proc()
+                note = self._sample_proc(now)
         except (OSError, CommandError, SensorError, ValueError) as exc:
             return ConditionReport(self._type, Status.UNKNOWN, "RestartsUnknown",
                                    f"cannot count {self._subject} restarts: {exc}")
@@ -157,13 +167,18 @@ class RestartMonitor:
         self._last_count = total
         return ""
 
-    def _sample_proc(self) -> str:
+    def _sample_proc(self, now: dt.datetime) -> str:
+        if self._absent is not None and now < self._absent[0]:
+            raise SensorError(self._absent[1])
         found = self._find_process()
         if found is None:
             if self._last_start is None:
                 names = ", ".join(self._config.process_names)
-                raise SensorError(f"no process named {names} under {self._host.path('/proc')}")
+                absent = f"no process named {names} under {self._host.path('/proc')}"
+                self._absent = (now + ABSENT_EVERY - _GRID_SLACK, absent)
+                raise SensorError(absent)
             return f"; {self._subject} is not running now"
+        self._absent = None
         if self._last_start is not None and found.started > self._last_start:
             self._restarts.append(found.started)
         # an older start time means another process of that name was picked: a new baseline, not a restart

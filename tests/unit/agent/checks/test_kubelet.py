@@ -246,6 +246,32 @@ def test_the_service_started_by_init_is_preferred_over_a_nested_one(proc_root: P
     assert restart_report(check, NOW + 2 * MINUTE).status is Status.TRUE
 
 
+def test_a_kubelet_never_seen_is_looked_for_again_a_minute_later_not_on_every_sample(proc_root: Path) -> None:
+    stop_kubelet(proc_root)
+    check = kubelet_check(proc_root)
+    assert "no process named kubelet" in restart_report(check, NOW).message
+    write_process(proc_root, 701, "kubelet", ticks_at(NOW + dt.timedelta(seconds=5)))
+
+    within = restart_report(check, NOW + dt.timedelta(seconds=50))  # the last scan's answer stands
+    after = restart_report(check, NOW + MINUTE)
+
+    assert (within.status, within.reason) == (Status.UNKNOWN, "RestartsUnknown")
+    assert "no process named kubelet" in within.message
+    assert (after.status, after.message) == (Status.FALSE, "kubelet restarted 0 time(s) in the last 20m0s (limit 5)")
+
+
+def test_a_kubelet_seen_before_and_gone_is_looked_for_on_every_sample(proc_root: Path) -> None:
+    check = kubelet_check(proc_root, max_restarts=1)
+    restart_report(check, NOW)
+    stop_kubelet(proc_root)
+    assert restart_report(check, NOW + dt.timedelta(seconds=10)).message.endswith("; kubelet is not running now")
+    write_process(proc_root, 702, "kubelet", ticks_at(NOW + dt.timedelta(seconds=15)))
+
+    report = restart_report(check, NOW + dt.timedelta(seconds=20))
+
+    assert (report.status, report.reason) == (Status.TRUE, "FrequentKubeletRestart")
+
+
 @pytest.mark.parametrize(("breakage", "fragment"), [
     ("no-kubelet", "no process named kubelet under"),
     ("no-btime", "/proc/stat has no btime line"),
