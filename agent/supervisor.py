@@ -36,7 +36,9 @@ class Supervisor:
         now = dt.datetime.now(dt.UTC)
         t0 = time.monotonic()
         try:
-            obs = await asyncio.wait_for(check.observe(now), check.timing.timeout.total_seconds())
+            # in this task, not one of its own as wait_for would make: a task and its extra loop pass per run
+            async with asyncio.timeout(check.timing.timeout.total_seconds()):
+                obs = await check.observe(now)
         except TimeoutError:
             self.errors.labels(check.name, "timeout").inc()
             obs = Observation(check=check.name, at=now,
@@ -110,7 +112,8 @@ class SharedReaders:
         ready: asyncio.Future[None] = loop.create_future()
         waiters.add(ready)
         try:
-            await asyncio.wait_for(ready, timeout)
+            async with asyncio.timeout(timeout):
+                await ready
         except TimeoutError:
             pass
         finally:
