@@ -7,6 +7,7 @@ import asyncio
 import ctypes
 import dataclasses
 import datetime as dt
+import gc
 import json
 import logging
 import sys
@@ -175,15 +176,21 @@ def unmetered(checks: list[Check]) -> dict[str, tuple[str, ...]]:
             if isinstance(c, NpdMonitor) and not c.metrics_reporting}
 
 
-async def _return_free_heap(*, first: float = 10.0, every: float = 60.0) -> None:
-    """Hand heap pages that are free but still resident back to the kernel. glibc keeps them after startup
-    (imports, config parsing, the first API round-trips): about 1 MiB of an agent that runs on every node.
-    Nothing to do off glibc."""
+async def _settle_heap(*, first: float = 10.0, every: float = 60.0) -> None:
+    """Once started (`first` seconds: imports, config parsing, the first rounds of checks and API round-trips done),
+    move what startup left to the garbage collector's permanent generation, then hand heap pages that are free but
+    still resident back to the kernel.
+
+    Freezing: the ~40,000 objects of the modules and the config live as long as the agent, yet each automatic full
+    collection walked them all, 10-20 ms of CPU each, several times the rest of an idle agent's minute. Trimming:
+    glibc keeps the pages startup freed, about 1 MiB of an agent that runs on every node; nothing to do off glibc."""
+    await asyncio.sleep(first)
+    gc.collect()  # startup's own garbage goes first, not into the permanent generation
+    gc.freeze()
     try:
         trim = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):
         return
-    await asyncio.sleep(first)
     while True:
         trim(0)
         await asyncio.sleep(every)
@@ -261,7 +268,7 @@ async def _run(args: argparse.Namespace, log: logging.Logger) -> int:
         return 2
     log.info("agent starting", extra={"node": args.node_name, "checks": [c.name for c in checks],
                                       "version": __version__, "host_root": str(host.root)})
-    background = [supervisor.run(), pipeline.run(), reporter.run(), _return_free_heap()]
+    background = [supervisor.run(), pipeline.run(), reporter.run(), _settle_heap()]
     if pod_watch is not None:
         background.append(pod_watch.run())
     code = await run_until_signal(background, log)

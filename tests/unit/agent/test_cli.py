@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as dt
+import gc
 import json
 import subprocess
 import sys
@@ -265,3 +266,20 @@ def test_the_custom_plugin_loader_and_runner_are_imported_only_for_a_config_that
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
                           cwd=Path(cli.__file__).parents[1])
     assert done.stdout.strip() == "[]"
+
+
+def test_once_started_the_agent_moves_what_startup_left_to_the_permanent_generation() -> None:
+    """A full collection then walks only what the agent allocated since, not the modules and config it lives with."""
+    async def settle() -> int:
+        task = asyncio.create_task(cli._settle_heap(first=0, every=3600))
+        try:
+            while gc.get_freeze_count() == 0 and not task.done():
+                await asyncio.sleep(0)
+            return gc.get_freeze_count()
+        finally:
+            task.cancel()
+
+    try:
+        assert asyncio.run(settle()) > 0
+    finally:
+        gc.unfreeze()  # the rest of the test session collects as before
