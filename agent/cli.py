@@ -182,7 +182,7 @@ async def _settle_heap(*, first: float = 10.0, every: float = 60.0) -> None:
     still resident back to the kernel.
 
     Freezing: the ~40,000 objects of the modules and the config live as long as the agent, yet each automatic full
-    collection walked them all, 10-20 ms of CPU each, several times the rest of an idle agent's minute. Trimming:
+    collection walked them all, 10-20 ms of CPU each, about what the rest of an idle agent used in a minute. Trimming:
     glibc keeps the pages startup freed, about 1 MiB of an agent that runs on every node; nothing to do off glibc."""
     await asyncio.sleep(first)
     gc.collect()  # startup's own garbage goes first, not into the permanent generation

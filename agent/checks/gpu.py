@@ -27,6 +27,7 @@ Its process is looked up by name in the host's `/proc`, which needs no systemd b
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -76,24 +77,27 @@ class PciInventory:
 
 
 def read_pci(host: HostRoot) -> PciInventory:
+    """Read every round: plain names and `HostRoot.read_text`, not a pathlib object per device and file."""
     gpus, switches = set(), set()
-    root = host.path("/sys/bus/pci/devices")
-    if not root.is_dir():
+    devices = "/sys/bus/pci/devices"
+    try:
+        names = os.listdir(host.path(devices))
+    except (FileNotFoundError, NotADirectoryError):
         return PciInventory(frozenset(), frozenset())
-    for device in root.iterdir():
+    for name in names:
         try:
-            if (device / "vendor").read_text().strip() != NVIDIA_VENDOR:
+            if host.read_text(f"{devices}/{name}/vendor").strip() != NVIDIA_VENDOR:
                 continue
-            pci_class = (device / "class").read_text().strip()
+            pci_class = host.read_text(f"{devices}/{name}/class").strip()
         except OSError:  # a device that went away while we looked
             continue
         if pci_class.startswith(_GPU_CLASSES):
-            driver = device / "driver"
+            driver = host.path(f"{devices}/{name}/driver")
             if driver.is_symlink() and driver.resolve().name == "vfio-pci":
                 continue
-            gpus.add(device.name)
+            gpus.add(name)
         elif pci_class.startswith(_BRIDGE_CLASS):
-            switches.add(device.name)
+            switches.add(name)
     return PciInventory(frozenset(gpus), frozenset(switches))
 
 
@@ -128,7 +132,7 @@ class GPUCheck:
         for directory in self._config.device_dirs:
             path = self._host.path(directory)
             try:
-                names = [p.name for p in path.iterdir() if p.name.startswith("nvidia")]
+                names = [n for n in os.listdir(path) if n.startswith("nvidia")]
             except OSError:
                 continue
             gpus = sum(1 for n in names if _DEVICE_NODE.fullmatch(n))

@@ -36,7 +36,7 @@ from nodemedic_common.durations import format_duration
 SOURCES = ("proc", "systemd")
 # How often a full /proc scan looks again for a service that has never been seen here. The kubelet and the container
 # runtime start the agent's pod, so on a node they are there from the first sample; without them (a test host, a
-# node being set up) a scan every 10 s sample found nothing and was most of an idle agent's CPU.
+# node being set up) a scan on every 10 s sample found nothing and was a fifth of an idle agent's CPU.
 ABSENT_EVERY = dt.timedelta(minutes=1)
 # The samples run on a grid (agent/supervisor.py) and each dates itself a little after its tick: the look due at a
 # tick must not slip to the next one because this tick's sample started a few milliseconds earlier than the last.
