@@ -31,6 +31,7 @@ class Supervisor:
         self.errors = Counter("nodemedic_agent_check_errors_total", "Check runs that failed or timed out",
                               ["check", "kind"], registry=registry)
         self._readers = SharedReaders()
+        self._timed: dict[str, Histogram] = {}  # check name -> its labelled histogram, not labels() each run
 
     async def run_once(self, check: Check) -> Observation:
         now = dt.datetime.now(dt.UTC)
@@ -50,7 +51,10 @@ class Supervisor:
         else:
             if obs.error:
                 self.errors.labels(check.name, "reported").inc()
-        self.duration.labels(check.name).observe(time.monotonic() - t0)
+        timed = self._timed.get(check.name)
+        if timed is None:
+            timed = self._timed[check.name] = self.duration.labels(check.name)
+        timed.observe(time.monotonic() - t0)
         self.last_completed[check.name] = time.monotonic()
         return obs
 
