@@ -4,7 +4,7 @@ temporary rules become Events on the API server, docker-monitor.json's permanent
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,15 +20,6 @@ from tests.waiting import wait_until
 pytestmark = pytest.mark.e2e
 
 NPD = Path(__file__).resolve().parents[1] / "testdata" / "agent" / "npd"
-
-
-@pytest.fixture
-def journal(tmp_path: Path) -> Iterator[RealJournal]:
-    real = RealJournal(tmp_path / "host", tmp_path).start()
-    try:
-        yield real
-    finally:
-        real.stop()
 
 
 def node_events(core: client.CoreV1Api, node: str) -> list[client.CoreV1Event]:

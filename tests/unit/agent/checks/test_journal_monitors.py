@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -92,15 +90,6 @@ TABLES: dict[str, tuple[str, list[tuple[str, str | None, str | None]]]] = {
          None, None),
     ]),
 }
-
-
-@pytest.fixture
-def journal(tmp_path: Path) -> Iterator[RealJournal]:
-    real = RealJournal(tmp_path / "host", tmp_path).start()
-    try:
-        yield real
-    finally:
-        real.stop()
 
 
 @pytest.mark.parametrize("name", sorted(TABLES))

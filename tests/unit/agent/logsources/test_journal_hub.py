@@ -7,7 +7,6 @@ import datetime as dt
 import os
 import select
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,15 +16,6 @@ from agent.logsources.journald import JournalEntry
 from agent.logsources.source import SourceAbsent
 from tests.real_journal import RealJournal
 from tests.waiting import wait_until
-
-
-@pytest.fixture
-def journal(tmp_path: Path) -> Iterator[RealJournal]:
-    real = RealJournal(tmp_path / "host", tmp_path).start()
-    try:
-        yield real
-    finally:
-        real.stop()
 
 
 def my_journals() -> int:

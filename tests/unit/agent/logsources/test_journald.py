@@ -10,7 +10,6 @@ import errno
 import json
 import select
 import sysconfig
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,15 +24,6 @@ from tests.real_journal import RealJournal
 from tests.waiting import wait_until
 
 NPD = Path(__file__).resolve().parents[3] / "testdata" / "agent" / "npd"
-
-
-@pytest.fixture
-def journal(tmp_path: Path) -> Iterator[RealJournal]:
-    real = RealJournal(tmp_path / "host", tmp_path).start()
-    try:
-        yield real
-    finally:
-        real.stop()
 
 
 def collect(reader: JournalReader, count: int) -> list[JournalEntry]:
