@@ -684,6 +684,12 @@ def test_prometheus_scrapes_the_nodemedic_pods_on_the_real_node_and_the_shipped_
         evaluated = wait_until(lambda: (now := server.rules()) and all(r["health"] != "unknown" for r in now)
                                and server.query('max(nodemedic_leader{job="nodemedic-remediator"})') and now,
                                timeout=60, what="every rule evaluated once, the leader gauge scraped", interval=1.0)
+        # A rule evaluated before the gauge's first scrape saw no leader (NodemedicNoLeader pending, as Prometheus
+        # should say then): the alerts are read after a whole evaluation round that had the gauge.
+        seen = {r["name"]: r.get("lastEvaluation") for r in server.rules()}
+        evaluated = wait_until(lambda: (now := server.rules()) and all(r.get("lastEvaluation") != seen[r["name"]]
+                                                                       for r in now) and now,
+                               timeout=30, what="a rule evaluation after the leader gauge was scraped", interval=0.5)
         (leader_gauge,) = server.query('sum(nodemedic_leader{job="nodemedic-remediator"})')
         conditions = server.query('count by (status) (nodemedic_agent_condition_status{job="nodemedic-agent"} == 1)')
         alerts = [(a["labels"]["alertname"], a["state"]) for a in server.alerts("firing") + server.alerts("pending")]
