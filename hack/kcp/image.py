@@ -170,46 +170,36 @@ def _tags(repository: str) -> set[str]:
 
 def _build_pause(env: dict[str, str]) -> None:
     """A static binary in an otherwise empty image: nothing to pull, 0.7 MB."""
-    ref = pause_reference()
     with tempfile.TemporaryDirectory(prefix="kcp-pause-", dir=paths.images_dir()) as work:
         binary = Path(work) / "pause"
         run(["gcc", "-static", "-Os", "-s", "-o", str(binary), str(PAUSE_SOURCE)], cwd=Path(work), env=env)
-        container = run(buildah("from", "scratch"), cwd=Path(work), env=env).strip().splitlines()[-1]
-        try:
-            run(buildah("copy", container, str(binary), "/pause"), cwd=Path(work), env=env)
-            run(buildah("config", "--entrypoint", '["/pause"]', container), cwd=Path(work), env=env)
-            run(buildah("commit", "--quiet", container, ref), cwd=Path(work), env=env)
-        finally:
-            subprocess.run(buildah("rm", container), capture_output=True, check=False)
-        try:
-            out = Path(work) / "pause.tar"
-            run(buildah("push", "--quiet", ref, f"docker-archive:{out}:{ref}"), cwd=Path(work), env=env)
-            for old in paths.images_dir().glob("pause-*.tar"):
-                old.unlink()
-            out.rename(pause_archive())
-        finally:
-            subprocess.run(buildah("rmi", ref), capture_output=True, check=False)
+        for old in paths.images_dir().glob("pause-*.tar"):  # keyed by the source's hash: an older one is stale
+            old.unlink()
+        _scratch_image(binary, "/pause", ref=pause_reference(), archive=pause_archive(), work=Path(work), env=env)
 
 
 def _build_scheduler(env: dict[str, str]) -> None:
-    """The pinned kube-scheduler binary (static) in an otherwise empty image, as registry.k8s.io ships it."""
-    ref = scheduler_reference()
+    """The pinned kube-scheduler binary (static) in an otherwise empty image, as the upstream image ships it."""
     with tempfile.TemporaryDirectory(prefix="kcp-scheduler-", dir=paths.images_dir()) as work:
-        container = run(buildah("from", "scratch"), cwd=Path(work), env=env).strip().splitlines()[-1]
-        try:
-            run(buildah("copy", container, str(paths.binary("kube-scheduler")), "/usr/local/bin/kube-scheduler"),
-                cwd=Path(work), env=env)
-            run(buildah("config", "--entrypoint", '["/usr/local/bin/kube-scheduler"]', container), cwd=Path(work),
-                env=env)
-            run(buildah("commit", "--quiet", container, ref), cwd=Path(work), env=env)
-        finally:
-            subprocess.run(buildah("rm", container), capture_output=True, check=False)
-        try:
-            out = Path(work) / "kube-scheduler.tar"
-            run(buildah("push", "--quiet", ref, f"docker-archive:{out}:{ref}"), cwd=Path(work), env=env)
-            out.rename(scheduler_archive())
-        finally:
-            subprocess.run(buildah("rmi", ref), capture_output=True, check=False)
+        _scratch_image(paths.binary("kube-scheduler"), "/usr/local/bin/kube-scheduler", ref=scheduler_reference(),
+                       archive=scheduler_archive(), work=Path(work), env=env)
+
+
+def _scratch_image(binary: Path, entrypoint: str, *, ref: str, archive: Path, work: Path, env: dict[str, str]) -> None:
+    """`binary` at `entrypoint` in an image with nothing else, saved as a docker-archive at `archive`."""
+    container = run(buildah("from", "scratch"), cwd=work, env=env).strip().splitlines()[-1]
+    try:
+        run(buildah("copy", container, str(binary), entrypoint), cwd=work, env=env)
+        run(buildah("config", "--entrypoint", f'["{entrypoint}"]', container), cwd=work, env=env)
+        run(buildah("commit", "--quiet", container, ref), cwd=work, env=env)
+    finally:
+        subprocess.run(buildah("rm", container), capture_output=True, check=False)
+    try:
+        out = work / archive.name
+        run(buildah("push", "--quiet", ref, f"docker-archive:{out}:{ref}"), cwd=work, env=env)
+        out.rename(archive)
+    finally:
+        subprocess.run(buildah("rmi", ref), capture_output=True, check=False)
 
 
 def build(samplers: list[TreeRssSampler]) -> None:
