@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from agent.model import ConditionReport, EventReport
 from agent.reporting.conditions import ConditionBook
@@ -104,6 +104,12 @@ class Reporter:
                                   ["reason"], registry=registry)
         self.events = Counter("nodemedic_agent_events_total", "Events sent or aggregated", ["reason", "kind"],
                               registry=registry)
+        self.status_written = Gauge("nodemedic_agent_status_written_timestamp_seconds",
+                                    "Unix time of the last node status write the API server accepted (the agent's "
+                                    "start until the first)", registry=registry)
+        self.status_written.set_to_current_time()
+        Gauge("nodemedic_agent_heartbeat_seconds", "Status is re-sent at least this often",
+              registry=registry).set(heartbeat)
 
     async def seed(self) -> None:
         """Read the Node once so a restart keeps the conditions already there."""
@@ -122,6 +128,7 @@ class Reporter:
         self.capacity.update(await self.kube.request("PATCH", f"/api/v1/nodes/{self.node}/status",
                                                      self.status_patch(now),
                                                      content_type="application/strategic-merge-patch+json"))
+        self.status_written.set_to_current_time()
         written = {c.type for c in self.book.conditions()}
         if self.retire:
             self.log.info("deleted retired condition types", extra={"types": self.retire})

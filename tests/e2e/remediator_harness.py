@@ -174,7 +174,9 @@ def cordon(core: client.CoreV1Api, nodes: list[str], on: bool) -> None:
 
 
 def place_on_first(core: client.CoreV1Api, pool: list[str], create: Callable[[], object]) -> None:
-    """Create workloads while every pool node but the first is cordoned, so their pods all land on pool[0]."""
+    """Create workloads while every pool node but the first is cordoned, so their pods all land on pool[0].
+    `create` returns once its pods are placed (it waits for them): the cordons are lifted when it returns, and a pod
+    the scheduler had not bound yet could then land on any pool node (a Prometheus test saw one do so under load)."""
     cordon(core, pool[1:], True)
     try:
         create()

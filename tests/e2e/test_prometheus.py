@@ -73,8 +73,9 @@ def test_a_remediation_and_a_breaker_trip_fire_their_alerts_and_fill_every_dashb
         roots[node], agent_ports[node] = host_root(tmp_path / node), free_port()
         agents.append(start_agent(cluster.kubeconfig, node, roots[node], config, tmp_path / f"agent-{node}.log",
                                   listen=f"127.0.0.1:{agent_ports[node]}"))
-    place_on_first(core, pool, lambda: apps.create_namespaced_deployment(namespace, deployment("web", 2, pool)))
-    assert set(wait_running(core, namespace, "web", 2).values()) == {sick}
+    place_on_first(core, pool, lambda: (apps.create_namespaced_deployment(namespace, deployment("web", 2, pool)),
+                                        wait_running(core, namespace, "web", 2)))
+    assert set(running_on(core, namespace, "web").values()) == {sick}
     remediator = start_remediator(tmp_path, cluster.kubeconfig, policy(namespace, pool, free_port()), name="r1",
                                   lease_namespace=namespace)
     processes.append(remediator)

@@ -6,9 +6,11 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from prometheus_client import CollectorRegistry
 
 from agent.model import ConditionReport, EventReport, Observation, Status
@@ -75,6 +77,28 @@ def test_while_the_api_is_away_the_reporter_backs_off_and_then_writes_the_latest
     asyncio.run(asyncio.wait_for(main(), 10))
     patches = [b for m, _, b in kube.calls if m == "PATCH"]
     assert patches[-1]["status"]["conditions"][0]["status"] == "True"
+
+
+def test_the_written_timestamp_starts_at_the_agents_start_and_moves_only_with_an_accepted_write(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What NodemedicAgentNotReporting reads: an agent that just started is not silent; a failed write is."""
+    clock = iter([1000.0, 1300.0, 1600.0])
+    monkeypatch.setattr(time, "time", lambda: next(clock))
+    kube = FakeKube()
+    state = StateFile(tmp_path / "state.json")
+    registry = CollectorRegistry()
+    r = Reporter(kube, "n1", ConditionBook({"kernel": ["KernelDeadlock"]}), state=state,  # type: ignore[arg-type]
+                 registry=registry, log=logging.getLogger("t"), heartbeat=120.0)
+    written = lambda: registry.get_sample_value("nodemedic_agent_status_written_timestamp_seconds")  # noqa: E731
+    assert written() == 1000.0 and registry.get_sample_value("nodemedic_agent_heartbeat_seconds") == 120.0
+    asyncio.run(r.write_conditions())
+    assert written() == 1300.0
+    kube.fail = 1
+    with pytest.raises(ApiError):
+        asyncio.run(r.write_conditions())
+    assert written() == 1300.0
+    asyncio.run(r.write_conditions())
+    assert written() == 1600.0
 
 
 def test_repeated_events_are_aggregated_and_excess_ones_are_counted_not_sent(tmp_path: Path) -> None:
