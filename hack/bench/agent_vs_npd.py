@@ -1,11 +1,17 @@
 #!/usr/bin/env python3
 """Benchmark: nodemedic-agent and node-problem-detector side by side, tailing the same kernel log on one host.
 
-node-problem-detector v1.36.0 is built here from the Go module proxy (`k8s.io/node-problem-detector`,
-CGO_ENABLED=0, so without journald, which needs cgo) into ~/.cache/nodemedic/bin/npd-v1.36.0/ when missing.
-A private local control plane gets two kwok nodes, one played by each program:
-- node-problem-detector with its kmsg system-log-monitor: nodemedic's shipped kernel-monitor.json (NPD's format)
-  plus a bench monitor with N permanent conditions `Bench00..`, each set by its own line;
+node-problem-detector v1.36.0 is built here from the Go module proxy (`k8s.io/node-problem-detector`) as its release
+image builds it (its Makefile's default ENABLE_JOURNALD=1: cgo and the `journald` build tag, against the headers of
+Debian's libsystemd-dev at the version of this machine's libsystemd0) into ~/.cache/nodemedic/bin/npd-v1.36.0-journald/
+when missing.
+A private local control plane gets three kwok nodes, one played by each process:
+- node-problem-detector as its own DaemonSet (deployment/node-problem-detector.yaml) runs it: upstream's
+  kernel-monitor.json and docker-monitor.json (a journald monitor) from the module's config/, the latter's logPath
+  pointed at the folder where this host keeps its journal (the DaemonSet mounts the host's), plus a bench monitor
+  with N permanent conditions `Bench00..`, each set by its own line. The ratios and their targets are against it;
+- node-problem-detector with one kmsg monitor, nodemedic's shipped kernel-monitor.json (NPD's format), plus the
+  bench monitor: the least NPD runs, shown beside it;
 - nodemedic-agent with its defaults (every built-in check on, every shipped log monitor: kernel, GPU and journal)
   plus the same bench monitor, from compiled bytecode as in the image, with this machine's `/` as its host root,
   as the DaemonSet sees its node's (a root of symlinks to the real directories would make the runtime check chase
@@ -18,14 +24,15 @@ reader, libsystemd in the agent's process, is counted in its RSS: this machine's
 none, one its systemd-journald writes
 for the benchmark in `/run/log/journal/<machine-id>/` (tests/real_journal.py, `volatile=True`), the volatile
 journal folder the agent's default discovery reads below its host root; what the benchmark created there is
-removed after. NPD, built without cgo, has no journald monitor to run.
+removed after. NPD's docker monitor reads that same journal through libsystemd in NPD's process.
 
 1. Steady state: after a warm-up, RSS (VmRSS of the process tree: plugin children count) once a
-   second and CPU time over the window, for both: the scheduler's exact runtime (`schedstat`, which the CPU ratio
-   uses) and the 10 ms clock ticks of `stat` for comparison.
+   second and CPU time over the window, for all three: the scheduler's exact runtime (`schedstat`, which the CPU
+   ratio uses) and the 10 ms clock ticks of `stat` for comparison.
 2. Latency: N times, one kernel line (1-2 s after the last one was seen), then the time until a watch sees
    `BenchNN` True on each node.
-Prints both programs' numbers and the three ratios agent / NPD (targets: RSS ≤ 1, CPU ≤ 1.5, p95 latency ≤ 250 ms).
+Prints every process's numbers and the three ratios agent / NPD for each NPD (targets, against NPD as its DaemonSet
+runs it: RSS ≤ 1, CPU ≤ 1.5, p95 latency ≤ 250 ms).
 """
 
 from __future__ import annotations
@@ -49,7 +56,7 @@ from kubernetes import client, config
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "hack"), str(ROOT)]  # bench and kcp; the agent's defaults and tests' real journal
 
-from agent.logsources.journal_hub import JournalHub  # noqa: E402
+from agent.logsources.journal_hub import JOURNAL_DIRS, JournalHub  # noqa: E402
 from agent.npd.logmonitor_config import DEFAULT_MONITORS  # noqa: E402
 from bench.lib import child  # noqa: E402
 from bench.lib.cluster import clean_cluster, unbuilt  # noqa: E402
@@ -66,18 +73,40 @@ from tests.real_journal import RealJournal  # noqa: E402
 
 NPD_VERSION = "v1.36.0"
 NPD_MODULE = "k8s.io/node-problem-detector"
-AGENT_NODE, NPD_NODE = "agent-bench", "npd-bench"
-AGENT, NPD = "nodemedic-agent", "node-problem-detector"
+AGENT_NODE, NPD_NODE, NPD_KMSG_NODE = "agent-bench", "npd-bench", "npd-kmsg-bench"
+AGENT, NPD, NPD_KMSG = "nodemedic-agent", "node-problem-detector", "npd-kmsg-only"
+# What upstream's DaemonSet passes it: deployment/node-problem-detector.yaml's --config.system-log-monitor.
+NPD_DAEMONSET_MONITORS = ("kernel-monitor.json", "docker-monitor.json")
 LINE = "nodemedic-bench: probe {i:02d} stalled"
 
 
-def npd_binary() -> Path:
-    return paths.cache_root() / "bin" / f"npd-{NPD_VERSION}" / "node-problem-detector"
+def npd_binary(*, journald: bool) -> Path:
+    return paths.cache_root() / "bin" / f"npd-{NPD_VERSION}{'-journald' if journald else ''}" / "node-problem-detector"
 
 
-def build_npd() -> Path:
-    """go build in a throwaway wrapper module that requires NPD at the pinned version; renamed into place."""
-    target = npd_binary()
+def npd_source() -> Path:
+    """The module's source as the Go module cache holds it (build_npd fetched it): its config/ is upstream's."""
+    gomodcache = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True).stdout.strip()
+    return Path(gomodcache) / f"{NPD_MODULE}@{NPD_VERSION}"
+
+
+def _libsystemd_headers(work: Path) -> Path:
+    """Debian's libsystemd-dev at the version of the installed libsystemd0 (what the binary dlopens), unpacked under
+    `work`: the include folder for cgo."""
+    version = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "libsystemd0"], capture_output=True, text=True,
+                             check=True).stdout.strip()
+    subprocess.run(["apt-get", "download", "-q", f"libsystemd-dev={version}"], cwd=work, check=True,
+                   capture_output=True)
+    (deb,) = work.glob("libsystemd-dev_*.deb")
+    subprocess.run(["dpkg-deb", "-x", str(deb), str(work / "root")], check=True)
+    return work / "root" / "usr" / "include"
+
+
+def build_npd(*, journald: bool = False) -> Path:
+    """go build in a throwaway wrapper module that requires NPD at the pinned version; renamed into place.
+    `journald`: as upstream's Makefile builds its release binary (cgo, `-tags journald`); else CGO_ENABLED=0, a
+    static binary with no journald monitor."""
+    target = npd_binary(journald=journald)
     if target.exists():
         return target
     work = Path(tempfile.mkdtemp(prefix="npd-build-"))
@@ -86,9 +115,13 @@ def build_npd() -> Path:
         (work / "tools.go").write_text(
             f'//go:build tools\n\npackage tools\n\nimport _ "{NPD_MODULE}/cmd/nodeproblemdetector"\n')
         env = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-mod=mod", GOCACHE=str(paths.go_cache()))
+        tags = []
+        if journald:
+            env.update(CGO_ENABLED="1", CGO_CFLAGS=f"-I{_libsystemd_headers(work)}")
+            tags = ["-tags", "journald"]
         subprocess.run(["go", "get", f"{NPD_MODULE}@{NPD_VERSION}"], cwd=work, env=env, check=True)
         out = work / "out" / "node-problem-detector"
-        subprocess.run(["go", "build", "-trimpath", "-ldflags",
+        subprocess.run(["go", "build", "-trimpath", *tags, "-ldflags",
                         f"-s -w -X {NPD_MODULE}/pkg/version.version={NPD_VERSION}", "-o", str(out),
                         f"{NPD_MODULE}/cmd/nodeproblemdetector"], cwd=work, env=env, check=True)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -100,12 +133,25 @@ def build_npd() -> Path:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def npd_daemonset_monitors(tmp: Path, journal_folder: Path) -> list[Path]:
+    """Upstream's monitors as its DaemonSet passes them, copied to `tmp`; a journald one reads `journal_folder`."""
+    monitors = []
+    for name in NPD_DAEMONSET_MONITORS:
+        monitor = json.loads((npd_source() / "config" / name).read_text())
+        if monitor.get("plugin") == "journald":
+            monitor["logPath"] = str(journal_folder)
+        (tmp / f"npd-{name}").write_text(json.dumps(monitor))
+        monitors.append(tmp / f"npd-{name}")
+    return monitors
+
+
 @contextlib.contextmanager
-def host_journal(work: Path) -> Iterator[str]:
-    """A journal where the agent, with `/` as its host root, looks for one by default; yields where it is."""
+def host_journal(work: Path) -> Iterator[tuple[str, Path]]:
+    """A journal where the agent, with `/` as its host root, looks for one by default; yields what it is and the
+    folder that holds it (what a journald monitor's logPath names)."""
     host = Path("/")
     if JournalHub(host).present():
-        yield "this machine's own"
+        yield "this machine's own", next(host / d for d in JOURNAL_DIRS if any((host / d).glob("*/*.journal")))
         return
     journal = RealJournal(host, work, volatile=True)
     created = next((p for p in (*reversed(journal.directory.parents), journal.directory) if not p.exists()), None)
@@ -114,7 +160,7 @@ def host_journal(work: Path) -> Iterator[str]:
         journal.stream("nodemedic-bench")  # held open: journald keeps running for the whole benchmark
         if not JournalHub(host).present():
             raise RuntimeError(f"the agent's journal discovery does not see {journal.directory}")
-        yield f"{journal.directory}, written by systemd-journald for the benchmark"
+        yield f"{journal.directory}, written by systemd-journald for the benchmark", journal.directory.parent
     finally:
         journal.stop()
         if created is not None:
@@ -152,19 +198,21 @@ def main() -> int:
         print("writing test lines to /dev/kmsg needs root", file=sys.stderr)
         return 2
     t_build = time.monotonic()
-    npd = build_npd()
-    print(f"node-problem-detector {NPD_VERSION}: {npd} ({time.monotonic() - t_build:.0f} s to build or find)")
+    npd = build_npd(journald=True)
+    print(f"node-problem-detector {NPD_VERSION} with journald: {npd} "
+          f"({time.monotonic() - t_build:.0f} s to build or find)")
     cluster = clean_cluster("bench-agent-npd")
     cluster.up(1)
     tmp = Path(tempfile.mkdtemp(prefix="nodemedic-bench-npd-"))
     procs: dict[str, subprocess.Popen[bytes]] = {}
     stack = contextlib.ExitStack()
     try:
-        journal = stack.enter_context(host_journal(tmp / "journald"))
-        print(f"the agent's host journal: {journal}", flush=True)
+        journal, journal_folder = stack.enter_context(host_journal(tmp / "journald"))
+        print(f"the host's journal: {journal}", flush=True)
         api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
         core = client.CoreV1Api(api)
-        for name in (AGENT_NODE, NPD_NODE):  # created with kcp's client, whose bodies are the manifests as dicts
+        # created with kcp's client, whose bodies are the manifests as dicts
+        for name in (AGENT_NODE, NPD_NODE, NPD_KMSG_NODE):
             cluster.api().post("/api/v1/nodes", nodes.node_manifest(name, nodes.ZONES[0]))
         monitor = bench_monitor(args.samples, pattern=probe, reason="Probe", lookback="0")
         (tmp / "bench-monitor.json").write_text(json.dumps(monitor))
@@ -182,19 +230,22 @@ def main() -> int:
                  str(cluster.kubeconfig), "--config", str(tmp / "agent.yaml"), "--host-root", "/",
                  "--state-dir", str(tmp / "state"), "--listen", ""],
                 stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
-        with open(tmp / "npd.log", "wb") as log:
-            procs[NPD] = subprocess.Popen(
-                [str(npd), f"--hostname-override={NPD_NODE}",
-                 f"--apiserver-override={api.configuration.host}?inClusterConfig=false&auth={cluster.kubeconfig}",
-                 f"--config.system-log-monitor={kernel},{tmp / 'bench-monitor.json'}",
-                 "--port=0", "--prometheus-port=0", "--logtostderr"],
-                stdout=log, stderr=subprocess.STDOUT)
+        npd_monitors = {NPD: (NPD_NODE, [*npd_daemonset_monitors(tmp, journal_folder), tmp / "bench-monitor.json"]),
+                        NPD_KMSG: (NPD_KMSG_NODE, [kernel, tmp / "bench-monitor.json"])}
+        for name, (node, files) in npd_monitors.items():
+            with open(tmp / f"{name}.log", "wb") as log:
+                procs[name] = subprocess.Popen(
+                    [str(npd), f"--hostname-override={node}",
+                     f"--apiserver-override={api.configuration.host}?inClusterConfig=false&auth={cluster.kubeconfig}",
+                     f"--config.system-log-monitor={','.join(str(f) for f in files)}",
+                     "--port=0", "--prometheus-port=0", "--logtostderr"],
+                    stdout=log, stderr=subprocess.STDOUT)
         watched = ConditionWatch(core)
 
         def written_or_exited(node: str) -> bool:
             return has_condition(core, node, bench_condition(0)) or any(p.poll() is not None for p in procs.values())
 
-        for node in (AGENT_NODE, NPD_NODE):
+        for node in (AGENT_NODE, NPD_NODE, NPD_KMSG_NODE):
             wait(partial(written_or_exited, node), 90, f"the first status write of {node}")
         for name, p in procs.items():
             if p.poll() is not None:
@@ -208,12 +259,13 @@ def main() -> int:
             print(f"{name:<22} steady state: RSS mean {s.rss_mean_mib:.1f} MiB (max {s.rss_max_mib:.1f}), "
                   f"CPU {s.cpu_percent:.4f} % of one core over {s.seconds:.0f} s ({s.cpu_ticks} clock ticks: "
                   f"{s.tick_cpu_percent:.3f} %)", flush=True)
-        tree, journal_files = commands(procs[AGENT].pid), open_journal_files(procs[AGENT].pid)
-        print(f"{AGENT}'s tree: {len(tree)} processes; journal files open in the agent: {journal_files} "
-              f"(its journal monitors {'ran' if journal_files else 'did not run'})", flush=True)
+        for name in (AGENT, NPD):
+            tree, journal_files = commands(procs[name].pid), open_journal_files(procs[name].pid)
+            print(f"{name}'s tree: {len(tree)} processes; journal files open in it: {journal_files} "
+                  f"(its journal monitors {'ran' if journal_files else 'did not run'})", flush=True)
 
         # 2. one kernel line -> a condition on each node
-        latency: dict[str, list[float]] = {AGENT_NODE: [], NPD_NODE: []}
+        latency: dict[str, list[float]] = {AGENT_NODE: [], NPD_NODE: [], NPD_KMSG_NODE: []}
         for i in range(args.samples):
             # Spaced past the agent's minimum gap between two status writes (1 s, docs/bounds.md): this times
             # one line reaching the API server, not a node gaining a new condition twice a second.
@@ -224,15 +276,19 @@ def main() -> int:
                 seen = wait(partial(watched.first_true, node, condition), 30, f"{condition} on {node}")
                 samples.append(seen - t)
             print(f"line {i:2d}: agent {latency[AGENT_NODE][-1] * 1000:6.0f} ms, "
-                  f"NPD {latency[NPD_NODE][-1] * 1000:6.0f} ms", flush=True)
+                  f"NPD {latency[NPD_NODE][-1] * 1000:6.0f} ms, "
+                  f"NPD kmsg only {latency[NPD_KMSG_NODE][-1] * 1000:6.0f} ms", flush=True)
         summaries = {node: summarize(v) for node, v in latency.items()}
         for node, summary in summaries.items():
             print(f"{node}: kernel line → condition seen by a watch: {percentiles_ms(summary)} ({summary.count} lines)")
-        a, n = steady[AGENT], steady[NPD]
-        p95 = ratio(summaries[AGENT_NODE].p95, summaries[NPD_NODE].p95)
-        print(f"ratios agent / NPD: RSS {format_ratio(ratio(a.rss_mean_mib, n.rss_mean_mib))} (target ≤ 1), "
-              f"CPU {format_ratio(ratio(a.cpu_percent, n.cpu_percent), undefined='inf')} (target ≤ 1.5), "
-              f"p95 latency {format_ratio(p95)} (agent p95 target ≤ 250 ms)")
+        a = steady[AGENT]
+        for name, node, against in ((NPD, NPD_NODE, " (targets: RSS ≤ 1, CPU ≤ 1.5, agent p95 ≤ 250 ms)"),
+                                    (NPD_KMSG, NPD_KMSG_NODE, "")):
+            n = steady[name]
+            p95 = ratio(summaries[AGENT_NODE].p95, summaries[node].p95)
+            print(f"ratios agent / {name}: RSS {format_ratio(ratio(a.rss_mean_mib, n.rss_mean_mib))}, "
+                  f"CPU {format_ratio(ratio(a.cpu_percent, n.cpu_percent), undefined='inf')}, "
+                  f"p95 latency {format_ratio(p95)}{against}")
         print(f"machine: {machine()}")
     finally:
         for p in procs.values():
