@@ -17,7 +17,8 @@
   still starting) is not.
 Fewer device nodes than functions (the driver did not take a GPU), fewer functions than seen before (a GPU left the
 bus) or than the Node's capacity promises is True, naming the bus ids. A node with no NVIDIA GPU, and no GPU
-capacity, reports nothing, so the type never appears there.
+capacity, reports nothing, so the type never appears there, and looks again only every `IDLE_INTERVAL`
+(agent/checks/idle.py: 5 min) until it finds one.
 
 `NVSwitchFabricDown`: on HGX-style hosts the NVSwitches (`/dev/nvidia-nvswitch<N>`, or NVIDIA PCI functions of
 class 0x0680xx) need the fabric manager daemon (`nv-fabricmanager`) running, or multi-GPU jobs fail to start.
@@ -32,6 +33,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from agent.checks.idle import idle_timing
 from agent.host import HostRoot
 from agent.model import CheckTiming, ConditionReport, Observation, Status
 
@@ -125,6 +127,8 @@ class GPUCheck:
             reports.append(self._missing(pci.gpus, nodes[0], promised))
         if pci.nvswitches or nodes[1]:
             reports.append(self._fabric(len(pci.nvswitches) or nodes[1]))
+        nothing_here = not (self._seen or promised or pci.nvswitches or any(nodes))
+        self.timing = idle_timing(self._config.timing) if nothing_here else self._config.timing
         return Observation(self.name, now, conditions=tuple(reports))
 
     def _device_nodes(self) -> tuple[int, int]:

@@ -2,8 +2,8 @@
 
 `/sys/block/zram<N>/mm_stat` starts with orig_data_size (bytes of uncompressed data stored) and `disksize` is the
 device's size. A full zram swap device means the node is swapping into RAM it no longer has: memory exhaustion
-follows. An event on each crossing of the threshold (not on every poll while above it); nodes without zram report
-nothing.
+follows. An event on each crossing of the threshold (not on every poll while above it); nodes without a zram device
+set up report nothing, and look again only every `IDLE_INTERVAL` (agent/checks/idle.py) until one is.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
+from agent.checks.idle import idle_timing
 from agent.host import HostRoot
 from agent.model import CheckTiming, EventReport, Observation
 
@@ -58,7 +59,9 @@ class ZramCheck:
     async def observe(self, now: dt.datetime) -> Observation:
         events = []
         above = set()
-        for device, (stored, size) in zram_usage(self._host).items():
+        usage = zram_usage(self._host)
+        self.timing = self._config.timing if usage else idle_timing(self._config.timing)
+        for device, (stored, size) in usage.items():
             percent = 100 * stored / size
             if percent > self._config.max_percent:
                 above.add(device)

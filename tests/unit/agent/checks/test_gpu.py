@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from agent.checks.gpu import FABRIC, MISSING, Config, GPUCheck, validate
+from agent.checks.idle import IDLE_INTERVAL
 from agent.host import HostRoot
 from agent.model import Observation, Status
 
@@ -64,6 +65,20 @@ def test_a_node_without_nvidia_gpus_reports_nothing(host: Host) -> None:
     host.dev("null", "nvme0")
 
     assert observe(GPUCheck(Config(), HostRoot(host.root))).conditions == ()
+
+
+def test_a_node_without_nvidia_gpus_looks_again_only_every_idle_interval_until_one_appears(host: Host) -> None:
+    host.pci("0000:00:02.0", vendor="0x8086", pci_class="0x030000", driver="i915")
+    config = Config()
+    check = GPUCheck(config, HostRoot(host.root))
+    observe(check)
+    assert check.timing.interval == IDLE_INTERVAL and check.timing.timeout == config.timing.timeout
+    host.pci("0000:3b:00.0")
+    host.dev("nvidia0")
+    assert statuses(observe(check)) == {MISSING: (Status.FALSE, "AllGPUsPresent")}
+    assert check.timing == config.timing
+    host.unplug("0000:3b:00.0")  # gone from the bus: a GPU was seen, so the check keeps its own pace
+    assert statuses(observe(check))[MISSING][1] == "GPUGoneFromBus" and check.timing == config.timing
 
 
 def test_every_gpu_with_its_device_node_is_healthy(host: Host) -> None:

@@ -7,6 +7,7 @@ import datetime as dt
 from pathlib import Path
 
 from agent.checks import environ, zram
+from agent.checks.idle import IDLE_INTERVAL
 from agent.host import HostRoot
 
 NOW = dt.datetime(2025, 5, 1, 12, 0, tzinfo=dt.UTC)
@@ -39,11 +40,17 @@ def test_zram_over_the_threshold_is_reported_once_per_crossing(tmp_path: Path) -
     assert [e.reason for e in crossed.events] == [zram.EVENT]
 
 
-def test_a_node_without_zram_or_with_an_unset_device_reports_nothing(tmp_path: Path) -> None:
+def test_a_node_without_zram_or_with_an_unset_device_reports_nothing_and_looks_again_only_every_idle_interval(
+        tmp_path: Path) -> None:
     zram_device(tmp_path, "zram0", 0, 0)
+    check = zram.ZramCheck(zram.Config(), HostRoot(tmp_path))
 
-    assert asyncio.run(zram.ZramCheck(zram.Config(), HostRoot(tmp_path)).observe(NOW)).events == ()
+    assert asyncio.run(check.observe(NOW)).events == ()
+    assert check.timing.interval == IDLE_INTERVAL
     assert asyncio.run(zram.ZramCheck(zram.Config(), HostRoot(tmp_path / "none")).observe(NOW)).events == ()
+    zram_device(tmp_path, "zram0", 900 * MIB, 1024 * MIB)  # set up later: seen at the next look, at its own pace
+    assert [e.reason for e in asyncio.run(check.observe(NOW)).events] == [zram.EVENT]
+    assert check.timing == zram.Config().timing
 
 
 def process(root: Path, pid: int, comm: str, variables: int, start: int = 1000) -> None:
