@@ -105,6 +105,30 @@ def ready(pod: client.V1Pod) -> bool:
                                                  for c in pod.status.conditions or [])
 
 
+def why_not_running(cluster: LocalCluster, core: client.CoreV1Api, namespace: str) -> str:
+    """What a failed wait for a pod on the real node prints: the pods' state, the namespace's Events, the real Node's
+    Ready condition and the kubelet's and containerd's last lines about them (a run under load once timed out here
+    with nothing to go on)."""
+    lines = []
+    for p in core.list_namespaced_pod(namespace).items:
+        waiting = [(c.name, c.state.waiting.reason, c.state.waiting.message) for c in p.status.container_statuses or []
+                   if c.state and c.state.waiting]
+        lines.append(f"pod {p.metadata.name} on {p.spec.node_name}: {p.status.phase}; "
+                     f"{[(c.type, c.status, c.reason) for c in p.status.conditions or []]}; waiting {waiting}")
+    for e in core.list_namespaced_event(namespace).items:
+        lines.append(f"event {e.involved_object.name} {e.type} {e.reason}: {e.message}")
+    ready = condition(core, realnode.NAME, "Ready")
+    lines.append(f"{realnode.NAME} Ready={ready.status} {ready.reason}: {ready.message}")
+    assert cluster.owned is not None
+    names = [p.metadata.name for p in core.list_namespaced_pod(namespace).items] + [namespace]
+    for component in ("kubelet", "containerd"):
+        log = cluster.owned.log_dir / f"{component}.log"
+        text = log.read_text(errors="replace").splitlines() if log.exists() else [f"({log} missing)"]
+        about = [line for line in text if any(n in line for n in names)] or text
+        lines += [f"{component}: {line[:400]}" for line in about[-15:]]
+    return "\n".join(lines)
+
+
 def condition(core: client.CoreV1Api, node: str, type_: str) -> client.V1NodeCondition:
     return next(c for c in core.read_node_status(node).status.conditions or [] if c.type == type_)
 
@@ -401,8 +425,13 @@ def test_a_kernel_line_on_the_real_node_taints_it_its_real_pod_runs_elsewhere_an
     cordon(core, KWOK_NODES, True)
     try:
         apps.create_namespaced_deployment(namespace, work)
-        placed = wait_until(lambda: (r := running_on(core, namespace, "work")) and r, timeout=60,
-                            what="the work pod Running on the real node")
+        try:
+            # A real sandbox and container on a machine the rest of the suite loads: seconds alone, up to a minute
+            # under load.
+            placed = wait_until(lambda: (r := running_on(core, namespace, "work")) and r, timeout=120,
+                                what="the work pod Running on the real node")
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{why_not_running(cluster, core, namespace)}") from None
     finally:
         cordon(core, KWOK_NODES, False)
     assert set(placed.values()) == {realnode.NAME}
