@@ -14,6 +14,7 @@ bridge, kube-proxy's iptables rules, the pods' cgroups, the runtime's state, and
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -52,8 +53,17 @@ IPTABLES = ("iptables", "ip6tables")
 Log = Callable[[str], None]
 
 
-def _ctr_answers() -> bool:
-    return _sh("ctr", f"--address={SOCKET}", "version", check=False).returncode == 0
+def _cri_answers() -> bool:
+    """containerd answers a CRI Version call: its socket answers `ctr version` earlier, before the CRI plugin has
+    initialised, and a kubelet started then exits ("server is not initialized yet"; seen in CI after a restart
+    under load). The call is the agent's own probe (the project is installed wherever the real node runs)."""
+    from agent.checks.runtime import ProbeError, probe  # noqa: PLC0415 - only the real node needs the agent here
+
+    try:
+        asyncio.run(asyncio.wait_for(probe(SOCKET), 5))
+    except (ProbeError, OSError, TimeoutError):
+        return False
+    return True
 
 
 def _http_ok(url: str) -> bool:
@@ -66,7 +76,7 @@ def _http_ok(url: str) -> bool:
 
 # The real node's processes, and what says each one serves (after a start, and after `start_again`).
 SERVING: dict[str, tuple[str, Callable[[], bool]]] = {
-    "containerd": ("containerd's socket", _ctr_answers),
+    "containerd": ("containerd's CRI service", _cri_answers),
     "kubelet": ("the kubelet's healthz", lambda: _http_ok(KUBELET_HEALTHZ)),
     "kube-proxy": ("kube-proxy's healthz", lambda: _http_ok(f"http://127.0.0.1:{KUBE_PROXY_HEALTHZ_PORT}/healthz")),
     "coredns": ("CoreDNS's ready endpoint", lambda: _http_ok(f"http://127.0.0.1:{coredns.READY_PORT}/ready")),
