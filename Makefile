@@ -58,7 +58,7 @@ bench-agent: build
 	$(BIN)/python hack/bench/agent.py --samples 50
 
 bench-agent-npd: build
-	$(BIN)/python hack/bench/agent_vs_npd.py --samples 30
+	$(BIN)/python hack/bench/agent_vs_npd.py --window 120 --samples 30
 
 # The agent pod (the chart as it ships) and NPD's own DaemonSet and image on the real node: RSS and CPU from their
 # cgroups, at steady state. Needs the real node free (hack/kcp/realnode.py).
