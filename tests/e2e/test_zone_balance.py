@@ -20,7 +20,7 @@ from kcp import paths
 from tests.e2e import second_scheduler
 from tests.e2e import zone_example as ex
 from tests.e2e.conftest import LocalCluster, _started
-from tests.e2e.remediator_harness import events_once, start_remediator
+from tests.e2e.remediator_harness import events_once, nodemedic_events, start_remediator
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -104,10 +104,26 @@ def test_the_default_scheduler_skews_the_example_and_nodemedic_repairs_it_within
     print(f"zone-example exposure after: {SURVIVING}{{workload=Deployment/svc-d}} {gauge_after:.3f}")
     assert gauge_after == pytest.approx(ex.surviving(after), abs=1e-3)
     # A rolling update under the default scheduler, nodemedic still running: where the new revision lands, and
-    # where it ends once nodemedic has repaired whatever the scheduler skewed again.
+    # where it ends. Either nodemedic repairs whatever the scheduler skewed again, or the scheduler puts each moved pod
+    # straight back (its resource scores outweigh the spread, the article's point; CI saw it do so five times in a row)
+    # and the loop detector holds the new ReplicaSet: then the plans defer its pods and evict nothing more. Endless
+    # churn, or neither within the deadline, fails.
     ex.show("default-scheduler after a rolling update", ex.rolling_update(apps, core, namespace, tag))
-    wait_until(repaired, timeout=120, what="svc-d within skew 1 after the rolling update")
-    ex.show("nodemedic after the rolling update", ex.per_zone(core, namespace, tag))
+
+    def settled() -> str | None:
+        if repaired():
+            return "repaired"
+        held = nodemedic_events(core, namespace, "NodemedicSchedulerDisagrees")
+        return "held by the loop detector" if held and r.plan()["schedulerLoops"] else None
+
+    outcome = wait_until(settled, timeout=120, what="svc-d within skew 1, or held by the loop detector, after the "
+                                                    "rolling update")
+    ex.show(f"nodemedic after the rolling update ({outcome})", ex.per_zone(core, namespace, tag))
+    if outcome != "repaired":
+        evicted = r.metric("nodemedic_evictions_total", outcome="evicted")
+        plan = wait_until(lambda: (p := r.plan()) and p["deferred"] and p, timeout=30, what="a plan deferring svc-d")
+        assert plan["evictions"] == [] and all("scheduler disagrees" in d["why"] for d in plan["deferred"])
+        assert r.metric("nodemedic_evictions_total", outcome="evicted") == evicted
     r.stop()
     healthy = history.stop()
     print(f"zone-example PDB svc-d through the rolling update too: currentHealthy in {len(healthy)} status updates, "
