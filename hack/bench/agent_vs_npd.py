@@ -6,9 +6,10 @@ image builds it (its Makefile's default ENABLE_JOURNALD=1: cgo and the `journald
 Debian's libsystemd-dev at the version of this machine's libsystemd0) into ~/.cache/nodemedic/bin/npd-v1.36.0-journald/
 when missing.
 A private local control plane gets three kwok nodes, one played by each process:
-- node-problem-detector as its own DaemonSet (deployment/node-problem-detector.yaml) runs it: upstream's
-  kernel-monitor.json and docker-monitor.json (a journald monitor) from the module's config/, the latter's logPath
-  pointed at the folder where this host keeps its journal (the DaemonSet mounts the host's), plus a bench monitor
+- node-problem-detector as its own DaemonSet (deployment/node-problem-detector.yaml) runs it: the system-log
+  monitors that manifest passes it, from upstream's ConfigMap (v1.36.0: kernel-monitor.json, readonly-monitor.json,
+  docker-monitor.json), a journald one's logPath pointed at the folder where this host keeps its journal (the
+  DaemonSet mounts the host's), plus a bench monitor
   with N permanent conditions `Bench00..`, each set by its own line. The ratios and their targets are against it;
 - node-problem-detector with one kmsg monitor, nodemedic's shipped kernel-monitor.json (NPD's format), plus the
   bench monitor: the least NPD runs, shown beside it;
@@ -50,7 +51,9 @@ import time
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
+from typing import Any
 
+import yaml
 from kubernetes import client, config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,7 +70,7 @@ from bench.lib.process import commands, open_journal_files  # noqa: E402
 from bench.lib.report import machine  # noqa: E402
 from bench.lib.stats import percentiles_ms, summarize  # noqa: E402
 from bench.lib.steady_state import sample_steady_state  # noqa: E402
-from kcp import build, nodes, paths  # noqa: E402
+from kcp import build, debian, nodes, paths  # noqa: E402
 from kcp.measure import wait  # noqa: E402
 from tests.real_journal import RealJournal  # noqa: E402
 
@@ -75,8 +78,7 @@ NPD_VERSION = "v1.36.0"
 NPD_MODULE = "k8s.io/node-problem-detector"
 AGENT_NODE, NPD_NODE, NPD_KMSG_NODE = "agent-bench", "npd-bench", "npd-kmsg-bench"
 AGENT, NPD, NPD_KMSG = "nodemedic-agent", "node-problem-detector", "npd-kmsg-only"
-# What upstream's DaemonSet passes it: deployment/node-problem-detector.yaml's --config.system-log-monitor.
-NPD_DAEMONSET_MONITORS = ("kernel-monitor.json", "docker-monitor.json")
+MONITOR_FLAG = "--config.system-log-monitor="
 LINE = "nodemedic-bench: probe {i:02d} stalled"
 
 
@@ -85,21 +87,28 @@ def npd_binary(*, journald: bool) -> Path:
 
 
 def npd_source() -> Path:
-    """The module's source as the Go module cache holds it (build_npd fetched it): its config/ is upstream's."""
-    gomodcache = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True).stdout.strip()
-    return Path(gomodcache) / f"{NPD_MODULE}@{NPD_VERSION}"
+    """The module's source tree in the Go module cache (Dockerfile, deployment/, config/)."""
+    out = subprocess.run(["go", "mod", "download", "-json", f"{NPD_MODULE}@{NPD_VERSION}"], cwd=paths.cache_root(),
+                         env=dict(os.environ, GOTOOLCHAIN="local", GOFLAGS=""), capture_output=True, text=True,
+                         check=True).stdout
+    return Path(json.loads(out)["Dir"])
+
+
+def daemonset_monitors(source: Path) -> dict[str, dict[str, Any]]:
+    """The system-log monitors upstream's DaemonSet passes NPD (its --config.system-log-monitor, in order): file name
+    -> the monitor as upstream's ConfigMap holds it (deployment/node-problem-detector*.yaml)."""
+    deployment = source / "deployment"
+    ds = yaml.safe_load((deployment / "node-problem-detector.yaml").read_text())
+    data = yaml.safe_load((deployment / "node-problem-detector-config.yaml").read_text())["data"]
+    command = ds["spec"]["template"]["spec"]["containers"][0]["command"]
+    flag = next(arg for arg in command if arg.startswith(MONITOR_FLAG))
+    return {Path(f).name: json.loads(data[Path(f).name]) for f in flag.removeprefix(MONITOR_FLAG).split(",")}
 
 
 def _libsystemd_headers(work: Path) -> Path:
     """Debian's libsystemd-dev at the version of the installed libsystemd0 (what the binary dlopens), unpacked under
     `work`: the include folder for cgo."""
-    version = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "libsystemd0"], capture_output=True, text=True,
-                             check=True).stdout.strip()
-    subprocess.run(["apt-get", "download", "-q", f"libsystemd-dev={version}"], cwd=work, check=True,
-                   capture_output=True)
-    (deb,) = work.glob("libsystemd-dev_*.deb")
-    subprocess.run(["dpkg-deb", "-x", str(deb), str(work / "root")], check=True)
-    return work / "root" / "usr" / "include"
+    return debian.extract("libsystemd-dev", debian.installed("libsystemd0"), work, []) / "usr" / "include"
 
 
 def build_npd(*, journald: bool = False) -> Path:
@@ -136,8 +145,7 @@ def build_npd(*, journald: bool = False) -> Path:
 def npd_daemonset_monitors(tmp: Path, journal_folder: Path) -> list[Path]:
     """Upstream's monitors as its DaemonSet passes them, copied to `tmp`; a journald one reads `journal_folder`."""
     monitors = []
-    for name in NPD_DAEMONSET_MONITORS:
-        monitor = json.loads((npd_source() / "config" / name).read_text())
+    for name, monitor in daemonset_monitors(npd_source()).items():
         if monitor.get("plugin") == "journald":
             monitor["logPath"] = str(journal_folder)
         (tmp / f"npd-{name}").write_text(json.dumps(monitor))

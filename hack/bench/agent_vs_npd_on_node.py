@@ -63,7 +63,15 @@ from kubernetes import client, config
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "hack"))
 
-from bench.agent_vs_npd import AGENT, NPD, NPD_MODULE, NPD_VERSION, build_npd  # noqa: E402
+from bench.agent_vs_npd import (  # noqa: E402
+    AGENT,
+    MONITOR_FLAG,
+    NPD,
+    NPD_VERSION,
+    build_npd,
+    daemonset_monitors,
+    npd_source,
+)
 from bench.lib.cluster import unbuilt  # noqa: E402
 from bench.lib.comparison import Comparison, format_ratio  # noqa: E402
 from bench.lib.report import note  # noqa: E402
@@ -80,7 +88,6 @@ NAMESPACE = "nodemedic"
 NPD_NAMESPACE = "kube-system"  # upstream's manifests name it
 NPD_REPOSITORY = "localhost/node-problem-detector"
 NPD_MANIFESTS = ("rbac.yaml", "node-problem-detector-config.yaml", "node-problem-detector.yaml")
-MONITOR_FLAG = "--config.system-log-monitor="
 AGENT_PODS, NPD_PODS = "app.kubernetes.io/component=agent", "app=node-problem-detector"  # label selectors
 MIB = 2**20
 
@@ -107,14 +114,6 @@ ENTRYPOINT {entrypoint}
 
 
 # --- NPD's image ----------------------------------------------------------------------------------------------------
-def npd_source() -> Path:
-    """The module's source tree in the Go module cache (Dockerfile, deployment/, config/)."""
-    out = subprocess.run(["go", "mod", "download", "-json", f"{NPD_MODULE}@{NPD_VERSION}"], cwd=paths.cache_root(),
-                         env=dict(os.environ, GOTOOLCHAIN="local", GOFLAGS=""), capture_output=True, text=True,
-                         check=True).stdout
-    return Path(json.loads(out)["Dir"])
-
-
 def npd_key() -> str:
     base = f"{image.BASE_REPOSITORY}:{image.base_key()}"
     return hashlib.sha256("\0".join((NPD_VERSION, CONTAINERFILE, base)).encode()).hexdigest()[:16]
@@ -196,13 +195,13 @@ def tool(cluster: controlplane.Cluster, name: str, *args: str) -> str:
 def npd_daemonset(source: Path, reference: str, out: Path) -> tuple[Path, list[str], list[str]]:
     """Upstream's DaemonSet with our image, pullPolicy Never and no journald monitor; the monitors kept and dropped."""
     ds = yaml.safe_load((source / "deployment" / "node-problem-detector.yaml").read_text())
-    monitors = yaml.safe_load((source / "deployment" / "node-problem-detector-config.yaml").read_text())["data"]
+    monitors = daemonset_monitors(source)
     container = ds["spec"]["template"]["spec"]["containers"][0]
     container.update(image=reference, imagePullPolicy="Never")
     command = container["command"]
     at = next(i for i, arg in enumerate(command) if arg.startswith(MONITOR_FLAG))
     files = command[at].removeprefix(MONITOR_FLAG).split(",")
-    dropped = [f for f in files if json.loads(monitors[Path(f).name])["plugin"] == "journald"]
+    dropped = [f for f in files if monitors[Path(f).name]["plugin"] == "journald"]
     kept = [f for f in files if f not in dropped]
     command[at] = MONITOR_FLAG + ",".join(kept)
     out.write_text(yaml.safe_dump(ds, sort_keys=False))

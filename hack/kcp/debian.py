@@ -41,24 +41,30 @@ def install(samplers: list[TreeRssSampler]) -> None:
         run(args, cwd=Path("/"), env=env, sampler_out=samplers)
 
 
-def unpack(package: str, version: str, binaries: list[str], dest: Path, samplers: list[TreeRssSampler]) -> None:
-    """The `usr/bin/` programs `binaries` of one package at its pinned version, unpacked into `dest` without
-    installing it (no maintainer scripts run, nothing outside `dest` changes)."""
+def extract(package: str, version: str, work: Path, samplers: list[TreeRssSampler]) -> Path:
+    """One package at `version` downloaded into `work` and unpacked there without installing it (no maintainer
+    scripts run, nothing outside `work` changes); returns the unpacked root."""
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    try:
+        run(["apt-get", "download", f"{package}={version}"], cwd=work, env=env, sampler_out=samplers)
+    except SystemExit:
+        log("apt-get download failed; updating the package lists once and trying again")
+        run(["apt-get", "update"], cwd=Path("/"), env=env, sampler_out=samplers)
+        run(["apt-get", "download", f"{package}={version}"], cwd=work, env=env, sampler_out=samplers)
+    (deb,) = work.glob(f"{package}_*.deb")
+    run(["dpkg-deb", "-x", str(deb), str(work / "root")], cwd=work, env=env, sampler_out=samplers)
+    return work / "root"
+
+
+def unpack(package: str, version: str, binaries: list[str], dest: Path, samplers: list[TreeRssSampler]) -> None:
+    """The `usr/bin/` programs `binaries` of one package at its pinned version, unpacked into `dest` (`extract`)."""
     with tempfile.TemporaryDirectory(prefix=f"kcp-{package}-") as work:
         w = Path(work)
-        try:
-            run(["apt-get", "download", f"{package}={version}"], cwd=w, env=env, sampler_out=samplers)
-        except SystemExit:
-            log("apt-get download failed; updating the package lists once and trying again")
-            run(["apt-get", "update"], cwd=Path("/"), env=env, sampler_out=samplers)
-            run(["apt-get", "download", f"{package}={version}"], cwd=w, env=env, sampler_out=samplers)
-        (deb,) = w.glob(f"{package}_*.deb")
-        run(["dpkg-deb", "-x", str(deb), str(w / "root")], cwd=w, env=env, sampler_out=samplers)
+        root = extract(package, version, w, samplers)
         out = w / "out"
         out.mkdir()
         for name in binaries:
-            shutil.move(w / "root" / "usr" / "bin" / name, out / name)
+            shutil.move(root / "usr" / "bin" / name, out / name)
         dest.parent.mkdir(parents=True, exist_ok=True)
         if dest.exists():
             shutil.rmtree(dest)

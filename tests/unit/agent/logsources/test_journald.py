@@ -5,12 +5,15 @@ systemd-journald (tests/real_journal.py), and node-problem-detector's own journa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import errno
 import json
 import select
 import sysconfig
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,6 +27,18 @@ from tests.real_journal import RealJournal
 from tests.waiting import wait_until
 
 NPD = Path(__file__).resolve().parents[3] / "testdata" / "agent" / "npd"
+
+
+@contextlib.contextmanager
+def kubelet_reader(journal: RealJournal, **options: Any) -> Iterator[JournalReader]:
+    """A reader of the kubelet's entries from the journal's end (what was there read and dropped); closed after."""
+    reader = JournalReader(journal.root, identifiers=("kubelet",), **options)
+    reader.seek_end()
+    try:
+        reader.read()
+        yield reader
+    finally:
+        reader.close()
 
 
 def collect(reader: JournalReader, count: int) -> list[JournalEntry]:
@@ -74,10 +89,7 @@ def test_history_is_skipped_from_the_end_or_replayed_from_a_start_time(journal: 
 
 def test_an_error_while_reading_is_raised_and_the_reopening_neither_loses_nor_repeats(
         journal: RealJournal, monkeypatch: pytest.MonkeyPatch) -> None:
-    reader = JournalReader(journal.root, identifiers=("kubelet",), restart_after=0)
-    reader.seek_end()
-    try:
-        reader.read()
+    with kubelet_reader(journal, restart_after=0) as reader:
         journal.send("one", identifier="kubelet")
         assert [e.message for e in collect(reader, 1)] == ["one"]
         real_next, failures = sdjournal.Journal.next, [OSError(errno.EIO, "sd_journal_next: Input/output error")]
@@ -95,15 +107,10 @@ def test_an_error_while_reading_is_raised_and_the_reopening_neither_loses_nor_re
             reader.read()
         assert reader.fileno() is None
         assert [e.message for e in collect(reader, 2)] == ["two", "three"]
-    finally:
-        reader.close()
 
 
 def test_rotated_files_are_followed_without_losing_an_entry(journal: RealJournal) -> None:
-    reader = JournalReader(journal.root, identifiers=("kubelet",))
-    reader.seek_end()
-    try:
-        reader.read()
+    with kubelet_reader(journal) as reader:
         journal.send("before the rotation", identifier="kubelet")
         got = collect(reader, 1)
         journal.rotate()
@@ -112,37 +119,25 @@ def test_rotated_files_are_followed_without_losing_an_entry(journal: RealJournal
         assert fd is not None
         wait_until(lambda: select.select([fd], [], [], 0)[0], timeout=10, what="the descriptor to announce it")
         got += collect(reader, 1)
-    finally:
-        reader.close()
 
     assert [e.message for e in got] == ["before the rotation", "after the rotation"]
 
 
 def test_the_descriptor_wakes_for_new_entries_and_is_quiet_once_they_are_read(journal: RealJournal) -> None:
-    reader = JournalReader(journal.root, identifiers=("kubelet",))
-    reader.seek_end()
-    try:
-        reader.read()
+    with kubelet_reader(journal) as reader:
         fd = reader.fileno()
         assert fd is not None
         journal.send("wake up", identifier="kubelet")
         wait_until(lambda: select.select([fd], [], [], 0)[0], timeout=10, what="the descriptor to be readable")
         assert [e.message for e in collect(reader, 1)] == ["wake up"]
         assert select.select([fd], [], [], 0)[0] == []
-    finally:
-        reader.close()
 
 
 def test_fields_that_are_not_utf8_or_too_long_are_read_replaced_and_cut(journal: RealJournal) -> None:
-    reader = JournalReader(journal.root, identifiers=("kubelet",))
-    reader.seek_end()
-    try:
-        reader.read()
+    with kubelet_reader(journal) as reader:
         journal.send(b"hi\xff", identifier="kubelet")
         journal.send("x" * (MAX_FIELD + 1000), identifier="kubelet")
         short, long = collect(reader, 2)
-    finally:
-        reader.close()
 
     assert short.message == "hi\ufffd"
     assert long.message == "x" * MAX_FIELD
