@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from agent.checks.idle import idle_timing
 from agent.host import HostRoot
 from agent.logsources.filelog import FileLogReader
 from agent.logsources.journal_hub import JournalHubs
@@ -41,8 +42,11 @@ DEFAULT_RECOVER_AFTER = dt.timedelta(minutes=10)
 # say when it has input (a log file, a kmsg fixture file); a poll of an empty file costs one syscall.
 DEFAULT_TIMING = CheckTiming(interval=dt.timedelta(milliseconds=200), timeout=dt.timedelta(seconds=5))
 # A source that can (the /dev/kmsg device, sd-journal's descriptor) wakes the monitor itself (WaitsForInput); then the
-# interval only paces the quiet-period timers.
+# interval only paces the quiet-period timers: every 30 s while one runs (a True condition waiting to recover, the
+# defaults waiting for the first `recover_after` since the start, a read that failed), else the idle pace: nothing is
+# due until a line comes, and the monitors on every node otherwise woke twice a minute to find that out.
 WAITING_TIMING = CheckTiming(interval=dt.timedelta(seconds=30), timeout=dt.timedelta(seconds=5))
+QUIET_TIMING = idle_timing(WAITING_TIMING)
 UNREADABLE_REASON = "LogUnreadable"
 
 
@@ -105,10 +109,15 @@ class LogMonitor:
         self._live_from: dt.datetime | None = None  # lines before boot + delay are never matched
         # the log does not exist on this host (no journal): nothing to report, not even the config's defaults
         self._absent = config.plugin is Plugin.JOURNALD and not journal_present
+        self._timers_running = True  # a quiet period runs, or the last read failed (see WAITING_TIMING)
 
     @property
     def timing(self) -> CheckTiming:
-        return WAITING_TIMING if self._absent or self.input_fd() is not None else self._timing
+        if self._absent:
+            return QUIET_TIMING  # looked at again at the idle pace: a journal may appear
+        if self.input_fd() is None:
+            return self._timing
+        return WAITING_TIMING if self._timers_running else QUIET_TIMING
 
     @property
     def absent(self) -> bool:
@@ -154,15 +163,27 @@ class LogMonitor:
         try:
             lines = self._read(now)
         except SourceAbsent:
-            self._absent = True  # looked at again each WAITING_TIMING interval: a journal may appear
+            self._absent = True
             return Observation(check=self.name, at=now)
         except OSError as exc:
+            self._timers_running = True
             return self._failed(now, exc)
         self._absent = False
         events: list[EventReport] = []
         for line in lines:
             events.extend(self._push(line, now))
-        return Observation(check=self.name, at=now, conditions=self._conditions(now), events=tuple(events))
+        conditions = self._conditions(now)
+        self._timers_running = self._quiet_period_runs(now)
+        return Observation(check=self.name, at=now, conditions=conditions, events=tuple(events))
+
+    def _quiet_period_runs(self, now: dt.datetime) -> bool:
+        """A condition will change with time alone: the defaults are still waiting for `recover_after` since the
+        start, or a True condition for `recover_after` without a match."""
+        assert self._started_at is not None
+        if self._recover_after is None:
+            return False
+        return now - self._started_at < self._recover_after or any(
+            held.status is Status.TRUE and held.last_match is not None for held in self._held.values())
 
     def _start(self, now: dt.datetime) -> None:
         self._started_at = now

@@ -8,8 +8,9 @@ Two sources, chosen per check with `RestartConfig.source`:
   changed. A new start time is one restart, dated exactly when it happened. Works through the host root (a pod
   needs only the host's /proc mounted), and sees every kind of restart (crash, `systemctl restart`, OOM kill). It
   only sees restarts while the agent runs, and two restarts within one check interval count as one. A service
-  never seen yet (a host without it) is looked for again every `ABSENT_EVERY`, not every sample: until then the
-  sample says what the last scan found. Once seen, a service that is gone is looked for on every sample.
+  never seen yet (a host without it) is looked for again at the idle pace (`agent/checks/idle.py`), not every
+  sample: until then the sample says what the last scan found. Once seen, a service that is gone is looked for on
+  every sample.
 - `systemd`: `systemctl show -p LoadState,NRestarts <units>` through an injectable command runner. `NRestarts`
   never misses a restart between samples, but it counts only restarts systemd made itself (`Restart=`), not
   `systemctl restart`, and from a container it needs the host's systemd bus. Increases are dated at the sample.
@@ -29,15 +30,12 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
+from agent.checks.idle import IDLE_INTERVAL
 from agent.host import HostRoot
 from agent.model import ConditionReport, Status
 from nodemedic_common.durations import format_duration
 
 SOURCES = ("proc", "systemd")
-# How often a full /proc scan looks again for a service that has never been seen here. The kubelet and the container
-# runtime start the agent's pod, so on a node they are there from the first sample; without them (a test host, a
-# node being set up) a scan on every 10 s sample found nothing and was a fifth of an idle agent's CPU.
-ABSENT_EVERY = dt.timedelta(minutes=1)
 # The samples run on a grid (agent/supervisor.py) and each dates itself a little after its tick: the look due at a
 # tick must not slip to the next one because this tick's sample started a few milliseconds earlier than the last.
 _GRID_SLACK = dt.timedelta(seconds=1)
@@ -175,7 +173,7 @@ class RestartMonitor:
             if self._last_start is None:
                 names = ", ".join(self._config.process_names)
                 absent = f"no process named {names} under {self._host.path('/proc')}"
-                self._absent = (now + ABSENT_EVERY - _GRID_SLACK, absent)
+                self._absent = (now + IDLE_INTERVAL - _GRID_SLACK, absent)
                 raise SensorError(absent)
             return f"; {self._subject} is not running now"
         self._absent = None

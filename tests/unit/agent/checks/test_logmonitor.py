@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.checks.logmonitor import WAITING_TIMING, LogMonitor
+from agent.checks.logmonitor import QUIET_TIMING, WAITING_TIMING, LogMonitor
 from agent.host import HostRoot
 from agent.model import ConditionReport, EventReport, Observation, Status
 from agent.npd.logmonitor_config import DEFAULTS_DIR, LogMonitorConfig, load, loads
@@ -532,6 +532,49 @@ def test_on_the_kmsg_device_the_monitor_waits_for_records_instead_of_polling(tmp
         assert monitor.timing == WAITING_TIMING
     finally:
         asyncio.run(monitor.close())
+
+
+def waiting(monitor: LogMonitor, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the monitor's fixture source one that can say when it has input, as the /dev/kmsg device and the
+    journal can (the descriptor is never waited on here: only its presence changes the timing)."""
+    monkeypatch.setattr(monitor._reader, "fileno", lambda: 0)
+
+
+def test_a_waiting_monitor_wakes_on_a_timer_only_while_a_quiet_period_runs(
+        node: Node, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a source that wakes it, the monitor ticks every 30 s while a condition will change with time alone (the
+    defaults' first quiet period, a True condition waiting to recover) and at the idle pace otherwise."""
+    quiet = dt.timedelta(minutes=10)
+    monitor = LogMonitor(load(KERNEL_MONITOR), host=node.host, recover_after=quiet)
+    waiting(monitor, monkeypatch)
+    assert conditions(observe(monitor, START)) == {}
+    assert monitor.timing == WAITING_TIMING, "the defaults are due once recover_after has passed"
+    assert conditions(observe(monitor, START + quiet))["KernelDeadlock"] == (Status.FALSE, "KernelHasNoDeadlock")
+    assert monitor.timing == QUIET_TIMING and QUIET_TIMING.interval == dt.timedelta(minutes=5)
+
+    node.kernel("task docker:7 blocked for more than 120 seconds.", at=START + quiet + MINUTE)
+    assert conditions(observe(monitor, START + quiet + MINUTE))["KernelDeadlock"] == (Status.TRUE, "DockerHung")
+    assert monitor.timing == WAITING_TIMING, "a True condition recovers on a timer"
+    recovered = observe(monitor, START + 2 * quiet + MINUTE)
+    assert conditions(recovered)["KernelDeadlock"] == (Status.FALSE, "DockerHungRecovered")
+    assert monitor.timing == QUIET_TIMING
+
+
+def test_a_waiting_monitor_that_never_recovers_needs_no_timer_after_its_start(
+        node: Node, monkeypatch: pytest.MonkeyPatch) -> None:
+    monitor = LogMonitor(load(KERNEL_MONITOR), host=node.host, recover_after=None)
+    waiting(monitor, monkeypatch)
+    observe(monitor, START)
+    assert monitor.timing == QUIET_TIMING
+
+
+def test_a_waiting_monitor_whose_read_failed_keeps_its_timer(node: Node, monkeypatch: pytest.MonkeyPatch) -> None:
+    monitor = LogMonitor(load(KERNEL_MONITOR), host=node.host, recover_after=None)
+    waiting(monitor, monkeypatch)
+    node.kmsg.unlink()
+    node.kmsg.mkdir()
+    assert "Is a directory" in observe(monitor, START).error
+    assert monitor.timing == WAITING_TIMING, "looked at again on the timer, not only when a line comes"
 
 
 # --- hostile lines: matching is linear (RE2) and bounded per line and per buffer (issue 25) ----------------------
