@@ -115,7 +115,7 @@ async def _check_once(checks: list[Check]) -> list[Observation]:
     try:
         return list(await asyncio.gather(*(sup.run_once(c) for c in checks)))
     finally:
-        await _release(checks)  # the kubelet probe's session, a journald source's journal
+        await _release(checks)  # the healthz probes' connections, a journald source's journal
 
 
 def _one_shot(cfg: AgentConfig) -> AgentConfig:
@@ -231,7 +231,7 @@ def _attach_capacity(checks: list[Check], reporter: Reporter) -> None:
 async def _release(checks: list[Check]) -> None:
     for check in checks:
         if isinstance(check, HoldsResources):
-            await check.close()  # a journald source closes its journal, the kubelet probe drops its session
+            await check.close()  # a journald source closes its journal, a healthz probe its connection
 
 
 async def _run(args: argparse.Namespace, log: logging.Logger) -> int:

@@ -110,7 +110,7 @@ class NpdMonitor(Protocol):
 
 @runtime_checkable
 class HoldsResources(Protocol):
-    """A check that keeps something open between observations (an open journal, an HTTP session with its
-    keep-alive connection): the agent awaits `close()` once, at shutdown."""
+    """A check that keeps something open between observations (an open journal, a healthz probe's keep-alive
+    connection): the agent awaits `close()` once, at shutdown."""
 
     async def close(self) -> None: ...

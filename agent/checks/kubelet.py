@@ -56,5 +56,5 @@ class KubeletCheck:
         return Observation(self.name, now, conditions=(await self.healthz.report(), await self._restarts.observe(now)))
 
     async def close(self) -> None:
-        """Release the probe's session and its keep-alive connection (see `HoldsResources`)."""
+        """Release the probe's keep-alive connection (see `HoldsResources`)."""
         await self.healthz.close()
