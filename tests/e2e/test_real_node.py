@@ -387,7 +387,8 @@ def test_the_agent_pod_watches_the_real_kube_proxy_and_the_cluster_dns_through_i
         cluster.owned.start_component("kube-proxy")
         cluster.owned.start_component("coredns")
     assert proxy_down.reason == "KubeProxyUnhealthy", proxy_down
-    assert "ConnectionRefusedError: [Errno 111] Connect call failed ('127.0.0.1', 10256)" in proxy_down.message, proxy_down
+    refused = "ConnectionRefusedError: [Errno 111] Connect call failed ('127.0.0.1', 10256)"
+    assert refused in proxy_down.message, proxy_down
     assert dns_down.message.startswith(f"DNS A {CLUSTER_NAME}: {coredns.SERVICE_IP}: "), dns_down
     wait_until(lambda: condition(core, realnode.NAME, "KubeProxyUnhealthy").status == "False",
                timeout=KUBE_PROXY_DETECTION_S, what="KubeProxyUnhealthy=False again")
