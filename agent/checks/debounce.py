@@ -20,6 +20,11 @@ class FailureDebounce:
         self._failures = 0  # failed probes in a row
         self._settled: Status = Status.UNKNOWN  # the last status decided
 
+    @property
+    def confirming(self) -> bool:
+        """A failure streak has begun and not reached the threshold yet: the probes that decide it are due."""
+        return 0 < self._failures < self._threshold
+
     def report(self, failure: str | None, *, ok: str, target: str) -> ConditionReport:
         """`failure` None: the probe of `target` passed (`ok` says how); else what went wrong, in stable words."""
         if failure is None:

@@ -3,6 +3,13 @@
 `GET url` within `request_timeout`; anything but HTTP 200 is a failed probe, and `failure_threshold` of them in a row
 turn `<Subject>Unhealthy` True (`agent/checks/debounce.py`).
 
+Pace (`probe_timing`): while the status is settled (healthy, or unhealthy already) a probe runs on the check's
+interval, the agent's 30 s grid, where it wakes for every other check anyway; from a failed probe until the streak is
+decided, every `recheck_interval` (5 s). So `<Subject>Unhealthy` turns True at most interval + (threshold - 1) x
+recheck_interval after the component stops answering (30 + 2 x 5 = 40 s, plus the last probe's time), and the
+probe never wakes the agent on its own while nothing is wrong. (Every 10 s it had cost the agent four wake-ups a
+minute of their own, a third of its idle CPU, half of it on a machine whose caches another process keeps cold.)
+
 The GET is HTTP/1.1 spoken over asyncio's streams, as the runtime check speaks its CRI call with the standard
 library: a probe needs one request line and the answer's status line, and a client library's request machinery
 (session, connector, tracing, cookie jar) was most of the agent's idle CPU on a host where the kubelet probe runs
@@ -15,14 +22,15 @@ proxy: healthz is a node-local endpoint.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import ssl
 from dataclasses import dataclass
 from urllib.parse import SplitResult, urlsplit
 
 from agent.checks.debounce import FailureDebounce
-from agent.model import ConditionReport
-from nodemedic_common.durations import format_duration
+from agent.model import MIN_INTERVAL, CheckTiming, ConditionReport
+from nodemedic_common.durations import below_floor, format_duration
 
 MAX_LINE = 8192  # one status or header line; a healthz answer's are tens of bytes
 MAX_HEADERS = 100
@@ -34,9 +42,10 @@ class ProbeError(Exception):
     """The answer was not HTTP this probe can read (the message says what)."""
 
 
-def validate_probe(url: str, request_timeout: dt.timedelta, check_timeout: dt.timedelta,
-                   failure_threshold: int) -> list[str]:
-    errors = []
+def validate_probe(url: str, request_timeout: dt.timedelta, timing: CheckTiming, failure_threshold: int,
+                   recheck_interval: dt.timedelta) -> list[str]:
+    errors = timing.errors(timeout_within_interval=False)
+    check_timeout = timing.timeout
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         errors.append("healthz_url: must be an http:// or https:// URL with a host")
@@ -53,7 +62,16 @@ def validate_probe(url: str, request_timeout: dt.timedelta, check_timeout: dt.ti
         errors.append(f"request_timeout: must be shorter than timing.timeout ({format_duration(check_timeout)})")
     if failure_threshold < 1:
         errors.append("failure_threshold: must be at least 1")
+    if problem := below_floor(recheck_interval, MIN_INTERVAL, "findings reach the Node at most once a second"):
+        errors.append(f"recheck_interval: {problem}")
+    elif recheck_interval > timing.interval:
+        errors.append(f"recheck_interval: must not be longer than timing.interval ({format_duration(timing.interval)})")
     return errors
+
+
+def probe_timing(timing: CheckTiming, recheck_interval: dt.timedelta, probe: HealthzProbe) -> CheckTiming:
+    """`timing`, or its interval shortened to `recheck_interval` while a failure waits for its confirmation."""
+    return dataclasses.replace(timing, interval=recheck_interval) if probe.confirming else timing
 
 
 @dataclass
@@ -82,6 +100,11 @@ class HealthzProbe:
         self._debounce = FailureDebounce(subject, self.condition_type, failure_threshold)
         self._context: ssl.SSLContext | None = None  # for an https url, built on first use
         self._connection: _Connection | None = None  # kept alive between probes, closed by close()
+
+    @property
+    def confirming(self) -> bool:
+        """A failed probe's streak is not decided yet (see FailureDebounce.confirming)."""
+        return self._debounce.confirming
 
     async def report(self) -> ConditionReport:
         return self._debounce.report(await self.probe(), ok=f"{self._url} answers 200", target=f"GET {self._url}")

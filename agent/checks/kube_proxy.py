@@ -1,9 +1,9 @@
 """kube-proxy health: `KubeProxyUnhealthy` and `FrequentKubeProxyRestart`, as the kubelet check does them.
 
 `KubeProxyUnhealthy`: kube-proxy's healthz (`:10256/healthz`, 503 while its rules have not been synced within its
-healthz timeout), probed with the kubelet's debounce (`agent/checks/healthz.py`). `FrequentKubeProxyRestart`: its
-restarts, from the process start times in the host's /proc (a DaemonSet pod's process is found as a service's is) or
-from systemd (`restarts.RestartMonitor`).
+healthz timeout), probed with the kubelet's debounce and pace (`agent/checks/healthz.py`).
+`FrequentKubeProxyRestart`: its restarts, from the process start times in the host's /proc (a DaemonSet pod's
+process is found as a service's is) or from systemd (`restarts.RestartMonitor`).
 
 Many clusters run no kube-proxy (a CNI that replaces it): until a process named `kube-proxy` is seen on the host or
 its healthz has answered, the check reports nothing, and looks again every `absent_every` (one /proc scan).
@@ -14,14 +14,14 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from agent.checks.healthz import HealthzProbe, validate_probe
+from agent.checks.healthz import HealthzProbe, probe_timing, validate_probe
 from agent.checks.restarts import CommandRunner, RestartConfig, RestartMonitor, run_command, validate_restarts
 from agent.host import HostRoot
 from agent.model import CheckTiming, Observation
 
 UNHEALTHY = "KubeProxyUnhealthy"
 FREQUENT_RESTART = "FrequentKubeProxyRestart"
-TIMING = CheckTiming(interval=dt.timedelta(seconds=10), timeout=dt.timedelta(seconds=15))
+TIMING = CheckTiming(interval=dt.timedelta(seconds=30), timeout=dt.timedelta(seconds=15))
 RESTARTS = RestartConfig(process_names=("kube-proxy",), units=("kube-proxy",))
 
 
@@ -31,14 +31,14 @@ class Config:
     healthz_url: str = "http://127.0.0.1:10256/healthz"
     request_timeout: dt.timedelta = dt.timedelta(seconds=10)
     failure_threshold: int = 3
+    recheck_interval: dt.timedelta = dt.timedelta(seconds=5)
     restarts: RestartConfig = field(default_factory=lambda: RESTARTS)
     absent_every: dt.timedelta = dt.timedelta(minutes=5)
 
 
 def validate(config: Config) -> list[str]:
-    errors = config.timing.errors(timeout_within_interval=False)
-    errors += validate_probe(config.healthz_url, config.request_timeout, config.timing.timeout,
-                             config.failure_threshold)
+    errors = validate_probe(config.healthz_url, config.request_timeout, config.timing, config.failure_threshold,
+                            config.recheck_interval)
     if config.absent_every < config.timing.interval:
         errors.append("absent_every: must not be shorter than the interval")
     return errors + validate_restarts(config.restarts)
@@ -62,7 +62,7 @@ class KubeProxyCheck:
     @property
     def timing(self) -> CheckTiming:
         if self._present:
-            return self._config.timing
+            return probe_timing(self._config.timing, self._config.recheck_interval, self.healthz)
         return CheckTiming(interval=self._config.absent_every, timeout=self._config.timing.timeout)
 
     async def observe(self, now: dt.datetime) -> Observation:

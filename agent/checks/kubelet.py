@@ -2,7 +2,7 @@
 
 `KubeletUnhealthy`: the kubelet's own healthz on 127.0.0.1:10248, as node-problem-detector's health-checker, probed
 with a debounce (`agent/checks/healthz.py`: True after `failure_threshold` failed probes in a row, False on the first
-good one).
+good one), every 30 s while settled and every `recheck_interval` while a failure waits for its confirmation.
 
 `FrequentKubeletRestart` comes from `restarts.RestartMonitor` (the `proc` or `systemd` source, see there).
 """
@@ -12,15 +12,15 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from agent.checks.healthz import HealthzProbe, validate_probe
+from agent.checks.healthz import HealthzProbe, probe_timing, validate_probe
 from agent.checks.restarts import CommandRunner, RestartConfig, RestartMonitor, run_command, validate_restarts
 from agent.host import HostRoot
 from agent.model import CheckTiming, Observation
 
 UNHEALTHY = "KubeletUnhealthy"
 FREQUENT_RESTART = "FrequentKubeletRestart"
-# probed every 10 s like the health-checker; the timeout leaves room for a full request_timeout
-TIMING = CheckTiming(interval=dt.timedelta(seconds=10), timeout=dt.timedelta(seconds=15))
+# the timeout leaves room for a full request_timeout
+TIMING = CheckTiming(interval=dt.timedelta(seconds=30), timeout=dt.timedelta(seconds=15))
 RESTARTS = RestartConfig(process_names=("kubelet",), units=("kubelet",))
 
 
@@ -30,13 +30,13 @@ class Config:
     healthz_url: str = "http://127.0.0.1:10248/healthz"
     request_timeout: dt.timedelta = dt.timedelta(seconds=10)
     failure_threshold: int = 3
+    recheck_interval: dt.timedelta = dt.timedelta(seconds=5)
     restarts: RestartConfig = field(default_factory=lambda: RESTARTS)
 
 
 def validate(config: Config) -> list[str]:
-    errors = config.timing.errors(timeout_within_interval=False)
-    errors += validate_probe(config.healthz_url, config.request_timeout, config.timing.timeout,
-                             config.failure_threshold)
+    errors = validate_probe(config.healthz_url, config.request_timeout, config.timing, config.failure_threshold,
+                            config.recheck_interval)
     return errors + validate_restarts(config.restarts)
 
 
@@ -46,11 +46,15 @@ class KubeletCheck:
 
     def __init__(self, config: Config, host: HostRoot, *, run: CommandRunner = run_command,
                  clock_ticks: int | None = None) -> None:
-        self.timing = config.timing
+        self._config = config
         self.healthz = HealthzProbe("Kubelet", config.healthz_url, request_timeout=config.request_timeout,
                                     failure_threshold=config.failure_threshold)
         self._restarts = RestartMonitor(config.restarts, host, defaults=RESTARTS, condition_type=FREQUENT_RESTART,
                                         subject="kubelet", run=run, clock_ticks=clock_ticks)
+
+    @property
+    def timing(self) -> CheckTiming:
+        return probe_timing(self._config.timing, self._config.recheck_interval, self.healthz)
 
     async def observe(self, now: dt.datetime) -> Observation:
         return Observation(self.name, now, conditions=(await self.healthz.report(), await self._restarts.observe(now)))

@@ -41,6 +41,7 @@ from kubernetes import client
 
 from agent.checks import cluster_dns, runtime
 from agent.checks import kube_proxy as kube_proxy_check
+from agent.checks import kubelet as kubelet_check
 from kcp import coredns, image, metrics_server, paths, prometheus, realnode
 from kcp.api import ApiError
 from remediator.state.quantity import parse_quantity
@@ -69,13 +70,23 @@ TAINT = "nodemedic.io/kernel-deadlock"
 SHIPPED_POLICY = (ROOT / "deploy" / "policy" / "default.yaml").read_text()
 SHIPPED_AGENT_CONFIG = (ROOT / "deploy" / "agent" / "default.yaml").read_text()
 # The agent's runtime check: a probe every 30 s, each allowed 5 s (agent/checks/runtime.py, README "Detection"); the
-# kubelet check: three failed probes 10 s apart (agent/checks/kubelet.py). A few seconds on top for the status write.
+# kubelet and kube-proxy checks: a probe every 30 s while settled, then the failures that confirm it at the recheck
+# pace (agent/checks/healthz.py): 30 + 2 x 5 s; back to False at the first good probe, within 30 s of the component
+# answering again, which a component just started may take up to STARTS_SERVING_S to do. Cluster DNS: three failed
+# lookups 30 s apart, each allowed 2 s (agent/checks/cluster_dns.py). A few seconds on top for the status write.
 RUNTIME_DETECTION_S = 30 + 5 + 5
-KUBELET_DETECTION_S = 3 * 10 + 5
-# kube-proxy: the kubelet's debounce (three failed healthz probes 10 s apart); cluster DNS: three failed lookups 30 s
-# apart, each allowed 2 s (agent/checks/kube_proxy.py, cluster_dns.py). A few seconds on top for the status write.
+STARTS_SERVING_S = 30
+
+
+def _healthz_detection_s(config: kubelet_check.Config | kube_proxy_check.Config) -> float:
+    return (config.timing.interval + (config.failure_threshold - 1) * config.recheck_interval).total_seconds() + 5
+
+
+KUBELET_DETECTION_S = _healthz_detection_s(kubelet_check.Config())
+KUBELET_RECOVERY_S = STARTS_SERVING_S + kubelet_check.Config().timing.interval.total_seconds() + 5
+KUBE_PROXY_DETECTION_S = _healthz_detection_s(kube_proxy_check.Config())
+KUBE_PROXY_RECOVERY_S = STARTS_SERVING_S + kube_proxy_check.Config().timing.interval.total_seconds() + 5
 _DNS = cluster_dns.Config()
-KUBE_PROXY_DETECTION_S = 3 * kube_proxy_check.TIMING.interval.total_seconds() + 5
 DNS_DETECTION_S = 3 * _DNS.timing.interval.total_seconds() + _DNS.request_timeout.total_seconds() + 5
 CLUSTER_NAME = "kubernetes.default.svc.cluster.local"
 
@@ -326,7 +337,7 @@ def test_the_agent_pod_probes_the_real_containerd_and_kubelet_and_counts_their_r
                timeout=RUNTIME_DETECTION_S, what="ContainerRuntimeUnhealthy=False again")
     t_runtime_back = time.monotonic() - t1
     wait_until(lambda: condition(core, realnode.NAME, "KubeletUnhealthy").status == "False",
-               timeout=KUBELET_DETECTION_S, what="KubeletUnhealthy=False again")
+               timeout=KUBELET_RECOVERY_S, what="KubeletUnhealthy=False again")
     t_kubelet_back = time.monotonic() - t1
     # Restarts are counted from the processes' start times in the host's /proc, seen through the pod's host mount.
     def counted_once(type_: str, subject: str) -> client.V1NodeCondition:
@@ -391,13 +402,13 @@ def test_the_agent_pod_watches_the_real_kube_proxy_and_the_cluster_dns_through_i
     assert refused in proxy_down.message, proxy_down
     assert dns_down.message.startswith(f"DNS A {CLUSTER_NAME}: {coredns.SERVICE_IP}: "), dns_down
     wait_until(lambda: condition(core, realnode.NAME, "KubeProxyUnhealthy").status == "False",
-               timeout=KUBE_PROXY_DETECTION_S, what="KubeProxyUnhealthy=False again")
+               timeout=KUBE_PROXY_RECOVERY_S, what="KubeProxyUnhealthy=False again")
     t_proxy_back = time.monotonic() - t1
     wait_until(lambda: condition(core, realnode.NAME, "ClusterDNSUnreachable").status == "False",
                timeout=DNS_DETECTION_S, what="ClusterDNSUnreachable=False again")
     t_dns_back = time.monotonic() - t1
     restarts = wait_until(lambda: (c := condition(core, realnode.NAME, "FrequentKubeProxyRestart")).message.startswith(
-        "kube-proxy restarted 1 time") and c, timeout=KUBE_PROXY_DETECTION_S, what="one kube-proxy restart counted")
+        "kube-proxy restarted 1 time") and c, timeout=KUBE_PROXY_RECOVERY_S, what="one kube-proxy restart counted")
     assert restarts.status == "False"
     print(f"\nkube-proxy and CoreDNS stopped: KubeProxyUnhealthy=True after {t_proxy:.1f}s, ClusterDNSUnreachable=True "
           f"after {t_dns:.1f}s ({dns_down.message}); started again: False after {t_proxy_back:.1f}s and "
@@ -564,7 +575,8 @@ def test_cronjob_mode_runs_a_job_on_the_real_node_that_evicts_what_plan_predicte
     assert planned.returncode == 0, planned.stderr
     plan = json.loads(planned.stdout)
     predicted = sorted(e["name"] for e in plan["evictions"] if e["namespace"] == namespace)
-    assert [t["node"] for t in plan["taints"]["add"]] == [sick], plan["taints"]
+    on_sick = [(c.type, c.status, c.reason) for c in core.read_node_status(sick).status.conditions]
+    assert [t["node"] for t in plan["taints"]["add"]] == [sick], (plan["taints"], on_sick, planned.stdout[-3000:])
     assert predicted, f"plan predicts no eviction: {plan}"
 
     t0 = time.monotonic()

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from agent.checks.healthz import MAX_LINE, HealthzProbe, validate_probe
+from agent.model import CheckTiming
 
 TIMEOUT = dt.timedelta(seconds=2)
 Answer = Callable[[int], bytes]  # the request's number (from 0) -> the bytes to send back
@@ -175,10 +176,23 @@ def test_an_https_endpoint_with_a_certificate_the_system_does_not_trust_is_a_fai
     assert "self-signed certificate" in result
 
 
+TIMING = CheckTiming(interval=dt.timedelta(seconds=30), timeout=dt.timedelta(seconds=15))
+SECOND = dt.timedelta(seconds=1)
+
+
 @pytest.mark.parametrize(("url", "error"), [
     ("http://127.0.0.1:99999/healthz", "healthz_url: the port must be a number from 0 to 65535"),
     ("http://127.0.0.1:10248/gesundheit\u00e4", "healthz_url: must be ASCII (percent-encode other characters)"),
     ("ftp://127.0.0.1/healthz", "healthz_url: must be an http:// or https:// URL with a host"),
 ])
 def test_validate_names_what_is_wrong_with_the_url(url: str, error: str) -> None:
-    assert validate_probe(url, dt.timedelta(seconds=1), dt.timedelta(seconds=5), 3) == [error]
+    assert validate_probe(url, SECOND, TIMING, 3, 5 * SECOND) == [error]
+
+
+@pytest.mark.parametrize(("recheck", "error"), [
+    (dt.timedelta(milliseconds=200), "recheck_interval: must be at least 1s (findings reach the Node at most once a "
+                                     "second), got 200ms"),
+    (dt.timedelta(minutes=1), "recheck_interval: must not be longer than timing.interval (30s)"),
+])
+def test_validate_bounds_the_recheck_interval(recheck: dt.timedelta, error: str) -> None:
+    assert validate_probe("http://127.0.0.1:10248/healthz", SECOND, TIMING, 3, recheck) == [error]

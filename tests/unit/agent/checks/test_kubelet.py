@@ -45,8 +45,9 @@ class FakeKubelet:
 
 
 def probe_sequence(kubelet: FakeKubelet, statuses: Sequence[int | None], config: Config | None = None,
-                   root: Path | None = None) -> list[ConditionReport]:
-    """Serve `statuses` one per observation from a real server on 127.0.0.1:0; the KubeletUnhealthy reports."""
+                   root: Path | None = None, intervals: list[dt.timedelta] | None = None) -> list[ConditionReport]:
+    """Serve `statuses` one per observation from a real server on 127.0.0.1:0; the KubeletUnhealthy reports (and
+    the check's interval after each observation, into `intervals`)."""
 
     async def main() -> list[ConditionReport]:
         app = web.Application()
@@ -66,6 +67,8 @@ def probe_sequence(kubelet: FakeKubelet, statuses: Sequence[int | None], config:
                 observation = await check.observe(NOW + i * MINUTE)
                 assert [c.type for c in observation.conditions] == list(check.condition_types)
                 reports.append(next(c for c in observation.conditions if c.type == UNHEALTHY))
+                if intervals is not None:
+                    intervals.append(check.timing.interval)
         finally:
             await check.close()
             kubelet.release.set()
@@ -93,6 +96,14 @@ def test_kubelet_unhealthy_needs_three_failed_probes_in_a_row(
         statuses: list[int | None], expected: list[Status]) -> None:
     reports = probe_sequence(FakeKubelet(), statuses)
     assert [r.status for r in reports] == expected
+
+
+def test_the_probe_runs_on_the_agents_30_s_grid_while_settled_and_every_5_s_while_a_failure_is_confirmed() -> None:
+    intervals: list[dt.timedelta] = []
+    reports = probe_sequence(FakeKubelet(), [200, 500, 500, 500, 500, 200, 500, 200], intervals=intervals)
+    assert [r.status for r in reports] == [Status.FALSE] * 3 + [Status.TRUE] * 2 + [Status.FALSE] * 3
+    assert [i.total_seconds() for i in intervals] == [30, 5, 5, 30, 30, 30, 5, 30]
+    assert Config().timing.interval == dt.timedelta(seconds=30) and Config().recheck_interval == dt.timedelta(seconds=5)
 
 
 def test_one_keep_alive_connection_serves_every_probe() -> None:
