@@ -3,7 +3,7 @@
 `GET url` within `request_timeout`; anything but HTTP 200 is a failed probe, and `failure_threshold` of them in a row
 turn `<Subject>Unhealthy` True (`agent/checks/debounce.py`).
 
-Pace (`probe_timing`): while the status is settled (healthy, or unhealthy already) a probe runs on the check's
+Pace (`HealthzProbe.paced`): while the status is settled (healthy, or unhealthy already) a probe runs on the check's
 interval, the agent's 30 s grid, where it wakes for every other check anyway; from a failed probe until the streak is
 decided, every `recheck_interval` (5 s). So `<Subject>Unhealthy` turns True at most interval + (threshold - 1) x
 recheck_interval after the component stops answering (30 + 2 x 5 = 40 s, plus the last probe's time), and the
@@ -12,11 +12,10 @@ minute of their own, a third of its idle CPU, half of it on a machine whose cach
 
 The GET is HTTP/1.1 spoken over asyncio's streams, as the runtime check speaks its CRI call with the standard
 library: a probe needs one request line and the answer's status line, and a client library's request machinery
-(session, connector, tracing, cookie jar) was most of the agent's idle CPU on a host where the kubelet probe runs
-every 10 s. One keep-alive connection serves every probe while the server keeps it (an answer with a length and
-without `Connection: close`); a connection the server closed while idle is retried once on a new one, so a stale
-keep-alive connection never counts as a failed probe. No redirect is followed (a 3xx is a failed probe), and no
-proxy: healthz is a node-local endpoint.
+(session, connector, tracing, cookie jar) cost more than the probe itself on every run. One keep-alive connection
+serves every probe while the server keeps it (an answer with a length and without `Connection: close`); a connection
+the server closed while idle is retried once on a new one, so a stale keep-alive connection never counts as a failed
+probe. No redirect is followed (a 3xx is a failed probe), and no proxy: healthz is a node-local endpoint.
 """
 
 from __future__ import annotations
@@ -69,11 +68,6 @@ def validate_probe(url: str, request_timeout: dt.timedelta, timing: CheckTiming,
     return errors
 
 
-def probe_timing(timing: CheckTiming, recheck_interval: dt.timedelta, probe: HealthzProbe) -> CheckTiming:
-    """`timing`, or its interval shortened to `recheck_interval` while a failure waits for its confirmation."""
-    return dataclasses.replace(timing, interval=recheck_interval) if probe.confirming else timing
-
-
 @dataclass
 class _Connection:
     reader: asyncio.StreamReader
@@ -91,20 +85,24 @@ class _Answer:
 
 
 class HealthzProbe:
-    def __init__(self, subject: str, url: str, *, request_timeout: dt.timedelta, failure_threshold: int) -> None:
+    def __init__(self, subject: str, url: str, *, request_timeout: dt.timedelta, failure_threshold: int,
+                 recheck_interval: dt.timedelta) -> None:
         self.condition_type = f"{subject}Unhealthy"
         self._url = url
         self._parts = urlsplit(url)
         self._request = _request(self._parts)
         self._request_timeout = request_timeout
+        self._recheck_interval = recheck_interval
         self._debounce = FailureDebounce(subject, self.condition_type, failure_threshold)
         self._context: ssl.SSLContext | None = None  # for an https url, built on first use
         self._connection: _Connection | None = None  # kept alive between probes, closed by close()
 
-    @property
-    def confirming(self) -> bool:
-        """A failed probe's streak is not decided yet (see FailureDebounce.confirming)."""
-        return self._debounce.confirming
+    def paced(self, timing: CheckTiming) -> CheckTiming:
+        """The check's `timing`, its interval shortened to `recheck_interval` while a failure waits for its
+        confirmation."""
+        if self._debounce.confirming:
+            return dataclasses.replace(timing, interval=self._recheck_interval)
+        return timing
 
     async def report(self) -> ConditionReport:
         return self._debounce.report(await self.probe(), ok=f"{self._url} answers 200", target=f"GET {self._url}")

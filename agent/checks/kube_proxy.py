@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from agent.checks.healthz import HealthzProbe, probe_timing, validate_probe
+from agent.checks.healthz import HealthzProbe, validate_probe
 from agent.checks.restarts import CommandRunner, RestartConfig, RestartMonitor, run_command, validate_restarts
 from agent.host import HostRoot
 from agent.model import CheckTiming, Observation
@@ -53,7 +53,8 @@ class KubeProxyCheck:
         self._config = config
         self._host = host
         self.healthz = HealthzProbe("KubeProxy", config.healthz_url, request_timeout=config.request_timeout,
-                                    failure_threshold=config.failure_threshold)
+                                    failure_threshold=config.failure_threshold,
+                                    recheck_interval=config.recheck_interval)
         self._restarts = RestartMonitor(config.restarts, host, defaults=RESTARTS, condition_type=FREQUENT_RESTART,
                                         subject="kube-proxy", run=run, clock_ticks=clock_ticks)
         self._present = False
@@ -62,7 +63,7 @@ class KubeProxyCheck:
     @property
     def timing(self) -> CheckTiming:
         if self._present:
-            return probe_timing(self._config.timing, self._config.recheck_interval, self.healthz)
+            return self.healthz.paced(self._config.timing)
         return CheckTiming(interval=self._config.absent_every, timeout=self._config.timing.timeout)
 
     async def observe(self, now: dt.datetime) -> Observation:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from agent.checks.healthz import HealthzProbe, probe_timing, validate_probe
+from agent.checks.healthz import HealthzProbe, validate_probe
 from agent.checks.restarts import CommandRunner, RestartConfig, RestartMonitor, run_command, validate_restarts
 from agent.host import HostRoot
 from agent.model import CheckTiming, Observation
@@ -48,13 +48,14 @@ class KubeletCheck:
                  clock_ticks: int | None = None) -> None:
         self._config = config
         self.healthz = HealthzProbe("Kubelet", config.healthz_url, request_timeout=config.request_timeout,
-                                    failure_threshold=config.failure_threshold)
+                                    failure_threshold=config.failure_threshold,
+                                    recheck_interval=config.recheck_interval)
         self._restarts = RestartMonitor(config.restarts, host, defaults=RESTARTS, condition_type=FREQUENT_RESTART,
                                         subject="kubelet", run=run, clock_ticks=clock_ticks)
 
     @property
     def timing(self) -> CheckTiming:
-        return probe_timing(self._config.timing, self._config.recheck_interval, self.healthz)
+        return self.healthz.paced(self._config.timing)
 
     async def observe(self, now: dt.datetime) -> Observation:
         return Observation(self.name, now, conditions=(await self.healthz.report(), await self._restarts.observe(now)))

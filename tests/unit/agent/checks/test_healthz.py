@@ -19,6 +19,7 @@ from agent.checks.healthz import MAX_LINE, HealthzProbe, validate_probe
 from agent.model import CheckTiming
 
 TIMEOUT = dt.timedelta(seconds=2)
+SECOND = dt.timedelta(seconds=1)
 Answer = Callable[[int], bytes]  # the request's number (from 0) -> the bytes to send back
 
 
@@ -61,7 +62,7 @@ def probes(server: Server, count: int, *, url_path: str = "/healthz", between: f
         port = listening.sockets[0].getsockname()[1]
         scheme = "https" if ssl_context else "http"
         probe = HealthzProbe("Kubelet", f"{scheme}://127.0.0.1:{port}{url_path}", request_timeout=TIMEOUT,
-                             failure_threshold=3)
+                             failure_threshold=3, recheck_interval=5 * SECOND)
         results = []
         try:
             for _ in range(count):
@@ -153,7 +154,8 @@ def test_an_endpoint_that_never_answers_fails_within_the_request_timeout() -> No
         listening = await asyncio.start_server(hang, "127.0.0.1", 0)
         port = listening.sockets[0].getsockname()[1]
         probe = HealthzProbe("Kubelet", f"http://127.0.0.1:{port}/healthz",
-                             request_timeout=dt.timedelta(milliseconds=200), failure_threshold=1)
+                             request_timeout=dt.timedelta(milliseconds=200), failure_threshold=1,
+                             recheck_interval=5 * SECOND)
         try:
             return await probe.probe()
         finally:
@@ -177,7 +179,6 @@ def test_an_https_endpoint_with_a_certificate_the_system_does_not_trust_is_a_fai
 
 
 TIMING = CheckTiming(interval=dt.timedelta(seconds=30), timeout=dt.timedelta(seconds=15))
-SECOND = dt.timedelta(seconds=1)
 
 
 @pytest.mark.parametrize(("url", "error"), [
