@@ -11,6 +11,7 @@ import gc
 import json
 import logging
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +28,14 @@ from agent.logsources.journal_hub import JournalHubs
 from agent.model import Check, HoldsResources, NpdMonitor, Observation, Status
 from agent.npd import logmonitor_config as npd_logmonitor_config
 from agent.pipeline import Pipeline
+from agent.repair.config import SOURCE as REPAIR_SOURCE
+from agent.repair.worker import RepairWorker
 from agent.reporting.condition_metrics import ConditionMetrics
 from agent.reporting.conditions import ConditionBook
 from agent.reporting.credentials import CredentialsError
 from agent.reporting.inbox import Inbox
 from agent.reporting.kube import Kube
+from agent.reporting.node_watch import NodeWatch
 from agent.reporting.pod_watch import PodWatch
 from agent.reporting.reporter import Reporter, StateFile
 from agent.reporting.status_server import Answer, StatusServer
@@ -40,6 +44,7 @@ from agent.supervisor import Supervisor
 from nodemedic_common import logs
 from nodemedic_common.config_errors import ConfigError
 from nodemedic_common.listen import listen_flag
+from nodemedic_common.repair_contract import ANSWER_CONDITION, REPAIR_ANNOTATION
 from nodemedic_common.tasks import run_until_signal
 
 
@@ -73,11 +78,23 @@ def build_checks(cfg: AgentConfig, host: HostRoot) -> list[Check]:
                               "disable one (e.g. checks.filesystem.enabled: false to use readonly-monitor.json)")
             owner.setdefault(t, c.name)
     names = [c.name for c in checks]
+    errors += repair_clashes(cfg, checks)
     errors += [f"two checks are named {n!r}; give the NPD configs distinct `source` values"
                for n in sorted({n for n in names if names.count(n) > 1})]
     if errors:
         raise ConfigError(errors)
     return checks
+
+
+def repair_clashes(cfg: AgentConfig, checks: list[Check]) -> list[str]:
+    """With repair on, the agent itself reports the answer's condition type under the name `repair`."""
+    if not cfg.repair.enabled:
+        return []
+    errors = [f"condition type {ANSWER_CONDITION} is the agent's repair answer; {c.name!r} may not report it"
+              for c in checks if ANSWER_CONDITION in c.condition_types]
+    errors += [f"a check is named {REPAIR_SOURCE!r}, the name of the agent's repair answers; give the NPD config "
+               "another `source`" for c in checks if c.name == REPAIR_SOURCE]
+    return errors
 
 
 def config_warnings(checks: list[Check]) -> list[str]:
@@ -100,12 +117,13 @@ def _print_errors(e: ConfigError) -> int:
 # --- validate ---------------------------------------------------------------------------------------
 def cmd_validate(args: argparse.Namespace) -> int:
     try:
-        _, checks, _ = _load(args)
+        cfg, checks, _ = _load(args)
     except ConfigError as e:
         return _print_errors(e)
     for warning in config_warnings(checks):
         print(f"warning: {warning}", file=sys.stderr)
-    print(f"OK: {args.config}: {len(checks)} checks: {', '.join(c.name for c in checks)}")
+    print(f"OK: {args.config}: {len(checks)} checks: {', '.join(c.name for c in checks)}; "
+          f"repair: {'on' if cfg.repair.enabled else 'off'}")
     return 0
 
 
@@ -176,6 +194,13 @@ def unmetered(checks: list[Check]) -> dict[str, tuple[str, ...]]:
             if isinstance(c, NpdMonitor) and not c.metrics_reporting}
 
 
+def repair_answer(cfg: AgentConfig) -> dict[str, tuple[str, ...]]:
+    """With repair on, the condition type of its answer, owned by the agent (a type no longer owned is deleted from
+    the Node: turning repair off removes the answer) and kept out of the condition metrics (`Acting` is no problem;
+    nodemedic_agent_repairs_total counts the answers)."""
+    return {REPAIR_SOURCE: (ANSWER_CONDITION,)} if cfg.repair.enabled else {}
+
+
 async def _settle_heap(*, first: float = 10.0, every: float = 60.0) -> None:
     """Once started (`first` seconds: imports, config parsing, the first rounds of checks and API round-trips done),
     move what startup left to the garbage collector's permanent generation, then hand heap pages that are free but
@@ -228,6 +253,14 @@ def _attach_capacity(checks: list[Check], reporter: Reporter) -> None:
             check.attach_capacity(reporter.capacity.count)
 
 
+def _repair(cfg: AgentConfig, *, kube: Kube, node: str, pipeline: Pipeline, host: HostRoot,
+            registry: CollectorRegistry, log: logging.Logger) -> list[Coroutine[Any, Any, None]]:
+    """The watch of this Node's repair ask and the worker that answers it (agent/repair/worker.py)."""
+    watch = NodeWatch(kube, node, annotation=REPAIR_ANNOTATION, log=log)
+    worker = RepairWorker(cfg.repair, asks=watch, answers=pipeline, host=host, registry=registry, log=log)
+    return [watch.run(), worker.run()]
+
+
 async def _release(checks: list[Check]) -> None:
     for check in checks:
         if isinstance(check, HoldsResources):
@@ -242,7 +275,7 @@ async def _run(args: argparse.Namespace, log: logging.Logger) -> int:
     for warning in config_warnings(checks):
         log.warning("ignored a field in a log monitor config", extra={"warning": warning})
     registry = CollectorRegistry()
-    book = ConditionBook({c.name: c.condition_types for c in checks})
+    book = ConditionBook({c.name: c.condition_types for c in checks} | repair_answer(cfg))
     try:
         kube = Kube(args.kubeconfig, registry=registry)
     except CredentialsError as e:
@@ -258,7 +291,8 @@ async def _run(args: argparse.Namespace, log: logging.Logger) -> int:
     supervisor = Supervisor(checks, registry=registry, log=log, publish=inbox.put)
     pod_watch = _pod_watch(checks, kube, args.node_name, log)
     pipeline = Pipeline(inbox=inbox, book=book, reporter=reporter,
-                        metrics=ConditionMetrics(registry, unmetered=unmetered(checks)), log=log)
+                        metrics=ConditionMetrics(registry, unmetered=unmetered(checks) | repair_answer(cfg)),
+                        log=log)
     try:
         server = await _serve(args.listen, registry, supervisor.health) if args.listen else None
     except (ValueError, OSError) as e:
@@ -267,10 +301,16 @@ async def _run(args: argparse.Namespace, log: logging.Logger) -> int:
         await kube.close()
         return 2
     log.info("agent starting", extra={"node": args.node_name, "checks": [c.name for c in checks],
-                                      "version": __version__, "host_root": str(host.root)})
-    background = [supervisor.run(), pipeline.run(), reporter.run(), _settle_heap()]
+                                      "repair": cfg.repair.enabled, "version": __version__,
+                                      "host_root": str(host.root)})
+    background = [pipeline.run(), reporter.run(), _settle_heap()]
+    if checks:  # with none, its gather ends at once, and with it the agent: a repair-only agent has none
+        background.append(supervisor.run())
     if pod_watch is not None:
         background.append(pod_watch.run())
+    if cfg.repair.enabled:
+        background += _repair(cfg, kube=kube, node=args.node_name, pipeline=pipeline, host=host, registry=registry,
+                              log=log)
     code = await run_until_signal(background, log)
     await pipeline.close()
     await _release(checks)

@@ -11,6 +11,7 @@ checks:                        # every built-in check is on by default; give one
   ntp: {enabled: false}
 systemLogMonitors: [...]       # node-problem-detector system-log-monitor JSON files (default: shipped ones)
 customPluginMonitors: [...]    # node-problem-detector custom-plugin-monitor JSON files
+repair: {enabled: true, ...}   # acting on the remediator's repair asks for this Node (agent/repair/config.py)
 ```
 A check's keys are its `Config` dataclass fields in camelCase (`someAvg10` for `some_avg10`); `interval` and
 `timeout` set its `timing`. Values are converted from the field's type: durations ("30s", "5m", "1h30m", "500ms"
@@ -32,6 +33,7 @@ from typing import Any
 import yaml
 
 from agent.model import CheckTiming
+from agent.repair.config import RepairConfig, parse_repair
 from nodemedic_common.config_errors import ConfigError
 from nodemedic_common.durations import below_floor, parse_duration
 from nodemedic_common.inputs import Problem, quoted, read_text, yaml_problem
@@ -54,6 +56,7 @@ class AgentConfig:
     custom_plugin_monitors: tuple[Path, ...] = ()
     # Quiet period after which a log-based (permanent) condition goes back to False; None = never (NPD).
     log_monitor_recover_after: dt.timedelta | None = dt.timedelta(minutes=10)
+    repair: RepairConfig = field(default_factory=RepairConfig)
 
 
 # The smallest values that do no harm (docs/bounds.md). The heartbeat is a status PATCH per node: the kubelet's
@@ -202,7 +205,7 @@ def parse_config(text: str, *, source: str, registry: Mapping[str, CheckSpec]) -
     errors: list[str] = []
     lines = doc.get("__lines__", {})
     known = {"apiVersion", "kind", "heartbeat", "checks", "systemLogMonitors", "customPluginMonitors",
-             "logMonitorRecoverAfter", "__lines__"}
+             "logMonitorRecoverAfter", "repair", "__lines__"}
     for key in doc:
         if key not in known:
             errors.append(f"{source}:{lines.get(key, 1)}: {key}: unknown field; valid: "
@@ -261,11 +264,12 @@ def parse_config(text: str, *, source: str, registry: Mapping[str, CheckSpec]) -
             monitors[key] = tuple((base / v) if not Path(v).is_absolute() else Path(v) for v in value)
         else:
             errors.append(f"{source}:{lines.get(key, 1)}: {key}: must be a list of file paths")
+    repair = parse_repair(doc.get("repair"), source=source, line=lines.get("repair", 1), errors=errors)
     if errors:
         raise ConfigError(errors)
     return AgentConfig(heartbeat=heartbeat, checks=checks, system_log_monitors=monitors["systemLogMonitors"],
                        custom_plugin_monitors=monitors["customPluginMonitors"] or (),
-                       log_monitor_recover_after=recover)
+                       log_monitor_recover_after=recover, repair=repair)
 
 
 def load_config(path: str | Path | None, *, registry: Mapping[str, CheckSpec]) -> AgentConfig:

@@ -3,7 +3,8 @@
 Data flows one way: a check reads the host; the supervisor puts each observation in the inbox; this step folds it
 into the condition book (the conditions' state), wakes the reporter when the book changed and hands it each
 Event (an Xid told by both the kernel log and NVML once: `reporting/xid_pairs.py`); the reporter alone writes to
-the API server. The condition metrics are kept on the way.
+the API server. The condition metrics are kept on the way. The repair worker's answers take the same step, not
+through the inbox but at once (`answer`), and it waits for the API server to accept them.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 
-from agent.model import EventReport, Observation, Status
+from agent.model import ConditionReport, EventReport, Observation, Status
 from agent.reporting.condition_metrics import ConditionMetrics
 from agent.reporting.conditions import ConditionBook
 from agent.reporting.inbox import Inbox
@@ -52,6 +53,20 @@ class Pipeline:
         for event in obs.events:
             if self.xids.first_telling(event, source=obs.check, at=obs.at):
                 self._send(event, source=obs.check)
+
+    async def seeded(self, condition_type: str) -> ConditionReport | None:
+        """The condition of `condition_type` as the Node carried it when the agent started (None: it did not), once
+        the reporter has read the Node. Called at start-up, before anything of that type is folded in."""
+        await self.reporter.seeded.wait()
+        c = self.book.current.get(condition_type)
+        return None if c is None else ConditionReport(c.type, c.status, c.reason, c.message)
+
+    async def answer(self, obs: Observation) -> None:
+        """Fold `obs` in now, then return once the API server has accepted a status write that carries it (waiting
+        as long as the writes fail: the caller bounds the wait)."""
+        await self.reporter.seeded.wait()
+        self.fold(obs)
+        await self.reporter.accepted(self.book.version)
 
     def _send(self, event: EventReport, *, source: str) -> None:
         task = asyncio.create_task(self.reporter.event(event, source=source))

@@ -221,6 +221,14 @@ def _print_plan(plan: Plan) -> None:
             print(f"{'exposed':<10} {z.describe()}")
     for loop in plan.scheduler_loops:
         print(f"{'loop':<10} {loop.describe()}")
+    for start in plan.repair.starts:
+        print(f"{'repair':<10} node={start.node}  {start.describe()}")
+    for end in plan.repair.ends:
+        word = "repaired" if end.repaired else "unrepaired"
+        print(f"{word:<10} node={end.node}  rule={end.state.rule}  {end.result}")
+    for wait in plan.repair.waiting:
+        until = f"  until={wait.until:%Y-%m-%dT%H:%M:%SZ}" if wait.until else ""
+        print(f"{'repair-wait':<10} node={wait.node}  rule={wait.rule}  step={wait.step}  {wait.why}{until}")
     print(f"breaker: open={plan.breaker_open} taintedLimit={plan.tainted_limit}")
 
 

@@ -16,8 +16,10 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from nodemedic_common.kube_transport import ApiError
+from nodemedic_common.repair_contract import REPAIR_ANNOTATION, RepairAction
 from remediator.actions.evictor import EvictionResult, Outcome, evict
 from remediator.actions.nominator import nominate
+from remediator.actions.repair_writer import RepairWriter
 from remediator.actions.taintwriter import write_node_taints
 from remediator.alerts.alert import AlertKind
 from remediator.alerts.announcer import Alerts
@@ -31,6 +33,7 @@ from remediator.planner import PlannerMemory, make_plan
 from remediator.planning import owned_taints
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION
 from remediator.policy_reload import PolicyReload
+from remediator.repair.state import LadderState, StateError, parse_state
 from remediator.state.autoscaler_detection import AutoscalerDetector
 from remediator.state.caches import ClusterCache
 from remediator.state.kube import Kube
@@ -64,6 +67,8 @@ class Controller:
         self.dry_run_report = DryRunReport(metrics, log)
         self.last_cycle = monotonic()
         self.background: set[asyncio.Task[None]] = set()  # fire-and-forget announcements, kept referenced
+        self.repairs = RepairWriter(kube, alerts, metrics.repair, log)
+        self.replacing: dict[str, LadderState] = {}  # node -> its ladder, while the node autoscaler replaces it
 
     def why(self, node: str) -> dict[str, object]:
         """/why/NODE: every fact the last plan decided on for `node` (remediator/why.py)."""
@@ -157,11 +162,23 @@ class Controller:
         if plan.resource_mix is not None:
             self.metrics.resource_mix_deviation.labels("before").set(plan.resource_mix.before)
             self.metrics.resource_mix_deviation.labels("after").set(plan.resource_mix.after)
+        self._repair_gauges(plan)
         if self.dry_run:
             self.dry_run_report.report(plan)
         elif self.may_act():
             await self._apply(plan, now)
+            await self._apply_repairs(plan, now)
         return plan
+
+    def _repair_gauges(self, plan: Plan) -> None:
+        m, r = self.metrics.repair, plan.repair
+        m.in_repair.set(sum(1 for s in r.in_repair.values() if s.action != RepairAction.PERSON))
+        m.needs_a_person.clear()
+        for node in r.needs_a_person():
+            m.needs_a_person.labels(node, r.in_repair[node].rule).set(1)
+        m.halted.clear()
+        for group in r.halted:
+            m.halted.labels(group).set(1)
 
     # --- acting --------------------------------------------------------------------------------
     async def _apply(self, plan: Plan, now: dt.datetime) -> None:
@@ -193,6 +210,37 @@ class Controller:
         tainted = sum(1 for n in self.cache.nodes.values() if OWNED_TAINTS_ANNOTATION in n.annotations
                       and owned_taints.parse_owned(n.annotations[OWNED_TAINTS_ANNOTATION])[0])
         self.metrics.tainted_nodes.set(tainted)
+
+    async def _apply_repairs(self, plan: Plan, now: dt.datetime) -> None:
+        """The repair ladders' writes, after the taints (a step follows its rule's taint; remediator/repair/)."""
+        r = plan.repair
+        for node in [n for n in self.replacing if n not in self.cache.nodes]:
+            state = self.replacing.pop(node)  # the node autoscaler took it away: the replace step did its work
+            self.metrics.repair.finished.labels("replace", "repaired").inc()
+            self.metrics.repair.seconds.labels("replace").observe((now - state.started).total_seconds())
+            await self.alerts.node(node, kind=AlertKind.REPAIRED, type_="Normal", reason="NodemedicRepaired",
+                                   message=f"{state.rule}: the node was replaced and is gone",
+                                   details={"rule": state.rule, "action": "replace"})
+        for node, problem in sorted(r.unreadable.items()):
+            if self.may_act() and (record := self.cache.nodes.get(node)) is not None:
+                self.log.warning("unreadable repair annotation", extra={"node": node, "error": problem})
+                await self.repairs.forget(node, problem, resource_version=record.resource_version)
+        for e in r.ends:
+            if self.may_act() and (record := self.cache.nodes.get(e.node)) is not None:
+                self.replacing.pop(e.node, None)
+                await self.repairs.end(e, resource_version=record.resource_version, now=now)
+        for s in r.starts:
+            record = self.cache.nodes.get(s.node)
+            if not self.may_act() or record is None:
+                continue
+            try:
+                prior = parse_state(record.annotations[REPAIR_ANNOTATION]).history \
+                    if REPAIR_ANNOTATION in record.annotations else ()
+            except StateError:
+                prior = ()
+            if await self.repairs.start(s, resource_version=record.resource_version, prior=prior) \
+                    and s.state.action == RepairAction.REPLACE:
+                self.replacing[s.node] = s.state
 
     async def _apply_taints(self, plan: Plan, now: dt.datetime) -> set[str]:
         by_node: dict[str, tuple[list[TaintChange], list[TaintChange]]] = defaultdict(lambda: ([], []))

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from remediator.repair.decisions import RepairPlan
+
 
 class Effect(StrEnum):
     NO_SCHEDULE = "NoSchedule"
@@ -157,6 +159,7 @@ class NodeRecord:
     created: dt.datetime | None = None
     deleting: bool = False  # deletionTimestamp set
     resource_version: str = ""
+    claim: str = ""  # the Karpenter NodeClaim that owns the node (its ownerReference), "" for any other node
 
     def condition(self, type_: str) -> Condition | None:
         for c in self.conditions:
@@ -564,6 +567,7 @@ class Plan:
     zone_exposure: list[ZoneExposure] = field(default_factory=list)  # every workload with more than one replica
     min_surviving_share: float = 0.0  # the policy's scheduler.zoneExposure.minSurvivingShare
     scheduler_loops: list[SchedulerLoop] = field(default_factory=list)  # workloads held for a scheduler loop
+    repair: RepairPlan = field(default_factory=RepairPlan)  # the repair ladders' steps (remediator/repair/)
 
     def to_json(self) -> dict[str, object]:
         def change(c: TaintChange) -> dict[str, object]:
@@ -591,6 +595,8 @@ class Plan:
             "schedulerLoops": [{"namespace": loop.namespace, "owner": loop.owner, "node": loop.node,
                                 "since": _stamp(loop.since), "until": _stamp(loop.until), "note": loop.describe()}
                                for loop in self.scheduler_loops],
+            **({"repair": self.repair.to_json()} if self.repair.in_repair or self.repair.waiting
+               or self.repair.ends or self.repair.unreadable or self.repair.halted else {}),
             **({} if self.resource_mix is None else {"resourceMix": {
                 "deviationBefore": round(self.resource_mix.before, 2),
                 "deviationAfter": round(self.resource_mix.after, 2), "nodes": self.resource_mix.nodes}}),

@@ -17,9 +17,10 @@ from remediator.planning.gate import Gate
 from remediator.planning.memory import LOOP_GUARD, PlannerMemory
 from remediator.planning.owned_taints import by_strategy, carrying, strategy_owner
 from remediator.planning.rails import Hold, safety_hold
+from remediator.planning.repairs import RepairOutcome, plan_repairs
 from remediator.planning.scheduler_loops import held_loops, remember_sizes
 from remediator.planning.scope import in_scope
-from remediator.planning.taints import plan_taints
+from remediator.planning.taints import TaintPlan, plan_taints
 from remediator.planning.wants import Wants
 from remediator.planning.zone_exposure import zone_exposure
 from remediator.policy.model import Policy
@@ -36,8 +37,12 @@ def make_plan(snapshot: Snapshot, policy: Policy, memory: PlannerMemory) -> Plan
 def _make_plan(snapshot: Snapshot, policy: Policy, memory: PlannerMemory) -> Plan:
     snapshot = in_scope(snapshot, policy.node_selector)
     taints = plan_taints(snapshot, policy, memory.clear_since)
+    repairs = _repairs(snapshot, policy, taints)
     plan = Plan(taints_add=taints.adds, taints_remove=taints.removes, held=taints.held,
-                breaker_open=taints.breaker_open, tainted_limit=taints.tainted_limit, next_check=taints.next_check)
+                breaker_open=taints.breaker_open, tainted_limit=taints.tainted_limit, next_check=taints.next_check,
+                repair=repairs.plan)
+    if repairs.next_check is not None:
+        plan.next_check = repairs.next_check if plan.next_check is None else min(plan.next_check, repairs.next_check)
     memory.forget_before(snapshot.now - LOOP_GUARD)
     plan.scheduler_loops = held_loops(snapshot, memory)
     plan.zone_exposure = zone_exposure(snapshot, policy.scheduler.min_surviving_share)
@@ -76,6 +81,16 @@ def _make_plan(snapshot: Snapshot, policy: Policy, memory: PlannerMemory) -> Pla
     if not policy.window.is_open(snapshot.now):
         _close(plan, policy, snapshot)
     return plan
+
+
+def _repairs(snapshot: Snapshot, policy: Policy, taints: TaintPlan) -> RepairOutcome:
+    """The repair ladders (remediator/repair/); a node a reboot or replace waits on is drained for its rule's taint by
+    RemovePodsViolatingNodeTaints, as an evicting rule's node is."""
+    repairs = plan_repairs(snapshot, policy, taints.owned_after)
+    for node, drain in repairs.drain.items():
+        evicting = taints.evict_taints.setdefault(node, [])
+        evicting += [t for t in drain if t not in evicting]
+    return repairs
 
 
 def _merge(plan: Plan, wants: Wants, *, snapshot: Snapshot, policy: Policy, memory: PlannerMemory,

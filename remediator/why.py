@@ -22,7 +22,7 @@ from remediator.scheduling.selectors import matches_labels
 
 @dataclass(frozen=True)
 class Fact:
-    topic: str  # node, condition, rule, taint, rail, plan, pdb, autoscaler, timer
+    topic: str  # node, condition, rule, taint, rail, plan, repair, pdb, autoscaler, timer
     sentence: str
     changes_at: dt.datetime | None = None  # when the fact changes with nothing else changing; None: not on its own
 
@@ -48,6 +48,7 @@ def why(name: str, snapshot: Snapshot, policy: Policy, plan: Plan) -> list[Fact]
     if hold is not None:
         facts.append(Fact("rail", f"no taint is added and no pod evicted here: {hold.why}"))
     facts += _planned(name, plan)
+    facts += _repair(node, policy, plan)
     pods = [p for p in snapshot.pods(name) if p.live]
     facts += _pdbs(pods, snapshot)
     facts.append(_autoscaler(node, pods))
@@ -144,6 +145,35 @@ def _planned(name: str, plan: Plan) -> list[Fact]:
     facts += [Fact("plan", f"not evicting {p.pod.key}: {p.why}") for p in plan.protected if p.pod.node_name == name]
     facts += [Fact("plan", f"{p.pod.key} waits: {p.why}") for p in plan.deferred if p.pod.node_name == name]
     return facts
+
+
+def _repair(node: NodeRecord, policy: Policy, plan: Plan) -> list[Fact]:
+    """The repair ladder: its steps, the one under way or waiting and until when, what was tried (docs/repair.md)."""
+    r = plan.repair
+    state = r.in_repair.get(node.name)
+    facts = []
+    rule = next((x for x in policy.rules if state is not None and x.name == state.rule), None) \
+        or next((x for x in policy.rules if x.repair and _holds(x, node)), None)
+    if rule is not None and rule.repair:
+        steps = ", then ".join(f"{s.describe()}" + (f" (wait {format_duration(s.wait)})" if s.wait else "")
+                               for s in rule.repair)
+        facts.append(Fact("repair", f"rule {rule.name}'s repair ladder: {steps}"))
+    if state is not None:
+        facts += [Fact("repair", f"tried: {t.describe()}") for t in state.history]
+        what = f"{state.action} {state.service}" if state.service else str(state.action)
+        facts.append(Fact("repair", f"step {state.step + 1} ({what}) asked at {state.requested:%Y-%m-%dT%H:%M:%SZ}, "
+                                    f"ladder started {state.started:%Y-%m-%dT%H:%M:%SZ}"))
+    facts += [Fact("repair", f"starts {s.describe()}") for s in r.starts if s.node == node.name]
+    facts += [Fact("repair", f"ladder ends: {e.result}") for e in r.ends if e.node == node.name]
+    facts += [Fact("repair", f"{w.step}: {w.why}", w.until) for w in r.waiting if w.node == node.name]
+    if node.name in r.unreadable:
+        facts.append(Fact("repair", f"its repair annotation is not a ladder and is removed: {r.unreadable[node.name]}"))
+    return facts
+
+
+def _holds(rule: TaintRule, node: NodeRecord) -> bool:
+    c = node.condition(rule.condition_type)
+    return c is not None and c.status == rule.condition_status
 
 
 def _pdbs(pods: list[PodRecord], snapshot: Snapshot) -> list[Fact]:

@@ -4,6 +4,7 @@ Conditions: one strategic-merge PATCH of `nodes/<name>/status` carrying only the
 (merged by `type`, so kubelet/kwok conditions are untouched), plus `$patch: delete` entries for types it
 wrote before but no longer owns. Sent when the book changes (debounced, at most once a second) and on a
 heartbeat; while the API server is away it backs off exponentially and keeps only the latest state (the book).
+`accepted(version)` waits until a write of the book at that version went through (the repair worker's `Acting`).
 
 Events: aggregated — the same reason and message within `aggregate_window` patches the existing Event's
 count instead of creating a new one — and rate-limited by a token bucket; every Event that is not sent is
@@ -100,6 +101,9 @@ class Reporter:
         self.capacity = NodeCapacity()  # from the Node objects the GET and each PATCH return, for the checks
         self.written = state.load()
         self.retire = book.retired(self.written)
+        # The book version of the last status write the API server accepted (-1: none yet), for `accepted`.
+        self.written_version = -1
+        self._accepted = asyncio.Event()  # replaced at each accepted write: every waiter of the old one wakes
         self.suppressed = Counter("nodemedic_agent_events_suppressed_total", "Events not sent (rate limit or error)",
                                   ["reason"], registry=registry)
         self.events = Counter("nodemedic_agent_events_total", "Events sent or aggregated", ["reason", "kind"],
@@ -117,6 +121,12 @@ class Reporter:
         self.capacity.update(node)
         self.book.seed((node.get("status") or {}).get("conditions") or [], self.defaults)
         self.seeded.set()
+
+    async def accepted(self, version: int) -> None:
+        """Return once the API server has accepted a status write carrying the book at `version` or later (the
+        repair worker acts only once its `Acting` answer is on the Node). Waits as long as the writes fail."""
+        while self.written_version < version:
+            await self._accepted.wait()
 
     def status_patch(self, now: dt.datetime) -> dict[str, object]:
         conditions: list[dict[str, str]] = [c.to_api(now) for c in self.book.conditions()]
@@ -147,13 +157,16 @@ class Reporter:
                     await self.seed()
                     seeded = True
                 version = self.book.version
-                await self.write_conditions()
+                await self.write_conditions()  # the patch is built from the book at `version`, before any await
                 backoff = 0.5
             except ApiError as e:
                 self.log.warning("status write failed, backing off", extra={"error": str(e), "retry_in": backoff})
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 30.0)
                 continue
+            self.written_version = version
+            self._accepted.set()
+            self._accepted = asyncio.Event()
             if self.book.version != version:
                 continue  # changed while we were writing
             written_at = time.monotonic()

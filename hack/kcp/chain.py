@@ -242,7 +242,9 @@ def start_agent(cluster: Cluster, node: str, workdir: Path) -> tuple[subprocess.
     checks = "\n".join(f"  {c}: {{enabled: false}}" for c in BUILTIN)
     config = workdir / "agent.yaml"
     config.write_text(f"apiVersion: nodemedic.io/v1alpha1\nkind: AgentConfig\nchecks:\n{checks}\n"
-                      f"systemLogMonitors: [{ROOT / 'agent' / 'defaults' / 'kernel-monitor.json'}]\n")
+                      f"systemLogMonitors: [{ROOT / 'agent' / 'defaults' / 'kernel-monitor.json'}]\n"
+                      # It plays a kwok node from a fixture root: a repair ask must never reach this machine.
+                      "repair: {enabled: false}\n")
     log = open(workdir / "agent.log", "ab")  # noqa: SIM115 - lives as long as the process
     proc = subprocess.Popen(
         [sys.executable, "-m", "agent", "run", "--node-name", node, "--kubeconfig", str(cluster.kubeconfig),

@@ -1,4 +1,4 @@
-"""hack/cluster: build | up [--nodes N] | down | kubeconfig | status."""
+"""hack/cluster: build | up [--nodes N] | down | kubeconfig | status | node-service | node-reboot."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from kcp import build, controlplane, image, karpenter, paths, procs, realnode, versions
+from kcp import build, controlplane, image, karpenter, nodeservice, paths, procs, realnode, versions
 
 DEFAULT_NAME = "nodemedic"
 
@@ -85,6 +85,19 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0 if len(c.running()) == len(c.processes) else 1
 
 
+def _state_dir(args: argparse.Namespace) -> Path:
+    return Path(args.state_dir).resolve() if args.state_dir else _cluster(args).state_dir
+
+
+def cmd_node_service(args: argparse.Namespace) -> int:
+    return nodeservice.run_restart(_state_dir(args), args.service, args.timeout, args.worker)
+
+
+def cmd_node_reboot(args: argparse.Namespace) -> int:
+    return nodeservice.run_reboot(_state_dir(args), Path(args.boot_id_file), args.off_seconds, args.delay,
+                                  args.worker)
+
+
 def cmd_versions(_: argparse.Namespace) -> int:
     for name in ("KUBERNETES", "ETCD", "KWOK", "KUBECTL", "DESCHEDULER", "HELM", "KARPENTER", "ACTIONLINT"):
         print(f"{name.lower():<12} {getattr(versions, name)}")
@@ -123,6 +136,25 @@ def main(argv: list[str] | None = None) -> int:
                            help="API server audit log of every request (level Metadata) in <state dir>/logs/audit.log")
         if name == "down":
             p.add_argument("--keep-state", action="store_true", help="keep logs and data for inspection")
+    ns = sub.add_parser("node-service", help="`systemctl restart` for the real node's services (the agent's repair "
+                        "command in the e2e tests): out of the caller's cgroups, stop, start with the same argv, "
+                        "wait until it serves; exit 0 once it does")
+    ns.add_argument("action", choices=["restart"])
+    ns.add_argument("service", choices=list(nodeservice.SERVICES))
+    ns.add_argument("--timeout", type=float, default=60.0, help="seconds for it to serve again (default 60)")
+    rb = sub.add_parser("node-reboot", help="`systemctl reboot` for the real node: returns at once; a detached worker "
+                        "stops every service and container, clears what a reboot clears, writes a new boot id to "
+                        "--boot-id-file and starts the services again (log: <state dir>/logs/node-reboot.log)")
+    rb.add_argument("--boot-id-file", required=True, help="absolute path; the agent reads it for the boot id")
+    rb.add_argument("--off-seconds", type=float, default=0.0, help="seconds the node stays down (default 0)")
+    rb.add_argument("--delay", type=float, default=1.0, help="seconds before it goes down (default 1)")
+    for p in (ns, rb):
+        p.add_argument("--name", default=DEFAULT_NAME)
+        p.add_argument("--state-dir", help="the cluster's state directory (instead of --name: independent of HOME "
+                       "and NODEMEDIC_CACHE/NODEMEDIC_STATE, which a caller in a container may not share)")
+        p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ns.set_defaults(fn=cmd_node_service)
+    rb.set_defaults(fn=cmd_node_reboot)
     sub.add_parser("versions", help="print the pinned versions").set_defaults(fn=cmd_versions)
     args = ap.parse_args(argv)
     try:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from kcp import audit as kube_audit
 from kcp import nodes as kwok_nodes
-from kcp import paths, pki, procs, realnode
+from kcp import nodeservice, paths, pki, procs, realnode
 from kcp.api import Api
 from kcp.ports import free_port
 
@@ -449,7 +449,13 @@ class Cluster:
     def down(self, keep_state: bool = False) -> list[str]:
         if not self.load():
             return [f"no cluster state at {self.state_dir}"]
-        lines = self._stop_all()
+        # A node-service restart or a node-reboot worker (hack/kcp/nodeservice.py) may be starting the real node's
+        # processes: wait until it has recorded them, then stop them with the rest.
+        with nodeservice.state_lock(self.state_dir, timeout=180.0) as held:
+            if not held:
+                log(f"{self.state_dir / nodeservice.LOCK_NAME} still held after 180s: stopping anyway")
+            self.load()
+            lines = self._stop_all()
         left = [(p.name, p.pid) for p in self.running()] + self.strays()
         if left:
             raise RuntimeError(f"processes still running after down: {left}")

@@ -20,6 +20,10 @@ class AlertKind(StrEnum):
     CRASH_LOOP_NODE = "CrashLoopNode"
     ZONE_EXPOSURE = "ZoneExposure"
     SCHEDULER_LOOP = "SchedulerLoop"
+    REPAIR_STEP = "RepairStep"
+    REPAIRED = "Repaired"
+    REPAIR_ENDED = "RepairEnded"
+    NEEDS_A_PERSON = "NeedsAPerson"
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,8 @@ class DryRunReport:
         evictions = doc["evictions"]
         assert isinstance(evictions, list)
         actions += [("evict", a) for a in evictions]
+        # A repair step: its id is new every cycle (it names the second it would start), so it is left out of the key.
+        actions += [("repair", {k: v for k, v in a.items() if k != "id"}) for a in plan.repair.starts_json()]
         current: set[str] = set()
         for kind, action in actions:
             # The action, not its explanation: a cause says "for 1h0m5s" and changes every cycle.

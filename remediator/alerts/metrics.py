@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from remediator.alerts.repair_metrics import RepairMetrics, create_repair_metrics
+
 
 @dataclass(frozen=True)
 class Metrics:
@@ -29,6 +31,7 @@ class Metrics:
     zone_surviving_best: Gauge
     scheduler_loops: Counter
     scheduler_loop_held: Gauge
+    repair: RepairMetrics
 
 
 def create(registry: CollectorRegistry) -> Metrics:
@@ -82,4 +85,5 @@ def create(registry: CollectorRegistry) -> Metrics:
                                 "strategy moved them off: the scheduler disagrees with the policy", registry=r),
         scheduler_loop_held=Gauge("nodemedic_scheduler_loop_held_workloads",
                                   "Workloads held from balance moves for a scheduler loop", registry=r),
+        repair=create_repair_metrics(r),
     )

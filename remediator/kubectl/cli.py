@@ -1,10 +1,11 @@
-"""kubectl-nodemedic: `kubectl nodemedic status | why NODE | plan | check NODE` (installed with the package; kubectl
-finds a `kubectl-<name>` executable on the PATH as the plugin `<name>`)."""
+"""kubectl-nodemedic: `kubectl nodemedic status | why NODE | plan | check NODE | repair NODE` (installed with the
+package; kubectl finds a `kubectl-<name>` executable on the PATH as the plugin `<name>`)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime as dt
 import json
 import os
 import sys
@@ -13,7 +14,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from nodemedic_common.kube_transport import ApiError
-from remediator.kubectl import reach, render
+from remediator.kubectl import reach, render, repair_control
 from remediator.state.kube import CredentialsError, Kube, load_credentials
 
 
@@ -29,12 +30,21 @@ def parser() -> argparse.ArgumentParser:
     pl.add_argument("-o", "--output", choices=("table", "json"), default="table")
     c = sub.add_parser("check", help="the node's conditions, with the evidence the agent gave")
     c.add_argument("node")
+    r = sub.add_parser("repair", help="hold, resume or skip a step of NODE's repair ladder (needs patch on nodes)")
+    r.add_argument("node")
+    how = r.add_mutually_exclusive_group(required=True)
+    for flag, text in (("--hold", "take no further step until --resume"),
+                       ("--resume", "lift a hold; a node handed to a person goes round its ladder again"),
+                       ("--next", "end the step under way now and go on with the next")):
+        how.add_argument(flag, dest="how", action="store_const", const=flag[2:], help=text)
     for s in (sub.choices["status"], w):
         s.add_argument("-o", "--output", choices=("text", "json"), default="text")
     return p
 
 
 async def run(args: argparse.Namespace, kube: Kube) -> str:
+    if args.command == "repair":
+        return await repair_control.control(kube, args.node, args.how, now=dt.datetime.now(dt.UTC))
     if args.command == "check":
         return render.check(await reach.node(kube, args.node), await reach.agent_pod(kube, args.namespace, args.node))
     leader = await reach.find_leader(kube, args.namespace)
@@ -65,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         print(asyncio.run(_main(args)))
-    except (reach.NotFound, CredentialsError) as e:
+    except (reach.NotFound, CredentialsError, repair_control.Refused) as e:
         print(f"kubectl nodemedic: {e}", file=sys.stderr)
         return 1
     except ApiError as e:

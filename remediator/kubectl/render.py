@@ -65,6 +65,18 @@ def _actions(plan: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     return rows
 
 
+def _repairs(repair: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """(action, step, node, why) for the repair ladders' steps to start, ladders that end, and the ones that wait."""
+    rows = [("repair", f"{s.get('action')} {s.get('service', '')}".strip(), str(s.get("node")),
+             f"step {s.get('step')} of {s.get('rule')}: {s.get('cause')}") for s in repair.get("start") or []]
+    rows += [("repaired" if e.get("repaired") else "unrepaired", str(e.get("rule")), str(e.get("node")),
+              str(e.get("result"))) for e in repair.get("end") or []]
+    rows += [("repair-wait", str(w.get("step")), str(w.get("node")),
+              str(w.get("why")) + (f" (until {w['until']})" if w.get("until") else ""))
+             for w in repair.get("waiting") or []]
+    return rows
+
+
 def _tainted(nodes: list[dict[str, Any]]) -> list[_Tainted]:
     """Each taint nodemedic owns and the node carries."""
     out = []
@@ -99,6 +111,7 @@ def plan(doc: dict[str, Any]) -> str:
              for z in doc.get("zoneExposure") or []]
     rows += [("loop", f"{loop['namespace']}/{loop['owner']}", loop["node"], loop["note"])
              for loop in doc.get("schedulerLoops") or []]
+    rows += _repairs(doc.get("repair") or {})
     if not rows:
         return "the plan is empty: nothing to taint, untaint or evict"
     return "\n".join(table([("ACTION", "WHAT", "NODE", "WHY"), *rows], indent=""))

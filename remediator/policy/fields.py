@@ -29,11 +29,12 @@ def read_namespaces(r: Reader, parent: Section) -> Namespaces:
     return Namespaces(include=include, exclude=exclude)
 
 
-def read_label_selector(r: Reader, parent: Section) -> LabelSelector | None:
-    node = parent.values.get("labelSelector")
+def read_label_selector(r: Reader, parent: Section, key: str = "labelSelector") -> LabelSelector | None:
+    """parent[key] as a metav1.LabelSelector (matchLabels, matchExpressions); None when absent or null."""
+    node = parent.values.get(key)
     if node is None or is_null(node):
         return None
-    m = r.mapping(node, parent.at("labelSelector"), ("matchLabels", "matchExpressions"))
+    m = r.mapping(node, parent.at(key), ("matchLabels", "matchExpressions"))
     labels = r.string_map(m, "matchLabels", qualified_name_problem, label_value_problem)
     expressions: list[SelectorRequirement] = []
     for item, path in r.sequence(m, "matchExpressions") or []:

@@ -2,8 +2,8 @@
 
 This module only parses the file and dispatches: each top-level section is read by the module that defines it
 (`rules.py`, `evictor.py`, `strategies.py` -> each strategy's `args.py`, `limits.py`, `eviction.py`, `safety.py`,
-`notifications.py`, `autoscaler.py`, `window.py`, `metrics.py`, `node_selector.py`), through one `reader.Reader` that
-records every error, so one `validate` run lists them all."""
+`notifications.py`, `autoscaler.py`, `window.py`, `metrics.py`, `node_selector.py`, `repair.py`), through one
+`reader.Reader` that records every error, so one `validate` run lists them all."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ from remediator.policy.model import Policy
 from remediator.policy.node_selector import read_node_selector
 from remediator.policy.notifications import read_notifications
 from remediator.policy.reader import DOCUMENT, Reader, Section, is_null
-from remediator.policy.rules import read_rules
+from remediator.policy.repair import read_repair
+from remediator.policy.rules import check_drains, read_rules
 from remediator.policy.safety import check_acknowledged, read_safety, taken_risks
 from remediator.policy.scheduler import read_scheduler
 from remediator.policy.secret_files import DEFAULT_SECRETS_DIR
@@ -35,7 +36,7 @@ API_VERSION = "nodemedic.io/v1alpha1"
 DESCHEDULER_VERSIONS = (descheduler.V1ALPHA2, descheduler_v1alpha1.V1ALPHA1)
 KIND = "RemediationPolicy"
 _TOP_KEYS = ("apiVersion", "kind", "rules", "evictor", "strategies", "limits", "eviction", "safety", "notifications",
-             "autoscaler", "maintenanceWindow", "metricsProviders", "nodeSelector", "scheduler")
+             "autoscaler", "maintenanceWindow", "metricsProviders", "nodeSelector", "scheduler", "repair")
 
 
 def parse_policy(text: str, *, source: str, secrets_dir: str = DEFAULT_SECRETS_DIR) -> Policy:
@@ -139,7 +140,9 @@ def _sections(r: Reader, top: Section, *, from_descheduler: bool) -> Policy:
                     notifications=read_notifications(r, top),
                     autoscaler=read_autoscaler(r, top, consolidators(strategies)), window=read_window(r, top),
                     metrics=providers, node_selector=read_node_selector(r, top),
-                    scheduler=read_scheduler(r, top, packs=any(s.name == "HighNodeUtilization" for s in strategies)))
+                    scheduler=read_scheduler(r, top, packs=any(s.name == "HighNodeUtilization" for s in strategies)),
+                    repair=read_repair(r, top))
+    check_drains(r, top, policy.rules, tuple(s.name for s in strategies))
     if not from_descheduler:
         # A DeschedulerPolicy has no rules nor taints of nodemedic's and no safety section to acknowledge in: its
         # evictor flags mean what they mean in descheduler, and nodemedic's breaker and limits defaults apply.

@@ -16,6 +16,7 @@ from remediator.policy.evictor import EvictorArgs
 from remediator.policy.limits import Limits
 from remediator.policy.measured_usage import MetricsProviders
 from remediator.policy.notifications import Notifications
+from remediator.policy.repair import RepairSettings
 from remediator.policy.rules import TaintRule
 from remediator.policy.safety import Safety
 from remediator.policy.scheduler import SchedulerSettings
@@ -46,3 +47,4 @@ class Policy:
     metrics: MetricsProviders = field(default_factory=MetricsProviders)  # `metricsProviders`: measured usage
     node_selector: LabelSelector | None = None  # `nodeSelector`: the nodes the policy acts on (None: all)
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)  # what kube-scheduler does with pods
+    repair: RepairSettings = field(default_factory=RepairSettings)  # `repair`: the rails of the rules' ladders

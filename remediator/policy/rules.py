@@ -9,10 +9,11 @@ import yaml
 
 from remediator.model import Effect, Taint
 from remediator.policy.reader import Reader, Section
+from remediator.policy.repair import DISRUPTIVE, DRAINER, RepairStep, read_ladder
 from remediator.policy.syntax import label_value_problem, owned_taint_problem, qualified_name_problem
 
 CONDITION_STATUSES = ("True", "False", "Unknown")
-_RULE_KEYS = ("name", "condition", "taint", "allowNoExecute", "evict", "recoverAfter")
+_RULE_KEYS = ("name", "condition", "taint", "allowNoExecute", "evict", "recoverAfter", "repair")
 _CONDITION_KEYS = ("type", "status", "for")
 _TAINT_KEYS = ("key", "value", "effect")
 # Far above any real policy (the shipped one has 16); every rule is evaluated on every node each cycle.
@@ -35,6 +36,7 @@ class TaintRule:
     evict: bool = True
     recover_after: dt.timedelta = dt.timedelta(minutes=5)
     allow_no_execute: bool = False  # NoExecute taints need this explicit opt-in
+    repair: tuple[RepairStep, ...] = ()  # the ladder after the drain (policy/repair.py); empty: none
 
 
 def _taint_key_problem(key: str) -> str | None:
@@ -89,6 +91,7 @@ def _rule(r: Reader, node: yaml.Node, path: str) -> _ReadRule:
         evict=r.flag(m, "evict", TaintRule.evict),
         recover_after=r.duration(m, "recoverAfter", TaintRule.recover_after),
         allow_no_execute=allow_no_execute,
+        repair=read_ladder(r, m, effect=taint.effect, condition_type=condition_type),
     )
     return _ReadRule(rule, path, m.line_node("name"), t.line_node("value", "key"))
 
@@ -129,3 +132,16 @@ def read_rules(r: Reader, top: Section) -> tuple[TaintRule, ...]:
                     f"{rr.rule.taint.value!r} conflicts with {owner.rule.taint.value!r} in {owner.path} for taint "
                     f"{rr.rule.taint.key}:{rr.rule.taint.effect}; a node carries one value per key and effect")
     return tuple(rr.rule for rr in read)
+
+
+def check_drains(r: Reader, top: Section, rules: tuple[TaintRule, ...], strategies: tuple[str, ...]) -> None:
+    """A reboot or a replace waits for the node to be drained, and RemovePodsViolatingNodeTaints is what drains it
+    (for the rule's taint, every PDB held): without it such a step would wait forever."""
+    if DRAINER in strategies:
+        return
+    for i, rule in enumerate(rules):
+        steps = [j for j, s in enumerate(rule.repair) if s.action in DISRUPTIVE]
+        if steps:
+            r.error(top.line_node("rules"), f"rules[{i}].repair[{steps[0]}].action",
+                    f"{rule.repair[steps[0]].action} drains the node first, through the {DRAINER} strategy, which "
+                    "this policy does not run: add it to `strategies`")

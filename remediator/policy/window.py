@@ -109,7 +109,12 @@ def _time_zone_problem(name: str) -> str | None:
 
 
 def read_window(r: Reader, top: Section) -> MaintenanceWindow:
-    m = r.section(top, "maintenanceWindow", _WINDOW_KEYS)
+    return read_window_at(r, top, "maintenanceWindow")
+
+
+def read_window_at(r: Reader, parent: Section, key: str) -> MaintenanceWindow:
+    """parent[key] as a window (also `repair.window`); absent or null: always open."""
+    m = r.section(parent, key, _WINDOW_KEYS)
     if not m.values:
         return MaintenanceWindow()
     start, end = _clock(r, m, "start"), _clock(r, m, "end")

@@ -122,7 +122,16 @@ def node(obj: dict[str, Any]) -> NodeRecord:
         created=parse_time(meta.get("creationTimestamp")),
         deleting=meta.get("deletionTimestamp") is not None,
         resource_version=str(meta.get("resourceVersion", "")),
+        claim=node_claim(meta.get("ownerReferences")),
     )
+
+
+def node_claim(raw: Any) -> str:
+    """The name of the Karpenter NodeClaim among a Node's ownerReferences (Karpenter sets it at registration)."""
+    for ref in map(_dict, _list(raw)):
+        if ref.get("kind") == "NodeClaim" and str(ref.get("apiVersion", "")).startswith("karpenter.sh/"):
+            return str(ref.get("name", "") or "")
+    return ""
 
 
 def _requirements(raw: Any) -> tuple[SelectorRequirement, ...]:

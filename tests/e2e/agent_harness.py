@@ -19,10 +19,13 @@ BUILTINS = tuple(BUILTIN)  # every built-in check, all disabled: these agents ar
 
 
 def write_config(path: Path, monitors: list[str]) -> Path:
+    """Repair off: with the default commands an ask from a remediator whose policy has a ladder (the shipped one
+    does) would run `systemctl restart` or `systemctl reboot` on this machine, in its PID 1's namespaces. Agents that
+    repair run test scripts instead (tests/e2e/repair_harness.py)."""
     checks = "\n".join(f"  {name}: {{enabled: false}}" for name in BUILTINS)
     files = ", ".join(str(ROOT / "agent" / "defaults" / m) for m in monitors)
     path.write_text(f"apiVersion: nodemedic.io/v1alpha1\nkind: AgentConfig\nheartbeat: 1m\n"
-                    f"checks:\n{checks}\nsystemLogMonitors: [{files}]\n")
+                    f"checks:\n{checks}\nsystemLogMonitors: [{files}]\nrepair: {{enabled: false}}\n")
     return path
 
 

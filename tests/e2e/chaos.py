@@ -143,7 +143,7 @@ def start_agent(cluster: LocalCluster, node: str, tmp: Path, *, heartbeat: str) 
     monitors = ", ".join(str(ROOT / "agent" / "defaults" / m) for m in ("kernel-monitor.json", "readonly-monitor.json"))
     config = base / "agent.yaml"
     config.write_text(f"apiVersion: nodemedic.io/v1alpha1\nkind: AgentConfig\nheartbeat: {heartbeat}\n"
-                      f"checks:\n{checks}\nsystemLogMonitors: [{monitors}]\n")
+                      f"checks:\n{checks}\nsystemLogMonitors: [{monitors}]\nrepair: {{enabled: false}}\n")
     log = base / "agent.log"
     with open(log, "ab") as out:
         proc = subprocess.Popen(

@@ -40,6 +40,7 @@ def test_a_root_already_read_only_at_start_is_reported_by_run_and_after_a_restar
     kmsg(root, REMOUNT, seq)
     config = tmp_path / "agent.yaml"
     config.write_text("apiVersion: nodemedic.io/v1alpha1\nkind: AgentConfig\nheartbeat: 1m\nsystemLogMonitors: []\n"
+                      "repair: {enabled: false}\n"
                       "checks:\n" + "".join(f"  {c}: {{enabled: false}}\n" for c in (
                           "cpu", "memory", "disk", "ntp", "blockdev", "runtime", "kubelet")) +
                       "  filesystem: {interval: 1s, timeout: 1s, mounts: [/], expectRw: []}\n")

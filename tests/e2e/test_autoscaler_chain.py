@@ -33,6 +33,7 @@ from tests.e2e.remediator_harness import (
     start_remediator,
     taint_keys,
 )
+from tests.e2e.repair_harness import answer, ladder, repairing_agent
 from tests.waiting import wait_until
 
 # One xdist worker runs the whole module: its tests share one Karpenter cluster (module-scoped karpenter_cluster).
@@ -273,3 +274,79 @@ def test_with_the_breaker_at_its_limit_no_further_node_is_tainted_drained_or_rem
     watch.stop()
     watch.assert_held(may_remove=set())
     assert r.metric("nodemedic_evictions_total", outcome="evicted") == 0
+
+
+def repair_policy(namespace: str) -> str:
+    """A GPU's fatal error that neither the drain nor a reboot clears: the ladder replaces the node."""
+    return f"""apiVersion: nodemedic.io/v1alpha1
+kind: RemediationPolicy
+rules:
+- name: gpu-fatal-error
+  condition: {{type: GPUFatalError, status: "True", for: 1s}}
+  taint: {{key: nodemedic.io/gpu-fatal-error, value: "true", effect: NoSchedule}}
+  evict: true
+  recoverAfter: 10m
+  repair:
+  - {{action: reboot, wait: 2m}}
+  - {{action: replace, wait: 10m}}
+  - {{action: person}}
+strategies:
+- name: RemovePodsViolatingNodeTaints
+evictor: {{nodeFit: true, namespaces: {{include: [{namespace}]}}}}
+limits: {{ownerCooldown: 0s}}
+eviction: {{retryDeadline: 300s, initialBackoff: 200ms, maxBackoff: 1s}}
+repair: {{maxUnhealthyPercent: 100}}
+autoscaler: {SHIPPED_AUTOSCALER}
+"""
+
+
+def test_a_node_that_a_reboot_does_not_heal_is_replaced_through_its_nodeclaim(
+    chain: Chain, processes: list,
+) -> None:
+    chain.deploy("train", 2, "1500m", min_available=1)
+    before = chain.placed("train", 2)
+    (sick,) = set(before.values())  # 3 CPU of requests: one 4-CPU node
+    claim = next(o.name for o in chain.core.read_node(sick).metadata.owner_references or []
+                 if o.kind == "NodeClaim")
+    watch = PoolWatch(chain.core, chain.pool, {(chain.namespace, "train"): 1}).start()
+    processes.append(watch)
+    agent = repairing_agent(chain.tmp, chain.cluster.kubeconfig, sick)
+    processes.append(agent)
+    r = chain.remediator(repair_policy(chain.namespace), processes)
+    t0 = time.monotonic()
+    marks: dict[str, float] = {}
+
+    def mark(what: str, value: object) -> object:
+        if value and what not in marks:
+            marks[what] = time.monotonic() - t0
+        return value
+
+    set_condition(chain.core, sick, "GPUFatalError", "True", reason="XidFatal", message="Xid 79: fallen off the bus")
+    wait_until(lambda: mark("taint", "nodemedic.io/gpu-fatal-error" in taint_keys(chain.core, sick)), timeout=30,
+               what="the gpu-fatal-error taint")
+    after = chain.serving_when("train", lambda p: len(p) == 2 and sick not in p.values(), 180,
+                               "the pods drained onto a node Karpenter added")
+    mark("drained, pods running on a new node", True)
+    wait_until(lambda: mark("reboot asked", (s := ladder(chain.core, sick)) and s["action"] == "reboot"),
+               timeout=30, what="the reboot asked for once the node is drained")
+    wait_until(agent.exited, timeout=60, what="the agent gone with its node's reboot")
+    agent.start_again()
+    done = wait_until(lambda: mark("reboot done (new boot id)", (a := answer(chain.core, sick)) is not None
+                                   and a.reason == "Done" and a), timeout=60, what="the agent proving the reboot")
+    assert "rebooted: boot id" in done.message, done.message
+    # The GPU error stays (the test keeps the condition): after the reboot's wait, the NodeClaim is deleted.
+    state = wait_until(lambda: mark("replace asked", (s := ladder(chain.core, sick)) and s["action"] == "replace"
+                                    and s), timeout=200, what="the replace step", interval=2.0)
+    assert state["history"][0]["result"].startswith("GPUFatalError=True"), state
+    wait_until(lambda: mark("old node gone", chain.gone(sick)), timeout=NODE_GONE, what=f"Karpenter removing {sick}")
+    watch.stop()
+    final = chain.placed("train", 2)
+    assert sick not in final.values() and set(final.values()) <= set(after.values()) | set(watch.added)
+    watch.assert_held(may_remove={sick})
+    print(f"\n{sick} (NodeClaim {claim}) with a fatal GPU error; seconds after the condition:")
+    for what, t in sorted(marks.items(), key=lambda kv: kv[1]):
+        print(f"  {t:6.1f}  {what}")
+    print(f"pods now on {sorted(set(final.values()))}")
+    wait_until(lambda: r.metric("nodemedic_repair_steps_finished_total", action="replace", result="repaired") == 1,
+               timeout=30, what="the replace counted as the repair")
+    assert r.metric("nodemedic_repair_steps_finished_total", action="reboot", result="persisted") == 1

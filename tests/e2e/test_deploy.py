@@ -210,8 +210,8 @@ MATRIX = [
     (AGENT, "update", "/nodes/status", "", "kwok-node-0", False),
     (AGENT, "delete", "/nodes", "", "kwok-node-0", False),
     (AGENT, "create", "/nodes", "", "", False),
-    (AGENT, "list", "/nodes", "", "", False),
-    (AGENT, "watch", "/nodes", "", "", False),
+    (AGENT, "list", "/nodes", "", "", True),  # the repair ask of its own Node (fieldSelector metadata.name)
+    (AGENT, "watch", "/nodes", "", "", True),
     (AGENT, "get", "/secrets", NS, "anything", False),
     (AGENT, "list", "/secrets", "", "", False),
     (AGENT, "list", "/pods", "", "", True),  # the stuckPods check's watch (fieldSelector spec.nodeName)

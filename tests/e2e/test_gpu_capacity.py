@@ -41,7 +41,8 @@ def seven_gpu_host(root: Path) -> None:
 def gpu_only_config(path: Path) -> Path:
     checks = "\n".join(f"  {name}: {{enabled: false}}" for name in BUILTINS if name != "gpu")
     path.write_text("apiVersion: nodemedic.io/v1alpha1\nkind: AgentConfig\nheartbeat: 10s\n"
-                    f"checks:\n  gpu: {{interval: 1s, timeout: 1s}}\n{checks}\nsystemLogMonitors: []\n")
+                    f"checks:\n  gpu: {{interval: 1s, timeout: 1s}}\n{checks}\nsystemLogMonitors: []\n"
+                    "repair: {enabled: false}\n")
     return path
 
 

@@ -124,7 +124,8 @@ def test_objects_of_a_mebibyte_are_seen_by_the_agent_and_the_remediator_which_bo
     config = tmp_path / "agent.yaml"
     disabled = "".join(f"  {name}: {{enabled: false}}\n" for name in BUILTIN if name != "stuckPods")
     config.write_text(f"apiVersion: nodemedic.io/v1alpha1\nkind: AgentConfig\nchecks:\n{disabled}"
-                      "  stuckPods: {interval: 1s, timeout: 1s, margin: 3s}\nsystemLogMonitors: []\n")
+                      "  stuckPods: {interval: 1s, timeout: 1s, margin: 3s}\nsystemLogMonitors: []\n"
+                      "repair: {enabled: false}\n")
     agents.append(agent := start_agent(cluster.kubeconfig, node, root, config, tmp_path / "agent.log"))
     r = start_remediator(tmp_path, cluster.kubeconfig, policy(namespace, [node, other], "PodsStuckTerminating"),
                          name="big", lease_namespace=namespace)

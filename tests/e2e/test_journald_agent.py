@@ -37,7 +37,8 @@ def test_npds_journald_monitors_run_unchanged_against_a_real_journal(
     config = tmp_path / "agent.yaml"
     disabled = "\n".join(f"  {name}: {{enabled: false}}" for name in BUILTIN)
     config.write_text(f"apiVersion: nodemedic.io/v1alpha1\nkind: AgentConfig\nchecks:\n{disabled}\n"
-                      f"systemLogMonitors: [{NPD / 'systemd-monitor.json'}, {NPD / 'docker-monitor.json'}]\n")
+                      f"systemLogMonitors: [{NPD / 'systemd-monitor.json'}, {NPD / 'docker-monitor.json'}]\n"
+                      "repair: {enabled: false}\n")
     agents.append(agent := start_agent(cluster.kubeconfig, node, journal.root, config, tmp_path / "agent.log"))
     wait_until(lambda: condition(core, node, "CorruptDockerOverlay2") is not None
                or (agent.proc.poll() is not None and pytest.fail(agent.log.read_text()[-3000:])),

@@ -68,7 +68,14 @@ NAMESPACE = "nodemedic"
 KWOK_NODES = ["kwok-node-0", "kwok-node-1"]
 TAINT = "nodemedic.io/kernel-deadlock"
 SHIPPED_POLICY = (ROOT / "deploy" / "policy" / "default.yaml").read_text()
-SHIPPED_AGENT_CONFIG = (ROOT / "deploy" / "agent" / "default.yaml").read_text()
+# The shipped agent config, except that its repair commands may not reach this machine's own systemctl (the shipped
+# policy's ladders ask for a reboot of a drained node; tests/e2e/test_repair_real_node.py gives the agent this
+# machine's stand-ins instead). Everything else as it ships.
+SHIPPED_AGENT_CONFIG = (ROOT / "deploy" / "agent" / "default.yaml").read_text().replace(
+    "    reboot: [systemctl, reboot]\n", "    reboot: null\n").replace(
+    "      kubelet: [systemctl, restart, kubelet]\n", "      kubelet: null\n").replace(
+    "      containerd: [systemctl, restart, containerd]\n", "      containerd: null\n").replace(
+    "      crio: [systemctl, restart, crio]\n", "      crio: null\n")
 # The agent's runtime check: a probe every 30 s, each allowed 5 s (agent/checks/runtime.py, README "Detection"); the
 # kubelet and kube-proxy checks: a probe every 30 s while settled, then the failures that confirm it at the recheck
 # pace (agent/checks/healthz.py): 30 + 2 x 5 s; back to False at the first good probe, within 30 s of the component
@@ -205,8 +212,12 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalC
         cordon(core, KWOK_NODES, True)
         t0 = time.monotonic()
         repository, tag = image.reference().rsplit(":", 1)
+        agent_config = tmp_path_factory.mktemp("real-node") / "agent.yaml"
+        agent_config.write_text(SHIPPED_AGENT_CONFIG)
+        assert "systemctl" not in SHIPPED_AGENT_CONFIG.split("repair:", 1)[1].split("#", 1)[0], "a repair command left"
         helm(cluster, "install", "nodemedic", str(CHART), f"--namespace={NAMESPACE}", "--create-namespace",
-             f"--set=image.repository={repository}", f"--set=image.tag={tag}", "--set=image.pullPolicy=Never")
+             f"--set=image.repository={repository}", f"--set=image.tag={tag}", "--set=image.pullPolicy=Never",
+             f"--set-file=agent.config={agent_config}")
         wait_until(lambda: (a := [p for p in pods(core, "agent") if p.spec.node_name == realnode.NAME])
                    and ready(a[0]), timeout=120, what=f"the agent's DaemonSet pod Ready on {realnode.NAME}")
         wait_until(lambda: len(r := pods(core, "remediator")) == 2 and all(map(ready, r)), timeout=120,

@@ -36,7 +36,8 @@ def test_a_pod_held_past_its_deletion_time_on_this_node_is_reported_and_clears_w
     config = tmp_path / "agent.yaml"
     disabled = "".join(f"  {name}: {{enabled: false}}\n" for name in BUILTIN if name != "stuckPods")
     config.write_text(f"apiVersion: nodemedic.io/v1alpha1\nkind: AgentConfig\nchecks:\n{disabled}"
-                      "  stuckPods: {interval: 1s, timeout: 1s, margin: 3s}\nsystemLogMonitors: []\n")
+                      "  stuckPods: {interval: 1s, timeout: 1s, margin: 3s}\nsystemLogMonitors: []\n"
+                      "repair: {enabled: false}\n")
     core.create_namespaced_pod(namespace, pod_on(node, "stuck"))
     core.create_namespaced_pod(namespace, pod_on(other, "elsewhere"))  # stuck too, but not on the agent's node
     agents.append(agent := start_agent(cluster.kubeconfig, node, root, config, tmp_path / "agent.log"))

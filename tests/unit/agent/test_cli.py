@@ -7,6 +7,8 @@ import dataclasses
 import datetime as dt
 import gc
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -108,7 +110,7 @@ def test_a_bad_config_exits_2_naming_file_line_and_field(tmp_path: Path, capsys:
 
 def test_validate_lists_the_checks_of_a_good_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["validate", "--config", str(config(tmp_path))]) == 0
-    assert "2 checks: cpu, kernel-monitor" in capsys.readouterr().out
+    assert "2 checks: cpu, kernel-monitor; repair: on" in capsys.readouterr().out
 
 
 def test_validate_warns_about_keys_npd_would_ignore(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -283,3 +285,96 @@ def test_once_started_the_agent_moves_what_startup_left_to_the_permanent_generat
         assert asyncio.run(settle()) > 0
     finally:
         gc.unfreeze()  # the rest of the test session collects as before
+
+
+def test_with_repair_on_the_agent_owns_the_repair_answer_and_no_check_may_report_it(tmp_path: Path) -> None:
+    shipped = Path(cli.__file__).with_name("defaults") / "plugins"
+    monitor = json.loads((shipped / "reboot-required-monitor.json").read_text())
+    monitor["conditions"][0]["type"] = monitor["rules"][0]["condition"] = "NodemedicRepair"
+    monitor["rules"][0]["path"] = str(shipped / "check_reboot_required.sh")
+    (tmp_path / "clash.json").write_text(json.dumps(monitor))
+    cfg = dataclasses.replace(cli.load_config(None, registry={}), system_log_monitors=(),
+                              custom_plugin_monitors=(tmp_path / "clash.json",))
+    assert cli.repair_answer(cfg) == {"repair": ("NodemedicRepair",)}
+
+    with pytest.raises(cli.ConfigError) as err:
+        cli.build_checks(cfg, cli.HostRoot(tmp_path))
+    assert err.value.errors == ["condition type NodemedicRepair is the agent's repair answer; "
+                                "'reboot-required-monitor' may not report it"]
+
+    off = dataclasses.replace(cfg, repair=dataclasses.replace(cfg.repair, enabled=False))
+    assert cli.repair_answer(off) == {}
+    assert [c.name for c in cli.build_checks(off, cli.HostRoot(tmp_path))] == ["reboot-required-monitor"]
+
+
+def test_run_watches_its_node_and_answers_a_repair_ask_through_the_reporter(tmp_path: Path) -> None:
+    """The wiring of `run`: the Node watch hands the ask to the worker, whose answers the reporter writes."""
+    from aiohttp import web  # noqa: PLC0415 - the fake API server of this test only
+
+    from nodemedic_common.repair_contract import format_time  # noqa: PLC0415
+
+    ran = tmp_path / "ran"
+    restart = tmp_path / "restart.sh"
+    restart.write_text(f"#!/bin/sh\necho \"$@\" > {ran}\n")
+    restart.chmod(0o755)
+    ask = json.dumps({"id": "r-1", "action": "restart", "service": "kubelet",
+                      "requested": format_time(dt.datetime.now(dt.UTC))})
+    node = {"metadata": {"name": "n1", "resourceVersion": "5", "annotations": {"nodemedic.io/repair": ask}},
+            "status": {"conditions": []}}
+    written: list[dict[str, str]] = []
+    events: list[str] = []
+    closing = asyncio.Event()
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        if request.method == "PATCH":
+            written.extend(c for c in (await request.json())["status"]["conditions"] if c["type"] == "NodemedicRepair")
+            return web.json_response(node)
+        if request.method == "POST":
+            events.append((await request.json())["reason"])
+            return web.json_response({})
+        if request.path == "/api/v1/nodes/n1":
+            return web.json_response(node)
+        if request.query.get("watch") != "true":
+            return web.json_response({"metadata": {"resourceVersion": "5"}, "items": [node]})
+        resp = web.StreamResponse()
+        await resp.prepare(request)
+        await closing.wait()  # the watch stays open until the server stops
+        return resp
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handle)
+    disabled = "\n".join(f"  {c}: {{enabled: false}}" for c in BUILTIN)
+    cfg = tmp_path / "agent.yaml"
+    cfg.write_text(f"checks:\n{disabled}\nsystemLogMonitors: []\nrepair:\n  hostCommandPrefix: []\n"
+                   f"  commands: {{restart: {{kubelet: [{restart}, now]}}}}\n")
+
+    async def main() -> int:
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        (tmp_path / "kubeconfig").write_text(
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n"
+            f"clusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{port}'}}}}]\n"
+            "users: [{name: u, user: {token: t}}]\n")
+        args = cli.argparse.Namespace(node_name="n1", kubeconfig=str(tmp_path / "kubeconfig"), config=str(cfg),
+                                      host_root=str(tmp_path), state_dir=str(tmp_path / "state"), listen="")
+        agent = asyncio.create_task(cli._run(args, cli.logging.getLogger("test.cli")))
+        try:
+            deadline = time.monotonic() + 20
+            while not any(c["reason"] == "Done" for c in written) or len(events) < 2:
+                assert time.monotonic() < deadline, f"no Done answer; written: {written}"
+                assert not agent.done(), agent
+                await asyncio.sleep(0.02)
+            os.kill(os.getpid(), signal.SIGTERM)  # as the kubelet stops the agent
+            return await asyncio.wait_for(agent, 10)
+        finally:
+            closing.set()
+            await runner.cleanup()
+
+    assert asyncio.run(main()) == 0
+    assert ran.read_text() == "now\n"
+    assert [(c["status"], c["reason"]) for c in written][:1] == [("True", "Acting")]
+    assert written[-1]["message"].startswith("request r-1: restarted kubelet in ")
+    assert events == ["NodemedicRepairRestart", "NodemedicRepairRestart"]

@@ -176,3 +176,38 @@ def test_closing_cancels_the_events_still_being_sent(tmp_path: Path) -> None:
         assert w.pipeline.sending == set()
 
     run(main())
+
+
+def test_seeded_gives_a_condition_as_the_node_carried_it_once_read(tmp_path: Path) -> None:
+    on_node = {"type": "KernelDeadlock", "status": "True", "reason": "TaskHung", "message": "m",
+               "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    w = World(tmp_path, FakeKube([on_node]))
+
+    async def main() -> None:
+        seeded = asyncio.create_task(w.pipeline.seeded("KernelDeadlock"))
+        await settle()
+        assert not seeded.done(), "not before the Node was read"
+        await w.reporter.seed()
+        assert await seeded == ConditionReport("KernelDeadlock", Status.TRUE, "TaskHung", "m")
+        assert await w.pipeline.seeded("Unowned") is None
+
+    run(main())
+
+
+def test_an_answer_is_folded_in_at_once_and_returns_once_the_api_server_accepted_it(tmp_path: Path) -> None:
+    w = World(tmp_path)
+    w.reporter.min_write_gap = w.reporter.debounce = 0.0
+
+    async def main() -> None:
+        reporting = asyncio.create_task(w.reporter.run())
+        answering = asyncio.create_task(w.pipeline.answer(deadlock(Status.TRUE, "OOMKilling")))
+        await settle()
+        assert w.book.current["KernelDeadlock"].status is Status.TRUE  # folded in, not through the inbox
+        await asyncio.wait_for(answering, 5)
+        assert w.reporter.written_version >= w.book.version
+        await w.pipeline.close()
+        reporting.cancel()
+
+    run(main())
+    patches = [b for m, _, b in w.kube.calls if m == "PATCH"]
+    assert patches[-1]["status"]["conditions"][0]["status"] == "True"

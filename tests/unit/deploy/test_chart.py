@@ -67,6 +67,9 @@ def test_the_rendered_objects_are_the_expected_set() -> None:
         ("ResourceQuota", "nodemedic-critical-pods", "nodemedic"),  # GKE admits system-* priority pods with it
         ("ClusterRole", "nodemedic-viewer", ""),  # read-only; bound to rbac.viewerGroups, none by default
         ("Role", "nodemedic-viewer", "nodemedic"),
+        ("ClusterRole", "nodemedic-repairer", ""),  # kubectl nodemedic repair; bound to rbac.repairerGroups, none
+        ("ValidatingAdmissionPolicy", "nodemedic-remediator-repair-annotation", ""),  # the ladder is the remediator's
+        ("ValidatingAdmissionPolicyBinding", "nodemedic-remediator-repair-annotation", ""),
     ])
     monitoring = sorted((d["kind"], d["metadata"]["name"]) for d in docs(manifests.MANIFESTS / "monitoring.yaml"))
     assert monitoring == [("ConfigMap", "nodemedic-dashboard"), ("PrometheusRule", "nodemedic"),
@@ -247,6 +250,16 @@ def test_the_remediator_may_get_the_one_configmap_that_shows_cluster_autoscaler_
     granted = [rule for d in objs if d["kind"] in ("Role", "ClusterRole") and "remediator" in d["metadata"]["name"]
                for rule in d["rules"] if "configmaps" in rule["resources"]]
     assert granted == role["rules"], "no other grant on ConfigMaps"
+
+
+def test_the_agent_may_watch_nodes_and_sees_the_hosts_pids_because_the_default_config_has_repair_on() -> None:
+    """Its own Node's repair ask (agent/reporting/node_watch.py) and `nsenter --target 1` into the host."""
+    config = yaml.safe_load(_configmap("nodemedic-agent")["agent.yaml"]) or {}
+    assert (config.get("repair") or {}).get("enabled", True)
+    assert {("nodes", "get"), ("nodes", "list"), ("nodes", "watch")} <= _granted("nodemedic-agent")
+    assert not {("nodes", v) for v in ("create", "update", "patch", "delete")} & _granted("nodemedic-agent")
+    (daemonset,) = [d for d in docs(manifests.MANIFESTS / "nodemedic.yaml") if d["kind"] == "DaemonSet"]
+    assert daemonset["spec"]["template"]["spec"]["hostPID"] is True
 
 
 def test_the_agent_may_list_and_watch_pods_because_the_default_config_runs_stuck_pods() -> None:

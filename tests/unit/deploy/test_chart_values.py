@@ -214,8 +214,14 @@ def test_every_object_s_name_derives_from_the_fullname(release: str, values: lis
     assert f"--lease-name={base}-remediator" in container["args"]
     assert r.one("ClusterRoleBinding", f"{base}-agent")["subjects"] == [
         {"kind": "ServiceAccount", "name": f"{base}-agent", "namespace": "tools"}]
-    expression = r.one("ValidatingAdmissionPolicy")["spec"]["matchConditions"][0]["expression"]
+    own_node = r.one("ValidatingAdmissionPolicy", f"{base}-agent-own-node")["spec"]
+    expression = own_node["matchConditions"][0]["expression"]
     assert expression == f'request.userInfo.username == "system:serviceaccount:tools:{base}-agent"'
+    # Only the remediator's ServiceAccount may write the repair ladder's annotation: everyone else is checked.
+    repair = r.one("ValidatingAdmissionPolicy", f"{base}-remediator-repair-annotation")["spec"]
+    assert repair["matchConditions"][0]["expression"] == (
+        f'request.userInfo.username != "system:serviceaccount:tools:{base}-remediator"')
+    assert ("ClusterRole", f"{base}-repairer") in r.names()
     assert {f"{base}-agent", f"{base}-remediator"} <= {m["metadata"]["name"] for m in r.kinds("ServiceMonitor")}
     exprs = [rule["expr"] for group in r.one("PrometheusRule")["spec"]["groups"] for rule in group["rules"]]
     assert any(f'job="{base}-remediator"' in e for e in exprs) and any(f'job="{base}-agent"' in e for e in exprs)
@@ -303,8 +309,12 @@ def test_existing_service_accounts_are_used_by_the_pods_and_every_binding_and_no
         ("nodemedic-remediator-autoscaler-detection", "healer", "nodemedic"),
         ("nodemedic-remediator-prometheus-token", "healer", "nodemedic"),
     ])
-    expression = r.one("ValidatingAdmissionPolicy")["spec"]["matchConditions"][0]["expression"]
+    expression = r.one("ValidatingAdmissionPolicy", "nodemedic-agent-own-node")["spec"]["matchConditions"][0][
+        "expression"]
     assert expression == 'request.userInfo.username == "system:serviceaccount:nodemedic:node-agent"'
+    repair = r.one("ValidatingAdmissionPolicy", "nodemedic-remediator-repair-annotation")["spec"]
+    assert repair["matchConditions"][0]["expression"] == (
+        'request.userInfo.username != "system:serviceaccount:nodemedic:healer"')
     cron = install("remediator.mode=cronjob", "remediator.serviceAccount.create=false",
                    "remediator.serviceAccount.name=healer")
     assert cron.pod_spec()["serviceAccountName"] == "healer"
@@ -410,3 +420,13 @@ def test_an_agent_extra_file_with_a_bad_name_is_refused_with_the_reason() -> Non
     assert 'agent.extraFiles: "a/b" is not a ConfigMap key' in refused("agent.extraFiles.a/b=x")
     assert "agent.yaml is the agent config itself: set agent.config instead" in refused(
         "agent.extraFiles.agent\\.yaml=x")
+
+
+def test_an_agent_config_with_repair_off_renders_no_node_watch_grant_and_no_host_pid_namespace() -> None:
+    def agent(r: Release) -> tuple[list[str], bool]:
+        (nodes,) = [rule for rule in r.one("ClusterRole", "nodemedic-agent")["rules"] if rule["resources"] == ["nodes"]]
+        return nodes["verbs"], r.one("DaemonSet")["spec"]["template"]["spec"].get("hostPID", False)
+
+    assert agent(install()) == (["get", "list", "watch"], True)
+    assert agent(install("agent.config=repair:\n  enabled: false\n")) == (["get"], False)
+    assert agent(install("agent.config=heartbeat: 5m\n")) == (["get", "list", "watch"], True)  # the code's default

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import datetime as dt
+import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -101,10 +102,16 @@ class ApiServer:
             if name in self.fail_nodes:
                 raise ApiError(500, method, path, '{"message": "etcdserver: request timed out"}')
             stored = self.nodes[name]
-            stored["metadata"].setdefault("annotations", {}).update(body["metadata"]["annotations"])
-            stored["spec"]["taints"] = body["spec"]["taints"]
+            annotations = stored["metadata"].setdefault("annotations", {})
+            annotations.update(body["metadata"]["annotations"])
+            for key in [k for k, v in annotations.items() if v is None]:
+                del annotations[key]  # a merge patch's null removes the key
+            if "spec" in body:
+                stored["spec"]["taints"] = body["spec"]["taints"]
             stored["metadata"]["resourceVersion"] = str(int(stored["metadata"]["resourceVersion"]) + 1)
             return copy.deepcopy(stored)
+        if method == "DELETE" and path.startswith("/apis/karpenter.sh/v1/nodeclaims/"):
+            return {}
         raise AssertionError(f"unexpected {method} {path}")
 
     def reasons(self) -> list[str]:
@@ -599,3 +606,111 @@ def test_why_says_what_the_last_plan_decided_for_a_node(tmp_path: Path) -> None:
     plan = [f["sentence"] for f in facts if f["topic"] == "plan"]
     assert len(plan) == 1 and plan[0].startswith("this cycle adds "), plan
     assert not [f for f in w.controller.why("well")["facts"] if f["topic"] == "plan"]
+
+
+LADDER_POLICY = """\
+apiVersion: nodemedic.io/v1alpha1
+kind: RemediationPolicy
+rules:
+- name: kernel-deadlock
+  condition: {type: KernelDeadlock, status: "True", for: 30s}
+  taint: {key: nodemedic.io/kernel-deadlock, value: "true", effect: NoSchedule}
+  evict: true
+  recoverAfter: 10m
+  repair:
+  - {action: restart, service: kubelet, wait: 3m}
+  - {action: reboot, wait: 15m}
+  - {action: replace, wait: 30m}
+  - {action: person}
+strategies:
+- name: RemovePodsViolatingNodeTaints
+limits: {ownerCooldown: 0s}
+safety: {maxTaintedNodes: 3, maxTaintedNodesPercent: 100, minTaintedNodes: 1}
+repair: {maxUnhealthyPercent: 100}
+"""
+
+
+def answer(w: World, node_name: str, reason: str, text: str) -> None:
+    """The agent's answer to the step under way, as its status write would put it on the Node."""
+    state = json.loads(w.api.nodes[node_name]["metadata"]["annotations"]["nodemedic.io/repair"])
+    w.api.nodes[node_name]["status"]["conditions"].append(
+        {"type": "NodemedicRepair", "status": "False", "reason": reason, "message": f"request {state['id']}: {text}",
+         "lastTransitionTime": "2026-03-01T12:00:00Z"})
+
+
+def test_a_ladder_goes_from_restart_to_reboot_after_the_drain_and_ends_with_a_person(tmp_path: Path) -> None:
+    w = World(tmp_path, nodes=[node("sick", sick=True), node("well")], pods=PODS, policy=LADDER_POLICY)
+    w.cycle()
+    w.watch_nodes()
+    w.clock.advance(1)
+    w.cycle()
+    state = json.loads(w.api.nodes["sick"]["metadata"]["annotations"]["nodemedic.io/repair"])
+    assert (state["action"], state["service"], state["step"]) == ("restart", "kubelet", 0)
+    assert w.api.reasons().count("NodemedicRepairStep") == 1
+    assert w.metric("nodemedic_repair_steps_started_total", action="restart") == 1
+    assert w.metric("nodemedic_repair_nodes") == 1
+    w.watch_nodes()
+    answer(w, "sick", "Failed", "systemctl exited 5")
+    w.watch_nodes()
+    w.clock.advance(1)
+    w.cycle()  # the restart failed; the reboot waits for the drain (the pods were evicted but are still cached)
+    assert json.loads(w.api.nodes["sick"]["metadata"]["annotations"]["nodemedic.io/repair"])["action"] == "restart"
+    assert any(w["why"].startswith("draining first") for w in w.controller.plan.repair.to_json()["waiting"])
+    w.cache._reset_pods([p for p in PODS if p["spec"]["nodeName"] != "sick"])
+    w.clock.advance(1)
+    w.cycle()
+    state = json.loads(w.api.nodes["sick"]["metadata"]["annotations"]["nodemedic.io/repair"])
+    assert (state["action"], state["step"]) == ("reboot", 1)
+    assert state["history"][0]["result"] == "the agent answered Failed: systemctl exited 5"
+    assert w.metric("nodemedic_repair_steps_finished_total", action="restart", result="failed") == 1
+    w.watch_nodes()
+    w.clock.advance(16 * 60)  # the reboot's wait passes; no NodeClaim: replace is skipped, a person is told
+    w.cycle()
+    state = json.loads(w.api.nodes["sick"]["metadata"]["annotations"]["nodemedic.io/repair"])
+    assert (state["action"], state["step"]) == ("person", 3)
+    assert state["history"][-1]["result"].startswith("skipped: no Karpenter NodeClaim")
+    assert "NodemedicNeedsAPerson" in w.api.reasons()
+    w.watch_nodes()
+    w.cycle()
+    assert w.metric("nodemedic_repair_needs_a_person", node="sick", rule="kernel-deadlock") == 1
+    assert w.metric("nodemedic_repair_nodes") == 0
+    # The condition clears: the ladder ends and its annotation goes.
+    w.api.nodes["sick"]["status"]["conditions"][1]["status"] = "False"
+    w.watch_nodes()
+    w.clock.advance(1)
+    w.cycle()
+    assert "nodemedic.io/repair" not in w.api.nodes["sick"]["metadata"]["annotations"]
+    assert "NodemedicRepaired" in w.api.reasons()
+    assert w.metric("nodemedic_repair_steps_finished_total", action="person", result="repaired") == 1
+
+
+def test_a_dry_run_reports_a_repair_step_and_writes_nothing(tmp_path: Path) -> None:
+    sick = node("sick", sick=True)
+    sick["spec"]["taints"] = [{"key": TAINT, "effect": "NoSchedule", "value": "true"}]
+    sick["metadata"]["annotations"] = {"nodemedic.io/owned-taints": json.dumps(
+        [{"key": TAINT, "value": "true", "effect": "NoSchedule", "rules": ["kernel-deadlock"], "cause": "t",
+          "since": HOUR_AGO}])}
+    w = World(tmp_path, nodes=[sick, node("well")], pods=PODS, policy=LADDER_POLICY, dry_run=True)
+    w.cycle()
+    assert w.api.writes == []
+    assert w.metric("nodemedic_dry_run_actions_total", action="repair") == 1, w.controller.plan.to_json()
+
+
+def test_a_replace_step_deletes_the_nodes_nodeclaim(tmp_path: Path) -> None:
+    policy = LADDER_POLICY.replace("  - {action: restart, service: kubelet, wait: 3m}\n", "").replace(
+        "  - {action: reboot, wait: 15m}\n", "")
+    sick = node("sick", sick=True)
+    sick["metadata"]["ownerReferences"] = [{"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+                                            "name": "default-abcde", "uid": "c1"}]
+    w = World(tmp_path, nodes=[sick, node("well")], pods=[], policy=policy)
+    w.cycle()
+    w.watch_nodes()
+    w.clock.advance(1)
+    w.cycle()
+    assert ("DELETE", "/apis/karpenter.sh/v1/nodeclaims/default-abcde") in w.api.writes
+    state = json.loads(w.api.nodes["sick"]["metadata"]["annotations"]["nodemedic.io/repair"])
+    assert state["action"] == "replace"
+    del w.api.nodes["sick"]
+    w.cache._reset_nodes(list(w.api.nodes.values()))
+    w.cycle()
+    assert w.metric("nodemedic_repair_steps_finished_total", action="replace", result="repaired") == 1

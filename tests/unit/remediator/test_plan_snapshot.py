@@ -139,3 +139,24 @@ def test_an_unknown_autoscaler_is_refused_by_name(capsys: pytest.CaptureFixture[
     assert exited.value.code == 2
     assert "--autoscaler: invalid choice: 'keda' (choose from 'karpenter', 'cluster-autoscaler', 'none')" in \
         capsys.readouterr().err
+
+
+def test_a_snapshot_with_a_failed_restart_plans_the_drain_then_the_reboot(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The shipped policy's kubelet-unhealthy ladder: the agent answered Failed to the restart, so the reboot is next;
+    it waits for the node's pod to be evicted, and starts once none is left."""
+    snapshot = ROOT / "tests/testdata/snapshots/repair-ladder.json"
+    shipped = ROOT / "deploy/policy/default.yaml"
+    assert main(["plan", "--policy", str(shipped), "--snapshot", str(snapshot)]) == 0
+    out = capsys.readouterr().out
+    assert "evict      namespace=shop  name=web-7d9f-abcde  node=node-a" in out
+    assert ("repair-wait node=node-a  rule=kubelet-unhealthy  step=reboot  draining first (every PDB held): 1 pod(s) "
+            "left: shop/web-7d9f-abcde") in out
+    doc = json.loads(snapshot.read_text())
+    doc["items"] = [i for i in doc["items"] if i["kind"] == "Node"]
+    (drained := tmp_path / "drained.json").write_text(json.dumps(doc))
+    assert main(["plan", "--policy", str(shipped), "--snapshot", str(drained), "--json"]) == 0
+    (start,) = json.loads(capsys.readouterr().out)["repair"]["start"]
+    assert {k: start[k] for k in ("node", "rule", "step", "action")} == {
+        "node": "node-a", "rule": "kubelet-unhealthy", "step": 2, "action": "reboot"}
+    assert start["cause"].startswith("restart kubelet: the agent answered Failed: restarting kubelet failed: exit 5")

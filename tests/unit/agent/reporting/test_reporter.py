@@ -175,3 +175,28 @@ def test_the_nodes_capacity_comes_from_the_get_at_start_and_every_status_patch(t
 
     assert r.capacity.count("nvidia.com/gpu") == 7
     assert [m for m, _, _ in kube.calls] == ["GET", "PATCH"]  # no request of its own
+
+
+def test_accepted_returns_only_once_a_write_of_that_version_went_through(tmp_path: Path) -> None:
+    """What the repair worker waits for before it runs a command: its Acting answer on the Node."""
+    kube = FakeKube()
+    r, book = reporter(tmp_path, kube)
+    r.min_write_gap = r.debounce = 0.0
+
+    async def main() -> None:
+        task = asyncio.create_task(r.run())
+        await asyncio.wait_for(r.accepted(0), 5)  # the first write, of the book as seeded
+        kube.fail = 2  # the API server refuses the next two writes
+        book.apply(Observation("kernel", NOW, (ConditionReport("KernelDeadlock", Status.TRUE, "TaskHung"),)))
+        r.notify_changed()
+        waiting = asyncio.create_task(r.accepted(book.version))
+        while kube.fail:
+            assert not waiting.done(), "not accepted while the writes fail"
+            await asyncio.sleep(0.01)
+        await asyncio.wait_for(waiting, 10)
+        assert r.written_version == book.version
+        task.cancel()
+
+    asyncio.run(asyncio.wait_for(main(), 20))
+    patches = [b for m, _, b in kube.calls if m == "PATCH"]
+    assert patches[-1]["status"]["conditions"][0]["status"] == "True"

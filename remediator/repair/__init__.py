@@ -1,0 +1,1 @@
+"""Repair after the drain: the ladders' state, their rails and their planning (docs/repair.md)."""
