@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test setup build lint unit e2e package bench-cluster bench-remediator bench-agent bench-agent-npd bench-agent-npd-node bench-plan bench-descheduler bench-chain
+.PHONY: demo test setup build lint unit e2e package bench-cluster bench-remediator bench-agent bench-agent-npd bench-agent-npd-node bench-plan bench-descheduler bench-chain bench-repair
 
 # The demo builds only what it runs (the control plane, kubectl, Karpenter); `make build` builds everything.
 demo: setup
@@ -73,6 +73,11 @@ bench-descheduler: build
 
 bench-chain: build
 	$(BIN)/python hack/bench/chain.py --runs 10 --strict-runs 3
+
+# nodemedic's repair ladders beside Kubernetes and Karpenter on the same faults: the kubelet stopped on the real node
+# (needs it free: hack/kcp/realnode.py), a persistent condition on a Karpenter node.
+bench-repair: build
+	$(BIN)/python hack/bench/repair.py
 
 # Re-render deploy/manifests/ (and the chart's copies of the shipped configs) from deploy/helm/nodemedic.
 .PHONY: manifests

@@ -140,7 +140,7 @@ def repaired_by_nodemedic(cluster: controlplane.Cluster, api: Api, result: RealN
     timeline = Timeline()
     cluster.stop_component("kubelet")
     asked_id = ""
-    while not (timeline.get(UNTAINTED) and timeline.get(ENDED) and timeline.get(CLEARED)):
+    while any(timeline.get(m) is None for m in (CLEARED, ENDED, UNTAINTED)):
         if timeline.elapsed() > 360:
             raise TimeoutError(f"nodemedic did not repair the kubelet in 360s; seen: {timeline.ordered()}")
         doc = real_node.read_node(api, realnode.NAME)

@@ -21,6 +21,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from kcp import karpenter
 from tests.e2e.agent_harness import HUNG, Agent, kmsg, start_agent, write_config
 from tests.e2e.autoscaler_harness import POOL_LABEL, PoolWatch, node_pool, pool_nodes
 from tests.e2e.conftest import LocalCluster
@@ -303,6 +304,10 @@ autoscaler: {SHIPPED_AUTOSCALER}
 def test_a_node_that_a_reboot_does_not_heal_is_replaced_through_its_nodeclaim(
     chain: Chain, processes: list,
 ) -> None:
+    # Reserved capacity: a NodePool whose disruption budget lets Karpenter take away none of its nodes (an emptied
+    # node stays, drained, forever): the case a repair ladder is for. A client's NodeClaim delete still goes through.
+    assert chain.cluster.owned is not None
+    karpenter.apply_node_pools(chain.cluster.owned.api(), (karpenter.NodePool(name=chain.pool, budget_nodes="0"),))
     chain.deploy("train", 2, "1500m", min_available=1)
     before = chain.placed("train", 2)
     (sick,) = set(before.values())  # 3 CPU of requests: one 4-CPU node
