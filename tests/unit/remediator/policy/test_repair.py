@@ -394,3 +394,15 @@ strategies: []
                               "`strategies`"]
     restart_only = text.replace(", {action: reboot, wait: 15m}", "")
     assert parse_policy(restart_only, source="p.yaml").rules[0].repair[0].service == "kubelet"
+
+
+def test_the_shipped_commented_reboot_required_rule_loads_when_uncommented() -> None:
+    """kured's case, opt-in in the shipped policy: uncommented in place, it is a rule with a reboot ladder."""
+    text = DEFAULT_POLICY.read_text()
+    block = re.search(r"^# - name: reboot-required\n(?:#   .*\n)+", text, re.MULTILINE)
+    assert block is not None
+    uncommented = "".join(line[2:] + "\n" for line in block.group(0).splitlines())
+    (rule,) = [r for r in parse_policy(text.replace(block.group(0), uncommented), source="default.yaml").rules
+               if r.name == "reboot-required"]
+    assert (rule.condition_type, rule.evict) == ("RebootRequired", False)
+    assert rule.repair == (RepairStep(REBOOT, 15 * M), RepairStep(PERSON, dt.timedelta(0)))
