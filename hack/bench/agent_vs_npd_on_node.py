@@ -61,7 +61,9 @@ import yaml
 from kubernetes import client, config
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "hack"))
+# hack/ for `kcp` and `bench`, and the repository before this script's folder, which Python puts first: there
+# hack/bench/agent.py would be the `agent` the real node's start-up imports (agent.checks.runtime, since 515e4eb).
+sys.path[:0] = [str(ROOT / "hack"), str(ROOT)]
 
 from bench.agent_vs_npd import (  # noqa: E402
     AGENT,
