@@ -16,7 +16,6 @@ What NPD gets wrong and this module does not (its issues #726/#941, #1050, #372)
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 import subprocess
@@ -25,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from agent.model import Status
+from agent.process_group import exited, signal_group, signal_name
 
 BUFFER_BYTES = 4096  # what NPD keeps of each stream before cutting the message; the rest is drained
 TERM_GRACE = 1.0  # seconds between SIGTERM and SIGKILL on timeout
@@ -108,22 +108,22 @@ async def run_plugin(path: str | os.PathLike[str], args: Sequence[str] = (), *, 
     stderr = _CappedPipe(loop, err_r, BUFFER_BYTES)
     timed_out = group_killed = False
     try:
-        if not await _exited(proc, timeout):
+        if not await exited(proc, timeout):
             timed_out = True
-            _signal_group(pgid, signal.SIGTERM)
-            await _exited(proc, TERM_GRACE)
+            signal_group(pgid, signal.SIGTERM)
+            await exited(proc, TERM_GRACE)
         # Whether it finished or timed out, nothing it started may outlive the call: background children included.
         # The group id can't be reused while any member lives, so signalling it after the leader is reaped is safe.
-        _signal_group(pgid, signal.SIGKILL)
+        signal_group(pgid, signal.SIGKILL)
         group_killed = True
-        reaped = proc.returncode is not None or await _exited(proc, REAP_TIMEOUT)
+        reaped = proc.returncode is not None or await exited(proc, REAP_TIMEOUT)
         # With the group dead the pipes reach EOF at once, unless a process that left the group still holds them.
         await asyncio.wait([stdout.eof, stderr.eof], timeout=DRAIN_TIMEOUT)
     finally:
         if not group_killed:  # cancelled mid-way: kill now, and reap, which after SIGKILL takes milliseconds
-            _signal_group(pgid, signal.SIGKILL)
+            signal_group(pgid, signal.SIGKILL)
             if proc.returncode is None:
-                await _exited(proc, REAP_TIMEOUT)
+                await exited(proc, REAP_TIMEOUT)
         stdout.close()
         stderr.close()
     return verdict(os.fspath(path), proc.returncode if reaped else None, bytes(stdout.data), bytes(stderr.data),
@@ -148,32 +148,14 @@ def verdict(name: str, code: int | None, stdout: bytes, stderr: bytes, *, reaped
     if code == 1:
         return PluginResult(Status.TRUE, output, code, False, duration, errors)
     if not output:
-        output = (f"plugin {name} was killed by {_signal_name(-code)}" if code is not None and code < 0
+        output = (f"plugin {name} was killed by {signal_name(-code)}" if code is not None and code < 0
                   else f"plugin {name} exited with status {code}")
     return PluginResult(Status.UNKNOWN, output, code, False, duration, errors)
 
 
-async def _exited(proc: asyncio.subprocess.Process, within: float) -> bool:
-    try:
-        await asyncio.wait_for(proc.wait(), within)
-    except TimeoutError:
-        return False
-    return True
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is already gone
-        os.killpg(pgid, sig)
 
 
 def _cut(raw: bytes, max_output: int) -> str:
     """NPD's message: trim whitespace, then keep at most `max_output` bytes (never half a UTF-8 character)."""
     text = raw.decode("utf-8", "replace").strip()
     return text.encode()[:max_output].decode("utf-8", "ignore")
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"

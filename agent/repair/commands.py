@@ -11,7 +11,6 @@ wait depends on a pipe reaching EOF. Never raises for anything the command does.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import re
 import signal
@@ -19,6 +18,8 @@ import subprocess
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from agent.process_group import exited, signal_group, signal_name
 
 TAIL_BYTES = 4096  # what is kept of stderr: its last line is what a person needs
 MAX_LINE = 300  # characters of that line in an answer
@@ -50,7 +51,7 @@ class CommandResult:
             return "did not exit after SIGKILL (stuck in uninterruptible I/O?)"
         said = f": {self.stderr}" if self.stderr else ""
         if self.exit_code < 0:
-            return f"killed by {_signal_name(-self.exit_code)}{said}"
+            return f"killed by {signal_name(-self.exit_code)}{said}"
         return f"exit code {self.exit_code}{said}"
 
 
@@ -106,19 +107,19 @@ async def run_command(argv: Sequence[str], *, timeout: float) -> CommandResult:
     stderr = _Tail(loop, err_r, TAIL_BYTES)
     timed_out = group_killed = False
     try:
-        if not await _exited(proc, timeout):
+        if not await exited(proc, timeout):
             timed_out = True
-            _signal_group(pgid, signal.SIGTERM)
-            await _exited(proc, TERM_GRACE)
-        _signal_group(pgid, signal.SIGKILL)  # the group id is not reused while any member lives
+            signal_group(pgid, signal.SIGTERM)
+            await exited(proc, TERM_GRACE)
+        signal_group(pgid, signal.SIGKILL)  # the group id is not reused while any member lives
         group_killed = True
-        reaped = proc.returncode is not None or await _exited(proc, REAP_TIMEOUT)
+        reaped = proc.returncode is not None or await exited(proc, REAP_TIMEOUT)
         await asyncio.wait([stderr.eof], timeout=DRAIN_TIMEOUT)
     finally:
         if not group_killed:  # cancelled mid-way (the agent stops): kill now, and reap
-            _signal_group(pgid, signal.SIGKILL)
+            signal_group(pgid, signal.SIGKILL)
             if proc.returncode is None:
-                await _exited(proc, REAP_TIMEOUT)
+                await exited(proc, REAP_TIMEOUT)
         stderr.close()
     return CommandResult(proc.returncode if reaped else None, timed_out, time.monotonic() - started,
                          last_line(stderr.data))
@@ -133,21 +134,3 @@ def last_line(raw: bytes) -> str:
     return ""
 
 
-async def _exited(proc: asyncio.subprocess.Process, within: float) -> bool:
-    try:
-        await asyncio.wait_for(proc.wait(), within)
-    except TimeoutError:
-        return False
-    return True
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is already gone
-        os.killpg(pgid, sig)
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"

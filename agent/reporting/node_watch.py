@@ -17,11 +17,9 @@ import logging
 from typing import Any
 from urllib.parse import quote
 
-from agent.reporting.kube import Kube, StreamLineTooLong
-from nodemedic_common.kube_transport import ApiError
+from agent.reporting.kube import Kube
+from agent.reporting.list_watch import list_and_watch
 from nodemedic_common.repair_contract import MAX_ANNOTATION_BYTES
-
-WATCH_SECONDS = 300  # the API server ends a watch after this; we resume from the last resourceVersion
 
 
 class NodeWatch:
@@ -43,48 +41,9 @@ class NodeWatch:
         return self.generation, self.text
 
     async def run(self) -> None:
-        version = ""
-        while True:
-            try:
-                if not version:
-                    version = await self._list()
-                version = await self._watch(version)
-            except ApiError as e:
-                if e.status == 410:
-                    version = ""  # too old: start over from a fresh LIST
-                    continue
-                if isinstance(e, StreamLineTooLong):
-                    # Resuming from `version` would read the same event again: a LIST (no line bound) gets past it.
-                    self._log.error("node watch event over the line bound, relisting", extra={"error": str(e)})
-                    version = ""
-                else:
-                    self._log.warning("node watch failed", extra={"error": str(e)})
-                await asyncio.sleep(self._retry)
-
-    async def _list(self) -> str:
-        body = await self._kube.request("GET", f"/api/v1/nodes?fieldSelector={self._selector}")
-        if not isinstance(body, dict):
-            raise ApiError(0, "GET", "/api/v1/nodes", f"not a list: {str(body)[:100]}")
-        items = [n for n in body.get("items") or [] if isinstance(n, dict)]
-        self._take(items[0] if items else None, first=self.generation == 0)
-        return str((body.get("metadata") or {}).get("resourceVersion", ""))
-
-    async def _watch(self, version: str) -> str:
-        path = (f"/api/v1/nodes?watch=true&allowWatchBookmarks=true&fieldSelector={self._selector}"
-                f"&resourceVersion={version}&timeoutSeconds={WATCH_SECONDS}")
-        async for event in self._kube.stream(path, read_timeout=WATCH_SECONDS + 30):
-            if not isinstance(event, dict) or not isinstance(event.get("object"), dict):
-                raise ApiError(0, "WATCH", path, f"not a watch event: {str(event)[:100]}")
-            kind, obj = event.get("type"), event["object"]
-            if kind == "ERROR":
-                code = obj.get("code")
-                raise ApiError(code if isinstance(code, int) else 0, "WATCH", path, str(obj.get("message", "")))
-            version = str((obj.get("metadata") or {}).get("resourceVersion", version))
-            if kind == "DELETED":
-                self._take(None)
-            elif kind != "BOOKMARK":
-                self._take(obj)
-        return version
+        await list_and_watch(self._kube, "/api/v1/nodes", self._selector, log=self._log, what="node", retry=self._retry,
+                             listed=lambda items: self._take(items[0] if items else None, first=self.generation == 0),
+                             changed=lambda kind, obj: self._take(None if kind == "DELETED" else obj))
 
     def _take(self, node: dict[str, Any] | None, *, first: bool = False) -> None:
         meta = (node or {}).get("metadata")

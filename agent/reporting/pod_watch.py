@@ -11,16 +11,13 @@ pods that carry a deletionTimestamp are kept, as plain (namespace/name -> deleti
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import logging
 from typing import Any
 from urllib.parse import quote
 
-from agent.reporting.kube import Kube, StreamLineTooLong
-from nodemedic_common.kube_transport import ApiError
-
-WATCH_SECONDS = 300  # the API server ends a watch after this; we resume from the last resourceVersion
+from agent.reporting.kube import Kube
+from agent.reporting.list_watch import list_and_watch
 
 
 class PodWatch:
@@ -37,46 +34,14 @@ class PodWatch:
         return dict(self._deleting.values()) if self.synced else None
 
     async def run(self) -> None:
-        version = ""
-        while True:
-            try:
-                if not version:
-                    version = await self._list()
-                version = await self._watch(version)
-            except ApiError as e:
-                if e.status == 410:
-                    version = ""  # too old: start over from a fresh LIST
-                    continue
-                if isinstance(e, StreamLineTooLong):
-                    # Resuming from `version` would read the same event again: a LIST (no line bound) gets past it.
-                    self._log.error("pod watch event over the line bound, relisting", extra={"error": str(e)})
-                    version = ""
-                else:
-                    self._log.warning("pod watch failed", extra={"error": str(e)})
-                await asyncio.sleep(self._retry)
+        await list_and_watch(self._kube, "/api/v1/pods", self._selector, listed=self._listed, changed=self._apply,
+                             log=self._log, what="pod", retry=self._retry)
 
-    async def _list(self) -> str:
-        body = await self._kube.request("GET", f"/api/v1/pods?fieldSelector={self._selector}")
+    def _listed(self, pods: list[dict[str, Any]]) -> None:
         self._deleting = {}
-        for pod in body.get("items") or []:
+        for pod in pods:
             self._apply("ADDED", pod)
         self.synced = True
-        return str((body.get("metadata") or {}).get("resourceVersion", ""))
-
-    async def _watch(self, version: str) -> str:
-        path = (f"/api/v1/pods?watch=true&allowWatchBookmarks=true&fieldSelector={self._selector}"
-                f"&resourceVersion={version}&timeoutSeconds={WATCH_SECONDS}")
-        async for event in self._kube.stream(path, read_timeout=WATCH_SECONDS + 30):
-            if not isinstance(event, dict) or not isinstance(event.get("object"), dict):
-                raise ApiError(0, "WATCH", path, f"not a watch event: {str(event)[:100]}")
-            kind, obj = event.get("type"), event["object"]
-            if kind == "ERROR":
-                code = obj.get("code")
-                raise ApiError(code if isinstance(code, int) else 0, "WATCH", path, str(obj.get("message", "")))
-            version = str((obj.get("metadata") or {}).get("resourceVersion", version))
-            if kind != "BOOKMARK":
-                self._apply(str(kind), obj)
-        return version
 
     def _apply(self, kind: str, pod: dict[str, Any]) -> None:
         meta = pod.get("metadata") or {}
