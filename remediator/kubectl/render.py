@@ -37,6 +37,14 @@ def status(leader: Leader, doc: dict[str, Any], plan: dict[str, Any], nodes: lis
         lines += table([("NODE", "TAINT", "SINCE", "WHY"), *((t.node, t.taint, t.since, t.cause) for t in tainted)])
     else:
         lines.append("tainted nodes: none")
+    repair = plan.get("repair") or {}
+    person = [str(n) for n in repair.get("needsAPerson") or []]
+    under = {str(w.get("node")) for w in repair.get("waiting") or []} | {str(s.get("node")) for s in
+                                                                        repair.get("start") or []}
+    halted = sorted(str(g) for g in repair.get("halted") or {})
+    lines.append(f"repair      {len(under - set(person))} node(s) in repair"
+                 + (f"; a person needed for {', '.join(person)}" if person else "")
+                 + (f"; halted in {', '.join(halted)}" if halted else ""))
     evictions, protected, deferred = (plan.get(k) or [] for k in ("evictions", "protected", "deferred"))
     lines.append(f"last cycle  {len(evictions)} eviction(s), {len(protected)} protected, {len(deferred)} deferred, "
                  f"{len(held)} held")

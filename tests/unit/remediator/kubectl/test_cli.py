@@ -13,7 +13,7 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
-from remediator.kubectl import cli, render
+from remediator.kubectl import cli, reach, render
 from remediator.model import Condition
 from remediator.planner import PlannerMemory, make_plan
 from remediator.planning.owned_taints import OwnedTaint, render_owned
@@ -126,7 +126,17 @@ def test_status_names_the_leader_policy_breaker_tainted_nodes_and_the_last_cycle
     assert out[4] == "tainted nodes"
     assert out[6].split() == ["sick-1", "nodemedic.io/kernel-deadlock:NoSchedule", "2024-05-01T12:00:00Z",
                               "KernelDeadlock=True", "for", "5m0s", "(kernel-deadlock)"]
-    assert out[7].startswith("last cycle  0 eviction(s)")
+    assert out[7] == "repair      0 node(s) in repair"
+    assert out[8].startswith("last cycle  0 eviction(s)")
+
+
+def test_status_names_the_nodes_in_repair_and_those_handed_to_a_person() -> None:
+    plan = {"repair": {"start": [{"node": "n3"}], "waiting": [{"node": "n1"}, {"node": "n2"}],
+                       "needsAPerson": ["n2"], "halted": {"karpenter.sh/nodepool=gpu": "3 of 5 unhealthy"}}}
+    leader = reach.Leader("ops", "nm-7d9f", "8080", "nm", "nm-7d9f", "2024-05-01T00:00:00Z")
+    out = render.status(leader, {}, plan, []).splitlines()
+    assert out[5] == ("repair      2 node(s) in repair; a person needed for n2; halted in "
+                      "karpenter.sh/nodepool=gpu")
 
 
 def test_why_prints_each_fact_with_when_it_changes() -> None:
