@@ -24,14 +24,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from agent.model import Status
-from agent.process_group import exited, signal_group, signal_name
+from agent.process_group import CappedPipe, exited, signal_group, signal_name
 
 BUFFER_BYTES = 4096  # what NPD keeps of each stream before cutting the message; the rest is drained
 TERM_GRACE = 1.0  # seconds between SIGTERM and SIGKILL on timeout
 REAP_TIMEOUT = 2.0  # seconds to wait for a SIGKILLed plugin to be reaped; only a D-state process takes longer
 DRAIN_TIMEOUT = 0.5  # seconds to collect the last bytes once the group is dead
 WORST_CASE_OVERHEAD = TERM_GRACE + REAP_TIMEOUT + DRAIN_TIMEOUT  # beyond `timeout`, the longest a call can take
-_READ_CHUNK = 65536
 
 
 @dataclass(frozen=True)
@@ -44,38 +43,6 @@ class PluginResult:
     stderr: str = ""  # the first BUFFER_BYTES of stderr, for logs; never part of the condition
 
 
-class _CappedPipe:
-    """Reads one pipe to EOF from the event loop, keeping the first `cap` bytes and dropping the rest."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, fd: int, cap: int) -> None:
-        self._loop, self._fd, self._cap = loop, fd, cap
-        self.data = bytearray()
-        self.eof: asyncio.Future[None] = loop.create_future()
-        os.set_blocking(fd, False)
-        loop.add_reader(fd, self._on_readable)
-
-    def _on_readable(self) -> None:
-        # One read per wake-up: a writer faster than us must not keep the loop in this callback forever.
-        try:
-            chunk = os.read(self._fd, _READ_CHUNK)
-        except BlockingIOError:
-            return
-        except OSError:
-            chunk = b""
-        if not chunk:
-            self._loop.remove_reader(self._fd)
-            if not self.eof.done():
-                self.eof.set_result(None)
-            return
-        room = self._cap - len(self.data)
-        if room > 0:
-            self.data += chunk[:room]
-
-    def close(self) -> None:
-        self._loop.remove_reader(self._fd)
-        os.close(self._fd)
-        if not self.eof.done():
-            self.eof.cancel()
 
 
 async def run_plugin(path: str | os.PathLike[str], args: Sequence[str] = (), *, timeout: float, max_output: int,
@@ -104,8 +71,8 @@ async def run_plugin(path: str | os.PathLike[str], args: Sequence[str] = (), *, 
         os.close(err_w)
 
     pgid = proc.pid  # start_new_session: the plugin leads a new session and process group with its own pid
-    stdout = _CappedPipe(loop, out_r, max(BUFFER_BYTES, max_output))
-    stderr = _CappedPipe(loop, err_r, BUFFER_BYTES)
+    stdout = CappedPipe(loop, out_r, max(BUFFER_BYTES, max_output))
+    stderr = CappedPipe(loop, err_r, BUFFER_BYTES)
     timed_out = group_killed = False
     try:
         if not await exited(proc, timeout):

@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agent.process_group import exited, signal_group, signal_name
+from agent.process_group import CappedPipe, exited, signal_group, signal_name
 
 TAIL_BYTES = 4096  # what is kept of stderr: its last line is what a person needs
 MAX_LINE = 300  # characters of that line in an answer
@@ -55,35 +55,6 @@ class CommandResult:
         return f"exit code {self.exit_code}{said}"
 
 
-class _Tail:
-    """Reads one pipe to EOF from the event loop, keeping its last `cap` bytes."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, fd: int, cap: int) -> None:
-        self._loop, self._fd, self._cap = loop, fd, cap
-        self.data = b""
-        self.eof: asyncio.Future[None] = loop.create_future()
-        os.set_blocking(fd, False)
-        loop.add_reader(fd, self._on_readable)
-
-    def _on_readable(self) -> None:
-        try:
-            chunk = os.read(self._fd, 65536)
-        except BlockingIOError:
-            return
-        except OSError:
-            chunk = b""
-        if not chunk:
-            self._loop.remove_reader(self._fd)
-            if not self.eof.done():
-                self.eof.set_result(None)
-            return
-        self.data = (self.data + chunk)[-self._cap:]
-
-    def close(self) -> None:
-        self._loop.remove_reader(self._fd)
-        os.close(self._fd)
-        if not self.eof.done():
-            self.eof.cancel()
 
 
 async def run_command(argv: Sequence[str], *, timeout: float) -> CommandResult:
@@ -104,7 +75,7 @@ async def run_command(argv: Sequence[str], *, timeout: float) -> CommandResult:
         os.close(err_w)  # the child holds its own copy; ours must go, or the read end never sees EOF
 
     pgid = proc.pid  # start_new_session: it leads a new process group with its own pid
-    stderr = _Tail(loop, err_r, TAIL_BYTES)
+    stderr = CappedPipe(loop, err_r, TAIL_BYTES, keep_last=True)
     timed_out = group_killed = False
     try:
         if not await exited(proc, timeout):
@@ -122,7 +93,7 @@ async def run_command(argv: Sequence[str], *, timeout: float) -> CommandResult:
                 await exited(proc, REAP_TIMEOUT)
         stderr.close()
     return CommandResult(proc.returncode if reaped else None, timed_out, time.monotonic() - started,
-                         last_line(stderr.data))
+                         last_line(bytes(stderr.data)))
 
 
 def last_line(raw: bytes) -> str:
