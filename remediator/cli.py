@@ -229,6 +229,16 @@ def _print_plan(plan: Plan) -> None:
     for wait in plan.repair.waiting:
         until = f"  until={wait.until:%Y-%m-%dT%H:%M:%SZ}" if wait.until else ""
         print(f"{'repair-wait':<10} node={wait.node}  rule={wait.rule}  step={wait.step}  {wait.why}{until}")
+    for node in sorted(plan.dark.nodes.values(), key=lambda n: n.node):
+        print(f"{'silent':<10} node={node.node}  seen={node.seen}  {node.why}")
+    for fence in plan.dark.fences:
+        print(f"{'fence':<10} node={fence.node}  evidence={fence.evidence}  frees={','.join(fence.pods) or '-'}  "
+              f"{fence.detail}")
+    for claim in plan.dark.claim_deletes:
+        print(f"{'replace':<10} node={claim.node}  nodeclaim={claim.claim}  frees={','.join(claim.pods) or '-'}  "
+              f"{claim.detail}")
+    for unfence in plan.dark.unfences:
+        print(f"{'unfence':<10} node={unfence.node}  {unfence.why}")
     print(f"breaker: open={plan.breaker_open} taintedLimit={plan.tainted_limit}")
 
 

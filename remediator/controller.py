@@ -14,10 +14,12 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from typing import Any
 
 from nodemedic_common.kube_transport import ApiError
 from nodemedic_common.repair_contract import REPAIR_ANNOTATION, RepairAction
 from remediator.actions.evictor import EvictionResult, Outcome, evict
+from remediator.actions.fence_writer import FenceWriter
 from remediator.actions.nominator import nominate
 from remediator.actions.repair_writer import RepairWriter
 from remediator.actions.taintwriter import write_node_taints
@@ -68,6 +70,7 @@ class Controller:
         self.last_cycle = monotonic()
         self.background: set[asyncio.Task[None]] = set()  # fire-and-forget announcements, kept referenced
         self.repairs = RepairWriter(kube, alerts, metrics.repair, log)
+        self.fences = FenceWriter(kube, alerts, metrics.dark, log)
         self.replacing: dict[str, LadderState] = {}  # node -> its ladder, while the node autoscaler replaces it
 
     def why(self, node: str) -> dict[str, object]:
@@ -155,6 +158,7 @@ class Controller:
             await self.announcements.crash_loops(plan, write=not self.dry_run)
             await self.announcements.zone_exposure(plan, write=not self.dry_run)
             await self.announcements.scheduler_loops(plan, write=not self.dry_run)
+            await self.announcements.dark_nodes(plan, write=not self.dry_run)
         if plan.fragmentation is not None:
             self.metrics.fragmentation_pending.set(len(plan.fragmentation.pending))
             for resource in ("cpu", "memory"):
@@ -168,6 +172,7 @@ class Controller:
         elif self.may_act():
             await self._apply(plan, now)
             await self._apply_repairs(plan, now)
+            await self._apply_fences(plan, now)
         return plan
 
     def _repair_gauges(self, plan: Plan) -> None:
@@ -241,6 +246,29 @@ class Controller:
             if await self.repairs.start(s, resource_version=record.resource_version, prior=prior) \
                     and s.state.action == RepairAction.REPLACE:
                 self.replacing[s.node] = s.state
+
+    async def _apply_fences(self, plan: Plan, now: dt.datetime) -> None:
+        """Dark nodes' writes (planning/dark_nodes.py), each from the node as the plan saw it (its resourceVersion)."""
+        d = plan.dark
+        for u in d.unfences:
+            if (base := self._as_planned(u.node)) is not None:
+                await self.fences.unfence(u, base=base)
+        for f in d.fences:
+            if (base := self._as_planned(f.node)) is not None:
+                await self.fences.fence(f, base=base, now=now)
+        for c in d.claim_deletes:
+            if (base := self._as_planned(c.node)) is not None:
+                await self.fences.delete_claim(c, base=base, now=now)
+
+    def _as_planned(self, node: str) -> dict[str, Any] | None:
+        """The node's taints and resourceVersion if it is still as the plan saw it, else None: a node that changed
+        since (its kubelet back, a person's write) waits for the next plan."""
+        base = self.cache.raw_nodes.get(node)
+        planned = self.snapshot.nodes.get(node) if self.snapshot is not None else None
+        if not self.may_act() or base is None or planned is None \
+                or base["resourceVersion"] != planned.resource_version:
+            return None
+        return base
 
     async def _apply_taints(self, plan: Plan, now: dt.datetime) -> set[str]:
         by_node: dict[str, tuple[list[TaintChange], list[TaintChange]]] = defaultdict(lambda: ([], []))

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from remediator.repair.dark_decisions import DarkPlan
 from remediator.repair.decisions import RepairPlan
 
 
@@ -63,6 +64,7 @@ class Condition:
     reason: str = ""
     message: str = ""
     observed_at: dt.datetime | None = None  # when our watch first saw this status with this lastTransitionTime
+    heartbeat: dt.datetime | None = None  # lastHeartbeatTime: when its writer last wrote it (dark nodes' witness)
 
     def held_since(self) -> dt.datetime | None:
         """The latest moment the condition can have reached its status: the time a `for` or `recoverAfter`
@@ -568,6 +570,7 @@ class Plan:
     min_surviving_share: float = 0.0  # the policy's scheduler.zoneExposure.minSurvivingShare
     scheduler_loops: list[SchedulerLoop] = field(default_factory=list)  # workloads held for a scheduler loop
     repair: RepairPlan = field(default_factory=RepairPlan)  # the repair ladders' steps (remediator/repair/)
+    dark: DarkPlan = field(default_factory=DarkPlan)  # silent nodes: fences and NodeClaims (planning/dark_nodes.py)
 
     def to_json(self) -> dict[str, object]:
         def change(c: TaintChange) -> dict[str, object]:
@@ -597,6 +600,7 @@ class Plan:
                                for loop in self.scheduler_loops],
             **({"repair": self.repair.to_json()} if self.repair.in_repair or self.repair.waiting
                or self.repair.ends or self.repair.unreadable or self.repair.halted else {}),
+            **({"darkNodes": self.dark.to_json()} if self.dark.nodes or self.dark.unfences else {}),
             **({} if self.resource_mix is None else {"resourceMix": {
                 "deviationBefore": round(self.resource_mix.before, 2),
                 "deviationAfter": round(self.resource_mix.after, 2), "nodes": self.resource_mix.nodes}}),

@@ -13,6 +13,7 @@ from __future__ import annotations
 from remediator.heap import collection_paused
 from remediator.model import Held, HoldReason, NodeRecord, Plan, Protected, Snapshot, Taint, TaintChange
 from remediator.planning.books import Books
+from remediator.planning.dark_nodes import plan_dark
 from remediator.planning.gate import Gate
 from remediator.planning.memory import LOOP_GUARD, PlannerMemory
 from remediator.planning.owned_taints import by_strategy, carrying, strategy_owner
@@ -38,11 +39,11 @@ def _make_plan(snapshot: Snapshot, policy: Policy, memory: PlannerMemory) -> Pla
     snapshot = in_scope(snapshot, policy.node_selector)
     taints = plan_taints(snapshot, policy, memory.clear_since)
     repairs = _repairs(snapshot, policy, taints)
+    dark, dark_check = plan_dark(snapshot, policy, taints.owned_after)
+    checks = [t for t in (taints.next_check, repairs.next_check, dark_check) if t is not None]
     plan = Plan(taints_add=taints.adds, taints_remove=taints.removes, held=taints.held,
-                breaker_open=taints.breaker_open, tainted_limit=taints.tainted_limit, next_check=taints.next_check,
-                repair=repairs.plan)
-    if repairs.next_check is not None:
-        plan.next_check = repairs.next_check if plan.next_check is None else min(plan.next_check, repairs.next_check)
+                breaker_open=taints.breaker_open, tainted_limit=taints.tainted_limit,
+                next_check=min(checks, default=None), repair=repairs.plan, dark=dark)
     memory.forget_before(snapshot.now - LOOP_GUARD)
     plan.scheduler_loops = held_loops(snapshot, memory)
     plan.zone_exposure = zone_exposure(snapshot, policy.scheduler.min_surviving_share)

@@ -49,6 +49,7 @@ def why(name: str, snapshot: Snapshot, policy: Policy, plan: Plan) -> list[Fact]
         facts.append(Fact("rail", f"no taint is added and no pod evicted here: {hold.why}"))
     facts += _planned(name, plan)
     facts += _repair(node, policy, plan)
+    facts += _dark(name, plan)
     pods = [p for p in snapshot.pods(name) if p.live]
     facts += _pdbs(pods, snapshot)
     facts.append(_autoscaler(node, pods))
@@ -168,6 +169,18 @@ def _repair(node: NodeRecord, policy: Policy, plan: Plan) -> list[Fact]:
     facts += [Fact("repair", f"{w.step}: {w.why}", w.until) for w in r.waiting if w.node == node.name]
     if node.name in r.unreadable:
         facts.append(Fact("repair", f"its repair annotation is not a ladder and is removed: {r.unreadable[node.name]}"))
+    return facts
+
+
+def _dark(name: str, plan: Plan) -> list[Fact]:
+    """Its kubelet silent: what the second witness says and what nodemedic does (planning/dark_nodes.py)."""
+    d = plan.dark
+    facts = []
+    if name in d.nodes:
+        facts.append(Fact("dark", f"{d.nodes[name].seen}: {d.nodes[name].why}"))
+    facts += [Fact("dark", f"fence now on {f.evidence} evidence: {f.detail}") for f in d.fences if f.node == name]
+    facts += [Fact("dark", f"delete NodeClaim {c.claim}: {c.detail}") for c in d.claim_deletes if c.node == name]
+    facts += [Fact("dark", f"unfence: {u.why}") for u in d.unfences if u.node == name]
     return facts
 
 

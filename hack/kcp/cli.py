@@ -94,8 +94,9 @@ def cmd_node_service(args: argparse.Namespace) -> int:
 
 
 def cmd_node_reboot(args: argparse.Namespace) -> int:
+    button = Path(args.power_button).resolve() if args.power_button else None
     return nodeservice.run_reboot(_state_dir(args), Path(args.boot_id_file), args.off_seconds, args.delay,
-                                  args.worker)
+                                  args.worker, power_button=button)
 
 
 def cmd_versions(_: argparse.Namespace) -> int:
@@ -148,6 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     rb.add_argument("--boot-id-file", required=True, help="absolute path; the agent reads it for the boot id")
     rb.add_argument("--off-seconds", type=float, default=0.0, help="seconds the node stays down (default 0)")
     rb.add_argument("--delay", type=float, default=1.0, help="seconds before it goes down (default 1)")
+    rb.add_argument("--power-button", help="stay off until this file exists (at most --off-seconds): a node that went "
+                    "dark, powered on again when a test says so")
     for p in (ns, rb):
         p.add_argument("--name", default=DEFAULT_NAME)
         p.add_argument("--state-dir", help="the cluster's state directory (instead of --name: independent of HOME "

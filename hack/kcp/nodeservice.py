@@ -300,8 +300,11 @@ def write_boot_id(path: Path) -> str:
     return boot_id
 
 
-def reboot(state_dir: Path, boot_id_file: Path, off_seconds: float, timeout: float, log: Log) -> list[str]:
-    """What a reboot does to the real node, to Kubernetes; returns the failed steps (empty: all went)."""
+def reboot(state_dir: Path, boot_id_file: Path, off_seconds: float, timeout: float, log: Log, *,
+           power_button: Path | None = None) -> list[str]:
+    """What a reboot does to the real node, to Kubernetes; returns the failed steps (empty: all went). With
+    `power_button`, the node stays off until that file exists (at most `off_seconds`): a machine that died and is
+    powered on again when a test says so."""
     failures: list[str] = []
     with state_lock(state_dir, timeout) as held:
         if not held:
@@ -325,8 +328,11 @@ def reboot(state_dir: Path, boot_id_file: Path, off_seconds: float, timeout: flo
         _step("containerd state", _clear_containerd_state, log, failures)
         _step("cgroups", _remove_pod_cgroups, log, failures)
         _step("the package manager's reboot marker", _clear_reboot_marker, log, failures)
-        log(f"down after {time.monotonic() - t0:.1f}s; off for {off_seconds:g}s")
-        time.sleep(off_seconds)
+        log(f"down after {time.monotonic() - t0:.1f}s; off for {off_seconds:g}s"
+            + (f" or until {power_button} exists" if power_button else ""))
+        off_until = time.monotonic() + off_seconds
+        while time.monotonic() < off_until and not (power_button is not None and power_button.exists()):
+            time.sleep(min(0.5, max(0.0, off_until - time.monotonic())))
         _step(f"new boot id in {boot_id_file}", lambda: write_boot_id(boot_id_file), log, failures)
         t1 = time.monotonic()
         for name in SERVICES:
@@ -375,7 +381,8 @@ def run_restart(state_dir: Path, name: str, timeout: float, worker: bool) -> int
     return code
 
 
-def run_reboot(state_dir: Path, boot_id_file: Path, off_seconds: float, delay: float, worker: bool) -> int:
+def run_reboot(state_dir: Path, boot_id_file: Path, off_seconds: float, delay: float, worker: bool, *,
+               power_button: Path | None = None) -> int:
     """The caller's side returns at once, as `systemctl reboot` does; the worker reboots after `delay` s."""
     log_path = state_dir / "logs" / "node-reboot.log"
     if worker:
@@ -383,7 +390,7 @@ def run_reboot(state_dir: Path, boot_id_file: Path, off_seconds: float, delay: f
         try:
             leave_caller(log)
             time.sleep(delay)
-            failures = reboot(state_dir, boot_id_file, off_seconds, 120.0, log)
+            failures = reboot(state_dir, boot_id_file, off_seconds, 120.0, log, power_button=power_button)
         except (RuntimeError, TimeoutError, OSError) as e:
             log(f"reboot FAILED: {e}")
             return 1
@@ -395,7 +402,8 @@ def run_reboot(state_dir: Path, boot_id_file: Path, off_seconds: float, delay: f
             raise RuntimeError(f"--boot-id-file {boot_id_file}: an absolute path, please (the worker runs at /)")
         leave_caller(err)
         proc = spawn_worker(["node-reboot", "--state-dir", str(state_dir), "--boot-id-file", str(boot_id_file),
-                             "--off-seconds", str(off_seconds), "--delay", str(delay)], log_path)
+                             "--off-seconds", str(off_seconds), "--delay", str(delay),
+                             *(["--power-button", str(power_button)] if power_button else [])], log_path)
     except (RuntimeError, OSError) as e:
         err(f"reboot: {e}")
         return 1

@@ -24,6 +24,9 @@ class AlertKind(StrEnum):
     REPAIRED = "Repaired"
     REPAIR_ENDED = "RepairEnded"
     NEEDS_A_PERSON = "NeedsAPerson"
+    FENCED = "Fenced"
+    UNFENCED = "Unfenced"
+    DARK_NODE = "DarkNode"
 
 
 @dataclass(frozen=True)

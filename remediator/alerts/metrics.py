@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from remediator.alerts.dark_metrics import DarkMetrics, create_dark_metrics
 from remediator.alerts.repair_metrics import RepairMetrics, create_repair_metrics
 
 
@@ -32,6 +33,7 @@ class Metrics:
     scheduler_loops: Counter
     scheduler_loop_held: Gauge
     repair: RepairMetrics
+    dark: DarkMetrics
 
 
 def create(registry: CollectorRegistry) -> Metrics:
@@ -86,4 +88,5 @@ def create(registry: CollectorRegistry) -> Metrics:
         scheduler_loop_held=Gauge("nodemedic_scheduler_loop_held_workloads",
                                   "Workloads held from balance moves for a scheduler loop", registry=r),
         repair=create_repair_metrics(r),
+        dark=create_dark_metrics(r),
     )

@@ -14,6 +14,7 @@ from remediator.alerts.alert import AlertKind
 from remediator.alerts.announcer import Alerts
 from remediator.alerts.metrics import Metrics
 from remediator.model import HoldReason, Plan
+from remediator.repair.dark_decisions import Seen
 
 # Seconds a held taint is remembered after it was last held: one that comes back within this is not announced again
 # (a condition flapping under an open breaker would otherwise raise an Event and a notification at every flap).
@@ -29,6 +30,7 @@ class PlanAnnouncements:
         self.exposure_series: set[tuple[str, str]] = set()  # (namespace, workload) in the exposure gauges
         self.exposed: set[tuple[str, str]] = set()  # (namespace, workload) below the threshold, announced
         self.loops_seen: set[str] = set()  # owner uids of scheduler loops announced
+        self.dark_seen: set[str] = set()  # dark nodes (waiting for evidence) and halted groups announced
 
     async def held(self, plan: Plan) -> None:
         now = self.monotonic()
@@ -103,6 +105,27 @@ class PlanAnnouncements:
                                         reason="NodemedicSchedulerDisagrees", message=loop.describe(),
                                         kind=AlertKind.SCHEDULER_LOOP)
         self.loops_seen = set(current)
+
+    async def dark_nodes(self, plan: Plan, *, write: bool) -> None:
+        """The silent-node gauges (dry-run too), and one Warning Event on each dark node whose pods stay for want of
+        evidence or because too many nodes of its group went dark at once, when `write`."""
+        d, m = plan.dark, self.metrics.dark
+        for seen in Seen:
+            m.nodes.labels(str(seen)).set(d.count(seen))
+        waiting = {n.node: n for n in d.nodes.values() if n.needs_evidence}
+        m.needs_evidence.clear()
+        for node in waiting:
+            m.needs_evidence.labels(node).set(1)
+        m.halted.clear()
+        for group in d.halted:
+            m.halted.labels(group).set(1)
+        told = {n.node: n for n in d.nodes.values() if n.needs_evidence or n.halted}
+        for node in sorted(set(told) - self.dark_seen) if write else ():
+            n = told[node]
+            await self.alerts.node(node, kind=AlertKind.DARK_NODE, type_="Warning",
+                                   reason="NodemedicManyNodesDark" if n.halted else "NodemedicDarkNode",
+                                   message=n.why, details={})
+        self.dark_seen = set(told) if write else self.dark_seen
 
     async def _on_workload(self, namespace: str, workload: str, *, type_: str, reason: str, message: str,
                            kind: AlertKind | None) -> None:

@@ -1,5 +1,5 @@
-"""kubectl-nodemedic: `kubectl nodemedic status | why NODE | plan | check NODE | repair NODE` (installed with the
-package; kubectl finds a `kubectl-<name>` executable on the PATH as the plugin `<name>`)."""
+"""kubectl-nodemedic: `kubectl nodemedic status | why NODE | plan | check NODE | repair NODE | fence NODE`
+(installed with the package; kubectl finds a `kubectl-<name>` executable on the PATH as the plugin `<name>`)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from nodemedic_common.durations import parse_duration
 from nodemedic_common.kube_transport import ApiError
-from remediator.kubectl import reach, render, repair_control
+from remediator.kubectl import fence_control, reach, render, repair_control
 from remediator.state.kube import CredentialsError, Kube, load_credentials
 
 
@@ -37,6 +38,16 @@ def parser() -> argparse.ArgumentParser:
                        ("--resume", "lift a hold; a node handed to a person goes round its ladder again"),
                        ("--next", "end the step under way now and go on with the next")):
         how.add_argument(flag, dest="how", action="store_const", const=flag[2:], help=text)
+    f = sub.add_parser("fence", help="confirm that dark NODE's machine is off, so its pods are freed (needs patch on "
+                                     "nodes)")
+    f.add_argument("node")
+    how = f.add_mutually_exclusive_group()
+    how.add_argument("--confirm", dest="how", action="store_const", const="confirm",
+                     help="the machine is off: the remediator puts node.kubernetes.io/out-of-service on")
+    how.add_argument("--cancel", dest="how", action="store_const", const="cancel",
+                     help="withdraw a confirmation the remediator has not acted on")
+    f.add_argument("--agent-silence", type=_duration, default=fence_control.DEFAULT_AGENT_SILENCE, metavar="DURATION",
+                   help="the policy's darkNodes.agentSilence: a node whose agent wrote within it runs (default 6m)")
     for s in (sub.choices["status"], w):
         s.add_argument("-o", "--output", choices=("text", "json"), default="text")
     return p
@@ -45,6 +56,9 @@ def parser() -> argparse.ArgumentParser:
 async def run(args: argparse.Namespace, kube: Kube) -> str:
     if args.command == "repair":
         return await repair_control.control(kube, args.node, args.how, now=dt.datetime.now(dt.UTC))
+    if args.command == "fence":
+        return await fence_control.control(kube, args.node, args.how or "", now=dt.datetime.now(dt.UTC),
+                                           agent_silence=args.agent_silence)
     if args.command == "check":
         return render.check(await reach.node(kube, args.node), await reach.agent_pod(kube, args.namespace, args.node))
     leader = await reach.find_leader(kube, args.namespace)
@@ -66,6 +80,13 @@ async def _main(args: argparse.Namespace) -> str:
         return await run(args, kube)
 
 
+def _duration(text: str) -> dt.timedelta:
+    try:
+        return parse_duration(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _default_kubeconfig() -> str:
     first = (os.environ.get("KUBECONFIG") or "").split(os.pathsep)[0]
     return first or os.path.expanduser("~/.kube/config")
@@ -75,7 +96,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         print(asyncio.run(_main(args)))
-    except (reach.NotFound, CredentialsError, repair_control.Refused) as e:
+    except repair_control.Refused as e:
+        print(f"kubectl nodemedic: {e}", file=sys.stderr)
+        return 2
+    except (reach.NotFound, CredentialsError) as e:
         print(f"kubectl nodemedic: {e}", file=sys.stderr)
         return 1
     except ApiError as e:

@@ -3,6 +3,7 @@ come)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +46,13 @@ def status(leader: Leader, doc: dict[str, Any], plan: dict[str, Any], nodes: lis
     lines.append(f"repair      {len(under - set(person))} node(s) in repair"
                  + (f"; a person needed for {', '.join(person)}" if person else "")
                  + (f"; halted in {', '.join(halted)}" if halted else ""))
+    silent = (plan.get("darkNodes") or {}).get("nodes") or []
+    if silent:
+        seen = Counter(str(n.get("seen")) for n in silent)
+        waiting = [str(n.get("node")) for n in silent if n.get("needsEvidence")]
+        lines.append("silent      " + ", ".join(f"{k} {v}" for k, v in sorted(seen.items()))
+                     + (f"; evidence needed for {', '.join(waiting)} (kubectl nodemedic fence NODE --confirm)"
+                        if waiting else ""))
     evictions, protected, deferred = (plan.get(k) or [] for k in ("evictions", "protected", "deferred"))
     lines.append(f"last cycle  {len(evictions)} eviction(s), {len(protected)} protected, {len(deferred)} deferred, "
                  f"{len(held)} held")
@@ -85,6 +93,17 @@ def _repairs(repair: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     return rows
 
 
+def _dark(dark: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """(action, what, node, why) for silent nodes, the fences, NodeClaims deleted and fences ended."""
+    rows = [("fence", str(f.get("evidence")), str(f.get("node")), str(f.get("detail")))
+            for f in dark.get("fence") or []]
+    rows += [("replace", str(c.get("nodeClaim")), str(c.get("node")), str(c.get("detail")))
+             for c in dark.get("deleteNodeClaim") or []]
+    rows += [("unfence", "", str(u.get("node")), str(u.get("why"))) for u in dark.get("unfence") or []]
+    rows += [("silent", str(n.get("seen")), str(n.get("node")), str(n.get("why"))) for n in dark.get("nodes") or []]
+    return rows
+
+
 def _tainted(nodes: list[dict[str, Any]]) -> list[_Tainted]:
     """Each taint nodemedic owns and the node carries."""
     out = []
@@ -120,6 +139,7 @@ def plan(doc: dict[str, Any]) -> str:
     rows += [("loop", f"{loop['namespace']}/{loop['owner']}", loop["node"], loop["note"])
              for loop in doc.get("schedulerLoops") or []]
     rows += _repairs(doc.get("repair") or {})
+    rows += _dark(doc.get("darkNodes") or {})
     if not rows:
         return "the plan is empty: nothing to taint, untaint or evict"
     return "\n".join(table([("ACTION", "WHAT", "NODE", "WHY"), *rows], indent=""))

@@ -26,7 +26,7 @@ from nodemedic_common.repair_contract import (
 from remediator.kubectl import reach
 from remediator.state.kube import Kube
 
-_NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
+NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 
 
 class Refused(Exception):
@@ -34,28 +34,28 @@ class Refused(Exception):
 
 
 async def control(kube: Kube, node: str, how: str, *, now: dt.datetime) -> str:
-    if not _NODE_NAME.fullmatch(node):
+    if not NODE_NAME.fullmatch(node):
         raise Refused(f"{node!r} is not a node name")
     doc = await reach.node(kube, node)
     annotations: dict[str, Any] = (doc.get("metadata") or {}).get("annotations") or {}
     ladder = _ladder(annotations.get(REPAIR_ANNOTATION))
     if how == "hold":
-        who = await _who(kube)
-        await _patch(kube, node, {HOLD_ANNOTATION: f"{who} at {format_time(now)}"})
-        return f"{node}: repair held by {who}; nodemedic takes no further step until `--resume`"
+        by = await who(kube)
+        await patch_annotations(kube, node, {HOLD_ANNOTATION: f"{by} at {format_time(now)}"})
+        return f"{node}: repair held by {by}; nodemedic takes no further step until `--resume`"
     if how == "resume":
         change: dict[str, str | None] = {HOLD_ANNOTATION: None}
         if ladder is not None and ladder[1] == RepairAction.PERSON:
             change[NEXT_ANNOTATION] = ladder[0]  # handed to a person: round the ladder again
         if HOLD_ANNOTATION not in annotations and len(change) == 1:
             raise Refused(f"{node} is neither held nor handed to a person: nothing to resume")
-        await _patch(kube, node, change)
+        await patch_annotations(kube, node, change)
         return f"{node}: repair resumed" + (" from its first step" if NEXT_ANNOTATION in change else "")
     if ladder is None:
         raise Refused(f"{node} has no repair ladder under way: nothing to skip")
     if HOLD_ANNOTATION in annotations:
         raise Refused(f"{node}'s repair is held ({annotations[HOLD_ANNOTATION]}): `--resume` first")
-    await _patch(kube, node, {NEXT_ANNOTATION: ladder[0]})
+    await patch_annotations(kube, node, {NEXT_ANNOTATION: ladder[0]})
     return f"{node}: step {ladder[2]} ({ladder[1]}) ends now; the ladder goes on at the remediator's next cycle"
 
 
@@ -71,7 +71,7 @@ def _ladder(text: object) -> tuple[str, str, int] | None:
     return str(raw.get("id", "")), str(raw.get("action", "")), (step + 1 if isinstance(step, int) else 0)
 
 
-async def _who(kube: Kube) -> str:
+async def who(kube: Kube) -> str:
     """The caller's user name, as the API server sees it (a SelfSubjectReview), for the hold's record."""
     try:
         review = await kube.request("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
@@ -82,6 +82,11 @@ async def _who(kube: Kube) -> str:
     return name[:100]
 
 
-async def _patch(kube: Kube, node: str, annotations: dict[str, str | None]) -> None:
-    await kube.request("PATCH", f"/api/v1/nodes/{quote(node, safe='')}",
-                       body={"metadata": {"annotations": annotations}}, content_type="application/merge-patch+json")
+async def patch_annotations(kube: Kube, node: str, annotations: dict[str, str | None], *,
+                            resource_version: str | None = None) -> None:
+    """A merge patch of the node's annotations; with `resource_version`, only if the node is still as it was read."""
+    meta: dict[str, object] = {"annotations": annotations}
+    if resource_version:
+        meta["resourceVersion"] = resource_version
+    await kube.request("PATCH", f"/api/v1/nodes/{quote(node, safe='')}", body={"metadata": meta},
+                       content_type="application/merge-patch+json")

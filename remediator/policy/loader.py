@@ -16,6 +16,7 @@ from nodemedic_common.config_errors import ConfigError
 from nodemedic_common.inputs import Problem, read_text, yaml_problem
 from remediator.policy import descheduler, descheduler_v1alpha1
 from remediator.policy.autoscaler import read_autoscaler
+from remediator.policy.dark import read_dark
 from remediator.policy.eviction import read_eviction
 from remediator.policy.evictor import read_evictor
 from remediator.policy.limits import read_limits
@@ -36,7 +37,8 @@ API_VERSION = "nodemedic.io/v1alpha1"
 DESCHEDULER_VERSIONS = (descheduler.V1ALPHA2, descheduler_v1alpha1.V1ALPHA1)
 KIND = "RemediationPolicy"
 _TOP_KEYS = ("apiVersion", "kind", "rules", "evictor", "strategies", "limits", "eviction", "safety", "notifications",
-             "autoscaler", "maintenanceWindow", "metricsProviders", "nodeSelector", "scheduler", "repair")
+             "autoscaler", "maintenanceWindow", "metricsProviders", "nodeSelector", "scheduler", "repair",
+             "darkNodes")
 
 
 def parse_policy(text: str, *, source: str, secrets_dir: str = DEFAULT_SECRETS_DIR) -> Policy:
@@ -141,7 +143,7 @@ def _sections(r: Reader, top: Section, *, from_descheduler: bool) -> Policy:
                     autoscaler=read_autoscaler(r, top, consolidators(strategies)), window=read_window(r, top),
                     metrics=providers, node_selector=read_node_selector(r, top),
                     scheduler=read_scheduler(r, top, packs=any(s.name == "HighNodeUtilization" for s in strategies)),
-                    repair=read_repair(r, top))
+                    repair=read_repair(r, top), dark=read_dark(r, top))
     check_drains(r, top, policy.rules, tuple(s.name for s in strategies))
     if not from_descheduler:
         # A DeschedulerPolicy has no rules nor taints of nodemedic's and no safety section to acknowledge in: its

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from remediator.model import LabelSelector
 from remediator.policy.autoscaler import AutoscalerSettings
+from remediator.policy.dark import DarkSettings
 from remediator.policy.eviction import EvictionSettings
 from remediator.policy.evictor import EvictorArgs
 from remediator.policy.limits import Limits
@@ -48,3 +49,4 @@ class Policy:
     node_selector: LabelSelector | None = None  # `nodeSelector`: the nodes the policy acts on (None: all)
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)  # what kube-scheduler does with pods
     repair: RepairSettings = field(default_factory=RepairSettings)  # `repair`: the rails of the rules' ladders
+    dark: DarkSettings = field(default_factory=DarkSettings)  # `darkNodes`: when a silent node is dark

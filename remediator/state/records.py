@@ -108,6 +108,7 @@ def node(obj: dict[str, Any]) -> NodeRecord:
             last_transition=parse_time(c.get("lastTransitionTime")),
             reason=str(c.get("reason", "") or ""),
             message=str(c.get("message", "") or ""),
+            heartbeat=parse_time(c.get("lastHeartbeatTime")),
         )
         for c in map(_dict, _list(status.get("conditions")))
     )

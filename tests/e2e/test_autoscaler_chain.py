@@ -21,7 +21,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from kcp import karpenter
+from kcp import karpenter, partition
 from tests.e2e.agent_harness import HUNG, Agent, kmsg, start_agent, write_config
 from tests.e2e.autoscaler_harness import POOL_LABEL, PoolWatch, node_pool, pool_nodes
 from tests.e2e.conftest import LocalCluster
@@ -30,6 +30,7 @@ from tests.e2e.remediator_harness import (
     RemediatorProcess,
     cordon,
     events_once,
+    nodemedic_events,
     set_condition,
     start_remediator,
     taint_keys,
@@ -355,3 +356,57 @@ def test_a_node_that_a_reboot_does_not_heal_is_replaced_through_its_nodeclaim(
     wait_until(lambda: r.metric("nodemedic_repair_steps_finished_total", action="replace", result="repaired") == 1,
                timeout=30, what="the replace counted as the repair")
     assert r.metric("nodemedic_repair_steps_finished_total", action="reboot", result="persisted") == 1
+
+
+def test_a_dark_karpenter_node_is_replaced_through_its_nodeclaim_and_its_pods_run_elsewhere_without_a_person(
+    chain: Chain, processes: list,
+) -> None:
+    # A pool whose budget lets Karpenter take none of its nodes by itself (its own node repair is off): what frees
+    # the pods is nodemedic deleting the dark node's NodeClaim, after darkNodes.replaceAfter.
+    assert chain.cluster.owned is not None
+    karpenter.apply_node_pools(chain.cluster.owned.api(), (karpenter.NodePool(name=chain.pool, budget_nodes="0"),))
+    chain.deploy("web", 2, "1500m")
+    before = chain.placed("web", 2)
+    (dark,) = set(before.values())  # 3 CPU of requests: one 4-CPU node
+    claim = next(o.name for o in chain.core.read_node(dark).metadata.owner_references or []
+                 if o.kind == "NodeClaim")
+    r = chain.remediator(f"""apiVersion: nodemedic.io/v1alpha1
+kind: RemediationPolicy
+evictor: {{nodeFit: true, namespaces: {{include: [{chain.namespace}]}}}}
+repair: {{maxUnhealthyPercent: 100}}
+darkNodes: {{replaceAfter: 1m}}
+autoscaler: {SHIPPED_AUTOSCALER}
+""", processes)
+    t0 = time.monotonic()
+    marks: dict[str, float] = {}
+
+    def mark(what: str, value: object) -> object:
+        if value and what not in marks:
+            marks[what] = time.monotonic() - t0
+        return value
+
+    def ready() -> str:
+        return next((c.status for c in chain.core.read_node_status(dark).status.conditions or []
+                     if c.type == "Ready"), "absent")
+
+    # Dark: its Lease renewals and status never reach the API server (hack/kcp/partition.py), as for a dead machine.
+    api = chain.cluster.owned.api()
+    partition.install(api)
+    partition.cut(api, dark)
+    wait_until(lambda: mark("Ready=Unknown", ready() == "Unknown"), timeout=120, what=f"{dark} Ready=Unknown")
+    seen = wait_until(lambda: mark("remediator: dark", next((n for n in (r.plan().get("darkNodes") or {}).get(
+        "nodes", []) if n["node"] == dark and n["seen"] == "dark"), None)), timeout=60, what="the node dark")
+    assert f"its NodeClaim {claim} is deleted at" in seen["why"], seen
+    event = wait_until(lambda: mark("NodeClaim deleted", [e for e in nodemedic_events(
+        chain.core, "default", "NodemedicDarkNodeReplaced") if e.involved_object.name == dark]),
+        timeout=120, what="the NodeClaim deleted (NodemedicDarkNodeReplaced)")
+    wait_until(lambda: mark("node gone", chain.gone(dark)), timeout=NODE_GONE, what=f"Karpenter removing {dark}")
+    partition.mend(api, dark)
+    after = chain.placed("web", 2, timeout=180)
+    mark("pods Running elsewhere", True)
+    assert dark not in after.values(), after
+    assert r.metric("nodemedic_fences_total", evidence="nodeclaim") == 1
+    assert r.metric("nodemedic_fences_total", evidence="person") == 0
+    print(f"\n{dark} (NodeClaim {claim}) dark; seconds after:\n" + "\n".join(
+        f"  {t:6.1f}  {what}" for what, t in sorted(marks.items(), key=lambda kv: kv[1])))
+    print(f"Event: {event[0].message}\npods now on {sorted(set(after.values()))}")

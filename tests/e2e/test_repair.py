@@ -199,7 +199,7 @@ def test_hold_stops_a_ladder_and_resume_lets_it_go_on(
     refused = subprocess.run([*KUBECTL_NODEMEDIC, "--kubeconfig", str(cluster.kubeconfig), "repair", node, "--next"],
                              capture_output=True, text=True, timeout=60, check=False)
     print(f"kubectl nodemedic repair {node} --next: exit {refused.returncode}: {refused.stderr.strip()}")
-    assert refused.returncode == 1 and "repair is held" in refused.stderr and "--resume` first" in refused.stderr
+    assert refused.returncode == 2 and "repair is held" in refused.stderr and "--resume` first" in refused.stderr
     wait_until(lambda: any(w.startswith("held by a person") for w in waiting(r, node)), timeout=30,
                what="the held ladder in the plan")
     assert ladder(core, node)["action"] == "person"

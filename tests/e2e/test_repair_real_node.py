@@ -13,7 +13,12 @@ its pods would otherwise live on the node it drains and reboots, the only node h
   reboot-required plugin monitor says RebootRequired=True → a restart that does not clear it → the drain → the reboot
   → the node Ready with a new boot id, the condition False, the taint gone;
 - the annotation that orders a repair written by anyone but the remediator (a cluster admin here): refused by the API
-  server.
+  server;
+- the kubelet stopped while the agent runs (Ready=Unknown, the agent still writing): nothing fenced, a person's
+  `fence --confirm` refused, the ladder's restart instead (in the first test);
+- the whole node dark (every service and container stopped, the agent's included): Kubernetes alone leaves the
+  StatefulSet's pod Terminating; a person's `kubectl nodemedic fence --confirm` → the out-of-service taint → the pod
+  Running on another node; the node powered on again → the taint gone once it is Ready and its agent reports.
 One real node runs on a machine at a time (xdist group)."""
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from kcp import image, paths, realnode
+from nodemedic_common.fence_contract import CONFIRM_ANNOTATION, FENCE_ANNOTATION, OUT_OF_SERVICE_KEY
 from tests.e2e.conftest import LocalCluster, _started
 from tests.e2e.remediator_harness import (
     RemediatorProcess,
@@ -64,8 +70,10 @@ POLICY = """
 apiVersion: nodemedic.io/v1alpha1
 kind: RemediationPolicy
 rules:
+# `for: 90s`: the node lifecycle controller marks the node Ready=Unknown 40-50 s after the kubelet stops, before the
+# ladder restarts it, so the test sees the kubelet silent while the agent writes.
 - name: kubelet-unhealthy
-  condition: {type: KubeletUnhealthy, status: "True", for: 5s}
+  condition: {type: KubeletUnhealthy, status: "True", for: 90s}
   taint: {key: nodemedic.io/kubelet-unhealthy, value: "true", effect: NoSchedule}
   evict: false
   recoverAfter: 5s
@@ -87,6 +95,8 @@ strategies:
 limits: {ownerCooldown: 0s}
 safety: {maxTaintedNodes: 3, maxTaintedNodesPercent: 100}
 repair: {maxUnhealthyPercent: 100}
+# The agent writes every 10 s here (agent_config): 30 s without a write is silence.
+darkNodes: {agentSilence: 30s}
 """
 
 # The shipped reboot-required monitor, every 10 s instead of 5 min, looking at the host's /run through the host mount.
@@ -126,6 +136,7 @@ def agent_config(cluster: LocalCluster) -> str:
     etcd = next(p.pid for p in cluster.owned.processes if p.name == "etcd")
     prefix = doc["repair"]["hostCommandPrefix"]
     assert prefix[:3] == ["nsenter", "--target", "1"], prefix
+    doc["heartbeat"] = "10s"  # the second witness: a dark node is told apart within seconds, not 5 minutes
     doc["customPluginMonitors"] = ["reboot-required.json"]
     doc["repair"]["hostCommandPrefix"] = ["nsenter", "--target", str(etcd), *prefix[3:]]
     doc["repair"]["commands"] = {
@@ -166,6 +177,17 @@ def agent_pod(core: client.CoreV1Api) -> client.V1Pod | None:
     found = [p for p in core.list_namespaced_pod(NAMESPACE, label_selector="app.kubernetes.io/component=agent").items
              if p.spec.node_name == realnode.NAME]
     return found[0] if found else None
+
+
+def silent_node(remediator: RemediatorProcess) -> dict | None:
+    """The real node as the remediator's plan sees it while its kubelet is silent, or None."""
+    nodes = (remediator.plan().get("darkNodes") or {}).get("nodes") or []
+    return next((n for n in nodes if n["node"] == realnode.NAME), None)
+
+
+def kubectl_nodemedic(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "remediator.kubectl.cli", "--kubeconfig", str(cluster.kubeconfig),
+                           *args], capture_output=True, text=True, timeout=60, check=False)
 
 
 @pytest.fixture(scope="module")
@@ -224,8 +246,18 @@ def test_a_stopped_kubelet_is_restarted_by_the_agent_when_the_remediator_asks(
 
     wait_until(lambda: mark("KubeletUnhealthy=True", status(core, "KubeletUnhealthy") == "True"),
                timeout=KUBELET_DETECTION_S, what="KubeletUnhealthy=True")
+    # The kubelet silent, the agent alive: the node lifecycle controller's Ready=Unknown is not a dark node.
+    wait_until(lambda: mark("Ready=Unknown", status(core, "Ready") == "Unknown"), timeout=90, what="Ready=Unknown")
+    silent = wait_until(lambda: mark("remediator: kubelet silent, agent alive", silent_node(remediator)),
+                        timeout=30, what="the remediator's view of the silent node")
+    assert silent["seen"] == "kubelet-silent" and "its agent wrote at" in silent["why"], silent
+    refused = kubectl_nodemedic(cluster, "fence", realnode.NAME, "--confirm", "--agent-silence", "30s")
+    print(f"\nkubectl nodemedic fence {realnode.NAME} --confirm (the kubelet silent, the agent alive): exit "
+          f"{refused.returncode}: {refused.stderr.strip()}")
+    assert refused.returncode == 2 and "the machine runs" in refused.stderr, refused.stderr
+    assert OUT_OF_SERVICE_KEY not in taint_keys(core, realnode.NAME)
     wait_until(lambda: mark("taint", "nodemedic.io/kubelet-unhealthy" in taint_keys(core, realnode.NAME)),
-               timeout=30, what="the kubelet-unhealthy taint")
+               timeout=120, what="the kubelet-unhealthy taint")
     asked = wait_until(lambda: mark("restart asked", ladder(core, realnode.NAME)), timeout=30,
                        what="the ladder's restart asked for")
     assert (asked["action"], asked["service"]) == ("restart", "kubelet"), asked
@@ -250,6 +282,8 @@ def test_a_stopped_kubelet_is_restarted_by_the_agent_when_the_remediator_asks(
                 realnode.NAME]
     assert repaired and "after restart kubelet" in repaired[-1].message, [e.message for e in repaired]
     assert remediator.metric("nodemedic_repair_steps_finished_total", action="restart", result="repaired") == 1
+    assert remediator.metric("nodemedic_fences_total") == 0 and OUT_OF_SERVICE_KEY not in taint_keys(core,
+                                                                                                    realnode.NAME)
 
 
 def test_a_pending_reboot_climbs_the_ladder_to_a_reboot_after_the_drain(
@@ -339,3 +373,125 @@ def test_the_repair_annotation_from_anyone_but_the_remediator_is_refused(
     # A person's own say is allowed: the hold annotation, through the same API.
     core.patch_node(realnode.NAME, {"metadata": {"annotations": {"nodemedic.io/repair-hold": "e2e"}}})
     core.patch_node(realnode.NAME, {"metadata": {"annotations": {"nodemedic.io/repair-hold": None}}})
+
+
+def statefulset(name: str, nodes: list[str], toleration_seconds: int) -> dict:
+    """One replica of the pause image; its pod tolerates the unreachable and not-ready taints `toleration_seconds`
+    (Kubernetes' default is 300 s: shortened, the same behaviour, sooner)."""
+    labels = {"app": name}
+    tolerations = [{"key": f"node.kubernetes.io/{k}", "operator": "Exists", "effect": "NoExecute",
+                    "tolerationSeconds": toleration_seconds} for k in ("unreachable", "not-ready")]
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": name, "labels": labels},
+            "spec": {"replicas": 1, "serviceName": name, "selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels}, "spec": {
+                         "containers": [{"name": "db", "image": image.pause_reference(), "imagePullPolicy": "Never",
+                                         "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}],
+                         "terminationGracePeriodSeconds": 5, "tolerations": tolerations,
+                         "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                             "nodeSelectorTerms": [{"matchExpressions": [{"key": "kubernetes.io/hostname",
+                                                                         "operator": "In", "values": nodes}]}]}}}}}}}
+
+
+def test_a_dark_node_keeps_its_statefulset_pod_until_a_person_confirms_it_off(
+        repairing: tuple[LocalCluster, RemediatorProcess], tmp_path: Path) -> None:
+    cluster, remediator = repairing
+    assert cluster.owned is not None
+    core, apps = client.CoreV1Api(cluster.api), client.AppsV1Api(cluster.api)
+    namespace = new_namespace(core, f"dark-{secrets.token_hex(3)}")
+    toleration = 10
+    cordon(core, KWOK_NODES, True)
+    try:
+        apps.create_namespaced_stateful_set(namespace, statefulset("db", [realnode.NAME, *KWOK_NODES], toleration))
+        placed = wait_until(lambda: (r := running_on(core, namespace, "db")) and r, timeout=120,
+                            what="db-0 Running on the real node")
+    finally:
+        cordon(core, KWOK_NODES, False)
+    assert placed == {"db-0": realnode.NAME}, placed
+    uid = core.read_namespaced_pod("db-0", namespace).metadata.uid
+    power_button = tmp_path / "power-on"
+    fences_before = remediator.metric("nodemedic_fences_total", evidence="person")
+    t0 = time.monotonic()
+    marks: dict[str, float] = {}
+
+    def mark(what: str, value: object) -> object:
+        if value and what not in marks:
+            marks[what] = time.monotonic() - t0
+        return value
+
+    def db0() -> client.V1Pod | None:
+        try:
+            return core.read_namespaced_pod("db-0", namespace)
+        except ApiException as e:
+            if e.status == 404:
+                return None
+            raise
+
+    # Dark as a dead machine is: every service and container of the node stopped, the agent's included, until the
+    # test presses the power button.
+    down = subprocess.run([sys.executable, str(ROOT / "hack" / "cluster"), "node-reboot", "--state-dir",
+                           str(cluster.owned.state_dir), "--boot-id-file", str(BOOT_ID), "--off-seconds", "900",
+                           "--power-button", str(power_button), "--delay", "0"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert down.returncode == 0, down.stderr
+    try:
+        wait_until(lambda: mark("Ready=Unknown", status(core, "Ready") == "Unknown"), timeout=120,
+                   what="Ready=Unknown (node-monitor-grace-period 40 s)")
+        dark = wait_until(lambda: mark("remediator: dark, no evidence", (n := silent_node(remediator))
+                                       and n["seen"] == "dark" and n), timeout=90, what="the node dark")
+        assert dark.get("needsEvidence") and f"kubectl nodemedic fence {realnode.NAME} --confirm" in dark["why"], dark
+        told = wait_until(lambda: [e for e in nodemedic_events(core, "default", "NodemedicDarkNode")
+                                   if e.involved_object.name == realnode.NAME], timeout=30,
+                          what="the NodemedicDarkNode Event")
+        assert remediator.metric("nodemedic_dark_node_needs_evidence", node=realnode.NAME) == 1
+        # Kubernetes alone: the taint manager evicts the pod after its toleration; with no kubelet to confirm it,
+        # it stays Terminating, and the StatefulSet makes no second db-0.
+        wait_until(lambda: mark("db-0 Terminating", (p := db0()) is not None and p.metadata.deletion_timestamp),
+                   timeout=120, what="db-0 evicted by the taint manager (Terminating)")
+        margin = 30.0
+        settled = marks["db-0 Terminating"] + margin
+        wait_until(lambda: time.monotonic() - t0 >= settled or ((p := db0()) is None or p.metadata.uid != uid),
+                   timeout=margin + 10, what="the margin after the eviction")
+        alone = db0()
+        assert alone is not None and alone.metadata.uid == uid and alone.metadata.deletion_timestamp is not None
+        print(f"\nKubernetes alone, {time.monotonic() - t0:.0f} s after the node went dark ({toleration} s "
+              f"toleration + {margin:.0f} s): db-0 phase={alone.status.phase}, Terminating since "
+              f"{alone.metadata.deletion_timestamp:%H:%M:%S}, on {alone.spec.node_name}; no replacement")
+        assert OUT_OF_SERVICE_KEY not in taint_keys(core, realnode.NAME)
+        # A person who knows the machine is off says so.
+        confirmed = kubectl_nodemedic(cluster, "fence", realnode.NAME, "--confirm", "--agent-silence", "30s")
+        assert confirmed.returncode == 0, confirmed.stderr
+        mark("fence --confirm", True)
+        print(confirmed.stdout.strip())
+        wait_until(lambda: mark("out-of-service taint", OUT_OF_SERVICE_KEY in taint_keys(core, realnode.NAME)),
+                   timeout=30, what="the out-of-service taint")
+        moved = wait_until(lambda: mark("db-0 Running elsewhere", (p := db0()) is not None and p.metadata.uid != uid
+                                        and p.status.phase == "Running" and p.spec.node_name != realnode.NAME and p),
+                           timeout=120, what="a new db-0 Running on another node")
+        node = core.read_node(realnode.NAME)
+        assert "evidence\":\"person" in node.metadata.annotations[FENCE_ANNOTATION], node.metadata.annotations
+        assert remediator.metric("nodemedic_fences_total", evidence="person") == fences_before + 1
+    finally:
+        power_button.write_text("on\n")
+    mark("power on", True)
+
+    def back() -> bool:
+        ready = status(core, "Ready") == "True"
+        return ready and (agent := agent_pod(core)) is not None and bool(agent.status.container_statuses) \
+            and agent.status.container_statuses[0].ready and bool(mark("Ready, the agent pod running again", True))
+
+    wait_until(back, timeout=240, what="the node Ready again, its agent running", interval=0.5)
+    wait_until(lambda: mark("out-of-service taint removed", OUT_OF_SERVICE_KEY not in taint_keys(core, realnode.NAME)),
+               timeout=90, what="the out-of-service taint removed")
+    node = core.read_node(realnode.NAME)
+    annotations = node.metadata.annotations or {}
+    assert FENCE_ANNOTATION not in annotations and CONFIRM_ANNOTATION not in annotations, annotations
+    unfenced = [e for e in nodemedic_events(core, "default", "NodemedicUnfenced") if e.involved_object.name ==
+                realnode.NAME]
+    assert unfenced and "its agent reported at" in unfenced[-1].message, [e.message for e in unfenced]
+    assert running_on(core, namespace, "db") == {"db-0": moved.spec.node_name}  # the old copy never came back
+    print(f"the NodemedicDarkNode Event: {told[-1].message}")
+    print(f"the NodemedicUnfenced Event: {unfenced[-1].message}")
+    print(f"the node went dark; seconds after (db-0 moved to {moved.spec.node_name}):")
+    for what, t in sorted(marks.items(), key=lambda kv: kv[1]):
+        print(f"  {t:6.1f}  {what}")
+    core.delete_namespace(namespace)

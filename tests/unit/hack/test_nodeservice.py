@@ -135,17 +135,20 @@ def test_a_cluster_without_state_or_without_the_real_node_is_refused(tmp_path: P
 def test_the_commands_arguments(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     calls: list[tuple[object, ...]] = []
     monkeypatch.setattr(nodeservice, "run_restart", lambda *a: calls.append(("restart", *a)) or 0)
-    monkeypatch.setattr(nodeservice, "run_reboot", lambda *a: calls.append(("reboot", *a)) or 0)
+    monkeypatch.setattr(nodeservice, "run_reboot", lambda *a, **k: calls.append(("reboot", *a, k)) or 0)
     monkeypatch.setenv("NODEMEDIC_STATE", str(tmp_path / "clusters"))
     assert cli.main(["node-service", "restart", "kubelet", "--name", "x"]) == 0
     assert cli.main(["node-service", "restart", "containerd", "--state-dir", str(tmp_path), "--timeout", "5"]) == 0
     assert cli.main(["node-reboot", "--boot-id-file", "/run/b", "--name", "x", "--off-seconds", "3"]) == 0
     assert cli.main(["node-reboot", "--boot-id-file", "/run/b", "--state-dir", str(tmp_path), "--worker"]) == 0
+    assert cli.main(["node-reboot", "--boot-id-file", "/run/b", "--state-dir", str(tmp_path), "--off-seconds", "900",
+                     "--power-button", str(tmp_path / "on")]) == 0
     assert calls == [
         ("restart", tmp_path / "clusters" / "x", "kubelet", 60.0, False),
         ("restart", tmp_path, "containerd", 5.0, False),
-        ("reboot", tmp_path / "clusters" / "x", Path("/run/b"), 3.0, 1.0, False),
-        ("reboot", tmp_path, Path("/run/b"), 0.0, 1.0, True),
+        ("reboot", tmp_path / "clusters" / "x", Path("/run/b"), 3.0, 1.0, False, {"power_button": None}),
+        ("reboot", tmp_path, Path("/run/b"), 0.0, 1.0, True, {"power_button": None}),
+        ("reboot", tmp_path, Path("/run/b"), 900.0, 1.0, False, {"power_button": tmp_path / "on"}),
     ]
     for bad in (["node-service", "restart", "sshd"], ["node-service", "reload", "kubelet"], ["node-reboot"]):
         with pytest.raises(SystemExit) as e:

@@ -160,3 +160,26 @@ def test_a_snapshot_with_a_failed_restart_plans_the_drain_then_the_reboot(
     assert {k: start[k] for k in ("node", "rule", "step", "action")} == {
         "node": "node-a", "rule": "kubelet-unhealthy", "step": 2, "action": "reboot"}
     assert start["cause"].startswith("restart kubelet: the agent answered Failed: restarting kubelet failed: exit 5")
+
+
+def test_a_snapshot_with_dark_nodes_shows_what_is_fenced_replaced_and_left_and_why(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The shipped policy at 10:13: node-a dark 12 minutes with a NodeClaim (replaceAfter 10m: deleted), node-b's
+    kubelet silent while its agent writes (never fenced), node-c dark and confirmed off by a person (fenced, its
+    StatefulSet pod freed), node-d dark without evidence (its pods stay, a person is asked)."""
+    snapshot = ROOT / "tests/testdata/snapshots/dark-nodes.json"
+    shipped = ROOT / "deploy/policy/default.yaml"
+    assert main(["plan", "--policy", str(shipped), "--snapshot", str(snapshot), "--now", "2026-11-27T10:13:00Z"]) == 0
+    out = capsys.readouterr().out
+    assert ("fence      node=node-c  evidence=person  frees=shop/db-0  confirmed off at 2026-11-27T10:09:30Z by "
+            "alice@example.com") in out
+    assert "replace    node=node-a  nodeclaim=general-x7k2p  frees=shop/web-7d9f-abcde  dark for 11m59s" in out
+    assert "node=node-b  seen=kubelet-silent  its kubelet is silent since 2026-11-27T10:05:01Z but its agent wrote" \
+        in out
+    assert "node=node-d  seen=dark" in out and "kubectl nodemedic fence node-d --confirm" in out
+    assert "node=node-b  evidence" not in out and "node=node-d  evidence" not in out
+    assert main(["plan", "--policy", str(shipped), "--snapshot", str(snapshot), "--now", "2026-11-27T10:13:00Z",
+                 "--json"]) == 0
+    dark = json.loads(capsys.readouterr().out)["darkNodes"]
+    assert [(f["node"], f["evidence"]) for f in dark["fence"]] == [("node-c", "person")]
+    assert [n["node"] for n in dark["nodes"] if n.get("needsEvidence")] == ["node-d"]

@@ -258,6 +258,11 @@ BAD_FILES = {
                                                            "are mutually exclusive",
     "topology-spread-selector-in-without-values.yaml": ":9: strategies[0].args.labelSelector.matchExpressions[0]."
                                                        "values: In needs at least one value",
+    "dark-agent-silence-too-short.yaml": ":5: darkNodes.agentSilence: must be at least 30s (the agent's heartbeat is "
+                                         "10s at the least",
+    "dark-replace-too-soon.yaml": ":6: darkNodes.replaceAfter: must be at least 1m0s (a kubelet restarting",
+    "dark-zero-percent.yaml": ":5: darkNodes.maxDarkPercent: must be above 0: at 0 any dark node would look like a "
+                              "partition",
 }
 
 
