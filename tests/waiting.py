@@ -24,3 +24,17 @@ def wait_until(probe: Callable[[], T], *, timeout: float, what: str, interval: f
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}; last: {last!r}")
         time.sleep(interval)
+
+
+class Moments:
+    """The first time each named probe value was truthy, in seconds since `t0`: a test's timeline, printed at its
+    end. `mark(what, value)` returns `value`, so it wraps the probe of a `wait_until`."""
+
+    def __init__(self, t0: float) -> None:
+        self.t0 = t0
+        self.at: dict[str, float] = {}
+
+    def __call__(self, what: str, value: T) -> T:
+        if value and what not in self.at:
+            self.at[what] = time.monotonic() - self.t0
+        return value

@@ -24,6 +24,7 @@ from nodemedic_common.fence_contract import (
 )
 from nodemedic_common.kube_transport import ApiError
 from nodemedic_common.repair_contract import format_time
+from remediator.actions.node_patch import patch_node
 from remediator.actions.repair_writer import NODECLAIMS
 from remediator.alerts.alert import AlertKind
 from remediator.alerts.announcer import Alerts
@@ -87,13 +88,4 @@ class FenceWriter:
         body: dict[str, Any] = {"metadata": {"resourceVersion": resource_version, "annotations": annotations}}
         if taints is not None:
             body["spec"] = {"taints": taints}
-        try:
-            await self.kube.request("PATCH", f"/api/v1/nodes/{node}", body=body,
-                                    content_type="application/merge-patch+json")
-        except ApiError as e:
-            if e.status == 409:
-                self.log.info("fence write deferred: the node changed since the plan", extra={"node": node})
-            else:
-                self.log.error("fence write failed", extra={"node": node, "error": str(e)})
-            return False
-        return True
+        return await patch_node(self.kube, self.log, node, body, what="fence")

@@ -14,6 +14,7 @@ import logging
 from nodemedic_common.durations import format_duration, whole_seconds
 from nodemedic_common.kube_transport import ApiError
 from nodemedic_common.repair_contract import NEXT_ANNOTATION, REPAIR_ANNOTATION, RepairAction
+from remediator.actions.node_patch import patch_node
 from remediator.alerts.alert import AlertKind
 from remediator.alerts.announcer import Alerts
 from remediator.alerts.repair_metrics import RepairMetrics
@@ -89,17 +90,7 @@ class RepairWriter:
 
     async def _patch(self, node: str, annotations: dict[str, str | None], resource_version: str) -> bool:
         body = {"metadata": {"resourceVersion": resource_version, "annotations": annotations}}
-        try:
-            await self.kube.request("PATCH", f"/api/v1/nodes/{node}", body=body,
-                                    content_type="application/merge-patch+json")
-        except ApiError as e:
-            if e.status == 409:
-                self.log.info("repair write deferred: the node changed since the plan", extra={"node": node})
-            else:
-                self.log.error("repair write failed", extra={"node": node, "error": str(e)})
-            return False
-        return True
-
+        return await patch_node(self.kube, self.log, node, body, what="repair")
 
 def _result(text: str) -> str:
     """A tried step's result as a metric label."""

@@ -15,9 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
 from kubernetes import client
 
+from kcp import build, paths, prometheus
 from kcp.ports import free_port
+from tests import chart_monitoring as cm
 from tests.waiting import wait_until
 
 REMEDIATOR = [sys.executable, "-m", "remediator"]
@@ -232,3 +235,13 @@ def pool_scope(pool: list[str]) -> str:
     suffixes = {n.rsplit("-", 1)[0].removeprefix("pool-") for n in pool}
     assert len(suffixes) == 1, f"nodes of several pools: {pool}"
     return f'nodeSelector: "nodemedic.io/e2e-pool={suffixes.pop()}"'
+
+
+def alerting_prometheus(tmp: Path, remediator: RemediatorProcess) -> prometheus.Prometheus:
+    """A real Prometheus scraping `remediator` with the chart's alert rules (fails when Prometheus is not built)."""
+    if build.is_missing("prometheus"):
+        pytest.fail(f"Prometheus is not built ({paths.binary('prometheus')} missing): run `make build`",
+                    pytrace=False)
+    return prometheus.start(tmp / "prometheus", [
+        {"job_name": "nodemedic-remediator", "static_configs": [{"targets": [f"127.0.0.1:{remediator.port}"]}]}],
+        [cm.write_rules(tmp / "rules.yaml", cm.rule_groups(cm.rendered()))])

@@ -36,7 +36,7 @@ from tests.e2e.remediator_harness import (
     taint_keys,
 )
 from tests.e2e.repair_harness import answer, ladder, repairing_agent
-from tests.waiting import wait_until
+from tests.waiting import Moments, wait_until
 
 # One xdist worker runs the whole module: its tests share one Karpenter cluster (module-scoped karpenter_cluster).
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("autoscaler_chain")]
@@ -320,12 +320,8 @@ def test_a_node_that_a_reboot_does_not_heal_is_replaced_through_its_nodeclaim(
     processes.append(agent)
     r = chain.remediator(repair_policy(chain.namespace), processes)
     t0 = time.monotonic()
-    marks: dict[str, float] = {}
-
-    def mark(what: str, value: object) -> object:
-        if value and what not in marks:
-            marks[what] = time.monotonic() - t0
-        return value
+    mark = Moments(t0)
+    marks = mark.at
 
     set_condition(chain.core, sick, "GPUFatalError", "True", reason="XidFatal", message="Xid 79: fallen off the bus")
     wait_until(lambda: mark("taint", "nodemedic.io/gpu-fatal-error" in taint_keys(chain.core, sick)), timeout=30,
@@ -378,12 +374,8 @@ darkNodes: {{replaceAfter: 1m}}
 autoscaler: {SHIPPED_AUTOSCALER}
 """, processes)
     t0 = time.monotonic()
-    marks: dict[str, float] = {}
-
-    def mark(what: str, value: object) -> object:
-        if value and what not in marks:
-            marks[what] = time.monotonic() - t0
-        return value
+    mark = Moments(t0)
+    marks = mark.at
 
     def ready() -> str:
         return next((c.status for c in chain.core.read_node_status(dark).status.conditions or []

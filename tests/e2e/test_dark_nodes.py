@@ -13,11 +13,16 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from kcp import build, partition, paths, prometheus
+from kcp import partition
 from nodemedic_common.fence_contract import CONFIRM_ANNOTATION, OUT_OF_SERVICE_KEY
-from tests import chart_monitoring as cm
 from tests.e2e.conftest import LocalCluster
-from tests.e2e.remediator_harness import nodemedic_events, pool_scope, start_remediator, taint_keys
+from tests.e2e.remediator_harness import (
+    alerting_prometheus,
+    nodemedic_events,
+    pool_scope,
+    start_remediator,
+    taint_keys,
+)
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -47,18 +52,12 @@ def partitioned(cluster: LocalCluster) -> partition.Api:
 def test_three_of_five_nodes_dark_at_once_are_a_partition_nothing_is_fenced_and_the_alert_fires(
         cluster: LocalCluster, core: client.CoreV1Api, namespace: str, node_pool: Callable[..., list[str]],
         tmp_path: Path, processes: list) -> None:
-    if build.is_missing("prometheus"):
-        pytest.fail(f"Prometheus is not built ({paths.binary('prometheus')} missing): run `make build`",
-                    pytrace=False)
     pool = node_pool(5)
     dark = pool[:3]
     api = partitioned(cluster)
     r = start_remediator(tmp_path, cluster.kubeconfig, policy(pool), name="r-dark", lease_namespace=namespace)
     processes.append(r)
-    docs = cm.rendered()
-    server = prometheus.start(tmp_path / "prometheus", [
-        {"job_name": "nodemedic-remediator", "static_configs": [{"targets": [f"127.0.0.1:{r.port}"]}]}],
-        [cm.write_rules(tmp_path / "rules.yaml", cm.rule_groups(docs))])
+    server = alerting_prometheus(tmp_path, r)
     processes.append(server)
     t0 = time.monotonic()
     for n in dark:

@@ -19,12 +19,11 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from kcp import build, paths, prometheus
 from remediator.kubectl import render
-from tests import chart_monitoring as cm
 from tests.e2e.conftest import LocalCluster
 from tests.e2e.remediator_harness import (
     RemediatorProcess,
+    alerting_prometheus,
     nodemedic_events,
     pool_scope,
     set_condition,
@@ -208,18 +207,12 @@ def test_hold_stops_a_ladder_and_resume_lets_it_go_on(
 def test_a_node_no_autoscaler_replaces_is_handed_to_a_person_and_the_alert_fires(
         cluster: LocalCluster, core: client.CoreV1Api, namespace: str, node_pool: Callable[..., list[str]],
         tmp_path: Path, processes: list) -> None:
-    if build.is_missing("prometheus"):
-        pytest.fail(f"Prometheus is not built ({paths.binary('prometheus')} missing): run `make build`",
-                    pytrace=False)
     pool = node_pool(2)
     node = pool[0]
     agent = agents_for(tmp_path, cluster, [node], processes)[node]
     r = remediator(tmp_path, cluster, policy(pool, "[{action: reboot, wait: 2m}, {action: replace, wait: 10m}, "
                                                    "{action: person}]"), namespace, processes)
-    docs = cm.rendered()
-    server = prometheus.start(tmp_path / "prometheus", [
-        {"job_name": "nodemedic-remediator", "static_configs": [{"targets": [f"127.0.0.1:{r.port}"]}]}],
-        [cm.write_rules(tmp_path / "rules.yaml", cm.rule_groups(docs))])
+    server = alerting_prometheus(tmp_path, r)
     processes.append(server)
     t0 = time.monotonic()
     set_condition(core, node, "KubeletUnhealthy", "True", reason="KubeletUnhealthy")

@@ -52,7 +52,7 @@ from tests.e2e.remediator_harness import (
     taint_keys,
 )
 from tests.e2e.repair_harness import REPAIR, answer, ladder
-from tests.waiting import wait_until
+from tests.waiting import Moments, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("real_node")]
 
@@ -237,12 +237,8 @@ def test_a_stopped_kubelet_is_restarted_by_the_agent_when_the_remediator_asks(
     assert status(core, "KubeletUnhealthy") == "False"
     t0 = time.monotonic()
     cluster.owned.stop_component("kubelet")
-    marks: dict[str, float] = {}
-
-    def mark(what: str, value: object) -> object:
-        if value and what not in marks:
-            marks[what] = time.monotonic() - t0
-        return value
+    mark = Moments(t0)
+    marks = mark.at
 
     wait_until(lambda: mark("KubeletUnhealthy=True", status(core, "KubeletUnhealthy") == "True"),
                timeout=KUBELET_DETECTION_S, what="KubeletUnhealthy=True")
@@ -304,12 +300,8 @@ def test_a_pending_reboot_climbs_the_ladder_to_a_reboot_after_the_drain(
     assert set(placed.values()) == {realnode.NAME}
     boot_before = BOOT_ID.read_text().strip()
     t0 = time.monotonic()
-    marks: dict[str, float] = {}
-
-    def mark(what: str, value: object) -> object:
-        if value and what not in marks:
-            marks[what] = time.monotonic() - t0
-        return value
+    mark = Moments(t0)
+    marks = mark.at
 
     REBOOT_REQUIRED.write_text("*** System restart required ***\n")  # as Debian's update-notifier leaves it
     wait_until(lambda: mark("RebootRequired=True", status(core, "RebootRequired") == "True"), timeout=60,
@@ -411,12 +403,8 @@ def test_a_dark_node_keeps_its_statefulset_pod_until_a_person_confirms_it_off(
     power_button = tmp_path / "power-on"
     fences_before = remediator.metric("nodemedic_fences_total", evidence="person")
     t0 = time.monotonic()
-    marks: dict[str, float] = {}
-
-    def mark(what: str, value: object) -> object:
-        if value and what not in marks:
-            marks[what] = time.monotonic() - t0
-        return value
+    mark = Moments(t0)
+    marks = mark.at
 
     def db0() -> client.V1Pod | None:
         try:

@@ -50,9 +50,12 @@ def tool(cluster: Cluster, name: str, *args: str, timeout: float = 300) -> str:
     return done.stdout
 
 
-def agent_config(cluster: Cluster) -> str:
-    """The shipped agent config with this machine's kubelet restart (see the module docstring)."""
+def agent_config(cluster: Cluster, heartbeat: str | None = None) -> str:
+    """The shipped agent config with this machine's kubelet restart (see the module docstring), and `heartbeat`
+    instead of the shipped one where given."""
     doc = yaml.safe_load(SHIPPED_AGENT_CONFIG.read_text())
+    if heartbeat is not None:
+        doc["heartbeat"] = heartbeat
     hack = [sys.executable, str(ROOT / "hack" / "cluster")]
     etcd = next(p.pid for p in cluster.processes if p.name == "etcd")
     prefix = doc["repair"]["hostCommandPrefix"]
@@ -82,7 +85,8 @@ def agent_ready(api: Api) -> bool:
     return False
 
 
-def install(cluster: Cluster, workdir: Path, reference: str, kwok_nodes: list[str]) -> None:
+def install(cluster: Cluster, workdir: Path, reference: str, kwok_nodes: list[str], *,
+            heartbeat: str | None = None) -> None:
     """The chart with the image `reference` (pullPolicy Never), the agent config above and no remediator replicas;
     returns once the agent's pod is ready on the real node. The kwok nodes are cordoned meanwhile, as in the e2e
     test, so nothing of the chart lands on them."""
@@ -91,7 +95,7 @@ def install(cluster: Cluster, workdir: Path, reference: str, kwok_nodes: list[st
     values = workdir / "values.yaml"
     values.write_text(yaml.safe_dump({
         "image": {"repository": repository, "tag": tag, "pullPolicy": "Never"},
-        "agent": {"config": agent_config(cluster)},
+        "agent": {"config": agent_config(cluster, heartbeat)},
         "remediator": {"replicas": 0}}))
     cordon(api, kwok_nodes, True)
     try:
