@@ -24,6 +24,12 @@ class DryRunReport:
         actions += [("evict", a) for a in evictions]
         # A repair step: its id is new every cycle (it names the second it would start), so it is left out of the key.
         actions += [("repair", {k: v for k, v in a.items() if k != "id"}) for a in plan.repair.starts_json()]
+        # A dark node freed: its detail names how long it has been dark, a different text every cycle.
+        dark = plan.dark.to_json()
+        for kind, key in (("fence", "fence"), ("replace", "deleteNodeClaim"), ("unfence", "unfence")):
+            entries = dark[key]
+            assert isinstance(entries, list)
+            actions += [(kind, {k: v for k, v in a.items() if k not in ("detail", "why")}) for a in entries]
         current: set[str] = set()
         for kind, action in actions:
             # The action, not its explanation: a cause says "for 1h0m5s" and changes every cycle.

@@ -714,3 +714,80 @@ def test_a_replace_step_deletes_the_nodes_nodeclaim(tmp_path: Path) -> None:
     w.cache._reset_nodes(list(w.api.nodes.values()))
     w.cycle()
     assert w.metric("nodemedic_repair_steps_finished_total", action="replace", result="repaired") == 1
+
+
+def dark_node(name: str, *, confirmed: bool = True) -> dict[str, Any]:
+    """Ready=Unknown and the agent silent for an hour; a person's confirmation half an hour ago."""
+    n = node(name)
+    n["status"]["conditions"] = [
+        {"type": "Ready", "status": "Unknown", "lastTransitionTime": HOUR_AGO, "lastHeartbeatTime": HOUR_AGO},
+        {"type": "KernelDeadlock", "status": "False", "lastTransitionTime": HOUR_AGO, "lastHeartbeatTime": HOUR_AGO}]
+    if confirmed:
+        n["metadata"]["annotations"] = {"nodemedic.io/fence-confirmed": "2026-03-01T11:30:00Z by alice"}
+    return n
+
+
+OUT_OF_SERVICE = {"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown", "effect": "NoExecute",
+                  "timeAdded": "2026-03-01T12:00:00Z"}
+
+
+def test_a_dark_node_a_person_confirmed_is_fenced_once_and_unfenced_when_it_is_back(tmp_path: Path) -> None:
+    w = World(tmp_path, nodes=[dark_node("dark"), node("well"), node("well2")], pods=[])
+    w.cycle()
+    stored = w.api.nodes["dark"]
+    assert stored["spec"]["taints"] == [OUT_OF_SERVICE]
+    assert json.loads(stored["metadata"]["annotations"]["nodemedic.io/fence"])["evidence"] == "person"
+    assert "NodemedicFenced" in w.api.reasons() and w.metric("nodemedic_fences_total", evidence="person") == 1
+    w.watch_nodes()
+    w.clock.advance(5)
+    w.cycle()
+    assert w.api.writes.count(("PATCH", "/api/v1/nodes/dark")) == 1  # fenced once
+    # Back: Ready, then its agent reports; only then the taint and both annotations go.
+    stored["status"]["conditions"] = [
+        {"type": "Ready", "status": "True", "lastTransitionTime": "2026-03-01T12:00:03Z",
+         "lastHeartbeatTime": "2026-03-01T12:00:03Z"},
+        {"type": "KernelDeadlock", "status": "False", "lastTransitionTime": HOUR_AGO,
+         "lastHeartbeatTime": "2026-03-01T12:00:01Z"}]
+    w.watch_nodes()
+    w.clock.advance(5)
+    w.cycle()
+    assert stored["spec"]["taints"] == [OUT_OF_SERVICE] and w.metric("nodemedic_silent_nodes", seen="returning") == 1
+    stored["status"]["conditions"][1]["lastHeartbeatTime"] = "2026-03-01T12:00:10Z"
+    w.watch_nodes()
+    w.clock.advance(5)
+    w.cycle()
+    assert stored["spec"]["taints"] == []
+    assert not {"nodemedic.io/fence", "nodemedic.io/fence-confirmed"} & set(stored["metadata"]["annotations"])
+    assert "NodemedicUnfenced" in w.api.reasons() and w.metric("nodemedic_unfences_total") == 1
+
+
+def test_a_dark_node_that_comes_back_between_the_plan_and_the_write_is_not_fenced(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    w = World(tmp_path, nodes=[dark_node("dark"), node("well"), node("well2")], pods=[])
+    planned = controller_mod.make_plan
+
+    def plan_then_the_kubelet_posts(*args: Any) -> Plan:
+        plan = planned(*args)
+        back = dark_node("dark")
+        back["metadata"]["resourceVersion"] = "2"
+        back["status"]["conditions"][0].update(status="True", lastTransitionTime="2026-03-01T12:00:00Z")
+        w.cache._apply_node("MODIFIED", back)
+        return plan
+
+    monkeypatch.setattr(controller_mod, "make_plan", plan_then_the_kubelet_posts)
+    w.cycle()
+    assert [f.node for f in w.controller.plan.dark.fences] == ["dark"]  # planned...
+    assert ("PATCH", "/api/v1/nodes/dark") not in w.api.writes  # ...and not written: the node changed since
+    assert w.api.nodes["dark"]["spec"].get("taints") is None
+
+
+def test_a_dark_node_without_evidence_is_announced_once_and_a_dry_run_fences_nothing(tmp_path: Path) -> None:
+    w = World(tmp_path, nodes=[dark_node("dark", confirmed=False), node("well"), node("well2")], pods=[])
+    w.cycle()
+    w.clock.advance(5)
+    w.cycle()
+    assert w.api.reasons().count("NodemedicDarkNode") == 1 and ("PATCH", "/api/v1/nodes/dark") not in w.api.writes
+    assert w.metric("nodemedic_dark_node_needs_evidence", node="dark") == 1
+    d = World(tmp_path, nodes=[dark_node("dark"), node("well"), node("well2")], pods=[], dry_run=True)
+    d.cycle()
+    assert d.api.writes == [] and d.metric("nodemedic_dry_run_actions_total", action="fence") == 1
