@@ -99,7 +99,8 @@ def _dark(dark: dict[str, Any]) -> list[tuple[str, str, str, str]]:
             for f in dark.get("fence") or []]
     rows += [("replace", str(c.get("nodeClaim")), str(c.get("node")), str(c.get("detail")))
              for c in dark.get("deleteNodeClaim") or []]
-    rows += [("unfence", "", str(u.get("node")), str(u.get("why"))) for u in dark.get("unfence") or []]
+    rows += [("unfence", "out-of-service" if u.get("taint") else "confirmation", str(u.get("node")), str(u.get("why")))
+             for u in dark.get("unfence") or []]
     rows += [("silent", str(n.get("seen")), str(n.get("node")), str(n.get("why"))) for n in dark.get("nodes") or []]
     return rows
 

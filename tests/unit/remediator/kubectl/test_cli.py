@@ -139,6 +139,23 @@ def test_status_names_the_nodes_in_repair_and_those_handed_to_a_person() -> None
                       "karpenter.sh/nodepool=gpu")
 
 
+def test_status_and_plan_name_the_silent_nodes_and_what_is_fenced() -> None:
+    plan = {"darkNodes": {
+        "nodes": [{"node": "n1", "seen": "dark", "why": "no evidence", "needsEvidence": True},
+                  {"node": "n2", "seen": "kubelet-silent", "why": "its agent wrote"},
+                  {"node": "n3", "seen": "dark", "why": "fenced now"}],
+        "fence": [{"node": "n3", "evidence": "person", "detail": "confirmed off", "frees": ["shop/db-0"]}],
+        "deleteNodeClaim": [], "unfence": [{"node": "n4", "why": "back", "taint": True}], "halted": {}}}
+    leader = reach.Leader("ops", "nm-7d9f", "8080", "nm", "nm-7d9f", "2024-05-01T00:00:00Z")
+    out = render.status(leader, {}, plan, []).splitlines()
+    assert out[6] == ("silent      dark 2, kubelet-silent 1; evidence needed for n1 (kubectl nodemedic fence NODE "
+                      "--confirm)")
+    rows = [line.split(None, 3) for line in render.plan(plan).splitlines()[1:]]
+    assert rows[:2] == [["fence", "person", "n3", "confirmed off"], ["unfence", "out-of-service", "n4", "back"]]
+    assert rows[2:] == [["silent", "dark", "n1", "no evidence"], ["silent", "kubelet-silent", "n2", "its agent wrote"],
+                        ["silent", "dark", "n3", "fenced now"]]
+
+
 def test_why_prints_each_fact_with_when_it_changes() -> None:
     out = ask(["why", "sick-1"], api(args=ARGS))
     assert out.splitlines()[0] == "why sick-1 (as of 2024-05-01T12:00:00Z)"
