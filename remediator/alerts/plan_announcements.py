@@ -30,7 +30,7 @@ class PlanAnnouncements:
         self.exposure_series: set[tuple[str, str]] = set()  # (namespace, workload) in the exposure gauges
         self.exposed: set[tuple[str, str]] = set()  # (namespace, workload) below the threshold, announced
         self.loops_seen: set[str] = set()  # owner uids of scheduler loops announced
-        self.dark_seen: set[str] = set()  # dark nodes (waiting for evidence) and halted groups announced
+        self.dark_seen: set[tuple[str, str]] = set()  # (node, reason) of the dark nodes announced
 
     async def held(self, plan: Plan) -> None:
         now = self.monotonic()
@@ -119,12 +119,12 @@ class PlanAnnouncements:
         m.halted.clear()
         for group in d.halted:
             m.halted.labels(group).set(1)
-        told = {n.node: n for n in d.nodes.values() if n.needs_evidence or n.halted}
-        for node in sorted(set(told) - self.dark_seen) if write else ():
-            n = told[node]
-            await self.alerts.node(node, kind=AlertKind.DARK_NODE, type_="Warning",
-                                   reason="NodemedicManyNodesDark" if n.halted else "NodemedicDarkNode",
-                                   message=n.why, details={})
+        # Keyed by node and reason: a node waiting for evidence that a partition then holds is told again.
+        told = {(n.node, "NodemedicManyNodesDark" if n.halted else "NodemedicDarkNode"): n
+                for n in d.nodes.values() if n.needs_evidence or n.halted}
+        for node, reason in sorted(set(told) - self.dark_seen) if write else ():
+            await self.alerts.node(node, kind=AlertKind.DARK_NODE, type_="Warning", reason=reason,
+                                   message=told[(node, reason)].why, details={})
         self.dark_seen = set(told) if write else self.dark_seen
 
     async def _on_workload(self, namespace: str, workload: str, *, type_: str, reason: str, message: str,

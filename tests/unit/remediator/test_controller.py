@@ -791,3 +791,17 @@ def test_a_dark_node_without_evidence_is_announced_once_and_a_dry_run_fences_not
     d = World(tmp_path, nodes=[dark_node("dark"), node("well"), node("well2")], pods=[], dry_run=True)
     d.cycle()
     assert d.api.writes == [] and d.metric("nodemedic_dry_run_actions_total", action="fence") == 1
+
+
+def test_a_dark_node_waiting_for_evidence_is_told_again_when_a_partition_holds_it(tmp_path: Path) -> None:
+    nodes = [dark_node("d0", confirmed=False), node("d1"), node("d2"), node("well"), node("well2")]
+    w = World(tmp_path, nodes=nodes, pods=[])
+    w.cycle()
+    assert w.api.reasons() == ["NodemedicDarkNode"]
+    for name in ("d1", "d2"):  # two more go dark: 3 of 5, a partition
+        w.api.nodes[name] = dark_node(name, confirmed=False)
+    w.watch_nodes()
+    w.clock.advance(5)
+    w.cycle()
+    assert sorted(w.api.reasons()) == ["NodemedicDarkNode"] + ["NodemedicManyNodesDark"] * 3
+    assert w.metric("nodemedic_dark_nodes_halted", group="cluster") == 1
