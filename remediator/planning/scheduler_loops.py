@@ -44,8 +44,12 @@ def held_loops(snapshot: Snapshot, memory: PlannerMemory) -> list[SchedulerLoop]
 
 
 def remember_sizes(plan: Plan, snapshot: Snapshot, memory: PlannerMemory, balance: Set[str]) -> None:
-    """The size of every workload a `balance` strategy plans to move a pod of, for `held_loops` to compare with."""
+    """The size of every workload a `balance` strategy plans to move a pod of, for `held_loops` to compare with: the
+    largest seen while its moves are remembered. A later move planned while earlier evictions' pods are gone and their
+    replacements not yet made counts fewer; keeping that smaller size would take every replacement for a scale-up and
+    hide the loop (a fresh-clone run saw all 6 pods of a workload evicted that way, and no loop found)."""
     for e in plan.evictions:
         owner = e.pod.controller
         if owner is not None and e.strategy in balance:
-            memory.owner_size[owner.uid] = sum(1 for p in snapshot.pods_by_owner.get(owner.uid, ()) if p.live)
+            live = sum(1 for p in snapshot.pods_by_owner.get(owner.uid, ()) if p.live)
+            memory.owner_size[owner.uid] = max(memory.owner_size.get(owner.uid, 0), live)

@@ -65,3 +65,14 @@ def test_the_planner_remembers_the_size_of_a_workload_it_moves() -> None:
     memory = PlannerMemory()
     plan = make_plan(snapshot(NODES, [d(i, "a") for i in range(6)]), POLICY, memory)
     assert plan.evictions and memory.owner_size == {"uid-d-7d9f": 6}
+
+
+def test_a_move_planned_while_replacements_are_missing_keeps_the_workloads_full_size() -> None:
+    """Two pods of an 8-pod workload evicted and gone, their replacements not made yet: the next move sees 6 live
+    pods, but the workload is still 8; its replacements coming back are then a loop, not a scale-up."""
+    memory = PlannerMemory(moved_off={("uid-d-7d9f", "n-a"): MOVED}, owner_size={"uid-d-7d9f": 8})
+    plan = make_plan(snapshot(NODES, [d(i, "a") for i in range(6)]), POLICY, memory)
+    assert plan.evictions and memory.owner_size == {"uid-d-7d9f": 8}
+    back = [d(i, "a") for i in range(6)] + [d(6, "a", created=MOVED), d(7, "a", created=MOVED)]
+    assert [loop.owner for loop in make_plan(snapshot(NODES, back), POLICY, memory).scheduler_loops] == [
+        "ReplicaSet/d-7d9f"]
