@@ -122,8 +122,12 @@ def test_the_default_scheduler_skews_the_example_and_nodemedic_repairs_it_within
     if outcome != "repaired":
         plan = wait_until(lambda: (p := r.plan()) and p["deferred"] and p, timeout=30, what="a plan deferring svc-d")
         assert plan["evictions"] == [] and all("scheduler disagrees" in d["why"] for d in plan["deferred"])
-        # Counted once the plan defers: an eviction started before the loop was found may still have been landing.
+        # Counted once the plan defers (an eviction started before the loop was found may still have been landing),
+        # then compared after two more planning cycles: no eviction follows the hold.
         evicted = r.metric("nodemedic_evictions_total", outcome="evicted")
+        cycles = r.metric("nodemedic_plan_cycle_seconds_count")
+        wait_until(lambda: r.metric("nodemedic_plan_cycle_seconds_count") >= cycles + 2, timeout=60,
+                   what="two more planning cycles")
         assert r.metric("nodemedic_evictions_total", outcome="evicted") == evicted
     r.stop()
     healthy = history.stop()
