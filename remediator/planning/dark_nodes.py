@@ -172,11 +172,9 @@ class _Run:
         total: Counter[str] = Counter()
         dark: Counter[str] = Counter()
         for name, node in self.snapshot.nodes.items():
-            zone = node.labels.get(ZONE_LABEL)
-            for group in (f"{ZONE_LABEL}={zone}" if zone else None, "cluster"):
-                if group is not None:
-                    total[group] += 1
-                    dark[group] += name in self.dark
+            for group in _groups(node):
+                total[group] += 1
+                dark[group] += name in self.dark
         limit = self.settings.max_dark_percent
         for group, n in sorted(total.items()):
             if dark[group] > DISRUPTED_ABOVE and dark[group] * 100 >= limit * n:
@@ -185,11 +183,7 @@ class _Run:
                     f"{DISRUPTED_ABOVE}): the network or the control plane failed, not the machines, so none is fenced")
 
     def _halted(self, node: NodeRecord) -> str | None:
-        zone = node.labels.get(ZONE_LABEL)
-        for group in (f"{ZONE_LABEL}={zone}" if zone else "", "cluster"):
-            if group in self.plan.halted:
-                return self.plan.halted[group]
-        return None
+        return next((self.plan.halted[g] for g in _groups(node) if g in self.plan.halted), None)
 
     # --- a dark node -----------------------------------------------------------------------------------------------
     def act(self, node: NodeRecord, since: dt.datetime) -> None:
@@ -270,6 +264,12 @@ class _Run:
         detail = f"dark for {format_duration(whole_seconds(self.now - since))} (darkNodes.replaceAfter)"
         self.plan.claim_deletes.append(ClaimDelete(node.name, node.claim, detail, self._pods(node)))
         self.note(node, Seen.DARK, since, f"{witness}; its NodeClaim {node.claim} deleted now: {detail}")
+
+
+def _groups(node: NodeRecord) -> list[str]:
+    """The groups a partition is counted in: the node's zone (if it has one) and the whole cluster."""
+    zone = node.labels.get(ZONE_LABEL)
+    return [f"{ZONE_LABEL}={zone}", "cluster"] if zone else ["cluster"]
 
 
 def _ladder(node: NodeRecord) -> LadderState | None:
