@@ -3,7 +3,7 @@
 #   docker build -t REGISTRY/nodemedic:0.1.0 .          # then: helm install ... --set image.repository=REGISTRY/nodemedic
 #
 # The Python dependencies are requirements.lock (the runtime closure, pinned to the versions the tests ran with;
-# regenerate with `.venv/bin/python hack/requirements_lock.py`). docs/deploy.md explains the users below.
+# regenerate with `.venv/bin/python -m hack.requirements_lock`). docs/deploy.md explains the users below.
 ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS build

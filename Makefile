@@ -4,19 +4,22 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
+# hack/ is the package `hack`: its scripts run as modules from the repository root (`python -m hack.bench.chain`),
+# so `hack.kcp`, `agent` and `tests` resolve from this checkout as they do in the tests (hack/cluster does the same).
+
 .PHONY: demo test setup build lint unit e2e package bench-cluster bench-remediator bench-agent bench-agent-npd bench-agent-npd-node bench-plan bench-descheduler bench-chain bench-repair bench-dark
 
 # The demo builds only what it runs (the control plane, kubectl, Karpenter); `make build` builds everything.
 demo: setup
 	$(BIN)/python hack/cluster build --demo
-	$(BIN)/python hack/demo
+	$(BIN)/python -m hack.demo
 
 # pytest-xdist workers for the tests: chosen from measurements on 2 cores (README, "Tests").
 WORKERS ?= 3
 
-# Build, then lint and every test side by side (hack/test says how), then a table of where the time went.
+# Build, then lint and every test side by side (hack/test.py says how), then a table of where the time went.
 test: setup
-	$(BIN)/python hack/test --workers $(WORKERS)
+	$(BIN)/python -m hack.test --workers $(WORKERS)
 
 setup: $(VENV)/.installed
 
@@ -46,43 +49,43 @@ e2e: build
 # image's docker-archive (hack/package.py says more). The release workflow makes the same from a tag.
 package: setup
 	$(BIN)/python hack/cluster build --only debian --only helm --only image
-	$(BIN)/python hack/package.py --out dist
+	$(BIN)/python -m hack.package --out dist
 
 bench-cluster: build
-	$(BIN)/python hack/bench/cluster_up.py
+	$(BIN)/python -m hack.bench.cluster_up
 
 bench-remediator: build
-	$(BIN)/python hack/bench/remediator_latency.py --samples 30
+	$(BIN)/python -m hack.bench.remediator_latency --samples 30
 
 bench-agent: build
-	$(BIN)/python hack/bench/agent.py --samples 50
+	$(BIN)/python -m hack.bench.agent_alone --samples 50
 
 bench-agent-npd: build
-	$(BIN)/python hack/bench/agent_vs_npd.py --window 120 --samples 30
+	$(BIN)/python -m hack.bench.agent_vs_npd --window 120 --samples 30
 
 # The agent pod (the chart as it ships) and NPD's own DaemonSet and image on the real node: RSS and CPU from their
 # cgroups, at steady state. Needs the real node free (hack/kcp/realnode.py).
 bench-agent-npd-node: build
-	$(BIN)/python hack/bench/agent_vs_npd_on_node.py --seconds 120
+	$(BIN)/python -m hack.bench.agent_vs_npd_on_node --seconds 120
 
 bench-plan: setup
-	$(BIN)/python hack/bench/plan_cycle.py
+	$(BIN)/python -m hack.bench.plan_cycle
 
 bench-descheduler: build
-	$(BIN)/python hack/bench/cycle_vs_descheduler.py
+	$(BIN)/python -m hack.bench.cycle_vs_descheduler
 
 bench-chain: build
-	$(BIN)/python hack/bench/chain.py --runs 10 --strict-runs 3
+	$(BIN)/python -m hack.bench.chain --runs 10 --strict-runs 3
 
 # nodemedic's repair ladders beside Kubernetes and Karpenter on the same faults: the kubelet stopped on the real node
 # (needs it free: hack/kcp/realnode.py), a persistent condition on a Karpenter node.
 bench-repair: build
-	$(BIN)/python hack/bench/repair.py
+	$(BIN)/python -m hack.bench.repair
 
 bench-dark: build
-	$(BIN)/python hack/bench/dark.py
+	$(BIN)/python -m hack.bench.dark
 
 # Re-render deploy/manifests/ (and the chart's copies of the shipped configs) from deploy/helm/nodemedic.
 .PHONY: manifests
 manifests: build
-	$(BIN)/python hack/manifests.py
+	$(BIN)/python -m hack.manifests

@@ -1,9 +1,8 @@
-#!/usr/bin/env python3
 """Render the plain manifests in deploy/manifests/ from the Helm chart (`make manifests`); `--check` only compares.
 
 The chart carries copies of the shipped configs (Helm reads files only from inside a chart): this script refreshes
 them from deploy/policy/default.yaml and deploy/agent/default.yaml first. Helm is the pinned one that
-`hack/cluster build` puts in the cache (`kcp.paths.binary("helm")`); its own state goes to the cache too.
+`hack/cluster build` puts in the cache (`hack.kcp.paths.binary("helm")`); its own state goes to the cache too.
 """
 
 from __future__ import annotations
@@ -15,9 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from kcp import paths
+from hack.kcp import paths
 
 ROOT = Path(__file__).resolve().parents[1]
 CHART = ROOT / "deploy" / "helm" / "nodemedic"

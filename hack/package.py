@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """`make package`: the release artefacts in dist/ (git-ignored), each named by the version it carries:
 
 - the chart as `helm package` makes it, nodemedic-<Chart.yaml version>.tgz (the pinned helm of `hack/cluster build`);
@@ -24,11 +23,8 @@ import tempfile
 import tomllib
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import manifests  # hack/manifests.py: the chart's path, the pinned helm and its state directories
-
-from kcp import image
+from hack import manifests  # the chart's path, the pinned helm and its state directories
+from hack.kcp import image
 
 ROOT = Path(__file__).resolve().parents[1]
 CHART = manifests.CHART
@@ -126,7 +122,7 @@ def sha256(path: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="hack/package.py", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m hack.package", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=DIST, help="where the artefacts go (default: dist/)")
     ap.add_argument("--only", action="append", choices=ARTEFACTS, help="one artefact (repeatable; default all)")
@@ -137,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.check_tag:
         errors = check_tag(args.check_tag)
         for error in errors:
-            print(f"hack/package.py: {error}", file=sys.stderr)
+            print(f"{ap.prog}: {error}", file=sys.stderr)
         return 1 if errors else 0
     only = args.only or list(ARTEFACTS)
     made: list[Path] = []

@@ -5,16 +5,14 @@ e2e tests."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "hack"))
+from hack import manifests  # the pinned helm and the rendered manifests
 
-import manifests  # noqa: E402 - hack/manifests.py: the pinned helm and the rendered manifests
+ROOT = Path(__file__).resolve().parents[1]
 
 DASHBOARD = manifests.CHART / "files" / "dashboard.json"
 

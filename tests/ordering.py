@@ -2,7 +2,7 @@
 
 pytest-xdist hands a free worker the next unit of work (a test, or the tests of an `xdist_group` that share a
 module-scoped cluster) in collection order: a two-minute test collected last ends the run two minutes after every
-other worker went idle. `hack/test` records each test's time (setup and teardown included) from its junit reports
+other worker went idle. `hack/test.py` records each test's time (setup and teardown included) from its junit reports
 into the build cache, and the root conftest sorts the collection by it, the longest unit first (longest processing
 time first, the classic rule for this). Without a record (a new machine) the collection order stays as it is; a
 test the record lacks counts as 0 s. The order never decides an outcome: every test still runs.
@@ -12,16 +12,13 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hack"))
-
-from kcp import paths
+from hack.kcp import paths
 
 
 def record_path() -> Path:

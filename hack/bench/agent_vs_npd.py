@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Benchmark: nodemedic-agent and node-problem-detector side by side, tailing the same kernel log on one host.
 
 node-problem-detector v1.36.0 is built here from the Go module proxy (`k8s.io/node-problem-detector`) as its release
@@ -56,23 +55,22 @@ from typing import Any
 import yaml
 from kubernetes import client, config
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT / "hack"), str(ROOT)]  # bench and kcp; the agent's defaults and tests' real journal
+from agent.logsources.journal_hub import JOURNAL_DIRS, JournalHub
+from agent.npd.logmonitor_config import DEFAULT_MONITORS
+from hack.bench.lib import child
+from hack.bench.lib.cluster import clean_cluster, unbuilt
+from hack.bench.lib.comparison import format_ratio, ratio
+from hack.bench.lib.monitor import bench_condition, bench_monitor
+from hack.bench.lib.node_conditions import ConditionWatch, has_condition
+from hack.bench.lib.process import commands, open_journal_files
+from hack.bench.lib.report import machine
+from hack.bench.lib.stats import percentiles_ms, summarize
+from hack.bench.lib.steady_state import sample_steady_state
+from hack.kcp import build, debian, nodes, paths
+from hack.kcp.measure import wait
+from tests.real_journal import RealJournal
 
-from agent.logsources.journal_hub import JOURNAL_DIRS, JournalHub  # noqa: E402
-from agent.npd.logmonitor_config import DEFAULT_MONITORS  # noqa: E402
-from bench.lib import child  # noqa: E402
-from bench.lib.cluster import clean_cluster, unbuilt  # noqa: E402
-from bench.lib.comparison import format_ratio, ratio  # noqa: E402
-from bench.lib.monitor import bench_condition, bench_monitor  # noqa: E402
-from bench.lib.node_conditions import ConditionWatch, has_condition  # noqa: E402
-from bench.lib.process import commands, open_journal_files  # noqa: E402
-from bench.lib.report import machine  # noqa: E402
-from bench.lib.stats import percentiles_ms, summarize  # noqa: E402
-from bench.lib.steady_state import sample_steady_state  # noqa: E402
-from kcp import build, debian, nodes, paths  # noqa: E402
-from kcp.measure import wait  # noqa: E402
-from tests.real_journal import RealJournal  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 NPD_VERSION = "v1.36.0"
 NPD_MODULE = "k8s.io/node-problem-detector"

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Benchmark: the nodemedic agent pod and node-problem-detector's pod side by side on the real node, each as its
 project ships it, at steady state: RSS and CPU of their containers, read from their cgroups.
 
@@ -60,12 +59,7 @@ from pathlib import Path
 import yaml
 from kubernetes import client, config
 
-ROOT = Path(__file__).resolve().parents[2]
-# hack/ for `kcp` and `bench`, and the repository before this script's folder, which Python puts first: there
-# hack/bench/agent.py would be the `agent` the real node's start-up imports (agent.checks.runtime, since 515e4eb).
-sys.path[:0] = [str(ROOT / "hack"), str(ROOT)]
-
-from bench.agent_vs_npd import (  # noqa: E402
+from hack.bench.agent_vs_npd import (
     AGENT,
     MONITOR_FLAG,
     NPD,
@@ -74,14 +68,16 @@ from bench.agent_vs_npd import (  # noqa: E402
     daemonset_monitors,
     npd_source,
 )
-from bench.lib.cluster import unbuilt  # noqa: E402
-from bench.lib.comparison import Comparison, format_ratio  # noqa: E402
-from bench.lib.report import note  # noqa: E402
-from bench.lib.stats import summarize  # noqa: E402
-from bench.lib.table import Column, table  # noqa: E402
-from kcp import audit, build, controlplane, image, paths, realnode  # noqa: E402
-from kcp.measure import wait  # noqa: E402
-from kcp.steps import log, run  # noqa: E402
+from hack.bench.lib.cluster import unbuilt
+from hack.bench.lib.comparison import Comparison, format_ratio
+from hack.bench.lib.report import note
+from hack.bench.lib.stats import summarize
+from hack.bench.lib.table import Column, table
+from hack.kcp import audit, build, controlplane, image, paths, realnode
+from hack.kcp.measure import wait
+from hack.kcp.steps import log, run
+
+ROOT = Path(__file__).resolve().parents[2]
 
 CLUSTER = "bench-agent-npd-node"
 KWOK_NODES = 2

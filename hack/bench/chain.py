@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Benchmark: kernel line → node removed by the node autoscaler, step by step; side by side with Karpenter's own repair.
 
 One local control plane with no static node and Karpenter (kwok provider, consolidation WhenEmpty after 5 s), then
@@ -25,15 +24,14 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "hack"))
+from hack.bench.lib import child
+from hack.bench.lib.cluster import clean_cluster, unbuilt
+from hack.bench.lib.comparison import format_ratio, ratio
+from hack.bench.lib.report import machine
+from hack.bench.lib.stats import summarize
+from hack.kcp import build, chain, controlplane, karpenter, versions
 
-from bench.lib import child  # noqa: E402
-from bench.lib.cluster import clean_cluster, unbuilt  # noqa: E402
-from bench.lib.comparison import format_ratio, ratio  # noqa: E402
-from bench.lib.report import machine  # noqa: E402
-from bench.lib.stats import summarize  # noqa: E402
-from kcp import build, chain, controlplane, karpenter, versions  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def policy() -> str:

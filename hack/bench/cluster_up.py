@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Benchmark: warm `hack/cluster up --nodes N` (binaries cached) until every node is Ready, then `down`.
 
 Prints one line per run with the step timings (seconds since start) and the summary.
@@ -11,13 +10,10 @@ import json
 import platform
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench.lib.cluster import unbuilt
-from bench.lib.stats import summarize
-from kcp import build, controlplane
+from hack.bench.lib.cluster import unbuilt
+from hack.bench.lib.stats import summarize
+from hack.kcp import build, controlplane
 
 
 def main() -> int:

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Benchmark: one planning cycle of nodemedic next to one descheduling cycle of descheduler v0.36.0.
 
 Starts its own local control plane with the API server's audit log on, with --nodes kwok nodes (8 cpu / 31Gi,
@@ -25,7 +24,7 @@ DefaultEvictor args and per-cycle limits), one after the other, never at the sam
     audit log (requests per User-Agent between two scrapes; descheduler serves no client-go request metrics).
 
 Prints each figure as soon as it is measured (with the ratio once both tools' are in), then one table.
-Usage: .venv/bin/python hack/bench/cycle_vs_descheduler.py [--nodes 500] [--pods 15000]
+Usage: .venv/bin/python -m hack.bench.cycle_vs_descheduler [--nodes 500] [--pods 15000]
 """
 
 from __future__ import annotations
@@ -49,19 +48,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "hack"))
-
-from bench.lib import child  # noqa: E402
-from bench.lib.comparison import format_ratio, ratio  # noqa: E402
-from bench.lib.process import vm_rss  # noqa: E402
-from bench.lib.report import note  # noqa: E402
-from bench.lib.stats import median_or_nan  # noqa: E402
-from bench.lib.table import Column, table  # noqa: E402
-from kcp import audit, controlplane, descheduler, nodes, paths  # noqa: E402
-from kcp.api import Api, ApiError  # noqa: E402
-from kcp.measure import wait  # noqa: E402
-from kcp.ports import free_port  # noqa: E402
+from hack.bench.lib import child
+from hack.bench.lib.comparison import format_ratio, ratio
+from hack.bench.lib.process import vm_rss
+from hack.bench.lib.report import note
+from hack.bench.lib.stats import median_or_nan
+from hack.bench.lib.table import Column, table
+from hack.kcp import audit, controlplane, descheduler, nodes, paths
+from hack.kcp.api import Api, ApiError
+from hack.kcp.measure import wait
+from hack.kcp.ports import free_port
 
 TAINT_KEY = "nodemedic.io/kernel-deadlock"
 NAMESPACES = 10

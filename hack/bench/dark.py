@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Benchmark: a node that goes dark, with Kubernetes alone and with nodemedic, in one run.
 
 The real node (hack/kcp/realnode.py) runs a one-replica StatefulSet `db` and a one-replica Deployment `web`, both
@@ -28,19 +27,18 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT / "hack"), str(ROOT)]  # hack/ for `kcp` and `bench`; the repository first (bench/repair.py)
+from hack.bench.lib import real_node
+from hack.bench.lib.cluster import clean_cluster, unbuilt
+from hack.bench.lib.comparison import format_ratio, ratio
+from hack.bench.lib.report import machine
+from hack.bench.lib.table import Column, table
+from hack.bench.lib.timeline import Timeline, seconds
+from hack.kcp import build, image, nodes, realnode, versions
+from hack.kcp.api import Api, ApiError
+from hack.kcp.controlplane import Cluster
+from hack.kcp.measure import wait
 
-from bench.lib import real_node  # noqa: E402
-from bench.lib.cluster import clean_cluster, unbuilt  # noqa: E402
-from bench.lib.comparison import format_ratio, ratio  # noqa: E402
-from bench.lib.report import machine  # noqa: E402
-from bench.lib.table import Column, table  # noqa: E402
-from bench.lib.timeline import Timeline, seconds  # noqa: E402
-from kcp import build, image, nodes, realnode, versions  # noqa: E402
-from kcp.api import Api, ApiError  # noqa: E402
-from kcp.controlplane import Cluster  # noqa: E402
-from kcp.measure import wait  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 CLUSTER = "bench-dark-node"
 KWOK_NODES = [nodes.node_name(i) for i in range(2)]

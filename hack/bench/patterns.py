@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Benchmark: every shipped log pattern on adversarial input, Python's backtracking `re` (the agent before issue 25)
 against RE2 as the agent runs it now (google-re2, the line capped at MAX_MATCHED_LINE, a multi-line rule's buffer at
 MAX_MATCHED_BUFFER).
@@ -14,7 +13,7 @@ them, plus the filesystem check's remount pattern. For each one a matching phras
 Each search on `re` runs in a child process, given up after --limit seconds (shown as ">Ns"); RE2 runs here. Prints one
 row per pattern: the worst input and its time on each engine, slowest `re` first.
 
-    .venv/bin/python hack/bench/patterns.py [--limit 10] [--repeat 3]
+    .venv/bin/python -m hack.bench.patterns [--limit 10] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -27,9 +26,6 @@ import time
 import warnings
 from collections import deque
 from dataclasses import dataclass
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from hypothesis import HealthCheck, find, settings
 from hypothesis import strategies as st

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Benchmark: the placement engine (MakeRoomForPendingPods) over the synthetic 5,000-node / 150,000-pod cluster of
 plan_cycle.py, with 100 pods pending for fragmentation.
 
@@ -16,15 +15,10 @@ import dataclasses
 import datetime as dt
 import random
 import resource
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack"))
-
-from bench.lib.stats import summarize
-from bench.plan_cycle import NOW, build  # the same generator, so the two benchmarks share their cluster
+from hack.bench.lib.stats import summarize
+from hack.bench.plan_cycle import NOW, build  # the same generator, so the two benchmarks share their cluster
 from remediator.heap import HeapFreezer
 from remediator.model import NodeSelectorTerm, OwnerRef, PodRecord, SelectorRequirement, Snapshot
 from remediator.planner import PlannerMemory, make_plan

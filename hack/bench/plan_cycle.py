@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Benchmark: one remediator planning cycle over a synthetic in-memory cluster (no API server, no kwok).
 
 Builds 5,000 nodes and 150,000 pods with a realistic mix (three zones; GPU nodes with a taint; infra nodes with
@@ -26,15 +25,10 @@ import datetime as dt
 import itertools
 import random
 import resource
-import sys
 import time
 from collections import Counter
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack"))
-
-from bench.lib.stats import summarize
+from hack.bench.lib.stats import summarize
 from remediator.heap import HeapFreezer
 from remediator.model import (
     NO_STATUSES,

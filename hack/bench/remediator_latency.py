@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Benchmark: condition held for `for` → taint on the node, and taint → first eviction request.
 
 Starts its own local control plane and a real `nodemedic-remediator run`, then, N times: pins a fresh
@@ -26,15 +25,14 @@ from typing import Any
 
 from kubernetes import client, config, watch
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "hack"))
+from hack.bench.lib import child
+from hack.bench.lib.cluster import clean_cluster, unbuilt
+from hack.bench.lib.report import machine
+from hack.bench.lib.stats import percentiles_ms, summarize
+from hack.kcp import build, nodes
+from hack.kcp.measure import wait
 
-from bench.lib import child  # noqa: E402
-from bench.lib.cluster import clean_cluster, unbuilt  # noqa: E402
-from bench.lib.report import machine  # noqa: E402
-from bench.lib.stats import percentiles_ms, summarize  # noqa: E402
-from kcp import build, nodes  # noqa: E402
-from kcp.measure import wait  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 TAINT = "nodemedic.io/kernel-deadlock"
 FOR_SECONDS = 2

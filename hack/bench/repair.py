@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Benchmark: nodemedic's repair ladders against what Kubernetes and Karpenter do with the same fault, in one run.
 
 1. The kubelet stopped on the real node (hack/kcp/realnode.py), until the node is Ready again.
@@ -38,22 +37,17 @@ from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
-# hack/ for `kcp` and `bench`, and the repository before this script's folder, which Python puts first: there
-# hack/bench/agent.py would be the `agent` the real node's start-up imports (agent.checks.runtime).
-sys.path[:0] = [str(ROOT / "hack"), str(ROOT)]
-
-from bench.chain import policy as chain_policy  # noqa: E402
-from bench.chain import wait_pool_gone  # noqa: E402
-from bench.lib import child, real_node, replace  # noqa: E402
-from bench.lib.cluster import clean_cluster, unbuilt  # noqa: E402
-from bench.lib.comparison import format_ratio, ratio  # noqa: E402
-from bench.lib.report import machine  # noqa: E402
-from bench.lib.table import Column, table  # noqa: E402
-from bench.lib.timeline import Timeline, seconds  # noqa: E402
-from kcp import build, chain, controlplane, image, karpenter, nodes, realnode, versions  # noqa: E402
-from kcp.api import Api  # noqa: E402
-from kcp.measure import wait  # noqa: E402
+from hack.bench.chain import policy as chain_policy
+from hack.bench.chain import wait_pool_gone
+from hack.bench.lib import child, real_node, replace
+from hack.bench.lib.cluster import clean_cluster, unbuilt
+from hack.bench.lib.comparison import format_ratio, ratio
+from hack.bench.lib.report import machine
+from hack.bench.lib.table import Column, table
+from hack.bench.lib.timeline import Timeline, seconds
+from hack.kcp import build, chain, controlplane, image, karpenter, nodes, realnode, versions
+from hack.kcp.api import Api
+from hack.kcp.measure import wait
 
 REAL_CLUSTER = "bench-repair-real-node"
 KARPENTER_CLUSTER = "bench-repair-karpenter"

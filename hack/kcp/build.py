@@ -22,8 +22,8 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from kcp import debian, image, paths, versions
-from kcp.steps import TreeRssSampler, building, log, prefix, run
+from hack.kcp import debian, image, paths, versions
+from hack.kcp.steps import TreeRssSampler, building, log, prefix, run
 
 # The control plane, and a real node's kubelet and kube-proxy (hack/kcp/realnode.py): one build, one version.
 K8S_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy")

@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kcp import karpenter
-from kcp.api import Api, ApiError
-from kcp.controlplane import Cluster
-from kcp.measure import wait
+from hack.kcp import karpenter
+from hack.kcp.api import Api, ApiError
+from hack.kcp.controlplane import Cluster
+from hack.kcp.measure import wait
 
 ROOT = Path(__file__).resolve().parents[2]
 HUNG = "INFO: task jbd2/sda1-8:412 blocked for more than 120 seconds."

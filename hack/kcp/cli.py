@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from kcp import build, controlplane, image, karpenter, nodeservice, paths, procs, realnode, versions
+from hack.kcp import build, controlplane, image, karpenter, nodeservice, paths, procs, realnode, versions
 
 DEFAULT_NAME = "nodemedic"
 
@@ -165,3 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     except (RuntimeError, TimeoutError) as e:
         print(f"hack/cluster {args.cmd}: {e}", file=sys.stderr)
         return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -18,11 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kcp import audit as kube_audit
-from kcp import nodes as kwok_nodes
-from kcp import nodeservice, paths, pki, procs, realnode
-from kcp.api import Api
-from kcp.ports import free_port
+from hack.kcp import audit as kube_audit
+from hack.kcp import nodes as kwok_nodes
+from hack.kcp import nodeservice, paths, pki, procs, realnode
+from hack.kcp.api import Api
+from hack.kcp.ports import free_port
 
 STAGES = Path(__file__).with_name("kwok-stages.yaml")
 KWOK_METRICS = Path(__file__).with_name("kwok-metrics.yaml")

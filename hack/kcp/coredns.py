@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kcp import paths
-from kcp.api import Api, ApiError
+from hack.kcp import paths
+from hack.kcp.api import Api, ApiError
 
 SERVICE_IP = "10.0.0.10"  # in the API server's --service-cluster-ip-range (10.0.0.0/24)
 READY_PORT = 18181  # CoreDNS's `ready` plugin: 200 once the kubernetes plugin has synced

@@ -12,8 +12,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from kcp import versions
-from kcp.steps import TreeRssSampler, log, run
+from hack.kcp import versions
+from hack.kcp.steps import TreeRssSampler, log, run
 
 
 def installed(package: str) -> str:

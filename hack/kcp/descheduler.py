@@ -42,9 +42,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kcp import paths
-from kcp.api import Api
-from kcp.ports import free_port
+from hack.kcp import paths
+from hack.kcp.api import Api
+from hack.kcp.ports import free_port
 
 END_MARKER = "Number of evictions/requests"  # descheduler.go runDeschedulerLoop: the last line of every cycle
 START_MARKER = "Resetting pod evictor counters"  # the first line of a cycle, at -v 3

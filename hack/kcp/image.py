@@ -16,8 +16,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from kcp import paths, versions
-from kcp.steps import TreeRssSampler, log, run
+from hack.kcp import paths, versions
+from hack.kcp.steps import TreeRssSampler, log, run
 
 REPO = Path(__file__).resolve().parents[2]
 REPOSITORY = "localhost/nodemedic"

@@ -18,10 +18,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from kcp import paths
-from kcp.api import Api, ApiError
-from kcp.controlplane import Cluster, environ_for
-from kcp.ports import free_port
+from hack.kcp import paths
+from hack.kcp.api import Api, ApiError
+from hack.kcp.controlplane import Cluster, environ_for
+from hack.kcp.ports import free_port
 
 INSTANCE_TYPE = "c-4x-amd64-linux"  # 4 CPU, 8Gi, 64 pods; allocatable 3900m after kwok's kube-reserved 100m
 NODEPOOL_LABEL = "karpenter.sh/nodepool"

@@ -16,10 +16,10 @@ import os
 import ssl
 import time
 
-from kcp import paths, pki
-from kcp.api import ApiError
-from kcp.controlplane import Cluster
-from kcp.ports import free_port
+from hack.kcp import paths, pki
+from hack.kcp.api import ApiError
+from hack.kcp.controlplane import Cluster
+from hack.kcp.ports import free_port
 
 APISERVICE = "v1beta1.metrics.k8s.io"
 SERVICE, NAMESPACE = "metrics-server", "kube-system"

@@ -6,7 +6,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from kcp.api import Api, ApiError
+from hack.kcp.api import Api, ApiError
 
 ZONES = ("zone-a", "zone-b", "zone-c")
 REGION = "local-1"

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TextIO
 
-from kcp import procs, realnode
+from hack.kcp import procs, realnode
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 LOCK_NAME = "node-service.lock"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from kcp.api import Api, ApiError
+from hack.kcp.api import Api, ApiError
 
 # The partitioned nodes: the keys of this ConfigMap (the policies' parameter). Nothing on the node or its Lease
 # changes: the node lifecycle controller sees a Lease that simply stops being renewed, as for a dead kubelet.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from kcp import versions
+from hack.kcp import versions
 
 
 def cache_root() -> Path:

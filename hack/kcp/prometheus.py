@@ -14,8 +14,8 @@ from typing import Any
 
 import yaml
 
-from kcp import paths, procs
-from kcp.ports import free_port
+from hack.kcp import paths, procs
+from hack.kcp.ports import free_port
 
 
 @dataclass

@@ -27,8 +27,8 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from kcp import coredns, image, paths, pki, procs
-from kcp.api import Api
+from hack.kcp import coredns, image, paths, pki, procs
+from hack.kcp.api import Api
 
 NAME = "real-node-0"
 ZONE = "zone-a"

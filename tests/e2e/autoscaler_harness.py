@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from kubernetes import client
 
-from kcp import karpenter  # on the path: tests/e2e/conftest.py puts hack/ there
+from hack.kcp import karpenter
 from tests.e2e.conftest import LocalCluster
 
 POOL_LABEL = karpenter.NODEPOOL_LABEL

@@ -10,7 +10,6 @@ import contextlib
 import os
 import re
 import secrets
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,13 +18,9 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
+from hack.kcp import build, controlplane, karpenter, nodes
 from tests.e2e.agent_harness import Agent
 from tests.waiting import wait_until
-
-HACK = Path(__file__).resolve().parents[2] / "hack"
-sys.path.insert(0, str(HACK))
-
-from kcp import build, controlplane, karpenter, nodes  # noqa: E402
 
 NODE_COUNT = 4  # three zones, one of them with two nodes
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kcp import paths, versions
+from hack.kcp import paths, versions
 
 V1ALPHA1 = Path(__file__).resolve().parents[1] / "testdata" / "policies" / "descheduler-v1alpha1"
 

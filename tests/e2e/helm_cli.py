@@ -4,15 +4,11 @@ built or when a command fails."""
 from __future__ import annotations
 
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
+from hack import manifests
 from tests.e2e.conftest import LocalCluster
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack"))
-import manifests
 
 
 def helm(cluster: LocalCluster, *args: str) -> str:

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from kcp import build, paths, prometheus
-from kcp.ports import free_port
+from hack.kcp import build, paths, prometheus
+from hack.kcp.ports import free_port
 from tests import chart_monitoring as cm
 from tests.waiting import wait_until
 

@@ -11,8 +11,8 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-from kcp import paths, procs
-from kcp.ports import free_port
+from hack.kcp import paths, procs
+from hack.kcp.ports import free_port
 from tests.waiting import wait_until
 
 

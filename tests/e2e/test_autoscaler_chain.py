@@ -21,7 +21,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from kcp import karpenter, partition
+from hack.kcp import karpenter, partition
 from tests.e2e.agent_harness import HUNG, Agent, kmsg, start_agent, write_config
 from tests.e2e.autoscaler_harness import POOL_LABEL, PoolWatch, node_pool, pool_nodes
 from tests.e2e.conftest import LocalCluster

@@ -10,25 +10,18 @@ import json
 import re
 import shlex
 import subprocess
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from hack import manifests  # the pinned helm and its state directories
+from hack.kcp import paths
 from tests.e2e.conftest import LocalCluster
 from tests.e2e.helm_cli import helm
 from tests.waiting import wait_until
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "hack"))
-
-import manifests  # noqa: E402 - hack/manifests.py: the pinned helm and its state directories
-
-from kcp import paths  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 

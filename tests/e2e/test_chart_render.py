@@ -3,17 +3,13 @@ deploy/manifests/ are exactly what it renders. Helm missing: these tests FAIL, n
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "hack"))
-
-import manifests  # noqa: E402 - hack/manifests.py, the renderer `make manifests` runs
+from hack import manifests  # the renderer `make manifests` runs
 
 pytestmark = pytest.mark.e2e
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from kcp import partition
+from hack.kcp import partition
 from nodemedic_common.fence_contract import CONFIRM_ANNOTATION, OUT_OF_SERVICE_KEY
 from tests.e2e.conftest import LocalCluster
 from tests.e2e.remediator_harness import (

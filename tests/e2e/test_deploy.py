@@ -23,6 +23,8 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
 from agent.checks import BUILTIN
+from hack import manifests  # the pinned helm and its state directories
+from hack.kcp import paths
 from tests.e2e.conftest import LocalCluster
 from tests.e2e.fake_host import host_root
 from tests.e2e.helm_cli import helm
@@ -30,11 +32,6 @@ from tests.e2e.remediator_harness import deployment, pods_of, start_remediator, 
 from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "hack"))
-
-import manifests  # noqa: E402 - hack/manifests.py: the pinned helm and its state directories
-
-from kcp import paths  # noqa: E402
 
 # One xdist worker runs the whole module: its tests share the manifests installed once (module-scoped installed).
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("deploy")]

@@ -26,7 +26,6 @@ import os
 import re
 import secrets
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -38,13 +37,11 @@ import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from hack.kcp import descheduler, nodes
 from tests.e2e.backdate import backdate_pod
-from tests.e2e.conftest import HACK, LocalCluster, _started
+from tests.e2e.conftest import LocalCluster, _started
 from tests.e2e.remediator_harness import REMEDIATOR
 from tests.waiting import wait_until
-
-sys.path.insert(0, str(HACK))
-from kcp import descheduler, nodes
 
 # One xdist worker runs the whole module: its tests share one comparison cluster (module-scoped compare_cluster).
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("descheduler_comparison")]

@@ -34,7 +34,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from kcp import descheduler, paths
+from hack.kcp import descheduler, paths
 from nodemedic_common.config_errors import ConfigError
 from remediator.policy.loader import convert_policy, parse_policy
 from tests.e2e.conftest import LocalCluster

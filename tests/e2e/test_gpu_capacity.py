@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from kcp.nodes import ALLOCATABLE, CAPACITY
+from hack.kcp.nodes import ALLOCATABLE, CAPACITY
 from tests.e2e.agent_harness import BUILTINS, Agent, start_agent
 from tests.e2e.conftest import LocalCluster
 from tests.e2e.fake_host import host_root

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from kcp import controlplane, descheduler, metrics_server, paths, prometheus
-from kcp.nodes import ALLOCATABLE, RESOURCE_METRICS_PATH
+from hack.kcp import controlplane, descheduler, metrics_server, paths, prometheus
+from hack.kcp.nodes import ALLOCATABLE, RESOURCE_METRICS_PATH
 from remediator.state.quantity import parse_quantity
 from tests.e2e.conftest import LocalCluster, _started
 from tests.e2e.remediator_harness import deployment, new_namespace, place_on_first

@@ -42,8 +42,8 @@ from kubernetes import client
 from agent.checks import cluster_dns, runtime
 from agent.checks import kube_proxy as kube_proxy_check
 from agent.checks import kubelet as kubelet_check
-from kcp import coredns, image, metrics_server, paths, prometheus, realnode
-from kcp.api import ApiError
+from hack.kcp import coredns, image, metrics_server, paths, prometheus, realnode
+from hack.kcp.api import ApiError
 from remediator.state.quantity import parse_quantity
 from tests import chart_monitoring
 from tests.e2e.conftest import LocalCluster, _started

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -15,13 +14,13 @@ from typing import Any
 import pytest
 import yaml
 
+from hack import (
+    manifests,  # the chart and the pinned helm
+    package,  # what `make package` and the release workflow run
+)
+from hack.kcp import build, debian, paths, versions
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "hack"))
-
-import manifests  # noqa: E402 - hack/manifests.py: the chart and the pinned helm
-import package  # noqa: E402 - hack/package.py, what `make package` and the release workflow run
-
-from kcp import build, debian, paths, versions  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 

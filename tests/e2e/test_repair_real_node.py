@@ -38,7 +38,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from kcp import image, paths, realnode
+from hack.kcp import image, paths, realnode
 from nodemedic_common.fence_contract import CONFIRM_ANNOTATION, FENCE_ANNOTATION, OUT_OF_SERVICE_KEY
 from tests.e2e.conftest import LocalCluster, _started
 from tests.e2e.remediator_harness import (

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from kcp import paths
+from hack.kcp import paths
 from tests.e2e.conftest import LocalCluster
 from tests.e2e.remediator_harness import (
     deployment,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from kcp import image, nodes, realnode
+from hack.kcp import image, nodes, realnode
 from tests.e2e import zone_example as ex
 from tests.e2e.conftest import LocalCluster, _started
 from tests.e2e.remediator_harness import cordon

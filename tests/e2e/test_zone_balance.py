@@ -16,7 +16,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from kcp import paths
+from hack.kcp import paths
 from tests.e2e import second_scheduler
 from tests.e2e import zone_example as ex
 from tests.e2e.conftest import LocalCluster, _started

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 
-from kcp import build, controlplane
+from hack.kcp import build, controlplane
 
 
 def unbuilt(components: Iterable[str]) -> bool:

@@ -26,12 +26,12 @@ from typing import Any
 
 import yaml
 
-from bench.lib import child
-from kcp import paths, realnode
-from kcp.api import Api, ApiError
-from kcp.controlplane import Cluster
-from kcp.measure import wait
-from kcp.ports import free_port
+from hack.bench.lib import child
+from hack.kcp import paths, realnode
+from hack.kcp.api import Api, ApiError
+from hack.kcp.controlplane import Cluster
+from hack.kcp.measure import wait
+from hack.kcp.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[3]
 CHART = ROOT / "deploy" / "helm" / "nodemedic"

@@ -16,10 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.lib.timeline import Timeline
-from kcp import chain, karpenter
-from kcp.api import Api, ApiError
-from kcp.controlplane import Cluster
+from hack.bench.lib.timeline import Timeline
+from hack.kcp import chain, karpenter
+from hack.kcp.api import Api, ApiError
+from hack.kcp.controlplane import Cluster
 
 REPAIR_ANNOTATION = "nodemedic.io/repair"  # nodemedic_common.repair_contract.REPAIR_ANNOTATION
 DISRUPTED_TAINT = "karpenter.sh/disrupted"  # Karpenter's, on a node it drains

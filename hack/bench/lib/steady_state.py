@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from bench.lib.process import TreeUsage, tree_usage
+from hack.bench.lib.process import TreeUsage, tree_usage
 
 MIB = 2**20
 TICK = os.sysconf("SC_CLK_TCK")

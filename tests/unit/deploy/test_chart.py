@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ast
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ import pytest
 import yaml
 
 from agent import cli as agent_cli
+from hack import manifests  # the renderer `make manifests` runs
 from remediator import cli as remediator_cli
 from remediator.actions.evictor import Outcome
 from remediator.policy.autoscaler import AUTO
@@ -21,9 +21,6 @@ from remediator.policy.loader import load_policy, validate_main
 from remediator.state.autoscaler_detection import CLUSTER_AUTOSCALER_STATUS
 
 ROOT = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT / "hack"))
-
-import manifests  # noqa: E402 - hack/manifests.py, the renderer `make manifests` runs
 
 # Labels a Prometheus target or the ServiceMonitor's relabelling adds to every series.
 TARGET_LABELS = {"job", "instance", "namespace", "pod", "service", "endpoint", "container", "node"}

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,10 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT / "hack"))
-
-import manifests  # noqa: E402 - hack/manifests.py: the pinned helm and its state directories
+from hack import manifests  # the pinned helm and its state directories
 
 SCHEMA = manifests.CHART / "values.schema.json"
 SYSTEM_CLASSES = ["system-node-critical", "system-cluster-critical"]

@@ -6,18 +6,14 @@ promtool missing: these tests FAIL, never skip (`hack/cluster build --only prome
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from hack.kcp import build, paths  # the pinned promtool
 from tests import chart_monitoring as cm
-
-sys.path.insert(0, str(cm.ROOT / "hack"))
-
-from kcp import build, paths  # hack/kcp: the pinned promtool
 
 TESTDATA = cm.ROOT / "tests" / "testdata" / "prometheus"
 CRONJOB = ("remediator.mode=cronjob",)

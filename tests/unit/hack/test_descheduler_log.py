@@ -4,14 +4,10 @@ is still writing (the benchmark reads the log of a running descheduler)."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "hack"))
-
-from kcp import descheduler
+from hack.kcp import descheduler
 
 
 def line(msg: str, **fields: object) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kcp import image, paths, versions
+from hack.kcp import image, paths, versions
 
 
 @pytest.fixture

@@ -10,11 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from hack.kcp import build, controlplane, karpenter, metrics_server, nodes, paths, procs
 from tests.waiting import wait_until
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "hack"))
-
-from kcp import build, controlplane, karpenter, metrics_server, nodes, paths, procs
 
 
 def test_a_started_process_is_recorded_and_stopped_by_its_own_pid(tmp_path: Path) -> None:

@@ -4,15 +4,14 @@ cgroup root), the state file's records replaced in place, the lock `down` shares
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import uuid
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "hack"))
-
-from kcp import cli, nodeservice, procs
+from hack.kcp import cli, nodeservice, procs, versions
 
 V1 = ("blkio", "cpu", "cpuacct", "cpuset", "devices", "freezer", "memory", "pids", "systemd", "unified")
 
@@ -113,6 +112,15 @@ def test_the_boot_id_is_a_new_uuid_written_in_place(tmp_path: Path) -> None:
     assert first != second and path.read_text() == second + "\n"
     assert str(uuid.UUID(second)) == second
     assert path.stat().st_ino == inode  # a file bind-mounted into a container sees the new one
+
+
+def test_the_cluster_script_runs_by_its_path_from_root_with_the_services_environment() -> None:
+    # As spawn_worker starts it (and the agent's repair commands name it): at /, without the repository's directory
+    # or a PYTHONPATH; hack/cluster itself makes the repository its child's import root.
+    done = subprocess.run([sys.executable, str(nodeservice.CLUSTER_SCRIPT), "versions"], cwd="/",
+                          env=nodeservice.SERVICE_ENV, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[:2] == ["kubernetes", versions.KUBERNETES]
 
 
 def test_a_cluster_without_state_or_without_the_real_node_is_refused(tmp_path: Path,

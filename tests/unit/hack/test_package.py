@@ -3,16 +3,12 @@ with the pinned helm, and actionlint on the workflows: tests/e2e/test_release.py
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT / "hack"))
-
-import package  # noqa: E402 - hack/package.py, what `make package` and the release workflow run
+from hack import package  # what `make package` and the release workflow run
 
 
 def test_the_chart_its_app_version_and_the_python_package_carry_one_version() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kcp import ports
+from hack.kcp import ports
 
 
 def test_a_port_is_below_the_ephemeral_range_bindable_and_never_handed_out_twice(

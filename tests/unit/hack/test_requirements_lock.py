@@ -3,13 +3,8 @@
 from __future__ import annotations
 
 import difflib
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT / "hack"))
-
-import requirements_lock  # noqa: E402 - hack/requirements_lock.py
+from hack import requirements_lock
 
 
 def test_the_lock_matches_the_runtime_dependencies_installed_in_the_test_venv() -> None:
@@ -19,4 +14,4 @@ def test_the_lock_matches_the_runtime_dependencies_installed_in_the_test_venv() 
     assert locked == installed, (
         "the tests run with other versions than the image ships. `make setup` installs the lock; if this venv "
         "predates a lock change, `rm .venv/.installed && make setup`. To move to new versions on purpose, install "
-        "them and run `.venv/bin/python hack/requirements_lock.py`.\n" + diff)
+        "them and run `.venv/bin/python -m hack.requirements_lock`.\n" + diff)

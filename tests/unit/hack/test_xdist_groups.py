@@ -1,6 +1,6 @@
 """`make test` relies on pytest-xdist's `--dist loadgroup` running the tests of one `xdist_group` on one worker (a
 module's cluster, the machine's one real node). With pytest 9 it silently stopped doing so; this runs a small suite
-the way hack/test does and checks where each grouped test ran."""
+the way hack/test.py does and checks where each grouped test ran."""
 
 from __future__ import annotations
 

@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "hack"))
-
-from bench.lib.comparison import Comparison, format_ratio, ratio
+from hack.bench.lib.comparison import Comparison, format_ratio, ratio
 
 
 @pytest.mark.parametrize(("ours", "theirs", "expected"), [

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "hack"))
-
-from bench.agent import hung_task
-from bench.agent_vs_npd import LINE, probe
-from bench.lib.monitor import bench_condition, bench_monitor
-
 from agent.npd.logmonitor_config import load
+from hack.bench.agent_alone import hung_task
+from hack.bench.agent_vs_npd import LINE, probe
+from hack.bench.lib.monitor import bench_condition, bench_monitor
 
 
 def test_each_injected_line_sets_its_own_condition_and_no_other(tmp_path: Path) -> None:

@@ -10,10 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "hack"))
-
-from bench.lib import child
-from bench.lib.process import commands, descendants, open_journal_files, tree_usage, vm_rss
+from hack.bench.lib import child
+from hack.bench.lib.process import commands, descendants, open_journal_files, tree_usage, vm_rss
 
 PARENT_OF_A_SLEEPER = ("import subprocess; p = subprocess.Popen(['sleep', '60']); print(p.pid, flush=True); "
                        "p.wait()")

@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "hack"))
-
-from bench import repair
-from bench.lib import replace
-
+from hack.bench import repair
+from hack.bench.lib import replace
 from remediator.policy.loader import parse_policy
 
 

@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "hack"))
-
-from bench.lib.stats import Summary, median_or_nan, percentile, percentiles_ms, summarize
+from hack.bench.lib.stats import Summary, median_or_nan, percentile, percentiles_ms, summarize
 
 
 @pytest.mark.parametrize(("values", "q", "expected"), [

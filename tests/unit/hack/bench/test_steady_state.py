@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "hack"))
-
-from bench.lib.process import TreeUsage
-from bench.lib.steady_state import MIB, TICK, SteadyState, sample_steady_state
+from hack.bench.lib.process import TreeUsage
+from hack.bench.lib.steady_state import MIB, TICK, SteadyState, sample_steady_state
 
 
 class FakeMachine:

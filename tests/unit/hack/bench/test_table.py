@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "hack"))
-
-from bench.agent_vs_npd_on_node import comparison_table
-from bench.lib.comparison import Comparison
-from bench.lib.table import Column, table
+from hack.bench.agent_vs_npd_on_node import comparison_table
+from hack.bench.lib.comparison import Comparison
+from hack.bench.lib.table import Column, table
 
 
 def test_fitted_columns_are_as_wide_as_their_widest_cell_and_lines_end_without_blanks() -> None:
@@ -48,7 +43,7 @@ def test_the_real_node_table_keeps_its_layout_and_shows_no_ratio_with_a_zero() -
         Comparison("API requests in the window (audit log)", 0, 0, ""),
     ])
 
-    # The layout the benchmark printed before its table moved to bench.lib.table: 48, 18, 24 and 14 wide.
+    # The layout the benchmark printed before its table moved to hack.bench.lib.table: 48, 18, 24 and 14 wide.
     expected = [f"{'':<48}{'nodemedic-agent':>18}{'node-problem-detector':>24}{'agent / NPD':>14}"]
     for label, agent, npd, ratio in [("RSS (memory.stat total_rss), mean", "26.1 MiB", "9.7 MiB", "2.71"),
                                      ("CPU, % of one core (cpuacct.usage delta)", "0.097 %", "0.036 %", "2.68"),

@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "hack"))
-
-from bench.lib.timeline import Timeline, seconds
+from hack.bench.lib.timeline import Timeline, seconds
 
 
 class FakeClock:

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """`make test`: build what the tests need, then lint and every test side by side; one table at the end.
 
 After the build (each control-plane component built, or found cached), three things run at once:
@@ -27,11 +26,10 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "hack"), str(ROOT)]
+from hack.kcp import build
+from tests import ordering
 
-from kcp import build  # noqa: E402
-from tests import ordering  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 BIN = ROOT / ".venv" / "bin"
 PYTEST = [str(BIN / "python"), "-m", "pytest", "tests"]
@@ -104,7 +102,7 @@ class Lane:
     def progress(self) -> str:
         """pytest's last progress mark ("45%") in the lane's output, or the step it is at."""
         text = self.log.read_bytes()[-4096:].decode(errors="replace")
-        marks = PROGRESS.findall(text)
+        marks: list[str] = PROGRESS.findall(text)
         if marks:
             return marks[-1].strip("[] ")
         return self.cmds[self.index][0] if len(self.cmds) > 1 else "started"
@@ -165,7 +163,7 @@ def print_table(stages: list[Stage], suites: dict[str, Suite], wall: float) -> N
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(prog="hack/test", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m hack.test", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workers", type=int, required=True, help="pytest-xdist workers of the parallel lane")
     ap.add_argument("pytest_args", nargs="*", help="more pytest arguments for both test lanes (e.g. -k NAME)")

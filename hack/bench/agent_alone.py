@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Benchmark: the agent's steady-state cost, and kernel line → condition visible through the API server.
 
 Starts its own local control plane with one kwok node for the agent to play, and a real
@@ -31,20 +30,19 @@ from pathlib import Path
 
 from kubernetes import client, config
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "hack"))
+from hack.bench.lib import child
+from hack.bench.lib.cluster import clean_cluster, unbuilt
+from hack.bench.lib.monitor import bench_condition, bench_monitor
+from hack.bench.lib.node_conditions import ConditionWatch, has_condition
+from hack.bench.lib.process import tree_usage
+from hack.bench.lib.report import machine
+from hack.bench.lib.stats import percentiles_ms, summarize
+from hack.bench.lib.steady_state import sample_steady_state
+from hack.kcp import build, nodes
+from hack.kcp.measure import wait
+from hack.kcp.ports import free_port
 
-from bench.lib import child  # noqa: E402
-from bench.lib.cluster import clean_cluster, unbuilt  # noqa: E402
-from bench.lib.monitor import bench_condition, bench_monitor  # noqa: E402
-from bench.lib.node_conditions import ConditionWatch, has_condition  # noqa: E402
-from bench.lib.process import tree_usage  # noqa: E402
-from bench.lib.report import machine  # noqa: E402
-from bench.lib.stats import percentiles_ms, summarize  # noqa: E402
-from bench.lib.steady_state import sample_steady_state  # noqa: E402
-from kcp import build, nodes  # noqa: E402
-from kcp.measure import wait  # noqa: E402
-from kcp.ports import free_port  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 NODE = "agent-bench"
 

@@ -26,10 +26,9 @@ from pathlib import Path
 
 import yaml  # the demo runs under the project's venv (`make demo`)
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "hack"))
+from hack.kcp import build, chain, controlplane, karpenter
 
-from kcp import build, chain, controlplane, karpenter  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 NS = "demo"
 POOL = "demo"
@@ -51,7 +50,7 @@ def demo_policy() -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(prog="hack/demo", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m hack.demo", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--keep", action="store_true", help="leave the cluster running (hack/cluster down --name demo)")
     args = ap.parse_args()
