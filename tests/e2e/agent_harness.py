@@ -10,12 +10,18 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from kubernetes import client
+
 from agent.checks import BUILTIN
 
 HUNG = "INFO: task jbd2/sda1-8:412 blocked for more than 120 seconds."
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILTINS = tuple(BUILTIN)  # every built-in check, all disabled: these agents are about their log monitors
+
+
+def condition(core: client.CoreV1Api, node: str, type_: str) -> client.V1NodeCondition | None:
+    return next((c for c in core.read_node_status(node).status.conditions or [] if c.type == type_), None)
 
 
 def write_config(path: Path, monitors: list[str]) -> Path:

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.e2e.agent_harness import BUILTINS
+from tests.e2e.agent_harness import BUILTINS, condition
 from tests.e2e.conftest import LocalCluster, _started
 from tests.e2e.fake_host import host_root
 from tests.e2e.remediator_harness import terminate
@@ -151,10 +151,6 @@ def start_agent(cluster: LocalCluster, node: str, tmp: Path, *, heartbeat: str) 
              "--config", str(config), "--host-root", str(root), "--listen", ""],
             stdout=out, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
     return Agent(node, root, proc, log)
-
-
-def condition(core: client.CoreV1Api, node: str, type_: str) -> client.V1NodeCondition | None:
-    return next((c for c in core.read_node_status(node).status.conditions or [] if c.type == type_), None)
 
 
 def wait_first_write(core: client.CoreV1Api, agent: Agent, type_: str = "KernelDeadlock") -> None:

@@ -1,5 +1,5 @@
 """Workloads that make the strategies of descheduler's own policies act, one per policy, in the scenario form of
-test_descheduler_comparison.py: the pods each policy must evict, and pods it must leave alone (bare pods, other
+descheduler_comparison_harness.py: the pods each policy must evict, and pods it must leave alone (bare pods, other
 states, too young). Pod names say what each is there for."""
 
 from __future__ import annotations
@@ -8,15 +8,15 @@ import datetime as dt
 from dataclasses import replace
 from typing import Any
 
-from tests.e2e.test_descheduler_comparison import BROKEN_TAINT, Node, Pod, Scenario
-from tests.e2e.test_descheduler_comparison_balance import ZONE_SKEW_1, web
-from tests.e2e.test_descheduler_comparison_deschedule import (
-    _avoids,
-    _failed,
-    _node_affinity_required,
-    _restarted,
-    _restarts_crashloop,
+from tests.e2e.balance_comparison_scenarios import ZONE_SKEW_1, web
+from tests.e2e.deschedule_comparison_scenarios import (
+    avoids,
+    failed,
+    node_affinity_required,
+    restarted,
+    restarts_crashloop,
 )
+from tests.e2e.descheduler_comparison_harness import BROKEN_TAINT, Node, Pod, Scenario
 
 A, B, C = "zone-a", "zone-b", "zone-c"
 HOUR, DAY = 3600, 86400
@@ -52,7 +52,7 @@ def _failed_pods() -> Scenario:
         n,
         (Pod("out-of-cpu", n0, 500, 512, 100, status={"phase": "Failed", "reason": "OutOfcpu"}),
          Pod("config-error", n0, 500, 512, 110, status={"phase": "Failed", **_waiting("CreateContainerConfigError")}),
-         Pod("error", n0, 500, 512, 120, status=_failed("Error", 1)),
+         Pod("error", n0, 500, 512, 120, status=failed("Error", 1)),
          Pod("young-out-of-cpu", n[1].name, 500, 512, 130, status={"phase": "Failed", "reason": "OutOfcpu"}),
          Pod("bare-out-of-cpu", n[1].name, 500, 512, 140, owner=None, status={"phase": "Failed", "reason": "OutOfcpu"}),
          Pod("running", n[2].name, 500, 512, 150)),
@@ -131,12 +131,12 @@ def policy() -> Scenario:
         "replicas of one ReplicaSet on one node; a zone spread of 2/0/0 (maxSkew 1) over two nodes",
         (Node(hot, A), Node(restarts, B), Node(anti, C), Node(mixed, A), Node(spread, A)),
         (Pod("h1", hot, 3000, 3072, 300), Pod("h2", hot, 2000, 2048, 200), Pod("h3", hot, 1500, 1536, 100),
-         Pod("r150", restarts, 500, 512, 150, status=_restarted(150)),
-         Pod("api-1", anti, 500, 512, 210, owner="api", affinity=_avoids("api")),
+         Pod("r150", restarts, 500, 512, 150, status=restarted(150)),
+         Pod("api-1", anti, 500, 512, 210, owner="api", affinity=avoids("api")),
          # another owner: two replicas of one owner on a node would be duplicates too, and whether descheduler's
          # RemoveDuplicates still sees api-1 after the anti-affinity plugin evicted it in the same dry-run cycle
          # is a race (its sandbox's lister): cycle 1 and cycle 2 of one run differed
-         Pod("api-2", anti, 500, 512, 220, owner="api-b", labels=(("app", "api"),), affinity=_avoids("api")),
+         Pod("api-2", anti, 500, 512, 220, owner="api-b", labels=(("app", "api"),), affinity=avoids("api")),
          Pod("dup-a", mixed, 250, 256, 400, owner="dup"), Pod("dup-b", mixed, 250, 256, 400, owner="dup"),
          *web({mixed: (110,), spread: (120,)}, ZONE_SKEW_1, cpu=250)),
         {"RemoveDuplicates": {}, "LowNodeUtilization": {}, "RemovePodsViolatingTopologySpreadConstraint": {}},
@@ -165,11 +165,11 @@ WORKLOADS = {
     "failed-pods.yaml": _failed_pods(),
     "high-node-utilization.yml": _high_node_utilization(),
     "low-node-utilization.yml": _low_node_utilization(),
-    "node-affinity.yml": replace(_node_affinity_required(), name="node-affinity"),
+    "node-affinity.yml": replace(node_affinity_required(), name="node-affinity"),
     "pod-life-time-transition.yml": _pod_life_time_transition(),
     "pod-life-time.yml": _pod_life_time(),
     "policy.yaml": policy(),
-    "too-many-restarts.yml": replace(_restarts_crashloop(), name="too-many-restarts"),
+    "too-many-restarts.yml": replace(restarts_crashloop(), name="too-many-restarts"),
     "topology-spread-constraint.yaml": _topology_spread(),
 }
 

@@ -10,16 +10,12 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from tests.e2e.agent_harness import HUNG, Agent, kmsg, start_agent, write_config
+from tests.e2e.agent_harness import HUNG, Agent, condition, kmsg, start_agent, write_config
 from tests.e2e.conftest import LocalCluster
 from tests.e2e.fake_host import host_root
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
-
-
-def condition(core: client.CoreV1Api, node: str, type_: str) -> client.V1NodeCondition | None:
-    return next((c for c in core.read_node_status(node).status.conditions or [] if c.type == type_), None)
 
 
 def test_a_hung_task_line_sets_kernel_deadlock_and_survives_restarts_and_config_changes(

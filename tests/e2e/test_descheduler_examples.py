@@ -7,7 +7,7 @@ evicts what descheduler evicts in dry-run with the same file, or differs only by
 of an example (tests/testdata/policies/descheduler-v1alpha1/) plans exactly as the example.
 
 The policies come from the descheduler module `make build` downloads (`descheduler_policies.py`), the workloads
-from `descheduler_workloads.py`. The cluster and scenario machinery is test_descheduler_comparison.py's (one
+from `descheduler_workloads.py`. The cluster and scenario machinery is descheduler_comparison_harness.py's (one
 private control plane for the module; each scenario's nodes are the only nodes while it runs). Ages that no API
 request can set (PodLifeTime's seven days, RemoveFailedPods' hour) are given by moving the pods' creationTimestamp
 back in the cluster's etcd (`backdate.py`). descheduler runs looping in dry-run and its second cycle counts (see
@@ -38,6 +38,14 @@ from hack.kcp import descheduler, paths
 from nodemedic_common.config_errors import ConfigError
 from remediator.policy.loader import convert_policy, parse_policy
 from tests.e2e.conftest import LocalCluster
+from tests.e2e.descheduler_comparison_harness import (  # the fixtures, by name, give this module its own cluster
+    BROKEN_TAINT,
+    Built,
+    Scenario,
+    build,  # noqa: F401
+    compare_cluster,  # noqa: F401
+    undocumented,
+)
 from tests.e2e.descheduler_policies import (
     DESCHEDULER_REFUSES,
     V1ALPHA1,
@@ -47,14 +55,6 @@ from tests.e2e.descheduler_policies import (
 )
 from tests.e2e.descheduler_workloads import CHART, PLANNED, WORKLOADS, storage_classes
 from tests.e2e.remediator_harness import REMEDIATOR, nodemedic_events
-from tests.e2e.test_descheduler_comparison import (  # the fixtures, by name, give this module its own cluster
-    BROKEN_TAINT,
-    Built,
-    Scenario,
-    build,  # noqa: F401
-    compare_cluster,  # noqa: F401
-    undocumented,
-)
 from tests.waiting import wait_until
 
 # One xdist worker runs the whole module: its tests share one comparison cluster and print one table.

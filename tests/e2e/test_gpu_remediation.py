@@ -11,7 +11,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from tests.e2e.agent_harness import Agent, kmsg, start_agent, write_config
+from tests.e2e.agent_harness import Agent, condition, kmsg, start_agent, write_config
 from tests.e2e.conftest import LocalCluster
 from tests.e2e.fake_host import host_root
 from tests.e2e.remediator_harness import (
@@ -24,7 +24,6 @@ from tests.e2e.remediator_harness import (
     taint_keys,
     wait_running,
 )
-from tests.e2e.test_agent import condition
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e

@@ -47,6 +47,7 @@ from hack.kcp.api import ApiError
 from remediator.state.quantity import parse_quantity
 from tests import chart_monitoring
 from tests.e2e.conftest import LocalCluster, _started
+from tests.e2e.real_node_harness import CHART, KWOK_NODES, NAMESPACE, SHIPPED_POLICY, helm, pods, ready
 from tests.e2e.remediator_harness import (
     cordon,
     deployment,
@@ -63,11 +64,7 @@ from tests.waiting import wait_until
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("real_node")]
 
 ROOT = Path(__file__).resolve().parents[2]
-CHART = ROOT / "deploy" / "helm" / "nodemedic"
-NAMESPACE = "nodemedic"
-KWOK_NODES = ["kwok-node-0", "kwok-node-1"]
 TAINT = "nodemedic.io/kernel-deadlock"
-SHIPPED_POLICY = (ROOT / "deploy" / "policy" / "default.yaml").read_text()
 # The shipped agent config, except that its repair commands may not reach this machine's own systemctl (the shipped
 # policy's ladders ask for a reboot of a drained node; tests/e2e/test_repair_real_node.py gives the agent this
 # machine's stand-ins instead). Everything else as it ships.
@@ -98,29 +95,11 @@ DNS_DETECTION_S = 3 * _DNS.timing.interval.total_seconds() + _DNS.request_timeou
 CLUSTER_NAME = "kubernetes.default.svc.cluster.local"
 
 
-def helm(cluster: LocalCluster, *args: str) -> str:
-    done = subprocess.run([str(paths.binary("helm")), *args, f"--kubeconfig={cluster.kubeconfig}"],
-                          capture_output=True, text=True, timeout=180, check=False)
-    assert done.returncode == 0, f"helm {' '.join(args)}: {done.stderr[-3000:]}"
-    return done.stdout
-
-
 def kubectl(cluster: LocalCluster, *args: str) -> str:
     done = subprocess.run([str(paths.binary("kubectl")), f"--kubeconfig={cluster.kubeconfig}", *args],
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr[-3000:]}"
     return done.stdout
-
-
-def pods(core: client.CoreV1Api, component: str) -> list[client.V1Pod]:
-    return [p for p in core.list_namespaced_pod(NAMESPACE,
-                                                label_selector=f"app.kubernetes.io/component={component}").items
-            if p.metadata.deletion_timestamp is None]
-
-
-def ready(pod: client.V1Pod) -> bool:
-    return pod.status.phase == "Running" and any(c.type == "Ready" and c.status == "True"
-                                                 for c in pod.status.conditions or [])
 
 
 def why_not_running(cluster: LocalCluster, core: client.CoreV1Api, namespace: str) -> str:

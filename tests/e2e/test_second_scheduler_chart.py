@@ -16,8 +16,8 @@ from kubernetes import client
 from hack.kcp import image, nodes, realnode
 from tests.e2e import zone_example as ex
 from tests.e2e.conftest import LocalCluster, _started
+from tests.e2e.real_node_harness import CHART, KWOK_NODES, NAMESPACE, SHIPPED_POLICY, helm, pods, ready
 from tests.e2e.remediator_harness import cordon
-from tests.e2e.test_real_node import CHART, KWOK_NODES, NAMESPACE, SHIPPED_POLICY, helm, pods, ready
 from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("real_node")]

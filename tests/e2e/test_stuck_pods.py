@@ -10,10 +10,9 @@ import pytest
 from kubernetes import client
 
 from agent.checks import BUILTIN
-from tests.e2e.agent_harness import Agent, start_agent
+from tests.e2e.agent_harness import Agent, condition, start_agent
 from tests.e2e.conftest import LocalCluster
 from tests.e2e.fake_host import host_root
-from tests.e2e.test_agent import condition
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
