@@ -20,44 +20,34 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from agent.checks.psi import Pressure, StickyReport, Sustained, describe, read_pressure
+from agent.bounds import PERCENT, ZERO, Bounds, bounded
 from agent.host import HostRoot
 from agent.model import CheckTiming, ConditionReport, Observation, Status
+from agent.sensors.psi import Pressure, StickyReport, Sustained, describe, read_pressure
 from nodemedic_common.durations import format_duration
 
-NAME = "cpu"
 CONDITION = "CPUPressure"
 
 
 @dataclass(frozen=True)
 class Thresholds:
-    some_avg60: float = 80.0  # percent of time some task waited for a CPU
-    load_per_cpu: float = 3.0  # 1-minute load average divided by online CPUs
+    some_avg60: float = bounded(80.0, PERCENT)  # percent of time some task waited for a CPU
+    load_per_cpu: float = bounded(3.0, Bounds(above=0))  # 1-minute load average divided by online CPUs
 
 
 @dataclass(frozen=True)
 class Config:
     timing: CheckTiming = field(default_factory=CheckTiming)
-    window: dt.timedelta = dt.timedelta(minutes=5)
+    window: dt.timedelta = bounded(dt.timedelta(minutes=5), Bounds(at_least=ZERO))
     thresholds: Thresholds = field(default_factory=Thresholds)
 
 
-def validate(config: Config) -> list[str]:
-    errors = config.timing.errors()
-    if config.window < dt.timedelta(0):
-        errors.append("window: must not be negative")
-    if not 0 < config.thresholds.some_avg60 <= 100:
-        errors.append("thresholds.some_avg60: must be between 0 and 100")
-    if not config.thresholds.load_per_cpu > 0:  # `not >` also rejects nan
-        errors.append("thresholds.load_per_cpu: must be positive")
-    return errors
-
-
 class CPUPressure:
+    name = "cpu"
+    condition_types: tuple[str, ...] = (CONDITION,)
+
     def __init__(self, config: Config, host: HostRoot) -> None:
-        self.name = NAME
         self.timing = config.timing
-        self.condition_types: tuple[str, ...] = (CONDITION,)
         self._config = config
         self._host = host
         self._sustained = Sustained(config.window)

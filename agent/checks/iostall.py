@@ -15,36 +15,24 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from agent.checks.psi import StickyReport, Sustained, read_pressure
+from agent.bounds import AT_LEAST_ONE, PERCENT, ZERO, Bounds, bounded
 from agent.host import HostRoot
 from agent.model import CheckTiming, ConditionReport, Observation, Status
+from agent.sensors.psi import StickyReport, Sustained, read_pressure
 from nodemedic_common.durations import format_duration
 
-NAME = "iostall"
 CONDITION = "DiskIOStall"
 
 
 @dataclass(frozen=True)
 class Config:
     timing: CheckTiming = field(default_factory=CheckTiming)
-    window: dt.timedelta = dt.timedelta(minutes=5)
-    full_avg60: float = 30.0  # percent of time every non-idle task waited on I/O
-    max_await_ms: float = 2000.0  # a healthy disk answers in milliseconds; seconds mean a dying or choked one
-    min_ios: int = 10  # fewer completions than this in an interval say too little about latency
+    window: dt.timedelta = bounded(dt.timedelta(minutes=5), Bounds(at_least=ZERO))
+    full_avg60: float = bounded(30.0, PERCENT)  # percent of time every non-idle task waited on I/O
+    # a healthy disk answers in milliseconds; seconds mean a dying or choked one
+    max_await_ms: float = bounded(2000.0, Bounds(above=0))
+    min_ios: int = bounded(10, AT_LEAST_ONE)  # fewer completions than this in an interval say too little about latency
     ignore_prefixes: tuple[str, ...] = ("loop", "ram", "zram", "sr", "fd")
-
-
-def validate(config: Config) -> list[str]:
-    errors = config.timing.errors()
-    if config.window < dt.timedelta(0):
-        errors.append("window: must not be negative")
-    if not 0 < config.full_avg60 <= 100:
-        errors.append("full_avg60: must be above 0 and at most 100")
-    if config.max_await_ms <= 0:
-        errors.append("max_await_ms: must be positive")
-    if config.min_ios < 1:
-        errors.append("min_ios: must be at least 1")
-    return errors
 
 
 @dataclass(frozen=True)
@@ -70,10 +58,11 @@ def read_diskstats(host: HostRoot) -> dict[str, DiskStat]:
 
 
 class IOStallCheck:
+    name = "iostall"
+    condition_types: tuple[str, ...] = (CONDITION,)
+
     def __init__(self, config: Config, host: HostRoot) -> None:
-        self.name = NAME
         self.timing = config.timing
-        self.condition_types: tuple[str, ...] = (CONDITION,)
         self._config = config
         self._host = host
         self._sustained = Sustained(config.window)

@@ -1,7 +1,7 @@
 """Kubelet health: `KubeletUnhealthy` and `FrequentKubeletRestart`.
 
 `KubeletUnhealthy`: the kubelet's own healthz on 127.0.0.1:10248, as node-problem-detector's health-checker, probed
-with a debounce (`agent/checks/healthz.py`: True after `failure_threshold` failed probes in a row, False on the first
+with a debounce (`agent/probes/healthz.py`: True after `failure_threshold` failed probes in a row, False on the first
 good one), every 30 s while settled and every `recheck_interval` while a failure waits for its confirmation.
 
 `FrequentKubeletRestart` comes from `restarts.RestartMonitor` (the `proc` or `systemd` source, see there).
@@ -12,32 +12,27 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from agent.checks.healthz import HealthzProbe, validate_probe
-from agent.checks.restarts import CommandRunner, RestartConfig, RestartMonitor, run_command, validate_restarts
+from agent.bounds import AT_LEAST_ONE, bounded
 from agent.host import HostRoot
 from agent.model import CheckTiming, Observation
+from agent.probes.healthz import HEALTHZ_URL, RECHECK_INTERVAL, REQUEST_TIMEOUT, HealthzProbe, ProbeTiming
+from agent.sensors.restarts import CommandRunner, RestartConfig, RestartMonitor, run_command
 
 UNHEALTHY = "KubeletUnhealthy"
 FREQUENT_RESTART = "FrequentKubeletRestart"
 # the timeout leaves room for a full request_timeout
-TIMING = CheckTiming(interval=dt.timedelta(seconds=30), timeout=dt.timedelta(seconds=15))
+TIMING = ProbeTiming(interval=dt.timedelta(seconds=30), timeout=dt.timedelta(seconds=15))
 RESTARTS = RestartConfig(process_names=("kubelet",), units=("kubelet",))
 
 
 @dataclass(frozen=True)
 class Config:
     timing: CheckTiming = field(default_factory=lambda: TIMING)
-    healthz_url: str = "http://127.0.0.1:10248/healthz"
-    request_timeout: dt.timedelta = dt.timedelta(seconds=10)
-    failure_threshold: int = 3
-    recheck_interval: dt.timedelta = dt.timedelta(seconds=5)
+    healthz_url: str = bounded("http://127.0.0.1:10248/healthz", HEALTHZ_URL)
+    request_timeout: dt.timedelta = bounded(dt.timedelta(seconds=10), REQUEST_TIMEOUT)
+    failure_threshold: int = bounded(3, AT_LEAST_ONE)
+    recheck_interval: dt.timedelta = bounded(dt.timedelta(seconds=5), RECHECK_INTERVAL)
     restarts: RestartConfig = field(default_factory=lambda: RESTARTS)
-
-
-def validate(config: Config) -> list[str]:
-    errors = validate_probe(config.healthz_url, config.request_timeout, config.timing, config.failure_threshold,
-                            config.recheck_interval)
-    return errors + validate_restarts(config.restarts)
 
 
 class KubeletCheck:

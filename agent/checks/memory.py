@@ -23,41 +23,30 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field, replace
 
-from agent.checks.psi import Pressure, StickyReport, Sustained, describe, read_pressure
+from agent.bounds import PERCENT, ZERO, Bounds, bounded
 from agent.host import HostRoot
 from agent.model import CheckTiming, ConditionReport, EventReport, Observation, Status
+from agent.sensors.psi import Pressure, StickyReport, Sustained, describe, read_pressure
 from nodemedic_common.durations import format_duration
 
-NAME = "memory"
 CONDITION = "MemoryExhaustion"
 OOM_EVENT = "OOMKilling"
 
 
 @dataclass(frozen=True)
 class Thresholds:
-    some_avg60: float = 40.0  # percent of time some task stalled on memory
-    full_avg60: float = 10.0  # percent of time every non-idle task stalled on memory: hard thrashing
-    min_available_percent: float = 5.0  # MemAvailable below this share of MemTotal
+    some_avg60: float = bounded(40.0, PERCENT)  # percent of time some task stalled on memory
+    # percent of time every non-idle task stalled on memory: hard thrashing
+    full_avg60: float = bounded(10.0, PERCENT)
+    # MemAvailable below this share of MemTotal; 0 turns it off
+    min_available_percent: float = bounded(5.0, Bounds(at_least=0, below=100))
 
 
 @dataclass(frozen=True)
 class Config:
     timing: CheckTiming = field(default_factory=CheckTiming)
-    window: dt.timedelta = dt.timedelta(minutes=5)
+    window: dt.timedelta = bounded(dt.timedelta(minutes=5), Bounds(at_least=ZERO))
     thresholds: Thresholds = field(default_factory=Thresholds)
-
-
-def validate(config: Config) -> list[str]:
-    errors = config.timing.errors()
-    if config.window < dt.timedelta(0):
-        errors.append("window: must not be negative")
-    t = config.thresholds
-    for name, value in (("some_avg60", t.some_avg60), ("full_avg60", t.full_avg60)):
-        if not 0 < value <= 100:
-            errors.append(f"thresholds.{name}: must be between 0 and 100")
-    if not 0 <= t.min_available_percent < 100:
-        errors.append("thresholds.min_available_percent: must be at least 0 and below 100")
-    return errors
 
 
 @dataclass(frozen=True)
@@ -71,10 +60,11 @@ class MemInfo:
 
 
 class MemoryExhaustion:
+    name = "memory"
+    condition_types: tuple[str, ...] = (CONDITION,)
+
     def __init__(self, config: Config, host: HostRoot) -> None:
-        self.name = NAME
         self.timing = config.timing
-        self.condition_types: tuple[str, ...] = (CONDITION,)
         self._config = config
         self._host = host
         self._sustained = Sustained(config.window)

@@ -6,9 +6,10 @@ import asyncio
 import datetime as dt
 from pathlib import Path
 
+from agent.bounds import field_problems
 from agent.checks import environ, zram
-from agent.checks.idle import IDLE_INTERVAL
 from agent.host import HostRoot
+from agent.sensors.idle import IDLE_INTERVAL
 
 NOW = dt.datetime(2025, 5, 1, 12, 0, tzinfo=dt.UTC)
 MIB = 1 << 20
@@ -78,5 +79,9 @@ def test_a_process_with_too_many_variables_is_reported_once(tmp_path: Path) -> N
 
 
 def test_validation_names_the_bad_fields() -> None:
-    assert zram.validate(zram.Config(max_percent=0)) == ["max_percent: must be above 0 and at most 100"]
-    assert environ.validate(environ.Config(max_variables=0)) == ["max_variables: must be at least 1"]
+    assert problems(zram.Config(max_percent=0)) == ["maxPercent: must be above 0 and at most 100, got 0"]
+    assert problems(environ.Config(max_variables=0)) == ["maxVariables: must be at least 1, got 0"]
+
+
+def problems(config: object) -> list[str]:
+    return [str(problem) for problem in field_problems(config)]
