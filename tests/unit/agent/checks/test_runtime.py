@@ -7,7 +7,6 @@ import contextlib
 import datetime as dt
 import shutil
 import socket
-import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -37,7 +36,7 @@ from agent.checks.runtime import (
 )
 from agent.host import HostRoot
 from agent.model import ConditionReport, Observation, Status
-from agent.sensors.restarts import CommandError, RestartConfig, run_command
+from agent.sensors.restarts import CommandError, RestartConfig
 
 NOW = dt.datetime(2024, 5, 1, 12, 0, 0, tzinfo=dt.UTC)
 MINUTE = dt.timedelta(minutes=1)
@@ -319,14 +318,6 @@ def test_unusable_systemd_answers_make_the_restart_condition_unknown(
     report = restarts(restart_check(root, systemctl), NOW)
     assert (report.status, report.reason) == (Status.UNKNOWN, "RestartsUnknown")
     assert fragment in report.message
-
-
-def test_the_default_command_runner_returns_stdout_and_raises_on_failure() -> None:
-    assert asyncio.run(run_command([sys.executable, "-c", "print('NRestarts=3')"])) == "NRestarts=3\n"
-    with pytest.raises(CommandError, match="exited with 3: boom"):
-        asyncio.run(run_command([sys.executable, "-c", "import sys; sys.stderr.write('boom'); sys.exit(3)"]))
-    with pytest.raises(FileNotFoundError):
-        asyncio.run(run_command(["/nonexistent/systemctl"]))
 
 
 @pytest.mark.parametrize(("config", "errors"), [
