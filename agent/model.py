@@ -57,7 +57,7 @@ MIN_INTERVAL = dt.timedelta(seconds=1)
 class CheckTiming:
     """The supervisor runs a check's observations one after another, so a timeout over the interval would only
     delay the next one: a sampling check forbids it (a reading that late is stale); a probe with a long request
-    timeout may allow it (`agent/probes/healthz.py`'s `ProbeTiming`)."""
+    timeout may allow it (`agent/services/healthz.py`'s `ProbeTiming`)."""
 
     interval: dt.timedelta = bounded(dt.timedelta(seconds=30), Bounds(
         at_least=MIN_INTERVAL, why="a check's findings reach the Node at most once a second; sampling faster only "

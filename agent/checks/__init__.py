@@ -2,8 +2,8 @@
 
 Each check is a module here with its `Config` (whose fields declare their bounds: agent/bounds.py) and its check
 class, whose `name` is its config name; adding one takes its module and its line in `REGISTERED`. What checks share
-lives beside this package: `agent/sensors/` (what they read from the host) and `agent/probes/` (services probed over
-the network).
+lives beside this package: `agent/sensors/` (what they read from the host), `agent/services/` (a node service's
+healthz and restarts) and `agent/verdicts/` (how readings become a steady condition).
 
 Log monitors (node-problem-detector system-log-monitor JSON) and custom plugin monitors (NPD
 custom-plugin-monitor JSON) are built from their own files, not from this table.

@@ -4,7 +4,7 @@ Every `interval`, one DNS query (UDP, type A, recursion desired) for `kubernetes
 cluster DNS server, sent from the node's own network namespace (the agent runs in the host network), so it takes the
 path a pod's lookup takes through this node: kube-proxy's rules for the DNS Service's address, the network to the DNS
 pods, the DNS server and its view of the API. An answer is NOERROR for that name; a timeout, a refusal, NXDOMAIN or
-SERVFAIL is a failed probe, and `failure_threshold` in a row turn the condition True (`agent/probes/debounce.py`).
+SERVFAIL is a failed probe, and `failure_threshold` in a row turn the condition True (`agent/verdicts/debounce.py`).
 
 Where the servers and the domain come from (unless `servers` / `clusterDomain` say): the kubelet's own configuration,
 as the pods get it: `clusterDNS` and `clusterDomain` in the file the running kubelet's `--config` names (its command
@@ -28,7 +28,7 @@ import yaml
 from agent.bounds import AT_LEAST_ONE, PORT, ZERO, Bounds, bounded, text_form
 from agent.host import HostRoot
 from agent.model import CheckTiming, Observation
-from agent.probes.debounce import FailureDebounce
+from agent.verdicts.debounce import FailureDebounce
 from nodemedic_common.durations import format_duration
 from nodemedic_common.inputs import quoted
 

@@ -19,7 +19,7 @@ from agent.bounds import PERCENT, POSITIVE, bounded
 from agent.checks.kernel_limits import read_int
 from agent.host import HostRoot
 from agent.model import CheckTiming, ConditionReport, Observation, Status
-from agent.sensors.psi import StickyReport
+from agent.verdicts.sustained import StickyReport
 
 CONDITION = "ConntrackExhaustion"
 COUNT = "/proc/sys/net/netfilter/nf_conntrack_count"

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 
 from agent.bounds import PERCENT, ZERO, Bounds, bounded
 from agent.host import HostRoot
-from agent.model import CheckTiming, ConditionReport, Observation, Status
-from agent.sensors.psi import Pressure, StickyReport, Sustained, describe, read_pressure
-from nodemedic_common.durations import format_duration
+from agent.model import CheckTiming, ConditionReport, Observation
+from agent.sensors.psi import Pressure, describe, read_pressure
+from agent.verdicts.sustained import SustainedCondition
 
 CONDITION = "CPUPressure"
 
@@ -50,8 +50,8 @@ class CPUPressure:
         self.timing = config.timing
         self._config = config
         self._host = host
-        self._sustained = Sustained(config.window)
-        self._sticky = StickyReport()
+        self._level = SustainedCondition(CONDITION, config.window, true_reason="CPUOverloaded",
+                                         false_reason="CPUNotOverloaded")
 
     async def observe(self, now: dt.datetime) -> Observation:
         # A few small procfs reads: cheaper inline than a hop to a thread.
@@ -64,21 +64,11 @@ class CPUPressure:
             load1 = read_load1(self._host)
             cpus = online_cpus(self._host)
         except ValueError as e:
-            self._sustained.interrupt()
-            report = ConditionReport(CONDITION, Status.UNKNOWN, "BadSensorData", str(e))
-            return self._sticky(report, (report.status, report.message))
+            return self._level.unreadable(str(e))
         over, detail = self._judge(pressure, load1, cpus)
-        state = self._sustained.update(over, now)
-        if state is None:
-            return None  # undecided: say nothing, so the Node keeps what it carried (see psi.Sustained)
-        # window 0 (`nodemedic-agent check`): the current reading alone decides
-        window = f"for {format_duration(self._config.window)}" if self._config.window else "now"
-        if state:
-            report = ConditionReport(CONDITION, Status.TRUE, "CPUOverloaded", f"over threshold {window}: {detail}")
-        else:
-            report = ConditionReport(CONDITION, Status.FALSE, "CPUNotOverloaded",
-                                     f"below threshold {window}: {detail}")
-        return self._sticky(report, report.status)
+        window = self._level.window_text
+        return self._level.judge(over, now, over_message=f"over threshold {window}: {detail}",
+                                 under_message=f"below threshold {window}: {detail}")
 
     def _judge(self, pressure: Pressure | None, load1: float, cpus: int) -> tuple[bool, str]:
         t = self._config.thresholds

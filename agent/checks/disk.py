@@ -30,7 +30,8 @@ from typing import Protocol
 from agent.bounds import PERCENT, Bounds, absolute_path, bounded
 from agent.host import HostRoot
 from agent.model import CheckTiming, ConditionReport, Observation, Status
-from agent.sensors.psi import StickyReport, describe, read_pressure
+from agent.sensors.psi import describe, read_pressure
+from agent.verdicts.sustained import StickyReport
 
 CONDITION = "DiskExhaustion"
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from agent.bounds import PORT, Bounds, bounded, text_form
 from agent.host import HostRoot
 from agent.model import CheckTiming, ConditionReport, EventReport, Observation, Status
-from agent.sensors.restarts import CommandError, CommandRunner, run_command
+from agent.services.restarts import CommandError, CommandRunner, run_command
 
 HIJACKED = "KubeletPortHijacked"
 MIXED = "IPTablesModesMixed"

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 from agent.bounds import AT_LEAST_ONE, PERCENT, ZERO, Bounds, bounded
 from agent.host import HostRoot
-from agent.model import CheckTiming, ConditionReport, Observation, Status
-from agent.sensors.psi import StickyReport, Sustained, read_pressure
-from nodemedic_common.durations import format_duration
+from agent.model import CheckTiming, Observation
+from agent.sensors.psi import read_pressure
+from agent.verdicts.sustained import SustainedCondition
 
 CONDITION = "DiskIOStall"
 
@@ -65,8 +65,8 @@ class IOStallCheck:
         self.timing = config.timing
         self._config = config
         self._host = host
-        self._sustained = Sustained(config.window)
-        self._sticky = StickyReport()
+        self._level = SustainedCondition(CONDITION, config.window, true_reason="IOStalled",
+                                         false_reason="IOFlowing")
         self._last: tuple[dt.datetime, dict[str, DiskStat]] | None = None
 
     async def observe(self, now: dt.datetime) -> Observation:
@@ -75,24 +75,16 @@ class IOStallCheck:
             disks = self._disks()
             stats = {name: s for name, s in read_diskstats(self._host).items() if name in disks}
         except (OSError, ValueError) as e:
-            self._sustained.interrupt()
-            report = ConditionReport(CONDITION, Status.UNKNOWN, "BadSensorData", str(e))
-            return Observation(self.name, now, conditions=(self._sticky(report, (report.status, report.message)),))
+            return Observation(self.name, now, conditions=(self._level.unreadable(str(e)),))
         findings = self._slow_devices(now, stats)
         full = pressure.full.avg60 if pressure is not None and pressure.full is not None else None
         if full is not None and full > self._config.full_avg60:
             findings.insert(0, f"io PSI full avg60={full:.1f}% (threshold {self._config.full_avg60:g}%)")
-        state = self._sustained.update(bool(findings), now)
-        if state is None:
-            return Observation(self.name, now)
-        window = f"for {format_duration(self._config.window)}" if self._config.window else "now"
-        if state:
-            report = ConditionReport(CONDITION, Status.TRUE, "IOStalled",
-                                     f"I/O stalled {window}: {'; '.join(findings) or 'recovering'}")
-        else:
-            psi = f"io PSI full avg60={full:.1f}%" if full is not None else "io PSI unavailable"
-            report = ConditionReport(CONDITION, Status.FALSE, "IOFlowing", f"no I/O stall {window} ({psi})")
-        return Observation(self.name, now, conditions=(self._sticky(report, report.status),))
+        window = self._level.window_text
+        psi = f"io PSI full avg60={full:.1f}%" if full is not None else "io PSI unavailable"
+        report = self._level.judge(bool(findings), now, under_message=f"no I/O stall {window} ({psi})",
+                                   over_message=f"I/O stalled {window}: {'; '.join(findings) or 'recovering'}")
+        return Observation(self.name, now, conditions=() if report is None else (report,))
 
     def _disks(self) -> set[str]:
         return {p.name for p in self._host.path("/sys/block").iterdir()

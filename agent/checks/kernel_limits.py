@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from agent.bounds import PERCENT, bounded
 from agent.host import HostRoot
 from agent.model import CheckTiming, ConditionReport, Observation, Status
-from agent.sensors.psi import StickyReport
+from agent.verdicts.sustained import StickyReport
 
 PIDS = "PIDExhaustion"
 FILES = "FileHandleExhaustion"

@@ -1,7 +1,7 @@
 """kube-proxy health: `KubeProxyUnhealthy` and `FrequentKubeProxyRestart`, as the kubelet check does them.
 
 `KubeProxyUnhealthy`: kube-proxy's healthz (`:10256/healthz`, 503 while its rules have not been synced within its
-healthz timeout), probed with the kubelet's debounce and pace (`agent/probes/healthz.py`).
+healthz timeout), probed with the kubelet's debounce and pace (`agent/services/healthz.py`).
 `FrequentKubeProxyRestart`: its restarts, from the process start times in the host's /proc (a DaemonSet pod's
 process is found as a service's is) or from systemd (`restarts.RestartMonitor`).
 
@@ -14,25 +14,20 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from agent.bounds import AT_LEAST_ONE, Bounds, bounded
+from agent.bounds import Bounds, bounded
 from agent.host import HostRoot
 from agent.model import CheckTiming, Observation
-from agent.probes.healthz import HEALTHZ_URL, RECHECK_INTERVAL, REQUEST_TIMEOUT, HealthzProbe, ProbeTiming
-from agent.sensors.restarts import CommandRunner, RestartConfig, RestartMonitor, run_command
+from agent.services.healthz import HEALTHZ_URL, ProbeSettings
+from agent.services.restarts import CommandRunner, RestartConfig, RestartMonitor, run_command
 
 UNHEALTHY = "KubeProxyUnhealthy"
 FREQUENT_RESTART = "FrequentKubeProxyRestart"
-TIMING = ProbeTiming(interval=dt.timedelta(seconds=30), timeout=dt.timedelta(seconds=15))
 RESTARTS = RestartConfig(process_names=("kube-proxy",), units=("kube-proxy",))
 
 
 @dataclass(frozen=True)
-class Config:
-    timing: CheckTiming = field(default_factory=lambda: TIMING)
+class Config(ProbeSettings):
     healthz_url: str = bounded("http://127.0.0.1:10256/healthz", HEALTHZ_URL)
-    request_timeout: dt.timedelta = bounded(dt.timedelta(seconds=10), REQUEST_TIMEOUT)
-    failure_threshold: int = bounded(3, AT_LEAST_ONE)
-    recheck_interval: dt.timedelta = bounded(dt.timedelta(seconds=5), RECHECK_INTERVAL)
     restarts: RestartConfig = field(default_factory=lambda: RESTARTS)
     absent_every: dt.timedelta = bounded(dt.timedelta(minutes=5), Bounds(not_shorter_than="timing.interval"))
 
@@ -45,9 +40,7 @@ class KubeProxyCheck:
                  clock_ticks: int | None = None) -> None:
         self._config = config
         self._host = host
-        self.healthz = HealthzProbe("KubeProxy", config.healthz_url, request_timeout=config.request_timeout,
-                                    failure_threshold=config.failure_threshold,
-                                    recheck_interval=config.recheck_interval)
+        self.healthz = config.probe("KubeProxy", config.healthz_url)
         self._restarts = RestartMonitor(config.restarts, host, defaults=RESTARTS, condition_type=FREQUENT_RESTART,
                                         subject="kube-proxy", run=run, clock_ticks=clock_ticks)
         self._present = False

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field, replace
 
 from agent.bounds import PERCENT, ZERO, Bounds, bounded
 from agent.host import HostRoot
-from agent.model import CheckTiming, ConditionReport, EventReport, Observation, Status
-from agent.sensors.psi import Pressure, StickyReport, Sustained, describe, read_pressure
-from nodemedic_common.durations import format_duration
+from agent.model import CheckTiming, ConditionReport, EventReport, Observation
+from agent.sensors.psi import Pressure, describe, read_pressure
+from agent.verdicts.sustained import SustainedCondition
 
 CONDITION = "MemoryExhaustion"
 OOM_EVENT = "OOMKilling"
@@ -67,8 +67,8 @@ class MemoryExhaustion:
         self.timing = config.timing
         self._config = config
         self._host = host
-        self._sustained = Sustained(config.window)
-        self._sticky = StickyReport()
+        self._level = SustainedCondition(CONDITION, config.window, true_reason="MemoryExhausted",
+                                         false_reason="SufficientMemory")
         self._oom_kills: int | None = None  # the last oom_kill counter read; None until the first baseline
 
     async def observe(self, now: dt.datetime) -> Observation:
@@ -86,22 +86,11 @@ class MemoryExhaustion:
             pressure = read_pressure(self._host, "/proc/pressure/memory")
             meminfo = read_meminfo(self._host)
         except ValueError as e:
-            self._sustained.interrupt()
-            report = ConditionReport(CONDITION, Status.UNKNOWN, "BadSensorData", str(e))
-            return self._sticky(report, (report.status, report.message))
+            return self._level.unreadable(str(e))
         over, detail = self._judge(pressure, meminfo)
-        state = self._sustained.update(over, now)
-        if state is None:
-            return None  # undecided: say nothing, so the Node keeps what it carried (see psi.Sustained)
-        # window 0 (`nodemedic-agent check`): the current reading alone decides
-        window = f"for {format_duration(self._config.window)}" if self._config.window else "now"
-        if state:
-            report = ConditionReport(CONDITION, Status.TRUE, "MemoryExhausted",
-                                     f"over threshold {window}: {detail}")
-        else:
-            report = ConditionReport(CONDITION, Status.FALSE, "SufficientMemory",
-                                     f"below threshold {window}: {detail}")
-        return self._sticky(report, report.status)
+        window = self._level.window_text
+        return self._level.judge(over, now, over_message=f"over threshold {window}: {detail}",
+                                 under_message=f"below threshold {window}: {detail}")
 
     def _judge(self, pressure: Pressure | None, meminfo: MemInfo) -> tuple[bool, str]:
         t = self._config.thresholds

@@ -27,7 +27,7 @@ from pathlib import Path
 from agent.bounds import ZERO, Bounds, bounded, normal_absolute_path
 from agent.host import HostRoot
 from agent.model import CheckTiming, ConditionReport, Observation, Status
-from agent.sensors.restarts import CommandRunner, RestartConfig, RestartMonitor, run_command
+from agent.services.restarts import CommandRunner, RestartConfig, RestartMonitor, run_command
 from nodemedic_common.durations import format_duration
 
 UNHEALTHY = "ContainerRuntimeUnhealthy"

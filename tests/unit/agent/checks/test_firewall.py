@@ -11,7 +11,7 @@ from agent.bounds import field_problems
 from agent.checks.firewall import HIJACKED, MIXED, Config, FirewallCheck, parse_save
 from agent.host import HostRoot
 from agent.model import Observation, Status
-from agent.sensors.restarts import CommandError
+from agent.services.restarts import CommandError
 
 NOW = dt.datetime(2026, 5, 1, tzinfo=dt.UTC)
 DUMPS = Path(__file__).resolve().parents[3] / "testdata" / "agent" / "firewall"

@@ -20,7 +20,7 @@ from agent.checks.kubelet import FREQUENT_RESTART, UNHEALTHY, Config, KubeletChe
 from agent.host import HostRoot
 from agent.model import ConditionReport, Observation, Status
 from agent.sensors.idle import IDLE_INTERVAL
-from agent.sensors.restarts import RestartConfig
+from agent.services.restarts import RestartConfig
 
 NOW = dt.datetime(2024, 5, 1, 12, 0, 0, tzinfo=dt.UTC)
 MINUTE = dt.timedelta(minutes=1)

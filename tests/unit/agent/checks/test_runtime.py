@@ -36,7 +36,7 @@ from agent.checks.runtime import (
 )
 from agent.host import HostRoot
 from agent.model import ConditionReport, Observation, Status
-from agent.sensors.restarts import CommandError, RestartConfig
+from agent.services.restarts import CommandError, RestartConfig
 
 NOW = dt.datetime(2024, 5, 1, 12, 0, 0, tzinfo=dt.UTC)
 MINUTE = dt.timedelta(minutes=1)

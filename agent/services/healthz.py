@@ -1,7 +1,7 @@
 """A component's own healthz, probed with a debounce: shared by the kubelet and kube-proxy checks.
 
 `GET url` within `request_timeout`; anything but HTTP 200 is a failed probe, and `failure_threshold` of them in a row
-turn `<Subject>Unhealthy` True (`agent/probes/debounce.py`).
+turn `<Subject>Unhealthy` True (`agent/verdicts/debounce.py`).
 
 Pace (`HealthzProbe.paced`): while the status is settled (healthy, or unhealthy already) a probe runs on the check's
 interval, the agent's 30 s grid, where it wakes for every other check anyway; from a failed probe until the streak is
@@ -24,12 +24,12 @@ import asyncio
 import dataclasses
 import datetime as dt
 import ssl
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import SplitResult, urlsplit
 
-from agent.bounds import POSITIVE, ZERO, Bounds, bounded
+from agent.bounds import AT_LEAST_ONE, POSITIVE, ZERO, Bounds, bounded
 from agent.model import MIN_INTERVAL, CheckTiming, ConditionReport
-from agent.probes.debounce import FailureDebounce
+from agent.verdicts.debounce import FailureDebounce
 from nodemedic_common.durations import format_duration
 from nodemedic_common.inputs import quoted
 
@@ -69,6 +69,23 @@ HEALTHZ_URL = Bounds(form=_healthz_url)
 REQUEST_TIMEOUT = Bounds(above=ZERO, shorter_than="timing.timeout")
 RECHECK_INTERVAL = Bounds(at_least=MIN_INTERVAL, why="findings reach the Node at most once a second",
                           not_longer_than="timing.interval")
+
+
+@dataclass(frozen=True)
+class ProbeSettings:
+    """The settings every check that probes a component's healthz has, flat in its config (kubelet, kube-proxy): a
+    check's Config extends them with its `healthz_url` and its own fields."""
+
+    # the timeout leaves room for a full request_timeout
+    timing: CheckTiming = field(default_factory=lambda: ProbeTiming(interval=dt.timedelta(seconds=30),
+                                                                    timeout=dt.timedelta(seconds=15)))
+    request_timeout: dt.timedelta = bounded(dt.timedelta(seconds=10), REQUEST_TIMEOUT)
+    failure_threshold: int = bounded(3, AT_LEAST_ONE)
+    recheck_interval: dt.timedelta = bounded(dt.timedelta(seconds=5), RECHECK_INTERVAL)
+
+    def probe(self, subject: str, url: str) -> HealthzProbe:
+        return HealthzProbe(subject, url, request_timeout=self.request_timeout,
+                            failure_threshold=self.failure_threshold, recheck_interval=self.recheck_interval)
 
 
 @dataclass

@@ -14,7 +14,7 @@ import pytest
 from agent.bounds import field_problems
 from agent.host import HostRoot
 from agent.model import Status
-from agent.sensors.restarts import CommandError, RestartConfig, RestartMonitor, run_command
+from agent.services.restarts import CommandError, RestartConfig, RestartMonitor, run_command
 
 NOW = dt.datetime(2024, 5, 1, 12, 0, 0, tzinfo=dt.UTC)
 MINUTE = dt.timedelta(minutes=1)

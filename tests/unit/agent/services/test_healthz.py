@@ -18,7 +18,7 @@ import pytest
 
 from agent.bounds import bounded, field_problems
 from agent.model import CheckTiming
-from agent.probes.healthz import HEALTHZ_URL, MAX_LINE, RECHECK_INTERVAL, REQUEST_TIMEOUT, HealthzProbe, ProbeTiming
+from agent.services.healthz import HEALTHZ_URL, MAX_LINE, RECHECK_INTERVAL, REQUEST_TIMEOUT, HealthzProbe, ProbeTiming
 
 TIMEOUT = dt.timedelta(seconds=2)
 SECOND = dt.timedelta(seconds=1)

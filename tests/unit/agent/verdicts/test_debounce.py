@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent.model import Status
-from agent.probes.debounce import FailureDebounce
+from agent.verdicts.debounce import FailureDebounce
 
 
 def debounce() -> FailureDebounce:
