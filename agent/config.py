@@ -15,7 +15,9 @@ repair: {enabled: true, ...}   # acting on the remediator's repair asks for this
 ```
 A check's keys are its `Config` dataclass fields in camelCase (`someAvg10` for `some_avg10`); `interval` and
 `timeout` set its `timing`. Values are converted from the field's type: durations ("30s", "5m", "1h30m", "500ms"
-or a number of seconds; `nodemedic_common.durations`), numbers, booleans, strings, lists.
+or a number of seconds; `nodemedic_common.durations`), numbers, booleans, strings, lists. Each field's bounds are
+declared on it (`agent/bounds.py`), and a value out of them is named at its own line with the key as written
+("agent.yaml:5: checks.cpu.thresholds.someAvg60: must be above 0 and at most 100, got 150").
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import Any
 
 import yaml
 
+from agent.bounds import camel_case, field_problems
 from agent.model import CheckTiming
 from agent.repair.config import RepairConfig, parse_repair
 from nodemedic_common.config_errors import ConfigError
@@ -43,8 +46,7 @@ from nodemedic_common.inputs import Problem, quoted, read_text, yaml_problem
 class CheckSpec:
     """How one built-in check is configured and built (the registry in agent/checks/__init__.py)."""
 
-    config_type: type
-    validate: Callable[[Any], list[str]]
+    config_type: type  # a dataclass whose fields declare their bounds (agent/bounds.py)
     build: Callable[..., Any]  # (config, host) -> Check
 
 
@@ -76,11 +78,6 @@ def _at_least(value: dt.timedelta, floor: dt.timedelta, why: str) -> dt.timedelt
 
 def _snake(key: str) -> str:
     return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", key).lower()
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(w.capitalize() for w in rest)
 
 
 class _Lines(yaml.SafeLoader):
@@ -169,7 +166,7 @@ def build_dataclass(cls: type, raw: Mapping[str, Any], where: str, *, errors: li
             continue
         name = _snake(str(key))
         if name not in names or name == "timing":
-            valid = sorted({_camel(n) for n in names if n != "timing"} | ({"interval", "timeout"} & (
+            valid = sorted({camel_case(n) for n in names if n != "timing"} | ({"interval", "timeout"} & (
                 {"interval", "timeout"} if "timing" in names else set())))
             errors.append(f"{at}: unknown field; valid: {', '.join(valid)}")
             continue
@@ -186,6 +183,15 @@ def build_dataclass(cls: type, raw: Mapping[str, Any], where: str, *, errors: li
     except (TypeError, ValueError) as e:
         errors.append(f"{source}:{line}: {where}: {e}")
         return None
+
+
+def _line_of(raw: Mapping[str, Any], keys: tuple[str, ...], line: int) -> int:
+    """The line of the deepest of `keys` the file gives (a bound broken by a default is at the check's line)."""
+    for key in keys:
+        if not isinstance(raw, dict) or key not in raw:
+            break
+        line, raw = raw["__lines__"].get(key, line), raw[key]
+    return line
 
 
 def parse_config(text: str, *, source: str, registry: Mapping[str, CheckSpec]) -> AgentConfig:
@@ -251,7 +257,8 @@ def parse_config(text: str, *, source: str, registry: Mapping[str, CheckSpec]) -
         cfg = build_dataclass(spec.config_type, raw, f"checks.{name}", errors=errors, source=source, line=line)
         if cfg is None:
             continue
-        errors += [f"{source}:{line}: checks.{name}.{msg}" for msg in spec.validate(cfg)]
+        errors += [f"{source}:{_line_of(raw, problem.keys, line)}: checks.{name}.{problem}"
+                   for problem in field_problems(cfg)]
         if enabled:
             checks[name] = cfg
     monitors: dict[str, tuple[Path, ...] | None] = {}

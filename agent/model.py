@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
-from nodemedic_common.durations import below_floor
+from agent.bounds import ZERO, Bounds, bounded
 
 
 class Status(StrEnum):
@@ -55,24 +55,14 @@ MIN_INTERVAL = dt.timedelta(seconds=1)
 
 @dataclass(frozen=True)
 class CheckTiming:
-    interval: dt.timedelta = dt.timedelta(seconds=30)
-    timeout: dt.timedelta = dt.timedelta(seconds=10)
+    """The supervisor runs a check's observations one after another, so a timeout over the interval would only
+    delay the next one: a sampling check forbids it (a reading that late is stale); a probe with a long request
+    timeout may allow it (`agent/services/healthz.py`'s `ProbeTiming`)."""
 
-    def errors(self, *, timeout_within_interval: bool = True) -> list[str]:
-        """What is wrong with this timing, one message per field (empty if fine). The supervisor runs a check's
-        observations one after another, so a timeout over the interval only delays the next one: a sampling
-        check forbids it (a reading that late is stale), a probe with a long request timeout may allow it."""
-        errors = []
-        if self.interval <= dt.timedelta(0):
-            errors.append("timing.interval: must be positive")
-        elif problem := below_floor(self.interval, MIN_INTERVAL, "a check's findings reach the Node at most once a "
-                                                               "second; sampling faster only costs CPU"):
-            errors.append(f"timing.interval: {problem}")
-        if timeout_within_interval and not dt.timedelta(0) < self.timeout <= self.interval:
-            errors.append("timing.timeout: must be positive and not longer than timing.interval")
-        elif self.timeout <= dt.timedelta(0):
-            errors.append("timing.timeout: must be positive")
-        return errors
+    interval: dt.timedelta = bounded(dt.timedelta(seconds=30), Bounds(
+        at_least=MIN_INTERVAL, why="a check's findings reach the Node at most once a second; sampling faster only "
+                                   "costs CPU"))
+    timeout: dt.timedelta = bounded(dt.timedelta(seconds=10), Bounds(above=ZERO, not_longer_than="interval"))
 
 
 class Check(Protocol):

@@ -1,7 +1,9 @@
 """The built-in checks, registered in one explicit place: config name -> (module, check class), one line each.
 
-Each check is a module here with its `Config`, its `validate(config)` and its check class; adding one takes
-its module and its line in `REGISTERED`.
+Each check is a module here with its `Config` (whose fields declare their bounds: agent/bounds.py) and its check
+class, whose `name` is its config name; adding one takes its module and its line in `REGISTERED`. What checks share
+lives beside this package: `agent/sensors/` (what they read from the host), `agent/services/` (a node service's
+healthz and restarts) and `agent/verdicts/` (how readings become a steady condition).
 
 Log monitors (node-problem-detector system-log-monitor JSON) and custom plugin monitors (NPD
 custom-plugin-monitor JSON) are built from their own files, not from this table.
@@ -27,7 +29,7 @@ REGISTERED: dict[str, tuple[str, str]] = {
     "firewall": ("firewall", "FirewallCheck"),
     "gpu": ("gpu", "GPUCheck"),
     "nvml": ("nvml", "NvmlCheck"),
-    "limits": ("limits", "KernelLimits"),
+    "limits": ("kernel_limits", "KernelLimits"),
     "zombies": ("zombies", "ZombieCheck"),
     "conntrack": ("conntrack", "ConntrackCheck"),
     "network": ("network", "NetworkCheck"),
@@ -40,7 +42,7 @@ REGISTERED: dict[str, tuple[str, str]] = {
 
 def _spec(module_name: str, check_class: str) -> CheckSpec:
     module = importlib.import_module(f"{__name__}.{module_name}")
-    return CheckSpec(module.Config, module.validate, getattr(module, check_class))
+    return CheckSpec(module.Config, getattr(module, check_class))
 
 
 BUILTIN: dict[str, CheckSpec] = {name: _spec(*where) for name, where in REGISTERED.items()}

@@ -29,8 +29,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agent.bounds import POSITIVE, Bounds, bounded, text_form
 from agent.host import HostRoot
 from agent.model import CheckTiming, ConditionReport, EventReport, Observation, Status
+from nodemedic_common.inputs import quoted
 
 CONDITION = "DiskHardwareError"
 
@@ -39,31 +41,23 @@ DeviceInfo = Callable[[str], Mapping[str, str]]  # device name ("sda") -> udev p
 _UDEV_KEYS = ("ID_MODEL", "ID_SERIAL_SHORT", "ID_PATH")
 UDEV_DATA = Path("/run/udev/data")  # where libudev looks, in the agent's own mount namespace
 
+_HEALTHY_STATES = ("running", "live")
+_DEVICE_PREFIX = text_form("a non-empty device name prefix", lambda prefix: bool(prefix) and "/" not in prefix)
+
+
+def _problem_state(state: str) -> str | None:
+    if not state or state != state.strip().lower():
+        return f"must be a lower-case sysfs state, got {quoted(state)}"
+    return f"{quoted(state)} is the healthy state" if state in _HEALTHY_STATES else None
+
 
 @dataclass(frozen=True)
 class Config:
     timing: CheckTiming = field(default_factory=CheckTiming)
-    ignore_prefixes: tuple[str, ...] = ("loop", "ram", "zram", "dm-", "sr")
-    problem_states: tuple[str, ...] = ("offline", "blocked", "transport-offline", "dead")
-    io_error_quiet_period: dt.timedelta = dt.timedelta(minutes=30)
-
-
-_HEALTHY_STATES = ("running", "live")
-
-
-def validate(config: Config) -> list[str]:
-    errors = config.timing.errors()
-    for i, prefix in enumerate(config.ignore_prefixes):
-        if not prefix or "/" in prefix:
-            errors.append(f"ignore_prefixes[{i}]: must be a non-empty device name prefix")
-    for i, state in enumerate(config.problem_states):
-        if not state or state != state.strip().lower():
-            errors.append(f"problem_states[{i}]: must be a lower-case sysfs state, got {state!r}")
-        elif state in _HEALTHY_STATES:
-            errors.append(f"problem_states[{i}]: {state!r} is the healthy state")
-    if config.io_error_quiet_period <= dt.timedelta(0):
-        errors.append("io_error_quiet_period: must be positive")
-    return errors
+    ignore_prefixes: tuple[str, ...] = bounded(("loop", "ram", "zram", "dm-", "sr"), Bounds(form=_DEVICE_PREFIX))
+    problem_states: tuple[str, ...] = bounded(("offline", "blocked", "transport-offline", "dead"),
+                                              Bounds(form=_problem_state))
+    io_error_quiet_period: dt.timedelta = bounded(dt.timedelta(minutes=30), POSITIVE)
 
 
 def load_udev_device_info() -> tuple[DeviceInfo | None, str]:

@@ -4,7 +4,7 @@ Every `interval`, one DNS query (UDP, type A, recursion desired) for `kubernetes
 cluster DNS server, sent from the node's own network namespace (the agent runs in the host network), so it takes the
 path a pod's lookup takes through this node: kube-proxy's rules for the DNS Service's address, the network to the DNS
 pods, the DNS server and its view of the API. An answer is NOERROR for that name; a timeout, a refusal, NXDOMAIN or
-SERVFAIL is a failed probe, and `failure_threshold` in a row turn the condition True (`agent/checks/debounce.py`).
+SERVFAIL is a failed probe, and `failure_threshold` in a row turn the condition True (`agent/verdicts/debounce.py`).
 
 Where the servers and the domain come from (unless `servers` / `clusterDomain` say): the kubelet's own configuration,
 as the pods get it: `clusterDNS` and `clusterDomain` in the file the running kubelet's `--config` names (its command
@@ -25,46 +25,39 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from agent.checks.debounce import FailureDebounce
+from agent.bounds import AT_LEAST_ONE, PORT, ZERO, Bounds, bounded, text_form
 from agent.host import HostRoot
 from agent.model import CheckTiming, Observation
+from agent.verdicts.debounce import FailureDebounce
 from nodemedic_common.durations import format_duration
+from nodemedic_common.inputs import quoted
 
 UNREACHABLE = "ClusterDNSUnreachable"
 _RCODES = {1: "FORMERR", 2: "SERVFAIL", 3: "NXDOMAIN", 4: "NOTIMP", 5: "REFUSED"}
 
 
+def _ip_address(text: str) -> str | None:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return f"{quoted(text)} is not an IP address"
+    return None
+
+
+_RELATIVE_NAME = text_form("a relative DNS name, e.g. kubernetes.default.svc",
+                           lambda name: bool(name) and not name.endswith(".") and " " not in name)
+
+
 @dataclass(frozen=True)
 class Config:
     timing: CheckTiming = field(default_factory=CheckTiming)
-    servers: tuple[str, ...] = ()  # empty: the kubelet's clusterDNS
+    servers: tuple[str, ...] = bounded((), Bounds(form=_ip_address))  # empty: the kubelet's clusterDNS
     cluster_domain: str = ""  # empty: the kubelet's clusterDomain, else cluster.local
-    name: str = "kubernetes.default.svc"  # looked up below the cluster domain
-    port: int = 53
-    request_timeout: dt.timedelta = dt.timedelta(seconds=2)
-    failure_threshold: int = 3
-    absent_every: dt.timedelta = dt.timedelta(minutes=5)
-
-
-def validate(config: Config) -> list[str]:
-    errors = config.timing.errors()
-    for i, server in enumerate(config.servers):
-        try:
-            ipaddress.ip_address(server)
-        except ValueError:
-            errors.append(f"servers[{i}]: {server!r} is not an IP address")
-    if not config.name or config.name.endswith(".") or " " in config.name:
-        errors.append("name: must be a relative DNS name, e.g. kubernetes.default.svc")
-    if not dt.timedelta(0) < config.request_timeout < config.timing.timeout:
-        errors.append(f"request_timeout: must be positive and shorter than timing.timeout "
-                      f"({format_duration(config.timing.timeout)})")
-    if config.failure_threshold < 1:
-        errors.append("failure_threshold: must be at least 1")
-    if not 0 < config.port < 65536:
-        errors.append("port: must be 1-65535")
-    if config.absent_every < config.timing.interval:
-        errors.append("absent_every: must not be shorter than the interval")
-    return errors
+    name: str = bounded("kubernetes.default.svc", Bounds(form=_RELATIVE_NAME))  # looked up below the cluster domain
+    port: int = bounded(53, PORT)
+    request_timeout: dt.timedelta = bounded(dt.timedelta(seconds=2), Bounds(above=ZERO, shorter_than="timing.timeout"))
+    failure_threshold: int = bounded(3, AT_LEAST_ONE)
+    absent_every: dt.timedelta = bounded(dt.timedelta(minutes=5), Bounds(not_shorter_than="timing.interval"))
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,12 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from agent.checks.limits import read_int
-from agent.checks.psi import StickyReport
+from agent.bounds import PERCENT, POSITIVE, bounded
+from agent.checks.kernel_limits import read_int
 from agent.host import HostRoot
 from agent.model import CheckTiming, ConditionReport, Observation, Status
+from agent.verdicts.sustained import StickyReport
 
-NAME = "conntrack"
 CONDITION = "ConntrackExhaustion"
 COUNT = "/proc/sys/net/netfilter/nf_conntrack_count"
 MAX = "/proc/sys/net/netfilter/nf_conntrack_max"
@@ -31,17 +31,8 @@ DROP_COLUMNS = ("drop", "early_drop", "insert_failed")
 @dataclass(frozen=True)
 class Config:
     timing: CheckTiming = field(default_factory=CheckTiming)
-    max_percent: float = 90.0
-    drop_quiet_period: dt.timedelta = dt.timedelta(minutes=10)
-
-
-def validate(config: Config) -> list[str]:
-    errors = config.timing.errors()
-    if not 0 < config.max_percent <= 100:
-        errors.append("max_percent: must be above 0 and at most 100")
-    if config.drop_quiet_period <= dt.timedelta(0):
-        errors.append("drop_quiet_period: must be positive")
-    return errors
+    max_percent: float = bounded(90.0, PERCENT)
+    drop_quiet_period: dt.timedelta = bounded(dt.timedelta(minutes=10), POSITIVE)
 
 
 def parse_stat(text: str) -> int:
@@ -65,10 +56,11 @@ def parse_stat(text: str) -> int:
 
 
 class ConntrackCheck:
+    name = "conntrack"
+    condition_types: tuple[str, ...] = (CONDITION,)
+
     def __init__(self, config: Config, host: HostRoot) -> None:
-        self.name = NAME
         self.timing = config.timing
-        self.condition_types: tuple[str, ...] = (CONDITION,)
         self._config = config
         self._host = host
         self._drops: int | None = None

@@ -20,48 +20,38 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from agent.checks.psi import Pressure, StickyReport, Sustained, describe, read_pressure
+from agent.bounds import PERCENT, ZERO, Bounds, bounded
 from agent.host import HostRoot
-from agent.model import CheckTiming, ConditionReport, Observation, Status
-from nodemedic_common.durations import format_duration
+from agent.model import CheckTiming, ConditionReport, Observation
+from agent.sensors.psi import Pressure, describe, read_pressure
+from agent.verdicts.sustained import SustainedCondition
 
-NAME = "cpu"
 CONDITION = "CPUPressure"
 
 
 @dataclass(frozen=True)
 class Thresholds:
-    some_avg60: float = 80.0  # percent of time some task waited for a CPU
-    load_per_cpu: float = 3.0  # 1-minute load average divided by online CPUs
+    some_avg60: float = bounded(80.0, PERCENT)  # percent of time some task waited for a CPU
+    load_per_cpu: float = bounded(3.0, Bounds(above=0))  # 1-minute load average divided by online CPUs
 
 
 @dataclass(frozen=True)
 class Config:
     timing: CheckTiming = field(default_factory=CheckTiming)
-    window: dt.timedelta = dt.timedelta(minutes=5)
+    window: dt.timedelta = bounded(dt.timedelta(minutes=5), Bounds(at_least=ZERO))
     thresholds: Thresholds = field(default_factory=Thresholds)
 
 
-def validate(config: Config) -> list[str]:
-    errors = config.timing.errors()
-    if config.window < dt.timedelta(0):
-        errors.append("window: must not be negative")
-    if not 0 < config.thresholds.some_avg60 <= 100:
-        errors.append("thresholds.some_avg60: must be between 0 and 100")
-    if not config.thresholds.load_per_cpu > 0:  # `not >` also rejects nan
-        errors.append("thresholds.load_per_cpu: must be positive")
-    return errors
-
-
 class CPUPressure:
+    name = "cpu"
+    condition_types: tuple[str, ...] = (CONDITION,)
+
     def __init__(self, config: Config, host: HostRoot) -> None:
-        self.name = NAME
         self.timing = config.timing
-        self.condition_types: tuple[str, ...] = (CONDITION,)
         self._config = config
         self._host = host
-        self._sustained = Sustained(config.window)
-        self._sticky = StickyReport()
+        self._level = SustainedCondition(CONDITION, config.window, true_reason="CPUOverloaded",
+                                         false_reason="CPUNotOverloaded")
 
     async def observe(self, now: dt.datetime) -> Observation:
         # A few small procfs reads: cheaper inline than a hop to a thread.
@@ -74,21 +64,11 @@ class CPUPressure:
             load1 = read_load1(self._host)
             cpus = online_cpus(self._host)
         except ValueError as e:
-            self._sustained.interrupt()
-            report = ConditionReport(CONDITION, Status.UNKNOWN, "BadSensorData", str(e))
-            return self._sticky(report, (report.status, report.message))
+            return self._level.unreadable(str(e))
         over, detail = self._judge(pressure, load1, cpus)
-        state = self._sustained.update(over, now)
-        if state is None:
-            return None  # undecided: say nothing, so the Node keeps what it carried (see psi.Sustained)
-        # window 0 (`nodemedic-agent check`): the current reading alone decides
-        window = f"for {format_duration(self._config.window)}" if self._config.window else "now"
-        if state:
-            report = ConditionReport(CONDITION, Status.TRUE, "CPUOverloaded", f"over threshold {window}: {detail}")
-        else:
-            report = ConditionReport(CONDITION, Status.FALSE, "CPUNotOverloaded",
-                                     f"below threshold {window}: {detail}")
-        return self._sticky(report, report.status)
+        window = self._level.window_text
+        return self._level.judge(over, now, over_message=f"over threshold {window}: {detail}",
+                                 under_message=f"below threshold {window}: {detail}")
 
     def _judge(self, pressure: Pressure | None, load1: float, cpus: int) -> tuple[bool, str]:
         t = self._config.thresholds

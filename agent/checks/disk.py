@@ -27,43 +27,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from agent.checks.psi import StickyReport, describe, read_pressure
+from agent.bounds import PERCENT, Bounds, absolute_path, bounded
 from agent.host import HostRoot
 from agent.model import CheckTiming, ConditionReport, Observation, Status
+from agent.sensors.psi import describe, read_pressure
+from agent.verdicts.sustained import StickyReport
 
-NAME = "disk"
 CONDITION = "DiskExhaustion"
 
 
 @dataclass(frozen=True)
 class Thresholds:
-    bytes_percent: float = 90.0  # used share of the space available to pods
-    inodes_percent: float = 90.0
+    bytes_percent: float = bounded(90.0, PERCENT)  # used share of the space available to pods
+    inodes_percent: float = bounded(90.0, PERCENT)
 
 
 @dataclass(frozen=True)
 class Config:
     timing: CheckTiming = field(default_factory=CheckTiming)
-    mounts: tuple[str, ...] = ("/", "/var/lib/kubelet", "/var/lib/containerd")
+    mounts: tuple[str, ...] = bounded(("/", "/var/lib/kubelet", "/var/lib/containerd"),
+                                      Bounds(not_empty=True, form=absolute_path, distinct_by=os.path.normpath))
     thresholds: Thresholds = field(default_factory=Thresholds)
-
-
-def validate(config: Config) -> list[str]:
-    errors = config.timing.errors()
-    if not config.mounts:
-        errors.append("mounts: must name at least one mount point")
-    seen: set[str] = set()
-    for i, mount in enumerate(config.mounts):
-        if not mount.startswith("/"):
-            errors.append(f"mounts[{i}]: must be an absolute path")
-        elif os.path.normpath(mount) in seen:
-            errors.append(f"mounts[{i}]: {mount} is listed twice")
-        seen.add(os.path.normpath(mount))
-    for name, value in (("bytes_percent", config.thresholds.bytes_percent),
-                        ("inodes_percent", config.thresholds.inodes_percent)):
-        if not 0 < value <= 100:
-            errors.append(f"thresholds.{name}: must be between 0 and 100")
-    return errors
 
 
 class StatVFS(Protocol):
@@ -92,12 +76,13 @@ class Usage:
 
 
 class DiskExhaustion:
+    name = "disk"
+    condition_types: tuple[str, ...] = (CONDITION,)
+
     def __init__(self, config: Config, host: HostRoot, *,
                  statvfs: Callable[[Path], StatVFS] = os.statvfs,
                  is_mount: Callable[[Path], bool] = os.path.ismount) -> None:
-        self.name = NAME
         self.timing = config.timing
-        self.condition_types: tuple[str, ...] = (CONDITION,)
         self._config = config
         self._host = host
         self._statvfs = statvfs

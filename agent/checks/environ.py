@@ -11,31 +11,25 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
+from agent.bounds import AT_LEAST_ONE, bounded
 from agent.host import HostRoot
 from agent.model import CheckTiming, EventReport, Observation
 
-NAME = "environ"
 EVENT = "LargeEnvironment"
 
 
 @dataclass(frozen=True)
 class Config:
     timing: CheckTiming = field(default_factory=lambda: CheckTiming(interval=dt.timedelta(minutes=5)))
-    max_variables: int = 1000
-
-
-def validate(config: Config) -> list[str]:
-    errors = config.timing.errors()
-    if config.max_variables < 1:
-        errors.append("max_variables: must be at least 1")
-    return errors
+    max_variables: int = bounded(1000, AT_LEAST_ONE)
 
 
 class EnvironCheck:
+    name = "environ"
+    condition_types: tuple[str, ...] = ()
+
     def __init__(self, config: Config, host: HostRoot) -> None:
-        self.name = NAME
         self.timing = config.timing
-        self.condition_types: tuple[str, ...] = ()
         self._config = config
         self._host = host
         self._reported: set[tuple[str, str]] = set()  # (pid, start time) already reported

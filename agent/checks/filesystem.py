@@ -31,10 +31,12 @@ import posixpath
 import re
 from dataclasses import dataclass, field
 
+from agent.bounds import Bounds, bounded, normal_absolute_path, text_form
 from agent.host import HostRoot
 from agent.logsources.kmsg import KmsgReader
 from agent.model import CheckTiming, ConditionReport, EventReport, Observation, Status
-from agent.npd.re2 import bounded, compile_plain_pattern
+from agent.npd import re2
+from agent.npd.re2 import compile_plain_pattern
 
 READONLY = "ReadonlyFilesystem"
 CORRUPTION = "FilesystemCorruption"
@@ -50,32 +52,22 @@ _ANY_DEVICE = "*"
 _MAX_KMSG_READS = 64  # per observation: the backlog of a ring buffer is read in bounded slices
 
 
+_KERNEL_LOG = text_form('an absolute path, or "" not to read the kernel log',
+                        lambda path: not path or normal_absolute_path(path) is None)
+
+
 @dataclass(frozen=True)
 class Config:
     timing: CheckTiming = field(default_factory=CheckTiming)
-    mounts: tuple[str, ...] = ("/", "/var/lib/kubelet", "/var/lib/containerd", "/var/lib/docker")
-    expect_rw: tuple[str, ...] = ("/var/lib/kubelet",)  # ro even at first sight is a problem for these
-    mounts_files: tuple[str, ...] = ("/proc/1/mounts", "/proc/mounts")  # the first that exists is read
-    kernel_log: str = "/dev/kmsg"  # read for remount lines a restart would otherwise miss; "" = do not read
-
-
-def validate(config: Config) -> list[str]:
-    errors = config.timing.errors()
-    for name, values in (("mounts", config.mounts), ("mounts_files", config.mounts_files)):
-        for i, value in enumerate(values):
-            if not value.startswith("/") or posixpath.normpath(value) != value:
-                errors.append(f"{name}[{i}]: must be an absolute path")
-            elif values.index(value) != i:
-                errors.append(f"{name}[{i}]: duplicate of {name}[{values.index(value)}]")
-    if not config.mounts_files:
-        errors.append("mounts_files: must not be empty")
-    if config.kernel_log and (not config.kernel_log.startswith("/")
-                              or posixpath.normpath(config.kernel_log) != config.kernel_log):
-        errors.append('kernel_log: must be an absolute path, or "" not to read the kernel log')
-    for i, value in enumerate(config.expect_rw):
-        if value not in config.mounts:
-            errors.append(f"expect_rw[{i}]: {value!r} is not one of mounts")
-    return errors
+    mounts: tuple[str, ...] = bounded(("/", "/var/lib/kubelet", "/var/lib/containerd", "/var/lib/docker"),
+                                      Bounds(form=normal_absolute_path, distinct_by=str))
+    # ro even at first sight is a problem for these
+    expect_rw: tuple[str, ...] = bounded(("/var/lib/kubelet",), Bounds(within="mounts"))
+    # the first that exists is read
+    mounts_files: tuple[str, ...] = bounded(("/proc/1/mounts", "/proc/mounts"),
+                                            Bounds(not_empty=True, form=normal_absolute_path, distinct_by=str))
+    # read for remount lines a restart would otherwise miss; "" = do not read
+    kernel_log: str = bounded("/dev/kmsg", Bounds(form=_KERNEL_LOG))
 
 
 @dataclass(frozen=True)
@@ -133,7 +125,7 @@ class FilesystemCheck:
         try:
             for _ in range(_MAX_KMSG_READS):
                 for record in self._kmsg.read():
-                    if (match := _REMOUNT_RO.search(bounded(record.message))) is not None:
+                    if (match := _REMOUNT_RO.search(re2.bounded(record.message))) is not None:
                         self._remounted_ro[match.group("device") or _ANY_DEVICE] = record.message.strip()[:200]
                 if not self._kmsg.behind:
                     return

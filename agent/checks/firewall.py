@@ -21,9 +21,10 @@ import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from agent.checks.restarts import CommandError, CommandRunner, run_command
+from agent.bounds import PORT, Bounds, bounded, text_form
 from agent.host import HostRoot
 from agent.model import CheckTiming, ConditionReport, EventReport, Observation, Status
+from agent.services.restarts import CommandError, CommandRunner, run_command
 
 HIJACKED = "KubeletPortHijacked"
 MIXED = "IPTablesModesMixed"
@@ -38,16 +39,9 @@ _PLAIN = ("iptables-save", "ip6tables-save")
 class Config:
     timing: CheckTiming = field(default_factory=lambda: CheckTiming(interval=dt.timedelta(minutes=5),
                                                                     timeout=dt.timedelta(seconds=30)))
-    kubelet_port: int = 10250
-    allowed_chains: tuple[str, ...] = DEFAULT_ALLOWED  # chain name prefixes where REJECT/DROP rules are expected
-
-
-def validate(config: Config) -> list[str]:
-    errors = config.timing.errors()
-    if not 0 < config.kubelet_port < 65536:
-        errors.append("kubelet_port: must be 1-65535")
-    errors += [f"allowed_chains[{i}]: must not be empty" for i, c in enumerate(config.allowed_chains) if not c]
-    return errors
+    kubelet_port: int = bounded(10250, PORT)
+    # chain name prefixes where REJECT/DROP rules are expected
+    allowed_chains: tuple[str, ...] = bounded(DEFAULT_ALLOWED, Bounds(form=text_form("a chain name prefix", bool)))
 
 
 @dataclass(frozen=True)

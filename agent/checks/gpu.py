@@ -18,7 +18,7 @@
 Fewer device nodes than functions (the driver did not take a GPU), fewer functions than seen before (a GPU left the
 bus) or than the Node's capacity promises is True, naming the bus ids. A node with no NVIDIA GPU, and no GPU
 capacity, reports nothing, so the type never appears there, and looks again only every `IDLE_INTERVAL`
-(agent/checks/idle.py: 5 min) until it finds one.
+(agent/sensors/idle.py: 5 min) until it finds one.
 
 `NVSwitchFabricDown`: on HGX-style hosts the NVSwitches (`/dev/nvidia-nvswitch<N>`, or NVIDIA PCI functions of
 class 0x0680xx) need the fabric manager daemon (`nv-fabricmanager`) running, or multi-GPU jobs fail to start.
@@ -33,11 +33,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from agent.checks.idle import idle_timing
+from agent.bounds import AT_LEAST_ONE, Bounds, absolute_path, bounded, text_form
 from agent.host import HostRoot
 from agent.model import CheckTiming, ConditionReport, Observation, Status
+from agent.sensors.idle import idle_timing
 
-NAME = "gpu"
 MISSING = "GPUMissing"
 FABRIC = "NVSwitchFabricDown"
 NVIDIA_VENDOR = "0x10de"
@@ -49,27 +49,19 @@ _RESOURCE_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?(/[-A-Za-z
 Capacity = Callable[[str], int | None]  # resource name -> the Node's capacity of it; None: not known or not listed
 
 
+_PROCESS_NAME = text_form("a process name (its /proc/<pid>/comm)", lambda name: bool(name) and "/" not in name)
+_RESOURCE = text_form('a resource name such as nvidia.com/gpu, or "" not to compare with the capacity',
+                      lambda name: not name or _RESOURCE_NAME.fullmatch(name) is not None)
+
+
 @dataclass(frozen=True)
 class Config:
     timing: CheckTiming = field(default_factory=CheckTiming)
-    device_dirs: tuple[str, ...] = ("/dev", "/run/nvidia/driver/dev")
-    fabric_manager_process: str = "nv-fabricmanager"
-    capacity_resource: str = "nvidia.com/gpu"  # "" = do not compare with the Node's capacity
-    capacity_per_gpu: int = 1
-
-
-def validate(config: Config) -> list[str]:
-    errors = config.timing.errors()
-    for i, path in enumerate(config.device_dirs):
-        if not path.startswith("/"):
-            errors.append(f"device_dirs[{i}]: must be an absolute path")
-    if not config.fabric_manager_process or "/" in config.fabric_manager_process:
-        errors.append("fabric_manager_process: must be a process name (its /proc/<pid>/comm)")
-    if config.capacity_resource and not _RESOURCE_NAME.fullmatch(config.capacity_resource):
-        errors.append(f"capacity_resource: {config.capacity_resource!r} is not a resource name (e.g. nvidia.com/gpu)")
-    if config.capacity_per_gpu < 1:
-        errors.append("capacity_per_gpu: must be at least 1")
-    return errors
+    device_dirs: tuple[str, ...] = bounded(("/dev", "/run/nvidia/driver/dev"), Bounds(form=absolute_path))
+    fabric_manager_process: str = bounded("nv-fabricmanager", Bounds(form=_PROCESS_NAME))
+    # "" = do not compare with the Node's capacity
+    capacity_resource: str = bounded("nvidia.com/gpu", Bounds(form=_RESOURCE))
+    capacity_per_gpu: int = bounded(1, AT_LEAST_ONE)
 
 
 @dataclass(frozen=True)
@@ -104,10 +96,11 @@ def read_pci(host: HostRoot) -> PciInventory:
 
 
 class GPUCheck:
+    name = "gpu"
+    condition_types: tuple[str, ...] = (MISSING, FABRIC)
+
     def __init__(self, config: Config, host: HostRoot) -> None:
-        self.name = NAME
         self.timing = config.timing
-        self.condition_types: tuple[str, ...] = (MISSING, FABRIC)
         self._config = config
         self._host = host
         self._seen: frozenset[str] = frozenset()  # every GPU bus id seen since start

@@ -15,36 +15,24 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from agent.checks.psi import StickyReport, Sustained, read_pressure
+from agent.bounds import AT_LEAST_ONE, PERCENT, ZERO, Bounds, bounded
 from agent.host import HostRoot
-from agent.model import CheckTiming, ConditionReport, Observation, Status
-from nodemedic_common.durations import format_duration
+from agent.model import CheckTiming, Observation
+from agent.sensors.psi import read_pressure
+from agent.verdicts.sustained import SustainedCondition
 
-NAME = "iostall"
 CONDITION = "DiskIOStall"
 
 
 @dataclass(frozen=True)
 class Config:
     timing: CheckTiming = field(default_factory=CheckTiming)
-    window: dt.timedelta = dt.timedelta(minutes=5)
-    full_avg60: float = 30.0  # percent of time every non-idle task waited on I/O
-    max_await_ms: float = 2000.0  # a healthy disk answers in milliseconds; seconds mean a dying or choked one
-    min_ios: int = 10  # fewer completions than this in an interval say too little about latency
+    window: dt.timedelta = bounded(dt.timedelta(minutes=5), Bounds(at_least=ZERO))
+    full_avg60: float = bounded(30.0, PERCENT)  # percent of time every non-idle task waited on I/O
+    # a healthy disk answers in milliseconds; seconds mean a dying or choked one
+    max_await_ms: float = bounded(2000.0, Bounds(above=0))
+    min_ios: int = bounded(10, AT_LEAST_ONE)  # fewer completions than this in an interval say too little about latency
     ignore_prefixes: tuple[str, ...] = ("loop", "ram", "zram", "sr", "fd")
-
-
-def validate(config: Config) -> list[str]:
-    errors = config.timing.errors()
-    if config.window < dt.timedelta(0):
-        errors.append("window: must not be negative")
-    if not 0 < config.full_avg60 <= 100:
-        errors.append("full_avg60: must be above 0 and at most 100")
-    if config.max_await_ms <= 0:
-        errors.append("max_await_ms: must be positive")
-    if config.min_ios < 1:
-        errors.append("min_ios: must be at least 1")
-    return errors
 
 
 @dataclass(frozen=True)
@@ -70,14 +58,15 @@ def read_diskstats(host: HostRoot) -> dict[str, DiskStat]:
 
 
 class IOStallCheck:
+    name = "iostall"
+    condition_types: tuple[str, ...] = (CONDITION,)
+
     def __init__(self, config: Config, host: HostRoot) -> None:
-        self.name = NAME
         self.timing = config.timing
-        self.condition_types: tuple[str, ...] = (CONDITION,)
         self._config = config
         self._host = host
-        self._sustained = Sustained(config.window)
-        self._sticky = StickyReport()
+        self._level = SustainedCondition(CONDITION, config.window, true_reason="IOStalled",
+                                         false_reason="IOFlowing")
         self._last: tuple[dt.datetime, dict[str, DiskStat]] | None = None
 
     async def observe(self, now: dt.datetime) -> Observation:
@@ -86,24 +75,16 @@ class IOStallCheck:
             disks = self._disks()
             stats = {name: s for name, s in read_diskstats(self._host).items() if name in disks}
         except (OSError, ValueError) as e:
-            self._sustained.interrupt()
-            report = ConditionReport(CONDITION, Status.UNKNOWN, "BadSensorData", str(e))
-            return Observation(self.name, now, conditions=(self._sticky(report, (report.status, report.message)),))
+            return Observation(self.name, now, conditions=(self._level.unreadable(str(e)),))
         findings = self._slow_devices(now, stats)
         full = pressure.full.avg60 if pressure is not None and pressure.full is not None else None
         if full is not None and full > self._config.full_avg60:
             findings.insert(0, f"io PSI full avg60={full:.1f}% (threshold {self._config.full_avg60:g}%)")
-        state = self._sustained.update(bool(findings), now)
-        if state is None:
-            return Observation(self.name, now)
-        window = f"for {format_duration(self._config.window)}" if self._config.window else "now"
-        if state:
-            report = ConditionReport(CONDITION, Status.TRUE, "IOStalled",
-                                     f"I/O stalled {window}: {'; '.join(findings) or 'recovering'}")
-        else:
-            psi = f"io PSI full avg60={full:.1f}%" if full is not None else "io PSI unavailable"
-            report = ConditionReport(CONDITION, Status.FALSE, "IOFlowing", f"no I/O stall {window} ({psi})")
-        return Observation(self.name, now, conditions=(self._sticky(report, report.status),))
+        window = self._level.window_text
+        psi = f"io PSI full avg60={full:.1f}%" if full is not None else "io PSI unavailable"
+        report = self._level.judge(bool(findings), now, under_message=f"no I/O stall {window} ({psi})",
+                                   over_message=f"I/O stalled {window}: {'; '.join(findings) or 'recovering'}")
+        return Observation(self.name, now, conditions=() if report is None else (report,))
 
     def _disks(self) -> set[str]:
         return {p.name for p in self._host.path("/sys/block").iterdir()

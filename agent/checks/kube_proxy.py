@@ -1,7 +1,7 @@
 """kube-proxy health: `KubeProxyUnhealthy` and `FrequentKubeProxyRestart`, as the kubelet check does them.
 
 `KubeProxyUnhealthy`: kube-proxy's healthz (`:10256/healthz`, 503 while its rules have not been synced within its
-healthz timeout), probed with the kubelet's debounce and pace (`agent/checks/healthz.py`).
+healthz timeout), probed with the kubelet's debounce and pace (`agent/services/healthz.py`).
 `FrequentKubeProxyRestart`: its restarts, from the process start times in the host's /proc (a DaemonSet pod's
 process is found as a service's is) or from systemd (`restarts.RestartMonitor`).
 
@@ -14,34 +14,22 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from agent.checks.healthz import HealthzProbe, validate_probe
-from agent.checks.restarts import CommandRunner, RestartConfig, RestartMonitor, run_command, validate_restarts
+from agent.bounds import Bounds, bounded
 from agent.host import HostRoot
 from agent.model import CheckTiming, Observation
+from agent.services.healthz import HEALTHZ_URL, ProbeSettings
+from agent.services.restarts import CommandRunner, RestartConfig, RestartMonitor, run_command
 
 UNHEALTHY = "KubeProxyUnhealthy"
 FREQUENT_RESTART = "FrequentKubeProxyRestart"
-TIMING = CheckTiming(interval=dt.timedelta(seconds=30), timeout=dt.timedelta(seconds=15))
 RESTARTS = RestartConfig(process_names=("kube-proxy",), units=("kube-proxy",))
 
 
 @dataclass(frozen=True)
-class Config:
-    timing: CheckTiming = field(default_factory=lambda: TIMING)
-    healthz_url: str = "http://127.0.0.1:10256/healthz"
-    request_timeout: dt.timedelta = dt.timedelta(seconds=10)
-    failure_threshold: int = 3
-    recheck_interval: dt.timedelta = dt.timedelta(seconds=5)
+class Config(ProbeSettings):
+    healthz_url: str = bounded("http://127.0.0.1:10256/healthz", HEALTHZ_URL)
     restarts: RestartConfig = field(default_factory=lambda: RESTARTS)
-    absent_every: dt.timedelta = dt.timedelta(minutes=5)
-
-
-def validate(config: Config) -> list[str]:
-    errors = validate_probe(config.healthz_url, config.request_timeout, config.timing, config.failure_threshold,
-                            config.recheck_interval)
-    if config.absent_every < config.timing.interval:
-        errors.append("absent_every: must not be shorter than the interval")
-    return errors + validate_restarts(config.restarts)
+    absent_every: dt.timedelta = bounded(dt.timedelta(minutes=5), Bounds(not_shorter_than="timing.interval"))
 
 
 class KubeProxyCheck:
@@ -52,9 +40,7 @@ class KubeProxyCheck:
                  clock_ticks: int | None = None) -> None:
         self._config = config
         self._host = host
-        self.healthz = HealthzProbe("KubeProxy", config.healthz_url, request_timeout=config.request_timeout,
-                                    failure_threshold=config.failure_threshold,
-                                    recheck_interval=config.recheck_interval)
+        self.healthz = config.probe("KubeProxy", config.healthz_url)
         self._restarts = RestartMonitor(config.restarts, host, defaults=RESTARTS, condition_type=FREQUENT_RESTART,
                                         subject="kube-proxy", run=run, clock_ticks=clock_ticks)
         self._present = False

@@ -1,7 +1,7 @@
 """Kubelet health: `KubeletUnhealthy` and `FrequentKubeletRestart`.
 
 `KubeletUnhealthy`: the kubelet's own healthz on 127.0.0.1:10248, as node-problem-detector's health-checker, probed
-with a debounce (`agent/checks/healthz.py`: True after `failure_threshold` failed probes in a row, False on the first
+with a debounce (`agent/services/healthz.py`: True after `failure_threshold` failed probes in a row, False on the first
 good one), every 30 s while settled and every `recheck_interval` while a failure waits for its confirmation.
 
 `FrequentKubeletRestart` comes from `restarts.RestartMonitor` (the `proc` or `systemd` source, see there).
@@ -12,32 +12,21 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from agent.checks.healthz import HealthzProbe, validate_probe
-from agent.checks.restarts import CommandRunner, RestartConfig, RestartMonitor, run_command, validate_restarts
+from agent.bounds import bounded
 from agent.host import HostRoot
 from agent.model import CheckTiming, Observation
+from agent.services.healthz import HEALTHZ_URL, ProbeSettings
+from agent.services.restarts import CommandRunner, RestartConfig, RestartMonitor, run_command
 
 UNHEALTHY = "KubeletUnhealthy"
 FREQUENT_RESTART = "FrequentKubeletRestart"
-# the timeout leaves room for a full request_timeout
-TIMING = CheckTiming(interval=dt.timedelta(seconds=30), timeout=dt.timedelta(seconds=15))
 RESTARTS = RestartConfig(process_names=("kubelet",), units=("kubelet",))
 
 
 @dataclass(frozen=True)
-class Config:
-    timing: CheckTiming = field(default_factory=lambda: TIMING)
-    healthz_url: str = "http://127.0.0.1:10248/healthz"
-    request_timeout: dt.timedelta = dt.timedelta(seconds=10)
-    failure_threshold: int = 3
-    recheck_interval: dt.timedelta = dt.timedelta(seconds=5)
+class Config(ProbeSettings):
+    healthz_url: str = bounded("http://127.0.0.1:10248/healthz", HEALTHZ_URL)
     restarts: RestartConfig = field(default_factory=lambda: RESTARTS)
-
-
-def validate(config: Config) -> list[str]:
-    errors = validate_probe(config.healthz_url, config.request_timeout, config.timing, config.failure_threshold,
-                            config.recheck_interval)
-    return errors + validate_restarts(config.restarts)
 
 
 class KubeletCheck:
@@ -47,9 +36,7 @@ class KubeletCheck:
     def __init__(self, config: Config, host: HostRoot, *, run: CommandRunner = run_command,
                  clock_ticks: int | None = None) -> None:
         self._config = config
-        self.healthz = HealthzProbe("Kubelet", config.healthz_url, request_timeout=config.request_timeout,
-                                    failure_threshold=config.failure_threshold,
-                                    recheck_interval=config.recheck_interval)
+        self.healthz = config.probe("Kubelet", config.healthz_url)
         self._restarts = RestartMonitor(config.restarts, host, defaults=RESTARTS, condition_type=FREQUENT_RESTART,
                                         subject="kubelet", run=run, clock_ticks=clock_ticks)
 

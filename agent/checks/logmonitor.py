@@ -23,7 +23,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from agent.checks.idle import idle_timing
 from agent.host import HostRoot
 from agent.logsources.filelog import FileLogReader
 from agent.logsources.journal_hub import JournalHubs
@@ -35,6 +34,7 @@ from agent.npd.logmonitor_config import LogMonitorConfig, Plugin
 from agent.npd.re2 import MAX_MATCHED_BUFFER, bounded
 from agent.npd.timestamps import parse_log_timestamp
 from agent.npd.vocabulary import RuleType
+from agent.sensors.idle import idle_timing
 from nodemedic_common.durations import format_duration
 
 DEFAULT_RECOVER_AFTER = dt.timedelta(minutes=10)

@@ -23,41 +23,30 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field, replace
 
-from agent.checks.psi import Pressure, StickyReport, Sustained, describe, read_pressure
+from agent.bounds import PERCENT, ZERO, Bounds, bounded
 from agent.host import HostRoot
-from agent.model import CheckTiming, ConditionReport, EventReport, Observation, Status
-from nodemedic_common.durations import format_duration
+from agent.model import CheckTiming, ConditionReport, EventReport, Observation
+from agent.sensors.psi import Pressure, describe, read_pressure
+from agent.verdicts.sustained import SustainedCondition
 
-NAME = "memory"
 CONDITION = "MemoryExhaustion"
 OOM_EVENT = "OOMKilling"
 
 
 @dataclass(frozen=True)
 class Thresholds:
-    some_avg60: float = 40.0  # percent of time some task stalled on memory
-    full_avg60: float = 10.0  # percent of time every non-idle task stalled on memory: hard thrashing
-    min_available_percent: float = 5.0  # MemAvailable below this share of MemTotal
+    some_avg60: float = bounded(40.0, PERCENT)  # percent of time some task stalled on memory
+    # percent of time every non-idle task stalled on memory: hard thrashing
+    full_avg60: float = bounded(10.0, PERCENT)
+    # MemAvailable below this share of MemTotal; 0 turns it off
+    min_available_percent: float = bounded(5.0, Bounds(at_least=0, below=100))
 
 
 @dataclass(frozen=True)
 class Config:
     timing: CheckTiming = field(default_factory=CheckTiming)
-    window: dt.timedelta = dt.timedelta(minutes=5)
+    window: dt.timedelta = bounded(dt.timedelta(minutes=5), Bounds(at_least=ZERO))
     thresholds: Thresholds = field(default_factory=Thresholds)
-
-
-def validate(config: Config) -> list[str]:
-    errors = config.timing.errors()
-    if config.window < dt.timedelta(0):
-        errors.append("window: must not be negative")
-    t = config.thresholds
-    for name, value in (("some_avg60", t.some_avg60), ("full_avg60", t.full_avg60)):
-        if not 0 < value <= 100:
-            errors.append(f"thresholds.{name}: must be between 0 and 100")
-    if not 0 <= t.min_available_percent < 100:
-        errors.append("thresholds.min_available_percent: must be at least 0 and below 100")
-    return errors
 
 
 @dataclass(frozen=True)
@@ -71,14 +60,15 @@ class MemInfo:
 
 
 class MemoryExhaustion:
+    name = "memory"
+    condition_types: tuple[str, ...] = (CONDITION,)
+
     def __init__(self, config: Config, host: HostRoot) -> None:
-        self.name = NAME
         self.timing = config.timing
-        self.condition_types: tuple[str, ...] = (CONDITION,)
         self._config = config
         self._host = host
-        self._sustained = Sustained(config.window)
-        self._sticky = StickyReport()
+        self._level = SustainedCondition(CONDITION, config.window, true_reason="MemoryExhausted",
+                                         false_reason="SufficientMemory")
         self._oom_kills: int | None = None  # the last oom_kill counter read; None until the first baseline
 
     async def observe(self, now: dt.datetime) -> Observation:
@@ -96,22 +86,11 @@ class MemoryExhaustion:
             pressure = read_pressure(self._host, "/proc/pressure/memory")
             meminfo = read_meminfo(self._host)
         except ValueError as e:
-            self._sustained.interrupt()
-            report = ConditionReport(CONDITION, Status.UNKNOWN, "BadSensorData", str(e))
-            return self._sticky(report, (report.status, report.message))
+            return self._level.unreadable(str(e))
         over, detail = self._judge(pressure, meminfo)
-        state = self._sustained.update(over, now)
-        if state is None:
-            return None  # undecided: say nothing, so the Node keeps what it carried (see psi.Sustained)
-        # window 0 (`nodemedic-agent check`): the current reading alone decides
-        window = f"for {format_duration(self._config.window)}" if self._config.window else "now"
-        if state:
-            report = ConditionReport(CONDITION, Status.TRUE, "MemoryExhausted",
-                                     f"over threshold {window}: {detail}")
-        else:
-            report = ConditionReport(CONDITION, Status.FALSE, "SufficientMemory",
-                                     f"below threshold {window}: {detail}")
-        return self._sticky(report, report.status)
+        window = self._level.window_text
+        return self._level.judge(over, now, over_message=f"over threshold {window}: {detail}",
+                                 under_message=f"below threshold {window}: {detail}")
 
     def _judge(self, pressure: Pressure | None, meminfo: MemInfo) -> tuple[bool, str]:
         t = self._config.thresholds

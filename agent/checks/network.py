@@ -22,33 +22,30 @@ import fnmatch
 import os
 from dataclasses import dataclass, field
 
+from agent.bounds import Bounds, bounded, text_form
 from agent.host import HostRoot
 from agent.model import CheckTiming, ConditionReport, Observation, Status
 
-NAME = "network"
 INTERFACES = "NetworkInterfaceDown"
 FORWARDING = "IPForwardingDisabled"
 IFF_UP = 0x1
 
 
+_INTERFACE_GLOB = text_form("an interface name glob such as 'eth*'", lambda glob: bool(glob) and "/" not in glob)
+
+
 @dataclass(frozen=True)
 class Config:
     timing: CheckTiming = field(default_factory=CheckTiming)
-    exclude: tuple[str, ...] = ("ib*",)  # globs; IPoIB ports are often down by design
+    # globs; IPoIB ports are often down by design
+    exclude: tuple[str, ...] = bounded(("ib*",), Bounds(form=_INTERFACE_GLOB))
     require_ip_forward: bool = True
 
 
-def validate(config: Config) -> list[str]:
-    errors = config.timing.errors()
-    for i, pattern in enumerate(config.exclude):
-        if not pattern or "/" in pattern:
-            errors.append(f"exclude[{i}]: must be an interface name glob such as 'eth*'")
-    return errors
-
-
 class NetworkCheck:
+    name = "network"
+
     def __init__(self, config: Config, host: HostRoot) -> None:
-        self.name = NAME
         self.timing = config.timing
         self.condition_types: tuple[str, ...] = (INTERFACES, FORWARDING) if config.require_ip_forward else (
             INTERFACES,)

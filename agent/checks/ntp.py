@@ -37,12 +37,12 @@ from dataclasses import dataclass, field
 
 import ntplib
 
-from agent.checks.ntp_daemon_servers import LOOKED_FOR, find_daemon_servers
+from agent.bounds import POSITIVE, Bounds, FieldProblem, bounded
 from agent.host import HostRoot
 from agent.model import CheckTiming, ConditionReport, Observation, Status
+from agent.sensors.ntp_daemon_servers import LOOKED_FOR, find_daemon_servers
 from nodemedic_common.durations import below_floor, format_duration
 
-NAME = "ntp"
 CONDITION = "NTPProblem"
 
 STA_UNSYNC = 0x0040  # <linux/timex.h>: clock unsynchronised
@@ -55,43 +55,42 @@ MIN_QUERY_INTERVAL = dt.timedelta(seconds=16)  # NTP's minpoll (2^4 s); pools ra
 Measured = tuple[str, float] | list[str]  # (server, offset) from the first that answered, else each one's failure
 
 
+def _server(text: str) -> str | None:
+    try:
+        split_server(text)
+    except ValueError as e:
+        return str(e)
+    return None
+
+
 @dataclass(frozen=True)
 class Config:
     # Once a minute: ntpd never polls a server more often than every 64 s, and public pools ask for the same.
     timing: CheckTiming = field(default_factory=lambda: CheckTiming(interval=dt.timedelta(seconds=60)))
-    servers: tuple[str, ...] = ()  # "host", "host:port" or "[v6]:port"; empty = kernel sync state only
-    max_offset: dt.timedelta = dt.timedelta(milliseconds=500)
-    query_timeout: dt.timedelta = dt.timedelta(seconds=2)  # per server
+    # "host", "host:port" or "[v6]:port"; empty = kernel sync state only
+    servers: tuple[str, ...] = bounded((), Bounds(form=_server, distinct_by=str))
+    max_offset: dt.timedelta = bounded(dt.timedelta(milliseconds=500), POSITIVE)
+    query_timeout: dt.timedelta = bounded(dt.timedelta(seconds=2), POSITIVE)  # per server
     kernel_sync: bool = True  # False on nodes whose clock is kept by other means (e.g. PTP without NTP flags)
 
-
-def validate(config: Config) -> list[str]:
-    errors = config.timing.errors()
-    for i, server in enumerate(config.servers):
-        try:
-            split_server(server)
-        except ValueError as e:
-            errors.append(f"servers[{i}]: {e}")
-        if server in config.servers[:i]:
-            errors.append(f"servers[{i}]: {server} is listed twice")
-    if config.max_offset <= dt.timedelta(0):
-        errors.append("max_offset: must be positive")
-    if config.query_timeout <= dt.timedelta(0):
-        errors.append("query_timeout: must be positive")
-    elif config.query_timeout * len(config.servers) > config.timing.timeout:
+    def related_problems(self) -> list[FieldProblem]:
+        problems = []
+        timeout, asked = self.timing.timeout, self.query_timeout * max(1, len(self.servers))
         # Servers are tried in turn; if all time out the check must still finish before the supervisor cancels it.
-        errors.append(f"query_timeout: {len(config.servers)} servers x {format_duration(config.query_timeout)} "
-                      f"exceed timing.timeout ({format_duration(config.timing.timeout)})")
-    elif config.query_timeout > config.timing.timeout:  # no servers: the time daemon's are asked, one at least
-        errors.append(f"query_timeout: {format_duration(config.query_timeout)} exceeds timing.timeout "
-                      f"({format_duration(config.timing.timeout)}): not even one of the time daemon's servers "
-                      "could be asked")
-    if not config.kernel_sync and not config.servers:
-        errors.append("servers: must name at least one server when kernel_sync is false")
-    if config.servers and (problem := below_floor(config.timing.interval, MIN_QUERY_INTERVAL,
-                                                  "NTP's shortest poll interval: every node asks every server")):
-        errors.append(f"timing.interval: {problem}")
-    return errors
+        if self.servers and asked > timeout:
+            problems.append(FieldProblem(("query_timeout",), f"{len(self.servers)} servers x "
+                                         f"{format_duration(self.query_timeout)} exceed timeout "
+                                         f"({format_duration(timeout)})"))
+        elif asked > timeout:  # no servers: the time daemon's are asked, one at least
+            problems.append(FieldProblem(("query_timeout",), f"{format_duration(self.query_timeout)} exceeds timeout "
+                                         f"({format_duration(timeout)}): not even one of the time daemon's servers "
+                                         "could be asked"))
+        if not self.kernel_sync and not self.servers:
+            problems.append(FieldProblem(("servers",), "must name at least one server when kernelSync is false"))
+        if self.servers and (problem := below_floor(self.timing.interval, MIN_QUERY_INTERVAL,
+                                                    "NTP's shortest poll interval: every node asks every server")):
+            problems.append(FieldProblem(("timing", "interval"), problem))
+        return problems
 
 
 @dataclass(frozen=True)
@@ -162,12 +161,13 @@ def split_server(server: str) -> tuple[str, int]:
 
 
 class NTPProblem:
+    name = "ntp"
+    condition_types: tuple[str, ...] = (CONDITION,)
+
     def __init__(self, config: Config, host: HostRoot, *,
                  adjtimex: Callable[[], KernelClock] = read_kernel_clock,
                  query: Callable[[str, float], float] = query_ntp) -> None:
-        self.name = NAME
         self.timing = config.timing
-        self.condition_types: tuple[str, ...] = (CONDITION,)
         self._config = config
         self._host = host  # where the time daemon's files are, when no servers are configured
         self._adjtimex = adjtimex

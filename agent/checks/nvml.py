@@ -30,12 +30,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.checks import nvml_readings as nv
-from agent.checks.nvml_library import DEFAULT_LIBRARY_DIRS, find_library, load_binding
+from agent.bounds import AT_LEAST_ONE, Bounds, absolute_path, bounded
 from agent.host import HostRoot
 from agent.model import CheckTiming, ConditionReport, EventReport, Observation, Status
+from agent.sensors import nvml_readings as nv
+from agent.sensors.nvml_library import DEFAULT_LIBRARY_DIRS, find_library, load_binding
 
-NAME = "nvml"
 ECC = "GPUUncorrectableECC"
 REMAP_PENDING = "GPURemapPending"
 REMAP_FAILED = "GPURemapFailed"
@@ -69,20 +69,10 @@ def load_host_nvml(host: HostRoot, dirs: tuple[str, ...]) -> Any:
 @dataclass(frozen=True)
 class Config:
     timing: CheckTiming = field(default_factory=CheckTiming)
-    library_dirs: tuple[str, ...] = DEFAULT_LIBRARY_DIRS
-    absent_every: dt.timedelta = dt.timedelta(minutes=5)  # how often a node without NVML looks again
-    slowdown_polls: int = 2
-
-
-def validate(config: Config) -> list[str]:
-    errors = config.timing.errors()
-    errors += [f"library_dirs[{i}]: must be an absolute path"
-               for i, d in enumerate(config.library_dirs) if not d.startswith("/")]
-    if config.absent_every < config.timing.interval:
-        errors.append("absent_every: must not be shorter than the interval")
-    if config.slowdown_polls < 1:
-        errors.append("slowdown_polls: must be at least 1")
-    return errors
+    library_dirs: tuple[str, ...] = bounded(DEFAULT_LIBRARY_DIRS, Bounds(form=absolute_path))
+    # how often a node without NVML looks again
+    absent_every: dt.timedelta = bounded(dt.timedelta(minutes=5), Bounds(not_shorter_than="timing.interval"))
+    slowdown_polls: int = bounded(2, AT_LEAST_ONE)
 
 
 @dataclass
@@ -112,7 +102,7 @@ class _Verdict:
 
 
 class NvmlCheck:
-    name = NAME
+    name = "nvml"
     condition_types = (ECC, REMAP_PENDING, REMAP_FAILED, NVLINK_DOWN, SLOWDOWN, FABRIC)
 
     def __init__(self, config: Config, host: HostRoot, *, load: Loader = load_host_nvml) -> None:

@@ -20,14 +20,14 @@ import asyncio
 import contextlib
 import datetime as dt
 import os
-import posixpath
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent.checks.restarts import CommandRunner, RestartConfig, RestartMonitor, run_command, validate_restarts
+from agent.bounds import ZERO, Bounds, bounded, normal_absolute_path
 from agent.host import HostRoot
 from agent.model import CheckTiming, ConditionReport, Observation, Status
+from agent.services.restarts import CommandRunner, RestartConfig, RestartMonitor, run_command
 from nodemedic_common.durations import format_duration
 
 UNHEALTHY = "ContainerRuntimeUnhealthy"
@@ -45,23 +45,10 @@ RESTARTS = RestartConfig(process_names=("containerd", "crio"), units=("container
 @dataclass(frozen=True)
 class Config:
     timing: CheckTiming = field(default_factory=CheckTiming)
-    sockets: tuple[str, ...] = ("/run/containerd/containerd.sock", "/var/run/crio/crio.sock")
-    probe_timeout: dt.timedelta = dt.timedelta(seconds=5)
+    sockets: tuple[str, ...] = bounded(("/run/containerd/containerd.sock", "/var/run/crio/crio.sock"),
+                                       Bounds(not_empty=True, form=normal_absolute_path))
+    probe_timeout: dt.timedelta = bounded(dt.timedelta(seconds=5), Bounds(above=ZERO, shorter_than="timing.timeout"))
     restarts: RestartConfig = field(default_factory=lambda: RESTARTS)
-
-
-def validate(config: Config) -> list[str]:
-    errors = config.timing.errors()
-    if not config.sockets:
-        errors.append("sockets: must not be empty")
-    for i, path in enumerate(config.sockets):
-        if not path.startswith("/") or posixpath.normpath(path) != path:
-            errors.append(f"sockets[{i}]: must be an absolute path")
-    if config.probe_timeout <= dt.timedelta(0):
-        errors.append("probe_timeout: must be positive")
-    elif config.probe_timeout >= config.timing.timeout:
-        errors.append(f"probe_timeout: must be shorter than timing.timeout ({format_duration(config.timing.timeout)})")
-    return errors + validate_restarts(config.restarts)
 
 
 class ProbeError(Exception):

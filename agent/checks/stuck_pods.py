@@ -16,11 +16,11 @@ import datetime as dt
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from agent.bounds import POSITIVE, bounded
 from agent.host import HostRoot
 from agent.model import CheckTiming, ConditionReport, Observation, Status
 from nodemedic_common.durations import format_duration
 
-NAME = "stuckPods"
 CONDITION = "PodsStuckTerminating"
 Terminating = Callable[[], Mapping[str, dt.datetime] | None]  # None: not known yet
 SHOWN = 5
@@ -29,21 +29,15 @@ SHOWN = 5
 @dataclass(frozen=True)
 class Config:
     timing: CheckTiming = field(default_factory=CheckTiming)
-    margin: dt.timedelta = dt.timedelta(minutes=5)
-
-
-def validate(config: Config) -> list[str]:
-    errors = config.timing.errors()
-    if config.margin <= dt.timedelta(0):
-        errors.append("margin: must be positive")
-    return errors
+    margin: dt.timedelta = bounded(dt.timedelta(minutes=5), POSITIVE)
 
 
 class StuckPods:
+    name = "stuckPods"
+    condition_types: tuple[str, ...] = (CONDITION,)
+
     def __init__(self, config: Config, host: HostRoot) -> None:  # `host`: the registry's signature; unused
-        self.name = NAME
         self.timing = config.timing
-        self.condition_types: tuple[str, ...] = (CONDITION,)
         self._margin = config.margin
         self._terminating: Terminating | None = None
 

@@ -12,27 +12,18 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
+from agent.bounds import AT_LEAST_ONE, bounded
 from agent.host import HostRoot
 from agent.model import CheckTiming, EventReport, Observation
 
-NAME = "zombies"
 EVENT = "ZombieProcesses"
 
 
 @dataclass(frozen=True)
 class Config:
     timing: CheckTiming = field(default_factory=lambda: CheckTiming(interval=dt.timedelta(minutes=5)))
-    threshold: int = 20
-    observations: int = 6
-
-
-def validate(config: Config) -> list[str]:
-    errors = config.timing.errors()
-    if config.threshold < 1:
-        errors.append("threshold: must be at least 1")
-    if config.observations < 1:
-        errors.append("observations: must be at least 1")
-    return errors
+    threshold: int = bounded(20, AT_LEAST_ONE)
+    observations: int = bounded(6, AT_LEAST_ONE)
 
 
 def count_zombies(host: HostRoot) -> int:
@@ -51,10 +42,11 @@ def count_zombies(host: HostRoot) -> int:
 
 
 class ZombieCheck:
+    name = "zombies"
+    condition_types: tuple[str, ...] = ()
+
     def __init__(self, config: Config, host: HostRoot) -> None:
-        self.name = NAME
         self.timing = config.timing
-        self.condition_types: tuple[str, ...] = ()
         self._config = config
         self._host = host
         self._streak = 0

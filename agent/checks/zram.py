@@ -3,7 +3,7 @@
 `/sys/block/zram<N>/mm_stat` starts with orig_data_size (bytes of uncompressed data stored) and `disksize` is the
 device's size. A full zram swap device means the node is swapping into RAM it no longer has: memory exhaustion
 follows. An event on each crossing of the threshold (not on every poll while above it); nodes without a zram device
-set up report nothing, and look again only every `IDLE_INTERVAL` (agent/checks/idle.py) until one is.
+set up report nothing, and look again only every `IDLE_INTERVAL` (agent/sensors/idle.py) until one is.
 """
 
 from __future__ import annotations
@@ -11,25 +11,18 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from agent.checks.idle import idle_timing
+from agent.bounds import PERCENT, bounded
 from agent.host import HostRoot
 from agent.model import CheckTiming, EventReport, Observation
+from agent.sensors.idle import idle_timing
 
-NAME = "zram"
 EVENT = "ZramHighUsage"
 
 
 @dataclass(frozen=True)
 class Config:
     timing: CheckTiming = field(default_factory=lambda: CheckTiming(interval=dt.timedelta(minutes=1)))
-    max_percent: float = 50.0
-
-
-def validate(config: Config) -> list[str]:
-    errors = config.timing.errors()
-    if not 0 < config.max_percent <= 100:
-        errors.append("max_percent: must be above 0 and at most 100")
-    return errors
+    max_percent: float = bounded(50.0, PERCENT)
 
 
 def zram_usage(host: HostRoot) -> dict[str, tuple[int, int]]:
@@ -48,10 +41,11 @@ def zram_usage(host: HostRoot) -> dict[str, tuple[int, int]]:
 
 
 class ZramCheck:
+    name = "zram"
+    condition_types: tuple[str, ...] = ()
+
     def __init__(self, config: Config, host: HostRoot) -> None:
-        self.name = NAME
         self.timing = config.timing
-        self.condition_types: tuple[str, ...] = ()
         self._config = config
         self._host = host
         self._above: set[str] = set()

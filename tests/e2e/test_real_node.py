@@ -75,7 +75,7 @@ SHIPPED_AGENT_CONFIG = (ROOT / "deploy" / "agent" / "default.yaml").read_text().
     "      crio: [systemctl, restart, crio]\n", "      crio: null\n")
 # The agent's runtime check: a probe every 30 s, each allowed 5 s (agent/checks/runtime.py, README "Detection"); the
 # kubelet and kube-proxy checks: a probe every 30 s while settled, then the failures that confirm it at the recheck
-# pace (agent/checks/healthz.py): 30 + 2 x 5 s; back to False at the first good probe, within 30 s of the component
+# pace (agent/services/healthz.py): 30 + 2 x 5 s; back to False at the first good probe, within 30 s of the component
 # answering again, which a component just started may take up to STARTS_SERVING_S to do. Cluster DNS: three failed
 # lookups 30 s apart, each allowed 2 s (agent/checks/cluster_dns.py). A few seconds on top for the status write.
 RUNTIME_DETECTION_S = 30 + 5 + 5

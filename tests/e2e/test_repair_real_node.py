@@ -63,7 +63,7 @@ KWOK_NODES = ["kwok-node-0", "kwok-node-1"]
 BOOT_ID = Path("/var/lib/nodemedic-e2e/boot_id")  # the node's boot id, as the stand-in reboot renews it
 REBOOT_REQUIRED = Path("/run/reboot-required")
 SHIPPED_AGENT_CONFIG = (ROOT / "deploy" / "agent" / "default.yaml").read_text()
-# The kubelet check: a probe every 30 s while settled, then 2 more 5 s apart to confirm (agent/checks/healthz.py).
+# The kubelet check: a probe every 30 s while settled, then 2 more 5 s apart to confirm (agent/services/healthz.py).
 KUBELET_DETECTION_S = 30 + 2 * 5 + 10
 
 POLICY = """

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.bounds import Bounds, bounded
 from agent.checks import BUILTIN
 from agent.config import CheckSpec, ConfigError, load_config, parse_config
 from agent.model import CheckTiming
@@ -15,7 +16,7 @@ from agent.model import CheckTiming
 
 @dataclass(frozen=True)
 class Thresholds:
-    some_avg10: float = 80.0
+    some_avg10: float = bounded(80.0, Bounds(at_most=100))
 
 
 DEFAULT_TIMING = CheckTiming(interval=dt.timedelta(seconds=15))
@@ -30,12 +31,7 @@ class FakeConfig:
     servers: tuple[str, ...] = ()
 
 
-def validate(cfg: FakeConfig) -> list[str]:
-    return [] if cfg.thresholds.some_avg10 <= 100 else ["thresholds.someAvg10: must be at most 100"]
-
-
-REGISTRY = {"cpu": CheckSpec(FakeConfig, validate, lambda c, h: None),
-            "ntp": CheckSpec(FakeConfig, validate, lambda c, h: None)}
+REGISTRY = {"cpu": CheckSpec(FakeConfig, lambda c, h: None), "ntp": CheckSpec(FakeConfig, lambda c, h: None)}
 
 
 def test_no_file_means_every_check_on_with_its_defaults() -> None:
@@ -50,11 +46,11 @@ def test_no_file_means_every_check_on_with_its_defaults() -> None:
 def test_fields_are_converted_and_a_check_can_be_disabled() -> None:
     cfg = parse_config(
         "apiVersion: nodemedic.io/v1alpha1\nkind: AgentConfig\nheartbeat: 1m\nchecks:\n"
-        "  cpu: {interval: 5s, window: 2m, mounts: [/, /data], thresholds: {someAvg10: 50}}\n"
+        "  cpu: {interval: 20s, window: 2m, mounts: [/, /data], thresholds: {someAvg10: 50}}\n"
         "  ntp: {enabled: false}\nsystemLogMonitors: [kernel.json]\n",
         source="/etc/nodemedic/agent.yaml", registry=REGISTRY)
     cpu = cfg.checks["cpu"]
-    assert cpu.timing.interval == dt.timedelta(seconds=5) and cpu.timing.timeout == DEFAULT_TIMING.timeout
+    assert cpu.timing.interval == dt.timedelta(seconds=20) and cpu.timing.timeout == DEFAULT_TIMING.timeout
     assert cpu.window == dt.timedelta(minutes=2) and cpu.mounts == ("/", "/data")
     assert cpu.thresholds.some_avg10 == 50.0
     assert "ntp" not in cfg.checks
@@ -67,7 +63,10 @@ def test_fields_are_converted_and_a_check_can_be_disabled() -> None:
         ("checks:\n  cpu:\n    windo: 5m\n", "agent.yaml:3: checks.cpu.windo: unknown field"),
         ("checks:\n  cpu: {window: soon}\n", "agent.yaml:2: checks.cpu.window: not a duration"),
         ("checks:\n  gpu: {}\n", "agent.yaml:2: checks.gpu: unknown check; valid: cpu, ntp"),
-        ("checks:\n  cpu: {thresholds: {someAvg10: 500}}\n", "checks.cpu.thresholds.someAvg10: must be at most 100"),
+        ("checks:\n  cpu: {thresholds: {someAvg10: 500}}\n",
+         "agent.yaml:2: checks.cpu.thresholds.someAvg10: must be at most 100, got 500"),
+        ("checks:\n  cpu:\n    thresholds:\n      someAvg10: 500\n",
+         "agent.yaml:4: checks.cpu.thresholds.someAvg10: must be at most 100, got 500"),
         ("checks:\n  cpu: {mounts: /}\n", "agent.yaml:2: checks.cpu.mounts: must be a list"),
         ("heartbeat: -5\n", "agent.yaml:1: heartbeat: must not be negative"),
         ("kind: Policy\n", "agent.yaml:1: kind: must be AgentConfig"),
@@ -83,8 +82,8 @@ def test_fields_are_converted_and_a_check_can_be_disabled() -> None:
         ("logMonitorRecoverAfter: 0s\n", "agent.yaml:1: logMonitorRecoverAfter: must be at least 1m"),
         ("logMonitorRecoverAfter: 59s\n", "agent.yaml:1: logMonitorRecoverAfter: must be at least 1m"),
     ],
-    ids=["typo", "bad-duration", "unknown-check", "validator", "not-a-list", "negative", "wrong-kind",
-         "checks-list", "duplicate-key", "syntax", "not-a-mapping", "enabled-not-bool", "heartbeat-zero",
+    ids=["typo", "bad-duration", "unknown-check", "bound", "bound-at-its-own-line", "not-a-list", "negative",
+         "wrong-kind", "checks-list", "duplicate-key", "syntax", "not-a-mapping", "enabled-not-bool", "heartbeat-zero",
          "heartbeat-under-floor", "recover-zero", "recover-under-floor"],
 )
 def test_mistakes_name_the_file_line_and_field(text: str, expected: str) -> None:
@@ -98,7 +97,7 @@ def test_every_shipped_check_refuses_an_interval_under_a_second(check: str) -> N
     with pytest.raises(ConfigError) as err:
         parse_config(f"checks:\n  {check}: {{interval: 100ms, timeout: 50ms}}\n", source="agent.yaml",
                      registry=BUILTIN)
-    assert any(e.startswith(f"agent.yaml:2: checks.{check}.timing.interval: must be at least 1s") for e in
+    assert any(e.startswith(f"agent.yaml:2: checks.{check}.interval: must be at least 1s") for e in
                err.value.errors), err.value.errors
 
 
@@ -114,10 +113,19 @@ def test_every_shipped_check_rejects_a_timing_the_supervisor_cannot_run(check: s
     text = f"checks:\n  {check}:\n    interval: 0s\n    timeout: 0s\n"
     with pytest.raises(ConfigError) as err:
         parse_config(text, source="agent.yaml", registry=BUILTIN)
-    assert f"agent.yaml:2: checks.{check}.timing.interval: must be positive" in err.value.errors
-    probes = ("kubelet", "kubeProxy")  # a probe with a long request timeout may run past its interval
-    timeout = "must be positive" if check in probes else "must be positive and not longer than timing.interval"
-    assert f"agent.yaml:2: checks.{check}.timing.timeout: {timeout}" in err.value.errors
+    assert (f"agent.yaml:3: checks.{check}.interval: must be at least 1s (a check's findings reach the Node at most "
+            "once a second; sampling faster only costs CPU), got 0s") in err.value.errors
+    assert f"agent.yaml:4: checks.{check}.timeout: must be positive, got 0s" in err.value.errors
+
+
+def test_a_probe_may_time_out_past_its_interval_a_sampling_check_may_not() -> None:
+    text = "checks:\n  {}:\n    interval: 10s\n    timeout: 12s\n"
+    for probe in ("kubelet", "kubeProxy"):  # a probe with a long request timeout may run past its interval
+        config = parse_config(text.format(probe), source="agent.yaml", registry=BUILTIN)
+        assert config.checks[probe].timing.timeout == dt.timedelta(seconds=12)
+    with pytest.raises(ConfigError) as err:
+        parse_config(text.format("cpu"), source="agent.yaml", registry=BUILTIN)
+    assert err.value.errors == ["agent.yaml:4: checks.cpu.timeout: must not be longer than interval (10s), got 12s"]
 
 
 # --- hostile files: bounded before parsing, refused with file and line, never a traceback ------------------

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from agent.bounds import field_problems
 from agent.checks import blockdev
-from agent.checks.blockdev import BlockDeviceCheck, Config, load_udev_device_info, validate
+from agent.checks.blockdev import BlockDeviceCheck, Config, load_udev_device_info
 from agent.host import HostRoot
 from agent.model import ConditionReport, Observation, Status
 
@@ -219,10 +220,14 @@ def test_a_missing_libudev_degrades_to_sysfs_only_and_says_why(monkeypatch: pyte
 
 @pytest.mark.parametrize(("config", "errors"), [
     (Config(), []),
-    (Config(ignore_prefixes=("loop", "")), ["ignore_prefixes[1]: must be a non-empty device name prefix"]),
-    (Config(problem_states=("Offline",)), ["problem_states[0]: must be a lower-case sysfs state, got 'Offline'"]),
-    (Config(problem_states=("running",)), ["problem_states[0]: 'running' is the healthy state"]),
-    (Config(io_error_quiet_period=dt.timedelta(0)), ["io_error_quiet_period: must be positive"]),
+    (Config(ignore_prefixes=("loop", "")), ["ignorePrefixes[1]: must be a non-empty device name prefix, got ''"]),
+    (Config(problem_states=("Offline",)), ["problemStates[0]: must be a lower-case sysfs state, got 'Offline'"]),
+    (Config(problem_states=("running",)), ["problemStates[0]: 'running' is the healthy state"]),
+    (Config(io_error_quiet_period=dt.timedelta(0)), ['ioErrorQuietPeriod: must be positive, got 0s']),
 ], ids=["defaults", "empty-prefix", "upper-case-state", "healthy-state", "zero-quiet-period"])
 def test_validate_reports_each_bad_field(config: Config, errors: list[str]) -> None:
-    assert validate(config) == errors
+    assert problems(config) == errors
+
+
+def problems(config: object) -> list[str]:
+    return [str(problem) for problem in field_problems(config)]

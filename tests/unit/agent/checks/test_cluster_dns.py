@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.checks.cluster_dns import UNREACHABLE, ClusterDNSCheck, Config, kubelet_dns, query, validate, verdict
+from agent.bounds import field_problems
+from agent.checks.cluster_dns import UNREACHABLE, ClusterDNSCheck, Config, kubelet_dns, query, verdict
 from agent.host import HostRoot
 from agent.model import Observation, Status
 
@@ -129,7 +130,11 @@ def test_a_node_whose_kubelet_names_no_cluster_dns_reports_nothing(tmp_path: Pat
 
 
 def test_validate_names_the_field() -> None:
-    assert validate(Config(servers=("dns.local",), name="kubernetes.default.svc.", failure_threshold=0)) == [
+    assert problems(Config(servers=("dns.local",), name="kubernetes.default.svc.", failure_threshold=0)) == [
         "servers[0]: 'dns.local' is not an IP address",
-        "name: must be a relative DNS name, e.g. kubernetes.default.svc",
-        "failure_threshold: must be at least 1"]
+        "name: must be a relative DNS name, e.g. kubernetes.default.svc, got 'kubernetes.default.svc.'",
+        "failureThreshold: must be at least 1, got 0"]
+
+
+def problems(config: object) -> list[str]:
+    return [str(problem) for problem in field_problems(config)]

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.checks.conntrack import CONDITION, Config, ConntrackCheck, parse_stat, validate
+from agent.bounds import field_problems
+from agent.checks.conntrack import CONDITION, Config, ConntrackCheck, parse_stat
 from agent.host import HostRoot
 from agent.model import Observation, Status
 
@@ -95,5 +96,9 @@ def test_unreadable_numbers_make_it_unknown(tmp_path: Path) -> None:
 
 
 def test_validation_names_the_bad_fields() -> None:
-    assert validate(Config(max_percent=0, drop_quiet_period=dt.timedelta(0))) == [
-        "max_percent: must be above 0 and at most 100", "drop_quiet_period: must be positive"]
+    assert problems(Config(max_percent=0, drop_quiet_period=dt.timedelta(0))) == [
+        "maxPercent: must be above 0 and at most 100, got 0", "dropQuietPeriod: must be positive, got 0s"]
+
+
+def problems(config: object) -> list[str]:
+    return [str(problem) for problem in field_problems(config)]

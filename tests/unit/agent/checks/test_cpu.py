@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.checks.cpu import Config, CPUPressure, Thresholds, parse_cpu_list, validate
+from agent.bounds import field_problems
+from agent.checks.cpu import Config, CPUPressure, Thresholds, parse_cpu_list
 from agent.host import HostRoot
 from agent.model import Check, CheckTiming, ConditionReport, Status
 
@@ -218,20 +219,28 @@ def test_cpu_lists_count_every_cpu_they_name(text: str, count: int) -> None:
 @pytest.mark.parametrize(("config", "errors"), [
     pytest.param(Config(), [], id="defaults"),
     pytest.param(Config(window=dt.timedelta(0)), [], id="zero-window"),
-    pytest.param(Config(window=dt.timedelta(seconds=-1)), ["window: must not be negative"], id="negative-window"),
-    pytest.param(Config(thresholds=Thresholds(some_avg60=0)), ["thresholds.some_avg60: must be between 0 and 100"],
+    pytest.param(Config(window=dt.timedelta(seconds=-1)), ["window: must not be negative, got -1s"],
+                 id="negative-window"),
+    pytest.param(Config(thresholds=Thresholds(some_avg60=0)),
+                 ["thresholds.someAvg60: must be above 0 and at most 100, got 0"],
                  id="psi-zero"),
-    pytest.param(Config(thresholds=Thresholds(some_avg60=101)), ["thresholds.some_avg60: must be between 0 and 100"],
+    pytest.param(Config(thresholds=Thresholds(some_avg60=101)),
+                 ["thresholds.someAvg60: must be above 0 and at most 100, got 101"],
                  id="psi-over-100"),
     pytest.param(Config(thresholds=Thresholds(some_avg60=float("nan"))),
-                 ["thresholds.some_avg60: must be between 0 and 100"], id="psi-nan"),
-    pytest.param(Config(thresholds=Thresholds(load_per_cpu=0)), ["thresholds.load_per_cpu: must be positive"],
+                 ['thresholds.someAvg60: must be above 0 and at most 100, got nan'], id="psi-nan"),
+    pytest.param(Config(thresholds=Thresholds(load_per_cpu=0)), ['thresholds.loadPerCpu: must be positive, got 0'],
                  id="load-zero"),
     pytest.param(Config(timing=CheckTiming(interval=dt.timedelta(0))),
-                 ["timing.interval: must be positive",
-                  "timing.timeout: must be positive and not longer than timing.interval"], id="zero-interval"),
+                 ["interval: must be at least 1s (a check's findings reach the Node at most once a second; sampling "
+                  "faster only costs CPU), got 0s",
+                  'timeout: must not be longer than interval (0s), got 10s'], id="zero-interval"),
     pytest.param(Config(timing=CheckTiming(interval=dt.timedelta(seconds=5), timeout=dt.timedelta(seconds=6))),
-                 ["timing.timeout: must be positive and not longer than timing.interval"], id="timeout-over-interval"),
+                 ['timeout: must not be longer than interval (5s), got 6s'], id="timeout-over-interval"),
 ])
 def test_validate_reports_every_bad_field(config: Config, errors: list[str]) -> None:
-    assert validate(config) == errors
+    assert problems(config) == errors
+
+
+def problems(config: object) -> list[str]:
+    return [str(problem) for problem in field_problems(config)]

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.checks.disk import Config, DiskExhaustion, Thresholds, validate
+from agent.bounds import field_problems
+from agent.checks.disk import Config, DiskExhaustion, Thresholds
 from agent.host import HostRoot
 from agent.model import Check, CheckTiming, ConditionReport, Observation, Status
 
@@ -183,15 +184,23 @@ def test_the_default_statvfs_reads_the_real_filesystem_under_the_host_root(tmp_p
 
 @pytest.mark.parametrize(("config", "errors"), [
     pytest.param(Config(), [], id="defaults"),
-    pytest.param(Config(mounts=()), ["mounts: must name at least one mount point"], id="no-mounts"),
-    pytest.param(Config(mounts=("/", "var/lib")), ["mounts[1]: must be an absolute path"], id="relative-mount"),
-    pytest.param(Config(mounts=("/data", "/data/")), ["mounts[1]: /data/ is listed twice"], id="duplicate-mount"),
+    pytest.param(Config(mounts=()), ['mounts: must not be empty'], id="no-mounts"),
+    pytest.param(Config(mounts=("/", "var/lib")), ["mounts[1]: must be an absolute path, got 'var/lib'"],
+                 id="relative-mount"),
+    pytest.param(Config(mounts=("/data", "/data/")), ["mounts[1]: '/data/' is listed twice, as mounts[0] too"],
+                 id="duplicate-mount"),
     pytest.param(Config(thresholds=Thresholds(bytes_percent=0, inodes_percent=150)),
-                 ["thresholds.bytes_percent: must be between 0 and 100",
-                  "thresholds.inodes_percent: must be between 0 and 100"], id="thresholds-out-of-range"),
+                 ['thresholds.bytesPercent: must be above 0 and at most 100, got 0',
+                  'thresholds.inodesPercent: must be above 0 and at most 100, got 150'],
+                 id="thresholds-out-of-range"),
     pytest.param(Config(timing=CheckTiming(interval=dt.timedelta(seconds=-5))),
-                 ["timing.interval: must be positive",
-                  "timing.timeout: must be positive and not longer than timing.interval"], id="negative-interval"),
+                 ["interval: must be at least 1s (a check's findings reach the Node at most once a second; sampling "
+                  "faster only costs CPU), got -5s",
+                  'timeout: must not be longer than interval (-5s), got 10s'], id="negative-interval"),
 ])
 def test_validate_reports_every_bad_field(config: Config, errors: list[str]) -> None:
-    assert validate(config) == errors
+    assert problems(config) == errors
+
+
+def problems(config: object) -> list[str]:
+    return [str(problem) for problem in field_problems(config)]

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.checks.filesystem import CORRUPTION, READONLY, Config, FilesystemCheck, parse_mounts, validate
+from agent.bounds import field_problems
+from agent.checks.filesystem import CORRUPTION, READONLY, Config, FilesystemCheck, parse_mounts
 from agent.host import HostRoot
 from agent.model import ConditionReport, Observation, Status
 
@@ -213,18 +214,21 @@ def test_missing_sysfs_is_unknown_but_a_host_without_ext4_is_fine(tmp_path: Path
     assert condition(observe(FilesystemCheck(Config(), HostRoot(tmp_path))), CORRUPTION).status is status
 
 
+NOT_NORMAL = "must be an absolute path without a trailing slash, . or .., got "
+
+
 @pytest.mark.parametrize(("config", "errors"), [
     (Config(), []),
-    (Config(mounts=("/", "var/lib/kubelet"), expect_rw=()), ["mounts[1]: must be an absolute path"]),
-    (Config(mounts=("/", "/data/"), expect_rw=()), ["mounts[1]: must be an absolute path"]),
-    (Config(mounts=("/", "/"), expect_rw=()), ["mounts[1]: duplicate of mounts[0]"]),
-    (Config(expect_rw=("/srv",)), ["expect_rw[0]: '/srv' is not one of mounts"]),
-    (Config(mounts_files=()), ["mounts_files: must not be empty"]),
-    (Config(mounts_files=("proc/mounts",)), ["mounts_files[0]: must be an absolute path"]),
+    (Config(mounts=("/", "var/lib/kubelet"), expect_rw=()), [f"mounts[1]: {NOT_NORMAL}'var/lib/kubelet'"]),
+    (Config(mounts=("/", "/data/"), expect_rw=()), [f"mounts[1]: {NOT_NORMAL}'/data/'"]),
+    (Config(mounts=("/", "/"), expect_rw=()), ["mounts[1]: '/' is listed twice, as mounts[0] too"]),
+    (Config(expect_rw=("/srv",)), ["expectRw[0]: '/srv' is not one of mounts"]),
+    (Config(mounts_files=()), ['mountsFiles: must not be empty']),
+    (Config(mounts_files=("proc/mounts",)), [f"mountsFiles[0]: {NOT_NORMAL}'proc/mounts'"]),
 ], ids=["defaults", "relative-mount", "trailing-slash", "duplicate-mount", "expect-rw-not-watched",
         "no-mounts-file", "relative-mounts-file"])
 def test_validate_reports_each_bad_field(config: Config, errors: list[str]) -> None:
-    assert validate(config) == errors
+    assert problems(config) == errors
 
 
 def kernel_log(root: Path, *lines: str) -> None:
@@ -267,8 +271,8 @@ def test_without_a_readable_kernel_log_the_mount_table_alone_decides(root: Path)
     kernel_log(root, "EXT4-fs (sda0): Remounting filesystem read-only")
     off = FilesystemCheck(Config(kernel_log=""), HostRoot(root))
     assert condition(observe(off), READONLY).status is Status.FALSE
-    assert validate(Config(kernel_log="dev/kmsg")) == ['kernel_log: must be an absolute path, or "" not to read '
-                                                       'the kernel log']
+    assert problems(Config(kernel_log="dev/kmsg")) == ['kernelLog: must be an absolute path, or "" not to read '
+                                                       "the kernel log, got 'dev/kmsg'"]
 
 
 def test_a_kernel_line_full_of_parentheses_is_read_in_one_pass(root: Path) -> None:
@@ -281,3 +285,7 @@ def test_a_kernel_line_full_of_parentheses_is_read_in_one_pass(root: Path) -> No
     assert report.status is Status.FALSE, "the first parenthesised word names the device: x, not sda0"
     kernel_log(root, "EXT4-fs (sda0): " + noise + "Remounting filesystem read-only")
     assert condition(observe(FilesystemCheck(Config(), HostRoot(root))), READONLY).status is Status.TRUE
+
+
+def problems(config: object) -> list[str]:
+    return [str(problem) for problem in field_problems(config)]

@@ -7,10 +7,11 @@ import datetime as dt
 from collections.abc import Sequence
 from pathlib import Path
 
-from agent.checks.firewall import HIJACKED, MIXED, Config, FirewallCheck, parse_save, validate
-from agent.checks.restarts import CommandError
+from agent.bounds import field_problems
+from agent.checks.firewall import HIJACKED, MIXED, Config, FirewallCheck, parse_save
 from agent.host import HostRoot
 from agent.model import Observation, Status
+from agent.services.restarts import CommandError
 
 NOW = dt.datetime(2026, 5, 1, tzinfo=dt.UTC)
 DUMPS = Path(__file__).resolve().parents[3] / "testdata" / "agent" / "firewall"
@@ -102,5 +103,10 @@ def test_parse_keeps_table_chain_and_rule() -> None:
 
 
 def test_validate_names_the_field() -> None:
-    assert validate(Config(kubelet_port=0, allowed_chains=("",))) == [
-        "kubelet_port: must be 1-65535", "allowed_chains[0]: must not be empty"]
+    assert problems(Config(kubelet_port=0, allowed_chains=("",))) == [
+        "kubeletPort: must be at least 1 and at most 65535, got 0",
+        "allowedChains[0]: must be a chain name prefix, got ''"]
+
+
+def problems(config: object) -> list[str]:
+    return [str(problem) for problem in field_problems(config)]

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from agent.checks.gpu import FABRIC, MISSING, Config, GPUCheck, validate
-from agent.checks.idle import IDLE_INTERVAL
+from agent.bounds import field_problems
+from agent.checks.gpu import FABRIC, MISSING, Config, GPUCheck
 from agent.host import HostRoot
 from agent.model import Observation, Status
+from agent.sensors.idle import IDLE_INTERVAL
 
 NOW = dt.datetime(2025, 5, 1, 12, 0, tzinfo=dt.UTC)
 
@@ -143,13 +144,14 @@ def test_nvswitches_need_the_fabric_manager(host: Host, running: str, expected: 
 
 
 def test_validation_names_the_bad_fields() -> None:
-    assert validate(Config(device_dirs=("dev",), fabric_manager_process="", capacity_resource="nvidia.com/ gpu",
+    assert problems(Config(device_dirs=("dev",), fabric_manager_process="", capacity_resource="nvidia.com/ gpu",
                            capacity_per_gpu=0)) == [
-        "device_dirs[0]: must be an absolute path",
-        "fabric_manager_process: must be a process name (its /proc/<pid>/comm)",
-        "capacity_resource: 'nvidia.com/ gpu' is not a resource name (e.g. nvidia.com/gpu)",
-        "capacity_per_gpu: must be at least 1"]
-    assert validate(Config(capacity_resource="")) == []  # "" turns the comparison off
+        "deviceDirs[0]: must be an absolute path, got 'dev'",
+        "fabricManagerProcess: must be a process name (its /proc/<pid>/comm), got ''",
+        "capacityResource: must be a resource name such as nvidia.com/gpu, or \"\" not to compare with the capacity, "
+        "got 'nvidia.com/ gpu'",
+        "capacityPerGpu: must be at least 1, got 0"]
+    assert problems(Config(capacity_resource="")) == []  # "" turns the comparison off
 
 
 def eight_gpu_host(host: Host, present: int) -> None:
@@ -228,3 +230,7 @@ def test_a_node_without_gpus_or_gpu_capacity_still_reports_nothing(host: Host) -
     check = with_capacity(GPUCheck(Config(), HostRoot(host.root)), {"cpu": 8, "nvidia.com/gpu": 0})
 
     assert observe(check).conditions == ()
+
+
+def problems(config: object) -> list[str]:
+    return [str(problem) for problem in field_problems(config)]

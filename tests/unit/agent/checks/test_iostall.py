@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.checks.iostall import CONDITION, Config, IOStallCheck, read_diskstats, validate
+from agent.bounds import field_problems
+from agent.checks.iostall import CONDITION, Config, IOStallCheck, read_diskstats
 from agent.host import HostRoot
 from agent.model import Observation, Status
 
@@ -114,5 +115,10 @@ def test_a_short_diskstats_line_is_an_error_naming_the_line(tmp_path: Path) -> N
 
 
 def test_validation_names_the_bad_fields() -> None:
-    assert validate(Config(full_avg60=0, max_await_ms=0, min_ios=0)) == [
-        "full_avg60: must be above 0 and at most 100", "max_await_ms: must be positive", "min_ios: must be at least 1"]
+    assert problems(Config(full_avg60=0, max_await_ms=0, min_ios=0)) == [
+        "fullAvg60: must be above 0 and at most 100, got 0", "maxAwaitMs: must be positive, got 0",
+        "minIos: must be at least 1, got 0"]
+
+
+def problems(config: object) -> list[str]:
+    return [str(problem) for problem in field_problems(config)]

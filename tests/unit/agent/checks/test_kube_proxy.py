@@ -10,7 +10,8 @@ from pathlib import Path
 
 from aiohttp import web
 
-from agent.checks.kube_proxy import FREQUENT_RESTART, UNHEALTHY, Config, KubeProxyCheck, validate
+from agent.bounds import field_problems
+from agent.checks.kube_proxy import FREQUENT_RESTART, UNHEALTHY, Config, KubeProxyCheck
 from agent.host import HostRoot
 from agent.model import Observation, Status
 
@@ -95,6 +96,10 @@ def test_a_kube_proxy_that_stops_answering_turns_unhealthy_after_three_probes_an
 
 
 def test_validate_names_the_field() -> None:
-    assert validate(Config(healthz_url="localhost:10256", absent_every=dt.timedelta(seconds=1))) == [
-        "healthz_url: must be an http:// or https:// URL with a host",
-        "absent_every: must not be shorter than the interval"]
+    assert problems(Config(healthz_url="localhost:10256", absent_every=dt.timedelta(seconds=1))) == [
+        "healthzUrl: must be an http:// or https:// URL with a host, got 'localhost:10256'",
+        "absentEvery: must not be shorter than interval (30s), got 1s"]
+
+
+def problems(config: object) -> list[str]:
+    return [str(problem) for problem in field_problems(config)]

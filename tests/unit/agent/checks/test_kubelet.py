@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from agent.checks.idle import IDLE_INTERVAL
-from agent.checks.kubelet import FREQUENT_RESTART, UNHEALTHY, Config, KubeletCheck, validate
-from agent.checks.restarts import RestartConfig
+from agent.bounds import field_problems
+from agent.checks.kubelet import FREQUENT_RESTART, UNHEALTHY, Config, KubeletCheck
 from agent.host import HostRoot
 from agent.model import ConditionReport, Observation, Status
+from agent.sensors.idle import IDLE_INTERVAL
+from agent.services.restarts import RestartConfig
 
 NOW = dt.datetime(2024, 5, 1, 12, 0, 0, tzinfo=dt.UTC)
 MINUTE = dt.timedelta(minutes=1)
@@ -305,16 +306,18 @@ def test_unusable_proc_data_makes_the_restart_condition_unknown(proc_root: Path,
 
 @pytest.mark.parametrize(("config", "errors"), [
     (Config(), []),
-    (Config(healthz_url="127.0.0.1:10248/healthz"), ["healthz_url: must be an http:// or https:// URL with a host"]),
-    (Config(healthz_url="unix:///run/kubelet.sock"), ["healthz_url: must be an http:// or https:// URL with a host"]),
-    (Config(request_timeout=dt.timedelta(0)), ["request_timeout: must be positive"]),
-    (Config(request_timeout=dt.timedelta(seconds=15)), ["request_timeout: must be shorter than timing.timeout (15s)"]),
-    (Config(failure_threshold=0), ["failure_threshold: must be at least 1"]),
+    (Config(healthz_url="127.0.0.1:10248/healthz"), ["healthzUrl: must be an http:// or https:// URL with a host, got "
+                                                     "'127.0.0.1:10248/healthz'"]),
+    (Config(healthz_url="unix:///run/kubelet.sock"), ["healthzUrl: must be an http:// or https:// URL with a host, got "
+                                                      "'unix:///run/kubelet.sock'"]),
+    (Config(request_timeout=dt.timedelta(0)), ['requestTimeout: must be positive, got 0s']),
+    (Config(request_timeout=dt.timedelta(seconds=15)), ['requestTimeout: must be shorter than timeout (15s), got 15s']),
+    (Config(failure_threshold=0), ['failureThreshold: must be at least 1, got 0']),
     (Config(restarts=RestartConfig(max_restarts=3)), []),
 ], ids=["defaults", "no-scheme", "unix-scheme", "zero-timeout", "timeout-not-below-check-timeout", "zero-threshold",
         "restarts-without-names-uses-the-checks-names"])
 def test_validate_reports_each_bad_field(config: Config, errors: list[str]) -> None:
-    assert validate(config) == errors
+    assert problems(config) == errors
 
 
 def test_an_https_probe_verifies_against_the_system_ca_store_and_plain_http_uses_no_tls() -> None:
@@ -357,3 +360,7 @@ def test_a_restart_is_counted_while_the_stopped_kubelet_is_still_an_unreaped_zom
     report = restart_report(check, NOW + 2 * MINUTE)
 
     assert report.message.startswith("kubelet restarted 1 time(s)"), report.message
+
+
+def problems(config: object) -> list[str]:
+    return [str(problem) for problem in field_problems(config)]

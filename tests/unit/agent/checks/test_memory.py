@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.checks.memory import Config, MemoryExhaustion, Thresholds, validate
+from agent.bounds import field_problems
+from agent.checks.memory import Config, MemoryExhaustion, Thresholds
 from agent.host import HostRoot
 from agent.model import Check, CheckTiming, EventReport, Observation, Severity, Status
 
@@ -200,14 +201,19 @@ def test_bad_sensor_data_does_not_stop_oom_events(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("config", "errors"), [
     pytest.param(Config(), [], id="defaults"),
     pytest.param(Config(thresholds=Thresholds(min_available_percent=0)), [], id="available-check-off"),
-    pytest.param(Config(window=dt.timedelta(minutes=-1)), ["window: must not be negative"], id="negative-window"),
+    pytest.param(Config(window=dt.timedelta(minutes=-1)), ["window: must not be negative, got -1m0s"],
+                 id="negative-window"),
     pytest.param(Config(thresholds=Thresholds(some_avg60=-1, full_avg60=120)),
-                 ["thresholds.some_avg60: must be between 0 and 100",
-                  "thresholds.full_avg60: must be between 0 and 100"], id="psi-out-of-range"),
+                 ['thresholds.someAvg60: must be above 0 and at most 100, got -1',
+                  'thresholds.fullAvg60: must be above 0 and at most 100, got 120'], id="psi-out-of-range"),
     pytest.param(Config(thresholds=Thresholds(min_available_percent=100)),
-                 ["thresholds.min_available_percent: must be at least 0 and below 100"], id="available-100"),
+                 ['thresholds.minAvailablePercent: must be at least 0 and below 100, got 100'], id="available-100"),
     pytest.param(Config(timing=CheckTiming(timeout=dt.timedelta(0))),
-                 ["timing.timeout: must be positive and not longer than timing.interval"], id="zero-timeout"),
+                 ['timeout: must be positive, got 0s'], id="zero-timeout"),
 ])
 def test_validate_reports_every_bad_field(config: Config, errors: list[str]) -> None:
-    assert validate(config) == errors
+    assert problems(config) == errors
+
+
+def problems(config: object) -> list[str]:
+    return [str(problem) for problem in field_problems(config)]

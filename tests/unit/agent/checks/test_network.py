@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.checks.network import FORWARDING, INTERFACES, Config, NetworkCheck, validate
+from agent.bounds import field_problems
+from agent.checks.network import FORWARDING, INTERFACES, Config, NetworkCheck
 from agent.host import HostRoot
 from agent.model import Status
 
@@ -118,7 +119,7 @@ def test_ip_forwarding_off_is_reported_and_can_be_left_unchecked(host: Host) -> 
 
 
 def test_validation_names_the_bad_fields() -> None:
-    assert validate(Config(exclude=("",))) == ["exclude[0]: must be an interface name glob such as 'eth*'"]
+    assert problems(Config(exclude=("",))) == ["exclude[0]: must be an interface name glob such as 'eth*', got ''"]
 
 
 def test_a_second_interface_failing_while_one_is_reported_does_not_flap_the_condition(host: Host) -> None:
@@ -147,3 +148,7 @@ def test_this_machines_own_interfaces_are_up(tmp_path: Path) -> None:
     check = NetworkCheck(Config(), HostRoot(Path("/")))
     observe(check)
     assert observe(check)[INTERFACES] == (Status.FALSE, "InterfacesUp")
+
+
+def problems(config: object) -> list[str]:
+    return [str(problem) for problem in field_problems(config)]

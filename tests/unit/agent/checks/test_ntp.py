@@ -15,6 +15,7 @@ from pathlib import Path
 import ntplib
 import pytest
 
+from agent.bounds import field_problems
 from agent.checks import ntp
 from agent.checks.ntp import (
     CLOCK_STATES,
@@ -26,7 +27,6 @@ from agent.checks.ntp import (
     query_ntp,
     read_kernel_clock,
     split_server,
-    validate,
 )
 from agent.host import HostRoot
 from agent.model import Check, CheckTiming, ConditionReport, Status
@@ -358,24 +358,31 @@ def test_servers_may_name_a_port(server: str, parsed: tuple[str, int]) -> None:
     pytest.param(Config(servers=("a:ntp",)), ["servers[0]: 'a:ntp' has an invalid port"], id="port-name"),
     pytest.param(Config(servers=("[::1]x",)), ["servers[0]: '[::1]x' is not host, host:port or [ipv6]:port"],
                  id="junk-after-bracket"),
-    pytest.param(Config(servers=("a", "a")), ["servers[1]: a is listed twice"], id="duplicate-server"),
-    pytest.param(Config(max_offset=dt.timedelta(0)), ["max_offset: must be positive"], id="zero-offset"),
-    pytest.param(Config(query_timeout=dt.timedelta(0)), ["query_timeout: must be positive"], id="zero-query-timeout"),
+    pytest.param(Config(servers=("a", "a")), ["servers[1]: 'a' is listed twice, as servers[0] too"],
+                 id="duplicate-server"),
+    pytest.param(Config(max_offset=dt.timedelta(0)), ['maxOffset: must be positive, got 0s'], id="zero-offset"),
+    pytest.param(Config(query_timeout=dt.timedelta(0)), ['queryTimeout: must be positive, got 0s'],
+                 id="zero-query-timeout"),
     pytest.param(Config(servers=("a", "b", "c", "d", "e", "f")),
-                 ["query_timeout: 6 servers x 2s exceed timing.timeout (10s)"], id="servers-outlast-the-timeout"),
+                 ['queryTimeout: 6 servers x 2s exceed timeout (10s)'], id="servers-outlast-the-timeout"),
     pytest.param(Config(query_timeout=dt.timedelta(seconds=11)),
-                 ["query_timeout: 11s exceeds timing.timeout (10s): not even one of the time daemon's servers could "
-                  "be asked"], id="time-daemon-server-outlasts-the-timeout"),
-    pytest.param(Config(kernel_sync=False), ["servers: must name at least one server when kernel_sync is false"],
+                 ["queryTimeout: 11s exceeds timeout (10s): not even one of the time daemon's servers could be asked"],
+                 id="time-daemon-server-outlasts-the-timeout"),
+    pytest.param(Config(kernel_sync=False), ['servers: must name at least one server when kernelSync is false'],
                  id="nothing-to-check"),
     pytest.param(Config(timing=CheckTiming(interval=dt.timedelta(seconds=5), timeout=dt.timedelta(seconds=10))),
-                 ["timing.timeout: must be positive and not longer than timing.interval"], id="timeout-over-interval"),
+                 ['timeout: must not be longer than interval (5s), got 10s'], id="timeout-over-interval"),
     pytest.param(Config(servers=("a",), timing=CheckTiming(interval=dt.timedelta(seconds=5),
                                                            timeout=dt.timedelta(seconds=5))),
-                 ["timing.interval: must be at least 16s (NTP's shortest poll interval: every node asks every "
-                  "server), got 5s"], id="servers-polled-too-often"),
+                 ["interval: must be at least 16s (NTP's shortest poll interval: every node asks every server), "
+                  "got 5s"],
+                 id="servers-polled-too-often"),
     pytest.param(Config(timing=CheckTiming(interval=dt.timedelta(seconds=5), timeout=dt.timedelta(seconds=5))),
                  [], id="kernel-state-only-may-be-read-often"),
 ])
 def test_validate_reports_every_bad_field(config: Config, errors: list[str]) -> None:
-    assert validate(config) == errors
+    assert problems(config) == errors
+
+
+def problems(config: object) -> list[str]:
+    return [str(problem) for problem in field_problems(config)]

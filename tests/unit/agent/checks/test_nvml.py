@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from agent.bounds import field_problems
 from agent.checks.nvml import (
     ECC,
     FABRIC,
@@ -22,7 +23,6 @@ from agent.checks.nvml import (
     Config,
     NvmlCheck,
     load_host_nvml,
-    validate,
 )
 from agent.host import HostRoot
 from agent.model import Observation, Status
@@ -284,6 +284,10 @@ def test_close_frees_the_event_set_and_shuts_nvml_down() -> None:
 def test_config_errors_name_the_field() -> None:
     config = dataclasses.replace(Config(), library_dirs=("lib",), slowdown_polls=0,
                                  absent_every=dt.timedelta(seconds=1))
-    assert validate(config) == ["library_dirs[0]: must be an absolute path",
-                                "absent_every: must not be shorter than the interval",
-                                "slowdown_polls: must be at least 1"]
+    assert problems(config) == ["libraryDirs[0]: must be an absolute path, got 'lib'",
+                                "absentEvery: must not be shorter than interval (30s), got 1s",
+                                "slowdownPolls: must be at least 1, got 0"]
+
+
+def problems(config: object) -> list[str]:
+    return [str(problem) for problem in field_problems(config)]

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from agent.checks.stuck_pods import CONDITION, Config, StuckPods, validate
+from agent.bounds import field_problems
+from agent.checks.stuck_pods import CONDITION, Config, StuckPods
 from agent.host import HostRoot
 from agent.reporting.pod_watch import PodWatch
 from nodemedic_common.kube_transport import ApiError
@@ -46,7 +47,7 @@ def test_pods_past_their_deletion_time_by_the_margin_are_stuck(pods: dict, statu
 
 
 def test_validation_names_the_bad_margin() -> None:
-    assert validate(Config(margin=dt.timedelta(0))) == ["margin: must be positive"]
+    assert problems(Config(margin=dt.timedelta(0))) == ["margin: must be positive, got 0s"]
 
 
 class FakeKube:
@@ -105,3 +106,7 @@ def test_the_watch_keeps_the_deleting_pods_of_this_node_and_relists_after_410() 
     assert "resourceVersion=20&" in kube.paths[2]  # resumed from the bookmark when the watch ended
     assert kube.paths[3].startswith("/api/v1/pods?fieldSelector")  # 410 Gone: a fresh LIST
     assert "resourceVersion=50&" in kube.paths[4]
+
+
+def problems(config: object) -> list[str]:
+    return [str(problem) for problem in field_problems(config)]

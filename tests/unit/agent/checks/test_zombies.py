@@ -6,7 +6,8 @@ import asyncio
 import datetime as dt
 from pathlib import Path
 
-from agent.checks.zombies import EVENT, Config, ZombieCheck, count_zombies, validate
+from agent.bounds import field_problems
+from agent.checks.zombies import EVENT, Config, ZombieCheck, count_zombies
 from agent.host import HostRoot
 
 NOW = dt.datetime(2025, 5, 1, 12, 0, tzinfo=dt.UTC)
@@ -51,5 +52,9 @@ def test_a_poll_below_the_threshold_breaks_the_streak(tmp_path: Path) -> None:
 
 
 def test_validation_names_the_bad_fields() -> None:
-    assert validate(Config(threshold=0, observations=0)) == ["threshold: must be at least 1",
-                                                             "observations: must be at least 1"]
+    assert problems(Config(threshold=0, observations=0)) == ["threshold: must be at least 1, got 0",
+                                                             "observations: must be at least 1, got 0"]
+
+
+def problems(config: object) -> list[str]:
+    return [str(problem) for problem in field_problems(config)]

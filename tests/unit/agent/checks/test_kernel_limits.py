@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.checks.limits import FILES, PIDS, Config, KernelLimits, validate
+from agent.bounds import field_problems
+from agent.checks.kernel_limits import FILES, PIDS, Config, KernelLimits
 from agent.host import HostRoot
 from agent.model import Status
 
@@ -71,9 +72,9 @@ def test_unreadable_numbers_make_the_condition_unknown_and_say_which_file(
 
 
 def test_validation_names_the_bad_thresholds() -> None:
-    assert validate(Config(max_thread_percent=0, max_file_handle_percent=101)) == [
-        "max_thread_percent: must be above 0 and at most 100",
-        "max_file_handle_percent: must be above 0 and at most 100"]
+    assert problems(Config(max_thread_percent=0, max_file_handle_percent=101)) == [
+        "maxThreadPercent: must be above 0 and at most 100, got 0",
+        "maxFileHandlePercent: must be above 0 and at most 100, got 101"]
 
 
 def test_a_changing_count_keeps_the_message_so_the_node_is_not_rewritten(tmp_path: Path) -> None:
@@ -83,3 +84,7 @@ def test_a_changing_count_keeps_the_message_so_the_node_is_not_rewritten(tmp_pat
     (tmp_path / "proc/loadavg").write_text("0.50 0.40 0.30 2/1300 56789\n")
 
     assert asyncio.run(check.observe(NOW)).conditions == first
+
+
+def problems(config: object) -> list[str]:
+    return [str(problem) for problem in field_problems(config)]

@@ -1,7 +1,7 @@
 """A component's own healthz, probed with a debounce: shared by the kubelet and kube-proxy checks.
 
 `GET url` within `request_timeout`; anything but HTTP 200 is a failed probe, and `failure_threshold` of them in a row
-turn `<Subject>Unhealthy` True (`agent/checks/debounce.py`).
+turn `<Subject>Unhealthy` True (`agent/verdicts/debounce.py`).
 
 Pace (`HealthzProbe.paced`): while the status is settled (healthy, or unhealthy already) a probe runs on the check's
 interval, the agent's 30 s grid, where it wakes for every other check anyway; from a failed probe until the streak is
@@ -24,12 +24,14 @@ import asyncio
 import dataclasses
 import datetime as dt
 import ssl
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import SplitResult, urlsplit
 
-from agent.checks.debounce import FailureDebounce
+from agent.bounds import AT_LEAST_ONE, POSITIVE, ZERO, Bounds, bounded
 from agent.model import MIN_INTERVAL, CheckTiming, ConditionReport
-from nodemedic_common.durations import below_floor, format_duration
+from agent.verdicts.debounce import FailureDebounce
+from nodemedic_common.durations import format_duration
+from nodemedic_common.inputs import quoted
 
 MAX_LINE = 8192  # one status or header line; a healthz answer's are tens of bytes
 MAX_HEADERS = 100
@@ -41,31 +43,49 @@ class ProbeError(Exception):
     """The answer was not HTTP this probe can read (the message says what)."""
 
 
-def validate_probe(url: str, request_timeout: dt.timedelta, timing: CheckTiming, failure_threshold: int,
-                   recheck_interval: dt.timedelta) -> list[str]:
-    errors = timing.errors(timeout_within_interval=False)
-    check_timeout = timing.timeout
+@dataclass(frozen=True)
+class ProbeTiming(CheckTiming):
+    """A probe's timing: its timeout may run past its interval (a long request timeout only delays the next probe,
+    and a probe's answer is no sample that goes stale)."""
+
+    timeout: dt.timedelta = bounded(dt.timedelta(seconds=10), POSITIVE)
+
+
+def _healthz_url(url: str) -> str | None:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        errors.append("healthz_url: must be an http:// or https:// URL with a host")
-    elif not url.isascii():
-        errors.append("healthz_url: must be ASCII (percent-encode other characters)")
-    else:
-        try:
-            parts.port  # noqa: B018 - raises on a port that is not a number in 0-65535
-        except ValueError:
-            errors.append("healthz_url: the port must be a number from 0 to 65535")
-    if request_timeout <= dt.timedelta(0):
-        errors.append("request_timeout: must be positive")
-    elif request_timeout >= check_timeout:
-        errors.append(f"request_timeout: must be shorter than timing.timeout ({format_duration(check_timeout)})")
-    if failure_threshold < 1:
-        errors.append("failure_threshold: must be at least 1")
-    if problem := below_floor(recheck_interval, MIN_INTERVAL, "findings reach the Node at most once a second"):
-        errors.append(f"recheck_interval: {problem}")
-    elif recheck_interval > timing.interval:
-        errors.append(f"recheck_interval: must not be longer than timing.interval ({format_duration(timing.interval)})")
-    return errors
+        return f"must be an http:// or https:// URL with a host, got {quoted(url)}"
+    if not url.isascii():
+        return "must be ASCII (percent-encode other characters)"
+    try:
+        parts.port  # noqa: B018 - raises on a port that is not a number in 0-65535
+    except ValueError:
+        return "the port must be a number from 0 to 65535"
+    return None
+
+
+# The bounds of the settings every healthz-probing check has (kubelet, kube-proxy).
+HEALTHZ_URL = Bounds(form=_healthz_url)
+REQUEST_TIMEOUT = Bounds(above=ZERO, shorter_than="timing.timeout")
+RECHECK_INTERVAL = Bounds(at_least=MIN_INTERVAL, why="findings reach the Node at most once a second",
+                          not_longer_than="timing.interval")
+
+
+@dataclass(frozen=True)
+class ProbeSettings:
+    """The settings every check that probes a component's healthz has, flat in its config (kubelet, kube-proxy): a
+    check's Config extends them with its `healthz_url` and its own fields."""
+
+    # the timeout leaves room for a full request_timeout
+    timing: CheckTiming = field(default_factory=lambda: ProbeTiming(interval=dt.timedelta(seconds=30),
+                                                                    timeout=dt.timedelta(seconds=15)))
+    request_timeout: dt.timedelta = bounded(dt.timedelta(seconds=10), REQUEST_TIMEOUT)
+    failure_threshold: int = bounded(3, AT_LEAST_ONE)
+    recheck_interval: dt.timedelta = bounded(dt.timedelta(seconds=5), RECHECK_INTERVAL)
+
+    def probe(self, subject: str, url: str) -> HealthzProbe:
+        return HealthzProbe(subject, url, request_timeout=self.request_timeout,
+                            failure_threshold=self.failure_threshold, recheck_interval=self.recheck_interval)
 
 
 @dataclass

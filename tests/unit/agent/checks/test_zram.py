@@ -1,4 +1,4 @@
-"""zram fill level and huge process environments, from fixture /sys/block/zram* and /proc/<pid>."""
+"""zram fill level, from fixture /sys/block/zram*."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ import asyncio
 import datetime as dt
 from pathlib import Path
 
-from agent.checks import environ, zram
-from agent.checks.idle import IDLE_INTERVAL
+from agent.bounds import field_problems
+from agent.checks import zram
 from agent.host import HostRoot
+from agent.sensors.idle import IDLE_INTERVAL
 
 NOW = dt.datetime(2025, 5, 1, 12, 0, tzinfo=dt.UTC)
 MIB = 1 << 20
@@ -53,30 +54,9 @@ def test_a_node_without_zram_or_with_an_unset_device_reports_nothing_and_looks_a
     assert check.timing == zram.Config().timing
 
 
-def process(root: Path, pid: int, comm: str, variables: int, start: int = 1000) -> None:
-    d = root / "proc" / str(pid)
-    d.mkdir(parents=True, exist_ok=True)
-    (d / "environ").write_bytes(b"".join(f"SVC_{i}_SERVICE_HOST=10.0.0.{i % 250}\0".encode() for i in range(variables)))
-    rest = " ".join(["0"] * 12)  # fields 10..21, so the start time is field 22
-    (d / "stat").write_text(f"{pid} ({comm}) S 1 {pid} {pid} 0 -1 4194560 {rest} {start} 0 0\n")
-
-
-def test_a_process_with_too_many_variables_is_reported_once(tmp_path: Path) -> None:
-    process(tmp_path, 10, "nginx", 1500)
-    process(tmp_path, 11, "sh", 20)
-    check = environ.EnvironCheck(environ.Config(max_variables=1000), HostRoot(tmp_path))
-
-    first = asyncio.run(check.observe(NOW))
-    again = asyncio.run(check.observe(NOW))
-    process(tmp_path, 10, "java", 1500, start=2000)  # the pid reused by another process
-    reused = asyncio.run(check.observe(NOW))
-
-    assert [e.message.split(":")[0] for e in first.events] == [
-        "process 10 (nginx) has 1500 environment variables (threshold 1000)"]
-    assert again.events == ()
-    assert [e.reason for e in reused.events] == [environ.EVENT]
-
-
 def test_validation_names_the_bad_fields() -> None:
-    assert zram.validate(zram.Config(max_percent=0)) == ["max_percent: must be above 0 and at most 100"]
-    assert environ.validate(environ.Config(max_variables=0)) == ["max_variables: must be at least 1"]
+    assert problems(zram.Config(max_percent=0)) == ["maxPercent: must be above 0 and at most 100, got 0"]
+
+
+def problems(config: object) -> list[str]:
+    return [str(problem) for problem in field_problems(config)]

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.checks.ntp_daemon_servers import (
+from agent.host import HostRoot
+from agent.sensors.ntp_daemon_servers import (
     MAX_FILE_BYTES,
     MAX_FILES,
     MAX_INCLUDE_DEPTH,
@@ -17,7 +18,6 @@ from agent.checks.ntp_daemon_servers import (
     find_daemon_servers,
     server_name,
 )
-from agent.host import HostRoot
 
 
 def write(root: Path, host_path: str, text: str | bytes) -> None:

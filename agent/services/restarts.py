@@ -8,7 +8,7 @@ Two sources, chosen per check with `RestartConfig.source`:
   changed. A new start time is one restart, dated exactly when it happened. Works through the host root (a pod
   needs only the host's /proc mounted), and sees every kind of restart (crash, `systemctl restart`, OOM kill). It
   only sees restarts while the agent runs, and two restarts within one check interval count as one. A service
-  never seen yet (a host without it) is looked for again at the idle pace (`agent/checks/idle.py`), not every
+  never seen yet (a host without it) is looked for again at the idle pace (`agent/sensors/idle.py`), not every
   sample: until then the sample says what the last scan found. Once seen, a service that is gone is looked for on
   every sample.
 - `systemd`: `systemctl show -p LoadState,NRestarts <units>` through an injectable command runner. `NRestarts`
@@ -30,9 +30,10 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from agent.checks.idle import IDLE_INTERVAL
+from agent.bounds import AT_LEAST_ONE, POSITIVE, Bounds, bounded, text_form
 from agent.host import HostRoot
 from agent.model import ConditionReport, Status
+from agent.sensors.idle import IDLE_INTERVAL
 from nodemedic_common.durations import format_duration
 
 SOURCES = ("proc", "systemd")
@@ -47,29 +48,17 @@ class CommandError(Exception):
     """A command ran but failed (non-zero exit)."""
 
 
+_PLAIN_NAME = text_form("a plain name", lambda name: bool(name) and "/" not in name and name.strip() == name)
+
+
 @dataclass(frozen=True)
 class RestartConfig:
-    source: str = "proc"  # one of SOURCES
+    source: str = bounded("proc", Bounds(choices=SOURCES))
     # empty = the check's own defaults, so a config file may set `restarts: {maxRestarts: 3}` alone
-    process_names: tuple[str, ...] = ()  # `comm` names for `proc`, e.g. ("kubelet",)
-    units: tuple[str, ...] = ()  # systemd units for `systemd`, e.g. ("kubelet",)
-    max_restarts: int = 5  # this many restarts within `window` -> True
-    window: dt.timedelta = dt.timedelta(minutes=20)
-
-
-def validate_restarts(config: RestartConfig, prefix: str = "restarts") -> list[str]:
-    errors: list[str] = []
-    if config.source not in SOURCES:
-        errors.append(f"{prefix}.source: must be one of {', '.join(SOURCES)}")
-    for field, values in (("process_names", config.process_names), ("units", config.units)):
-        for i, value in enumerate(values):
-            if not value or "/" in value or value.strip() != value:
-                errors.append(f"{prefix}.{field}[{i}]: must be a plain name, got {value!r}")
-    if config.max_restarts < 1:
-        errors.append(f"{prefix}.max_restarts: must be at least 1")
-    if config.window <= dt.timedelta(0):
-        errors.append(f"{prefix}.window: must be positive")
-    return errors
+    process_names: tuple[str, ...] = bounded((), Bounds(form=_PLAIN_NAME))  # `comm` names for `proc`, e.g. ("kubelet",)
+    units: tuple[str, ...] = bounded((), Bounds(form=_PLAIN_NAME))  # systemd units for `systemd`, e.g. ("kubelet",)
+    max_restarts: int = bounded(5, AT_LEAST_ONE)  # this many restarts within `window` -> True
+    window: dt.timedelta = bounded(dt.timedelta(minutes=20), POSITIVE)
 
 
 async def run_command(argv: Sequence[str]) -> str:

@@ -11,12 +11,14 @@ import shutil
 import ssl
 import subprocess
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from agent.checks.healthz import MAX_LINE, HealthzProbe, validate_probe
+from agent.bounds import bounded, field_problems
 from agent.model import CheckTiming
+from agent.services.healthz import HEALTHZ_URL, MAX_LINE, RECHECK_INTERVAL, REQUEST_TIMEOUT, HealthzProbe, ProbeTiming
 
 TIMEOUT = dt.timedelta(seconds=2)
 SECOND = dt.timedelta(seconds=1)
@@ -178,22 +180,49 @@ def test_an_https_endpoint_with_a_certificate_the_system_does_not_trust_is_a_fai
     assert "self-signed certificate" in result
 
 
-TIMING = CheckTiming(interval=dt.timedelta(seconds=30), timeout=dt.timedelta(seconds=15))
+@dataclass(frozen=True)
+class Probing:
+    """The settings a healthz-probing check declares with this module's bounds (as kubelet and kube-proxy do)."""
+
+    timing: CheckTiming = field(default_factory=lambda: ProbeTiming(interval=30 * SECOND, timeout=15 * SECOND))
+    healthz_url: str = bounded("http://127.0.0.1:10248/healthz", HEALTHZ_URL)
+    request_timeout: dt.timedelta = bounded(SECOND, REQUEST_TIMEOUT)
+    recheck_interval: dt.timedelta = bounded(5 * SECOND, RECHECK_INTERVAL)
+
+
+def problems(config: Probing) -> list[str]:
+    return [str(problem) for problem in field_problems(config)]
 
 
 @pytest.mark.parametrize(("url", "error"), [
-    ("http://127.0.0.1:99999/healthz", "healthz_url: the port must be a number from 0 to 65535"),
-    ("http://127.0.0.1:10248/gesundheit\u00e4", "healthz_url: must be ASCII (percent-encode other characters)"),
-    ("ftp://127.0.0.1/healthz", "healthz_url: must be an http:// or https:// URL with a host"),
+    ("http://127.0.0.1:99999/healthz", "healthzUrl: the port must be a number from 0 to 65535"),
+    ("http://127.0.0.1:10248/gesundheit\u00e4", "healthzUrl: must be ASCII (percent-encode other characters)"),
+    ("ftp://127.0.0.1/healthz", "healthzUrl: must be an http:// or https:// URL with a host, got "
+                                "'ftp://127.0.0.1/healthz'"),
 ])
 def test_validate_names_what_is_wrong_with_the_url(url: str, error: str) -> None:
-    assert validate_probe(url, SECOND, TIMING, 3, 5 * SECOND) == [error]
+    assert problems(Probing(healthz_url=url)) == [error]
 
 
 @pytest.mark.parametrize(("recheck", "error"), [
-    (dt.timedelta(milliseconds=200), "recheck_interval: must be at least 1s (findings reach the Node at most once a "
+    (dt.timedelta(milliseconds=200), "recheckInterval: must be at least 1s (findings reach the Node at most once a "
                                      "second), got 200ms"),
-    (dt.timedelta(minutes=1), "recheck_interval: must not be longer than timing.interval (30s)"),
+    (dt.timedelta(minutes=1), "recheckInterval: must not be longer than interval (30s), got 1m0s"),
 ])
 def test_validate_bounds_the_recheck_interval(recheck: dt.timedelta, error: str) -> None:
-    assert validate_probe("http://127.0.0.1:10248/healthz", SECOND, TIMING, 3, recheck) == [error]
+    assert problems(Probing(recheck_interval=recheck)) == [error]
+
+
+def test_the_request_must_end_before_the_check_is_cancelled() -> None:
+    assert problems(Probing(request_timeout=15 * SECOND)) == [
+        "requestTimeout: must be shorter than timeout (15s), got 15s"]
+    assert problems(Probing(request_timeout=dt.timedelta(0))) == ["requestTimeout: must be positive, got 0s"]
+
+
+def test_a_probe_may_time_out_past_its_interval_a_sampling_check_may_not() -> None:
+    long = {"interval": 10 * SECOND, "timeout": 15 * SECOND}
+    assert field_problems(ProbeTiming(**long)) == []
+    assert [str(p) for p in field_problems(CheckTiming(**long))] == [
+        "timeout: must not be longer than interval (10s), got 15s"]
+    zero = ProbeTiming(timeout=dt.timedelta(0))
+    assert [str(p) for p in field_problems(zero)] == ["timeout: must be positive, got 0s"]

@@ -20,11 +20,11 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from agent.checks.psi import StickyReport
+from agent.bounds import PERCENT, bounded
 from agent.host import HostRoot
 from agent.model import CheckTiming, ConditionReport, Observation, Status
+from agent.verdicts.sustained import StickyReport
 
-NAME = "limits"
 PIDS = "PIDExhaustion"
 FILES = "FileHandleExhaustion"
 
@@ -32,17 +32,8 @@ FILES = "FileHandleExhaustion"
 @dataclass(frozen=True)
 class Config:
     timing: CheckTiming = field(default_factory=CheckTiming)
-    max_thread_percent: float = 90.0
-    max_file_handle_percent: float = 90.0
-
-
-def validate(config: Config) -> list[str]:
-    errors = config.timing.errors()
-    for name, value in (("max_thread_percent", config.max_thread_percent),
-                        ("max_file_handle_percent", config.max_file_handle_percent)):
-        if not 0 < value <= 100:
-            errors.append(f"{name}: must be above 0 and at most 100")
-    return errors
+    max_thread_percent: float = bounded(90.0, PERCENT)
+    max_file_handle_percent: float = bounded(90.0, PERCENT)
 
 
 def read_int(host: HostRoot, path: str) -> int:
@@ -76,10 +67,11 @@ def read_file_nr(host: HostRoot) -> tuple[int, int]:
 
 
 class KernelLimits:
+    name = "limits"
+    condition_types: tuple[str, ...] = (PIDS, FILES)
+
     def __init__(self, config: Config, host: HostRoot) -> None:
-        self.name = NAME
         self.timing = config.timing
-        self.condition_types: tuple[str, ...] = (PIDS, FILES)
         self._config = config
         self._host = host
         # Messages carry live counts: keep each one until its status or reason changes, or every observation

@@ -1,4 +1,4 @@
-"""What the pressure checks (cpu, memory, disk) share: reading PSI files, the sustained window, stable messages.
+"""Pressure stall information, read for the pressure checks (cpu, memory, disk, iostall).
 
 PSI (pressure stall information, kernel >= 4.20) lives in `/proc/pressure/{cpu,memory,io}`:
 
@@ -12,12 +12,10 @@ has them but refuses to read them (EOPNOTSUPP). Both mean "PSI unavailable", whi
 
 from __future__ import annotations
 
-import datetime as dt
 import errno
 from dataclasses import dataclass
 
 from agent.host import HostRoot
-from agent.model import ConditionReport
 
 
 @dataclass(frozen=True)
@@ -103,53 +101,3 @@ def describe(resource: str, pressure: Pressure | None) -> str:
     if pressure.full is not None:
         text += f" full avg60={pressure.full.avg60:.1f}%"
     return text
-
-
-class Sustained:
-    """A level that counts only once it has held for `window`: the hysteresis of CPUPressure and MemoryExhaustion.
-
-    The decided state flips to True after every observation for `window` was over the threshold, and back to False
-    after every observation for `window` was below it; a mixed window keeps the previous state. Both directions use
-    the same window, so a load that hovers at the threshold cannot flap the condition faster than once per window.
-
-    Until a full window of agreeing observations exists the state is None (undecided): right after the agent
-    starts it has no evidence either way, so the check stays silent and the Node keeps the status it carried
-    (claiming False would wipe out a True the agent saw before it restarted).
-    A bad reading breaks the run (we cannot say the level held through it) but keeps the decided state.
-    """
-
-    def __init__(self, window: dt.timedelta) -> None:
-        self.window = window
-        self.state: bool | None = None
-        self._over: bool | None = None  # the level of the current run of agreeing observations
-        self._since: dt.datetime | None = None  # when that run started
-
-    def update(self, over: bool, now: dt.datetime) -> bool | None:
-        # A clock that went backwards cannot prove anything held; restart the run rather than trust it.
-        if self._over is not over or self._since is None or now < self._since:
-            self._over, self._since = over, now
-        if now - self._since >= self.window:
-            self.state = over
-        return self.state
-
-    def interrupt(self) -> None:
-        self._over = self._since = None
-
-
-class StickyReport:
-    """Keeps a condition's message while its finding holds.
-
-    Messages carry live numbers (percentages, load); re-sending them every observation would PATCH the Node every
-    interval, since the reporter writes on any change. So the report made when the finding last changed is kept
-    until `key` (status, reason and whatever else names the finding) changes; its numbers are those that decided.
-    """
-
-    def __init__(self) -> None:
-        self._key: object = None
-        self._report: ConditionReport | None = None
-
-    def __call__(self, report: ConditionReport, key: object) -> ConditionReport:
-        if self._report is not None and key == self._key:
-            return self._report
-        self._key, self._report = key, report
-        return report
