@@ -22,5 +22,4 @@ def printable(text: str) -> str:
 
 
 def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return match.group().encode("unicode_escape").decode("ascii")

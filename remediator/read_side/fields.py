@@ -58,7 +58,10 @@ class Fields:
         value = self.doc.get(key)
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise self._refuse(key, value, "a number")
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an integer of hundreds of digits
+            raise Unreadable(f"{self.path}: {key} is too large a number") from None
 
     def integer(self, key: str) -> int:
         value = self.doc.get(key)
