@@ -36,8 +36,17 @@ def _plan(snapshot: str, policy: str) -> dict[str, Any]:
     doc = json.loads((ROOT / "tests/testdata/snapshots" / snapshot).read_text())
     plan = make_plan(snapshot_from_list(doc, NOW), load_policy(str(ROOT / "tests/testdata/policies" / policy)),
                      PlannerMemory())
-    out: dict[str, Any] = json.loads(json.dumps(plan_json(plan)))
+    out: dict[str, Any] = _trimmed(json.loads(json.dumps(plan_json(plan))))
     return out
+
+
+def _trimmed(doc: Any) -> Any:
+    """At most two items of each list: every shape is still there, and a mutant costs little to copy and read."""
+    if isinstance(doc, dict):
+        return {k: _trimmed(v) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [_trimmed(v) for v in doc[:2]]
+    return doc
 
 
 # Real answers with evictions, taints, repair steps and dark nodes in them, and the parts no snapshot makes.
@@ -56,40 +65,28 @@ WHY = {"node": "n1", "at": "2026-06-01T12:00:00Z", "facts": [
     {"topic": "node", "sentence": "n1 is Ready"}]}
 
 
-def shown(text: str) -> str:
+def read_and_word(path: str, doc: Any) -> str:
+    """What the plugin prints for `doc` as the answer to `path`."""
+    if path == "/plan":
+        plan = PlanAnswer.read(doc)
+        return render.plan(plan) + "\n" + render.status(LEADER, StatusAnswer.read(STATUS), plan, [])
+    if path == "/status":
+        return render.status(LEADER, StatusAnswer.read(doc), PlanAnswer(), [])
+    return render.why(WhyAnswer.read(doc, path))
+
+
+ANSWERS = st.one_of(st.tuples(st.just("/plan"), st.sampled_from(PLANS).flatmap(mutated)),
+                    st.tuples(st.just("/status"), mutated(STATUS)), st.tuples(st.just("/why/n1"), mutated(WHY)),
+                    st.tuples(st.sampled_from(["/plan", "/status", "/why/n1"]), json_values))
+
+
+@FUZZ
+@given(answer=ANSWERS)
+def test_any_answer_is_read_and_worded_or_refused_as_not_understood(answer: tuple[str, Any]) -> None:
+    path, doc = answer
+    try:
+        text = read_and_word(path, doc)
+    except Unreadable as e:
+        assert str(e).startswith(path), e  # the place named, from the answer's path on
+        return
     assert not CONTROL.search(text), repr(text)
-    return text
-
-
-@FUZZ
-@given(doc=st.one_of(st.sampled_from(PLANS).flatmap(mutated), json_values))
-def test_any_plan_answer_is_read_and_worded_or_refused_as_not_understood(doc: Any) -> None:
-    try:
-        answer = PlanAnswer.read(doc)
-    except Unreadable as e:
-        assert str(e).startswith("/plan: ")
-        return
-    shown(render.plan(answer))
-    shown(render.status(LEADER, StatusAnswer.read(STATUS), answer, []))
-
-
-@FUZZ
-@given(doc=st.one_of(mutated(STATUS), json_values))
-def test_any_status_answer_is_read_and_worded_or_refused_as_not_understood(doc: Any) -> None:
-    try:
-        answer = StatusAnswer.read(doc)
-    except Unreadable as e:
-        assert str(e).startswith("/status")
-        return
-    shown(render.status(LEADER, answer, PlanAnswer(), []))
-
-
-@FUZZ
-@given(doc=st.one_of(mutated(WHY), json_values))
-def test_any_why_answer_is_read_and_worded_or_refused_as_not_understood(doc: Any) -> None:
-    try:
-        answer = WhyAnswer.read(doc, "/why/n1")
-    except Unreadable as e:
-        assert str(e).startswith("/why/n1")
-        return
-    shown(render.why(answer))
