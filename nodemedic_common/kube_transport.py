@@ -47,6 +47,10 @@ class ApiError(Exception):
         super().__init__(f"{method} {path}: HTTP {status}: {self.message}")
 
 
+class TooLarge(ApiError):
+    """An answer longer than the caller's `limit`: read no further than that."""
+
+
 Headers = Callable[[str | None, str], dict[str, str]]  # (content type or None, accept) -> the request's headers
 
 
@@ -58,8 +62,9 @@ class Transport:
 
     async def request(self, method: str, path: str, *, params: Mapping[str, str] | None = None, body: Any = None,
                       content_type: str = "application/json", accept: str = "application/json",
-                      timeout: float = 30.0) -> Any:
-        """The answer's JSON (None for an empty body); ApiError for a status >= 400, no answer, or one not JSON."""
+                      timeout: float = 30.0, limit: int | None = None) -> Any:
+        """The answer's JSON (None for an empty body); ApiError for a status >= 400, no answer, or one not JSON;
+        TooLarge for one over `limit` bytes (None: any size; the API server's own answers are bounded by etcd)."""
         label = verb(method, path)
         data = None if body is None else json.dumps(body)
         try:
@@ -68,7 +73,7 @@ class Transport:
                 headers=self._headers(content_type if data is not None else None, accept),
                 timeout=aiohttp.ClientTimeout(total=timeout),
             ) as resp:
-                raw = await resp.read()
+                raw = await resp.read() if limit is None else await _bounded(resp, limit, method, path)
                 self._requests.labels(label, str(resp.status)).inc()
                 text = raw.decode("utf-8", errors="replace")
                 if resp.status >= 400:
@@ -104,6 +109,19 @@ class Transport:
         except (aiohttp.ClientError, TimeoutError) as e:
             self._requests.labels("WATCH", "error").inc()
             raise ApiError(0, "WATCH", path, f"{type(e).__name__}: {e}") from e
+
+
+async def _bounded(resp: aiohttp.ClientResponse, limit: int, method: str, path: str) -> bytes:
+    """The body, refused (unread) past `limit` bytes: memory stays within the bound whatever the other end sends."""
+    if (resp.content_length or 0) > limit:
+        raise TooLarge(resp.status, method, path, f"the answer is {resp.content_length} bytes, over {limit}")
+    chunks, size = [], 0
+    async for chunk in resp.content.iter_chunked(1 << 16):
+        size += len(chunk)
+        if size > limit:
+            raise TooLarge(resp.status, method, path, f"the answer is over {limit} bytes: not read further")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def verb(method: str, path: str) -> str:

@@ -12,7 +12,6 @@ import os
 import socket
 import sys
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
@@ -31,19 +30,22 @@ from remediator.alerts.notifier import Notifier
 from remediator.autoscaler_flags import status_taint_flags
 from remediator.controller import Controller
 from remediator.leader import LeaderElector, LeaseTimings
-from remediator.model import MeasuredUsage, NodeAutoscaler, Plan
+from remediator.model import MeasuredUsage, NodeAutoscaler
 from remediator.planner import PlannerMemory, make_plan
 from remediator.policy.autoscaler import AUTO
 from remediator.policy.loader import convert_policy, load_policy, validate_main
-from remediator.policy.model import Policy
 from remediator.policy.secret_files import DEFAULT_SECRETS_DIR
 from remediator.policy.source import PolicySource
 from remediator.policy_reload import PolicyReload
+from remediator.read_side.plan_json import plan_json
+from remediator.read_side.plan_text import plan_lines
+from remediator.read_side.status_answer import StatusAnswer
 from remediator.scheduler_config import Connection, render
 from remediator.server import app, loop_health, serve
-from remediator.state.autoscaler_detection import AutoscalerDetector, detect
+from remediator.state.autoscaler_detection import AutoscalerDetector
 from remediator.state.caches import ClusterCache, snapshot_from_list
 from remediator.state.kube import CredentialsError, Kube, load_credentials
+from remediator.state.live_cluster import read_live_cluster
 from remediator.state.measured.reader import UsageReader, sources
 from remediator.state.measured.resource_metrics_api import usage_from_items
 from remediator.state.records import parse_time, time_problem
@@ -99,9 +101,9 @@ async def _run(args: argparse.Namespace) -> int:
         try:
             runner = await serve(app(
                 registry=registry, plan=lambda: controller.plan, why=controller.why,
-                status=lambda: {"identity": identity, "leading": controller.leading(), "dryRun": args.dry_run,
-                                "mode": "once" if args.once else "deployment", "version": __version__,
-                                "policy": {"file": str(source.path), "sha256": source.digest[:12]}},
+                status=lambda: StatusAnswer(identity, controller.leading(), args.dry_run,
+                                            "once" if args.once else "deployment", __version__, str(source.path),
+                                            source.digest[:12]),
                 healthy=lambda: loop_health(lambda: controller.last_cycle,
                                             lambda: all(i.synced.is_set() for i in cache.informers), 60.0),
             ), args.listen)
@@ -151,97 +153,6 @@ async def _once(controller: Controller, *, cache: ClusterCache, kube: Kube, usag
 
 
 # --- plan -------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class LiveCluster:
-    """What `plan --kubeconfig` reads of the cluster, once."""
-
-    items: dict[str, Any]  # the cluster as a `kind: List`
-    measured: MeasuredUsage  # the usage the policy's strategies measure (nothing when none does)
-    autoscalers: frozenset[NodeAutoscaler]  # the node autoscalers found (looked for only for addsNodes: auto)
-    unanswered: list[str]  # why an autoscaler could not be looked for (counted as not found)
-
-
-async def _live_items(kubeconfig: str, policy: Policy, now: dt.datetime, secrets_dir: str, *,
-                      detect_autoscalers: bool) -> LiveCluster:
-    """`detect_autoscalers`: look for the node autoscalers too."""
-    kube = Kube(load_credentials(kubeconfig), registry=CollectorRegistry())
-    items: list[dict[str, Any]] = []
-    usage = UsageReader(kube, registry=CollectorRegistry(), log=logging.getLogger("nodemedic.remediator"),
-                        secrets_dir=secrets_dir)
-    try:
-        for path, kind in (("/api/v1/nodes", "Node"), ("/api/v1/pods", "Pod"),
-                           ("/apis/policy/v1/poddisruptionbudgets", "PodDisruptionBudget"),
-                           ("/apis/scheduling.k8s.io/v1/priorityclasses", "PriorityClass"),
-                           ("/api/v1/persistentvolumeclaims", "PersistentVolumeClaim")):
-            for obj in _list_items(await kube.get(path), path):
-                obj["kind"] = kind  # list items carry no kind
-                items.append(obj)
-        # metadata of the wrong shape is refused by snapshot_from_list afterwards, with the item named
-        nodes = [str(m.get("name")) for o in items if o["kind"] == "Node" and isinstance(m := o.get("metadata"), dict)]
-        measured = await usage.read(policy, nodes, now)
-        probes = await detect(kube) if detect_autoscalers else {}
-    finally:
-        await usage.close()
-        await kube.close()
-    return LiveCluster({"kind": "List", "items": items}, measured,
-                       frozenset(a for a, probe in probes.items() if probe.present),
-                       [f"{a}: {probe.evidence}" for a, probe in probes.items() if probe.present is None])
-
-
-def _list_items(answer: object, path: str) -> list[dict[str, Any]]:
-    """The items of a LIST answer; ValueError naming the path and field when it is not a Kubernetes list (a proxy,
-    a mock or an aggregated API answering something else must not become a traceback)."""
-    if not isinstance(answer, dict):
-        raise ValueError(f"GET {path}: not a Kubernetes list: the answer is {_json_kind(answer)}, not an object")
-    items = answer.get("items")
-    if items is None:
-        return []  # an empty list is sent as `items: null` by some servers
-    if not isinstance(items, list):
-        raise ValueError(f"GET {path}: not a Kubernetes list: items is {_json_kind(items)}, not a list")
-    for i, item in enumerate(items):
-        if not isinstance(item, dict):
-            raise ValueError(f"GET {path}: not a Kubernetes list: items[{i}] is {_json_kind(item)}, not an object")
-    return items
-
-
-def _json_kind(value: object) -> str:
-    kinds = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
-    return kinds.get(type(value), "a number")
-
-
-def _print_plan(plan: Plan) -> None:
-    doc = plan.to_json()
-    for section, rows in (("taint", doc["taints"]["add"]), ("untaint", doc["taints"]["remove"]),  # type: ignore[index]
-                          ("evict", doc["evictions"]), ("protected", doc["protected"]), ("deferred", doc["deferred"]),
-                          ("held", doc["held"])):
-        for row in rows:  # type: ignore[union-attr]
-            print(f"{section:<10} " + "  ".join(f"{k}={v}" for k, v in row.items()))
-    for z in plan.zone_exposure:
-        if z.exposed(plan.min_surviving_share):
-            print(f"{'exposed':<10} {z.describe()}")
-    for loop in plan.scheduler_loops:
-        print(f"{'loop':<10} {loop.describe()}")
-    for start in plan.repair.starts:
-        print(f"{'repair':<10} node={start.node}  {start.describe()}")
-    for end in plan.repair.ends:
-        word = "repaired" if end.repaired else "unrepaired"
-        print(f"{word:<10} node={end.node}  rule={end.state.rule}  {end.result}")
-    for wait in plan.repair.waiting:
-        until = f"  until={wait.until:%Y-%m-%dT%H:%M:%SZ}" if wait.until else ""
-        print(f"{'repair-wait':<10} node={wait.node}  rule={wait.rule}  step={wait.step}  {wait.why}{until}")
-    for node in sorted(plan.dark.nodes.values(), key=lambda n: n.node):
-        print(f"{'silent':<10} node={node.node}  seen={node.seen}  {node.why}")
-    for fence in plan.dark.fences:
-        print(f"{'fence':<10} node={fence.node}  evidence={fence.evidence}  frees={','.join(fence.pods) or '-'}  "
-              f"{fence.detail}")
-    for claim in plan.dark.claim_deletes:
-        print(f"{'replace':<10} node={claim.node}  nodeclaim={claim.claim}  frees={','.join(claim.pods) or '-'}  "
-              f"{claim.detail}")
-    for unfence in plan.dark.unfences:
-        print(f"{'unfence':<10} node={unfence.node}  {unfence.why}")
-    print(f"breaker: open={plan.breaker_open} taintedLimit={plan.tainted_limit}")
-
-
 def _autoscaler_flag(value: str | None) -> frozenset[NodeAutoscaler] | None:
     """`plan --autoscaler`: the node autoscalers it names; None when not given."""
     if value is None:
@@ -282,7 +193,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     else:
         try:
             # Only what addsNodes: auto needs and the user did not say.
-            live = asyncio.run(_live_items(args.kubeconfig, policy, now, args.secrets_dir,
+            live = asyncio.run(read_live_cluster(args.kubeconfig, policy, now, args.secrets_dir,
                                            detect_autoscalers=said is None and policy.autoscaler.adds_nodes == AUTO))
         except CredentialsError as e:
             print(f"nodemedic-remediator: {e}", file=sys.stderr)
@@ -304,9 +215,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     snapshot.measured = measured
     plan = make_plan(snapshot, policy, PlannerMemory())
     if args.json:
-        print(json.dumps(plan.to_json(), indent=1))
+        print(json.dumps(plan_json(plan), indent=1))
     else:
-        _print_plan(plan)
+        print("\n".join(plan_lines(plan)))
     return 0
 
 

@@ -35,6 +35,7 @@ from remediator.planner import PlannerMemory, make_plan
 from remediator.planning import owned_taints
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION
 from remediator.policy_reload import PolicyReload
+from remediator.read_side.why_answer import WhyAnswer
 from remediator.repair.state import LadderState, StateError, parse_state
 from remediator.state.autoscaler_detection import AutoscalerDetector
 from remediator.state.caches import ClusterCache
@@ -73,13 +74,11 @@ class Controller:
         self.fences = FenceWriter(kube, alerts, metrics.dark, log)
         self.replacing: dict[str, LadderState] = {}  # node -> its ladder, while the node autoscaler replaces it
 
-    def why(self, node: str) -> dict[str, object]:
+    def why(self, node: str) -> WhyAnswer:
         """/why/NODE: every fact the last plan decided on for `node` (remediator/why.py)."""
         if self.snapshot is None:
-            return {"node": node, "facts": [{"topic": "plan", "sentence": "no planning cycle yet"}]}
-        now = self.snapshot.now
-        facts = why(node, self.snapshot, self.policy.current, self.plan)
-        return {"node": node, "at": now.isoformat().replace("+00:00", "Z"), "facts": [f.to_json(now) for f in facts]}
+            return WhyAnswer.before_planning(node)
+        return WhyAnswer.of(node, self.snapshot.now, why(node, self.snapshot, self.policy.current, self.plan))
 
     def may_act(self) -> bool:
         return not self.dry_run and (self.elector is None or self.elector.is_leader())

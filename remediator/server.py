@@ -22,10 +22,13 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 
 from nodemedic_common.listen import split_listen
 from remediator.model import Plan
+from remediator.read_side.plan_json import plan_json
+from remediator.read_side.status_answer import StatusAnswer
+from remediator.read_side.why_answer import WhyAnswer
 
 
 def app(*, registry: CollectorRegistry, healthy: Callable[[], tuple[bool, str]], plan: Callable[[], Plan],
-        status: Callable[[], dict[str, object]], why: Callable[[str], dict[str, object]]) -> web.Application:
+        status: Callable[[], StatusAnswer], why: Callable[[str], WhyAnswer]) -> web.Application:
     async def metrics(_: web.Request) -> web.Response:
         return web.Response(body=generate_latest(registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
@@ -34,13 +37,13 @@ def app(*, registry: CollectorRegistry, healthy: Callable[[], tuple[bool, str]],
         return web.Response(status=200 if ok else 503, text=why + "\n")
 
     async def current_plan(_: web.Request) -> web.Response:
-        return web.Response(text=json.dumps(plan().to_json(), indent=1), content_type="application/json")
+        return web.Response(text=json.dumps(plan_json(plan()), indent=1), content_type="application/json")
 
     async def current_status(_: web.Request) -> web.Response:
-        return web.json_response(status(), dumps=lambda d: json.dumps(d, indent=1))
+        return web.json_response(status().to_json(), dumps=lambda d: json.dumps(d, indent=1))
 
     async def node_why(request: web.Request) -> web.Response:
-        return web.json_response(why(request.match_info["node"]), dumps=lambda d: json.dumps(d, indent=1))
+        return web.json_response(why(request.match_info["node"]).to_json(), dumps=lambda d: json.dumps(d, indent=1))
 
     a = web.Application()
     a.router.add_get("/metrics", metrics)

@@ -26,13 +26,6 @@ class Fact:
     sentence: str
     changes_at: dt.datetime | None = None  # when the fact changes with nothing else changing; None: not on its own
 
-    def to_json(self, now: dt.datetime) -> dict[str, object]:
-        out: dict[str, object] = {"topic": self.topic, "sentence": self.sentence}
-        if self.changes_at is not None:
-            out["changesAt"] = self.changes_at.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
-            out["changesIn"] = format_duration(whole_seconds(self.changes_at - now))
-        return out
-
 
 def why(name: str, snapshot: Snapshot, policy: Policy, plan: Plan) -> list[Fact]:
     node = snapshot.nodes.get(name)

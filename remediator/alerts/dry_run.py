@@ -6,6 +6,7 @@ import logging
 
 from remediator.alerts.metrics import Metrics
 from remediator.model import Plan
+from remediator.read_side.plan_json import plan_json
 
 
 class DryRunReport:
@@ -14,7 +15,7 @@ class DryRunReport:
         self.seen: set[str] = set()
 
     def report(self, plan: Plan) -> None:
-        doc = plan.to_json()
+        doc = plan_json(plan)
         actions: list[tuple[str, dict[str, object]]] = []
         taints_doc = doc["taints"]
         assert isinstance(taints_doc, dict)

@@ -9,13 +9,18 @@ import datetime as dt
 import json
 import os
 import sys
-from typing import Any
+from urllib.parse import quote
 
 from prometheus_client import CollectorRegistry
 
 from nodemedic_common.durations import parse_duration
 from nodemedic_common.kube_transport import ApiError
-from remediator.kubectl import fence_control, reach, render, repair_control
+from nodemedic_common.terminal_text import printable
+from remediator import __version__
+from remediator.kubectl import fence_control, hops, names, reach, render, repair_control
+from remediator.read_side.plan_answer import PlanAnswer
+from remediator.read_side.status_answer import StatusAnswer
+from remediator.read_side.why_answer import WhyAnswer
 from remediator.state.kube import CredentialsError, Kube, load_credentials
 
 
@@ -59,18 +64,26 @@ async def run(args: argparse.Namespace, kube: Kube) -> str:
     if args.command == "fence":
         return await fence_control.control(kube, args.node, args.how or "", now=dt.datetime.now(dt.UTC),
                                            agent_silence=args.agent_silence)
+    namespace = names.namespace(args.namespace)
     if args.command == "check":
-        return render.check(await reach.node(kube, args.node), await reach.agent_pod(kube, args.namespace, args.node))
-    leader = await reach.find_leader(kube, args.namespace)
+        node = names.node_name(args.node)
+        return render.check(await reach.node(kube, node), await reach.agent_pod(kube, namespace, node))
+    leader = await reach.find_leader(kube, namespace)
+    status, status_doc = await reach.answer(kube, leader, "/status", StatusAnswer.read)
+    if status.version != __version__:
+        print(f"kubectl nodemedic: the leader runs version {printable(status.version)}, this plugin {__version__}",
+              file=sys.stderr)
     if args.command == "why":
-        doc: Any = await reach.ask(kube, leader, f"/why/{args.node}")
-        return json.dumps(doc, indent=1) if args.output == "json" else render.why(doc)
+        path = f"/why/{quote(names.node_name(args.node), safe='')}"
+        why, why_doc = await reach.answer(kube, leader, path, lambda doc: WhyAnswer.read(doc, path),
+                                          leader_version=status.version)
+        return json.dumps(why_doc, indent=1) if args.output == "json" else render.why(why)
+    plan, plan_doc = await reach.answer(kube, leader, "/plan", PlanAnswer.read, leader_version=status.version)
     if args.command == "plan":
-        doc = await reach.ask(kube, leader, "/plan")
-        return json.dumps(doc, indent=1) if args.output == "json" else render.plan(doc)
-    status, plan = await reach.ask(kube, leader, "/status"), await reach.ask(kube, leader, "/plan")
+        return json.dumps(plan_doc, indent=1) if args.output == "json" else render.plan(plan)
     if args.output == "json":
-        return json.dumps({"leader": leader.pod, "lease": leader.lease, "status": status, "plan": plan}, indent=1)
+        return json.dumps({"leader": leader.pod, "lease": leader.lease, "status": status_doc, "plan": plan_doc},
+                          indent=1)
     return render.status(leader, status, plan, await reach.nodes(kube))
 
 
@@ -96,14 +109,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         print(asyncio.run(_main(args)))
-    except repair_control.Refused as e:
-        print(f"kubectl nodemedic: {e}", file=sys.stderr)
+    except (repair_control.Refused, names.BadName, reach.Misunderstood) as e:
+        print(f"kubectl nodemedic: {printable(str(e))}", file=sys.stderr)
         return 2
-    except (reach.NotFound, CredentialsError) as e:
-        print(f"kubectl nodemedic: {e}", file=sys.stderr)
+    except (reach.NotFound, CredentialsError, hops.HopFailed) as e:
+        print(f"kubectl nodemedic: {printable(str(e))}", file=sys.stderr)
         return 1
     except ApiError as e:
-        print(f"kubectl nodemedic: the API server said: {e}", file=sys.stderr)
+        print(f"kubectl nodemedic: {printable(str(hops.api_server(e)))}", file=sys.stderr)
         return 1
     return 0
 

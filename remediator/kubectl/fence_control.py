@@ -16,7 +16,8 @@ from nodemedic_common.durations import format_duration
 from nodemedic_common.fence_contract import CONFIRM_ANNOTATION, FENCE_ANNOTATION, OUT_OF_SERVICE_KEY
 from nodemedic_common.repair_contract import format_time
 from remediator.kubectl import reach
-from remediator.kubectl.repair_control import NODE_NAME, Refused, patch_annotations, who
+from remediator.kubectl.names import DNS_SUBDOMAIN
+from remediator.kubectl.repair_control import Refused, patch_annotations, who
 from remediator.planning.dark_nodes import agent_heard, kubelet_silent_since
 from remediator.policy.dark import DarkSettings
 from remediator.state import records
@@ -27,7 +28,7 @@ DEFAULT_AGENT_SILENCE = DarkSettings().agent_silence
 
 async def control(kube: Kube, node: str, how: str, *, now: dt.datetime,
                   agent_silence: dt.timedelta = DEFAULT_AGENT_SILENCE) -> str:
-    if not NODE_NAME.fullmatch(node):
+    if not DNS_SUBDOMAIN.fullmatch(node):
         raise Refused(f"{node!r} is not a node name")
     doc = await reach.node(kube, node)
     record = records.node(doc)

@@ -9,7 +9,6 @@ annotation stays the remediator's (the API server refuses it from anyone else).
 from __future__ import annotations
 
 import datetime as dt
-import re
 from typing import Any
 from urllib.parse import quote
 
@@ -24,9 +23,8 @@ from nodemedic_common.repair_contract import (
     json_object,
 )
 from remediator.kubectl import reach
+from remediator.kubectl.names import DNS_SUBDOMAIN
 from remediator.state.kube import Kube
-
-NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 
 
 class Refused(Exception):
@@ -34,7 +32,7 @@ class Refused(Exception):
 
 
 async def control(kube: Kube, node: str, how: str, *, now: dt.datetime) -> str:
-    if not NODE_NAME.fullmatch(node):
+    if not DNS_SUBDOMAIN.fullmatch(node):
         raise Refused(f"{node!r} is not a node name")
     doc = await reach.node(kube, node)
     annotations: dict[str, Any] = (doc.get("metadata") or {}).get("annotations") or {}

@@ -124,10 +124,10 @@ class Kube:
 
     async def request(self, method: str, path: str, *, params: dict[str, str] | None = None, body: Any = None,
                       content_type: str = "application/json", accept: str = "application/json",
-                      timeout: float = 30.0) -> Any:
-        """`accept`: e.g. PARTIAL_METADATA, for an object's metadata only."""
+                      timeout: float = 30.0, limit: int | None = None) -> Any:
+        """`accept`: e.g. PARTIAL_METADATA, for an object's metadata only; `limit`: the most bytes to read."""
         return await self._transport.request(method, path, params=params, body=body, content_type=content_type,
-                                             accept=accept, timeout=timeout)
+                                             accept=accept, timeout=timeout, limit=limit)
 
     async def get(self, path: str, **params: str) -> Any:
         return await self.request("GET", path, params=params or None)

@@ -20,6 +20,7 @@ import pytest
 from kubernetes import client
 
 from remediator.kubectl import render
+from remediator.read_side.why_answer import WhyAnswer
 from tests.e2e.conftest import LocalCluster
 from tests.e2e.remediator_harness import (
     RemediatorProcess,
@@ -238,7 +239,7 @@ def test_a_node_no_autoscaler_replaces_is_handed_to_a_person_and_the_alert_fires
     assert firing == [{"alertname": "NodemedicNodeNeedsAPerson", "node": node, "rule": "kubelet-unhealthy",
                        "severity": "warning"}]
     with urllib.request.urlopen(f"http://127.0.0.1:{r.port}/why/{node}", timeout=5) as resp:
-        why = render.why(json.loads(resp.read()))
+        why = render.why(WhyAnswer.read(json.loads(resp.read()), f"/why/{node}"))
     print(f"\nreboot asked and done (agent gone) {t_reboot:.1f}s, handed to a person {t_person:.1f}s after the "
           f"condition\nEvent: {event[0].message}\nalert: {firing[0]}\nannotation {REPAIR}: {json.dumps(state)}\n{why}")
     assert "handed to a person" in why and "tried: reboot" in why

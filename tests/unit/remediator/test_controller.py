@@ -26,6 +26,7 @@ from remediator.policy import source as policy_source
 from remediator.policy.loader import load_policy
 from remediator.policy.source import PolicySource
 from remediator.policy_reload import PolicyReload
+from remediator.read_side.plan_json import plan_json
 from remediator.state.autoscaler_detection import KARPENTER_DISCOVERY, REDETECT, AutoscalerDetector
 from remediator.state.caches import ClusterCache
 
@@ -599,13 +600,13 @@ def test_the_controller_counts_on_the_karpenter_it_detects_says_so_once_and_expo
 
 def test_why_says_what_the_last_plan_decided_for_a_node(tmp_path: Path) -> None:
     w = World(tmp_path, nodes=[node("sick", sick=True), node("well")], pods=[])
-    assert w.controller.why("sick")["facts"] == [{"topic": "plan", "sentence": "no planning cycle yet"}]
+    assert w.controller.why("sick").to_json()["facts"] == [{"topic": "plan", "sentence": "no planning cycle yet"}]
     w.cycle()
-    facts = w.controller.why("sick")["facts"]
+    facts = w.controller.why("sick").to_json()["facts"]
     assert isinstance(facts, list)
     plan = [f["sentence"] for f in facts if f["topic"] == "plan"]
     assert len(plan) == 1 and plan[0].startswith("this cycle adds "), plan
-    assert not [f for f in w.controller.why("well")["facts"] if f["topic"] == "plan"]
+    assert not [f for f in w.controller.why("well").to_json()["facts"] if f["topic"] == "plan"]
 
 
 LADDER_POLICY = """\
@@ -693,7 +694,7 @@ def test_a_dry_run_reports_a_repair_step_and_writes_nothing(tmp_path: Path) -> N
     w = World(tmp_path, nodes=[sick, node("well")], pods=PODS, policy=LADDER_POLICY, dry_run=True)
     w.cycle()
     assert w.api.writes == []
-    assert w.metric("nodemedic_dry_run_actions_total", action="repair") == 1, w.controller.plan.to_json()
+    assert w.metric("nodemedic_dry_run_actions_total", action="repair") == 1, plan_json(w.controller.plan)
 
 
 def test_a_replace_step_deletes_the_nodes_nodeclaim(tmp_path: Path) -> None:

@@ -13,6 +13,9 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter
 
 from remediator.model import Plan
+from remediator.read_side.plan_json import plan_json
+from remediator.read_side.status_answer import StatusAnswer
+from remediator.read_side.why_answer import FactLine, WhyAnswer
 from remediator.server import app, loop_health, serve
 
 
@@ -31,11 +34,14 @@ def get(application: Any, path: str) -> tuple[int, str, str]:
     return asyncio.run(go())
 
 
+STATUS = StatusAnswer("r1_abc", leading=True, dry_run=False, mode="deployment", version="1.2.3",
+                      policy_file="/etc/p.yaml", policy_sha256="0123456789ab")
+
+
 def make(healthy: Callable[[], tuple[bool, str]] = lambda: (True, "ok"), plan: Plan | None = None,
          registry: CollectorRegistry | None = None) -> Any:
     return app(registry=registry or CollectorRegistry(), healthy=healthy, plan=lambda: plan or Plan(),
-               status=lambda: {"identity": "r1_abc", "leading": True},
-               why=lambda node: {"node": node, "facts": [{"topic": "node", "sentence": f"{node} is Ready"}]})
+               status=lambda: STATUS, why=lambda node: WhyAnswer(node, None, (FactLine("node", f"{node} is Ready"),)))
 
 
 def test_metrics_serve_the_registry_passed_in_in_the_prometheus_text_format() -> None:
@@ -55,11 +61,13 @@ def test_plan_serves_the_current_plan_as_json() -> None:
     plan = Plan(breaker_open=True, tainted_limit=3)
     status, content_type, body = get(make(plan=plan), "/plan")
     assert (status, content_type) == (200, "application/json; charset=utf-8")
-    assert json.loads(body) == plan.to_json()
+    assert json.loads(body) == plan_json(plan)
 
 
 def test_status_and_why_serve_what_the_remediator_says_as_json() -> None:
-    assert json.loads(get(make(), "/status")[2]) == {"identity": "r1_abc", "leading": True}
+    assert json.loads(get(make(), "/status")[2]) == {"identity": "r1_abc", "leading": True, "dryRun": False,
+                                                     "mode": "deployment", "version": "1.2.3",
+                                                     "policy": {"file": "/etc/p.yaml", "sha256": "0123456789ab"}}
     status, content_type, body = get(make(), "/why/node-7")
     assert (status, content_type) == (200, "application/json; charset=utf-8")
     assert json.loads(body)["facts"] == [{"topic": "node", "sentence": "node-7 is Ready"}]

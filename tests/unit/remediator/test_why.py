@@ -11,6 +11,7 @@ from remediator.planning.owned_taints import OwnedTaint, render_owned
 from remediator.policy.loader import parse_policy
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION
 from remediator.policy.safety import EXCLUDE_LABEL
+from remediator.read_side.why_answer import FactLine
 from remediator.why import why
 from tests.unit.remediator.strategies.cluster import NOW, node, pod, snapshot
 
@@ -44,7 +45,7 @@ def test_a_condition_not_yet_lasting_for_says_when_the_taint_comes() -> None:
     assert rule[0].sentence == ("rule kernel-deadlock waits: KernelDeadlock=True for 1m59s of `for` 5m0s; then the "
                                 "node gets nodemedic.io/kernel-deadlock:NoSchedule")
     assert rule[0].changes_at == NOW + dt.timedelta(minutes=3, seconds=1)
-    assert rule[0].to_json(NOW)["changesIn"] == "3m1s"
+    assert FactLine.of(rule[0], NOW).changes_in == "3m1s"
     assert sentences(facts, "condition") == [
         "KernelDeadlock=True for 1m59s (TaskHung: task blocked for more than 120 s)"]
 

@@ -13,17 +13,24 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
+from remediator import __version__
 from remediator.kubectl import cli, reach, render
 from remediator.model import Condition
 from remediator.planner import PlannerMemory, make_plan
 from remediator.planning.owned_taints import OwnedTaint, render_owned
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION
+from remediator.read_side.plan_answer import PlanAnswer
+from remediator.read_side.plan_json import plan_json
+from remediator.read_side.status_answer import StatusAnswer
+from remediator.read_side.why_answer import WhyAnswer
 from remediator.state.kube import Credentials, Kube
 from remediator.why import why
 from tests.unit.remediator.strategies.cluster import NOW, node, snapshot
 from tests.unit.remediator.test_why import POLICY, TAINT
 
 NS, LEADER = "ops", "nm-remediator-7d9f-abcde"
+STATUS = StatusAnswer("nm-7d9f_1a2b3c4d", leading=True, dry_run=False, mode="deployment", version=__version__,
+                      policy_file="/etc/nodemedic/policy.yaml", policy_sha256="0123456789ab")
 DEADLOCK = {"type": "KernelDeadlock", "status": "True", "lastTransitionTime": "2024-05-01T11:00:00Z",
             "reason": "TaskHung", "message": "task jbd2 blocked for more than 120 seconds"}
 
@@ -40,16 +47,15 @@ def cluster() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
          "spec": {"taints": [{"key": TAINT.key, "value": "true", "effect": "NoSchedule"}]},
          "status": {"conditions": [{"type": "Ready", "status": "True"}, DEADLOCK]}},
         {"metadata": {"name": "well-1"}, "spec": {}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}]}
-    facts = why("sick-1", s, POLICY, plan)
-    return nodes, plan.to_json(), {"node": "sick-1", "at": "2024-05-01T12:00:00Z",
-                                   "facts": [f.to_json(NOW) for f in facts]}
+    return nodes, plan_json(plan), WhyAnswer.of("sick-1", NOW, why("sick-1", s, POLICY, plan)).to_json()
 
 
 def api(*, args: list[str], holder: str = f"{LEADER}_1a2b3c4d", proxy_status: int = 200) -> web.Application:
     nodes, plan, why_doc = cluster()
     remediator = {"metadata": {"name": LEADER}, "spec": {"containers": [{"name": "remediator", "args": args}]}}
     agent = {"metadata": {"name": "nm-agent-x1"}, "status": {"phase": "Running"}}
-    answers = {"/status": {"identity": holder, "leading": True, "dryRun": False,
+    answers = {"/status": {"identity": holder, "leading": True, "dryRun": False, "mode": "deployment",
+                           "version": __version__,
                            "policy": {"file": "/etc/nodemedic/policy.yaml", "sha256": "0123456789ab"}},
                "/plan": plan, "/why/sick-1": why_doc}
 
@@ -131,23 +137,26 @@ def test_status_names_the_leader_policy_breaker_tainted_nodes_and_the_last_cycle
 
 
 def test_status_names_the_nodes_in_repair_and_those_handed_to_a_person() -> None:
-    plan = {"repair": {"start": [{"node": "n3"}], "waiting": [{"node": "n1"}, {"node": "n2"}],
-                       "needsAPerson": ["n2"], "halted": {"karpenter.sh/nodepool=gpu": "3 of 5 unhealthy"}}}
+    plan = PlanAnswer.read({"repair": {
+        "start": [{"node": "n3", "rule": "r", "step": 1, "action": "restart", "id": "x", "cause": "c"}],
+        "waiting": [{"node": "n1", "rule": "r", "step": "drain", "why": "w"},
+                    {"node": "n2", "rule": "r", "step": "person", "why": "w"}],
+        "needsAPerson": ["n2"], "halted": {"karpenter.sh/nodepool=gpu": "3 of 5 unhealthy"}}})
     leader = reach.Leader("ops", "nm-7d9f", "8080", "nm", "nm-7d9f", "2024-05-01T00:00:00Z")
-    out = render.status(leader, {}, plan, []).splitlines()
+    out = render.status(leader, STATUS, plan, []).splitlines()
     assert out[5] == ("repair      2 node(s) in repair; a person needed for n2; halted in "
                       "karpenter.sh/nodepool=gpu")
 
 
 def test_status_and_plan_name_the_silent_nodes_and_what_is_fenced() -> None:
-    plan = {"darkNodes": {
+    plan = PlanAnswer.read({"darkNodes": {
         "nodes": [{"node": "n1", "seen": "dark", "why": "no evidence", "needsEvidence": True},
                   {"node": "n2", "seen": "kubelet-silent", "why": "its agent wrote"},
                   {"node": "n3", "seen": "dark", "why": "fenced now"}],
         "fence": [{"node": "n3", "evidence": "person", "detail": "confirmed off", "frees": ["shop/db-0"]}],
-        "deleteNodeClaim": [], "unfence": [{"node": "n4", "why": "back", "taint": True}], "halted": {}}}
+        "deleteNodeClaim": [], "unfence": [{"node": "n4", "why": "back", "taint": True}], "halted": {}}})
     leader = reach.Leader("ops", "nm-7d9f", "8080", "nm", "nm-7d9f", "2024-05-01T00:00:00Z")
-    out = render.status(leader, {}, plan, []).splitlines()
+    out = render.status(leader, STATUS, plan, []).splitlines()
     assert out[6] == ("silent      dark 2, kubelet-silent 1; evidence needed for n1 (kubectl nodemedic fence NODE "
                       "--confirm)")
     rows = [line.split(None, 3) for line in render.plan(plan).splitlines()[1:]]
@@ -172,10 +181,11 @@ def test_plan_as_a_table_and_as_json() -> None:
 
 
 def test_plan_names_exposed_workloads_with_their_moves_and_scheduler_loops() -> None:
-    doc = {"zoneExposure": [{"namespace": "shop", "workload": "Deployment/d", "surviving": 0.5, "best": 0.667,
-                             "moves": [{"from": "zone-c", "to": "zone-a", "pods": 1}]}],
-           "schedulerLoops": [{"namespace": "shop", "owner": "ReplicaSet/e-1", "node": "n1",
-                               "note": "the scheduler disagrees with the policy"}]}
+    doc = PlanAnswer.read({
+        "zoneExposure": [{"namespace": "shop", "workload": "Deployment/d", "surviving": 0.5, "best": 0.667,
+                          "moves": [{"from": "zone-c", "to": "zone-a", "pods": 1}]}],
+        "schedulerLoops": [{"namespace": "shop", "owner": "ReplicaSet/e-1", "node": "n1",
+                            "note": "the scheduler disagrees with the policy"}]})
     rows = [line.split(None, 3) for line in render.plan(doc).splitlines()[1:]]
     assert rows == [["exposed", "shop/Deployment/d", "-", "50% survive its worst zone's loss; 67% after 1 from zone-c "
                                                           "to zone-a"],
@@ -203,6 +213,7 @@ def test_main_exits_1_with_the_reason_when_the_api_server_does_not_answer(tmp_pa
                       "users: [{name: u, user: {}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
                       "current-context: x\n")
     assert cli.main(["--kubeconfig", str(config), "-n", NS, "status"]) == 1
-    assert capsys.readouterr().err.startswith("kubectl nodemedic: the API server said: GET /api/v1/namespaces/ops/pods")
+    assert capsys.readouterr().err.startswith(
+        "kubectl nodemedic: the API server did not answer: GET /api/v1/namespaces/ops/pods")
 
 

@@ -26,6 +26,7 @@ from remediator.policy.repair import RepairSettings, RepairStep
 from remediator.policy.rules import TaintRule
 from remediator.policy.safety import Safety
 from remediator.policy.window import MaintenanceWindow
+from remediator.read_side.plan_json import plan_json
 from remediator.repair.decisions import RepairPlan
 from remediator.repair.state import parse_state
 from remediator.strategies.remove_pods_violating_node_taints.args import RemovePodsViolatingNodeTaintsArgs
@@ -267,7 +268,7 @@ def test_nothing_is_looked_at_without_ladders() -> None:
 
 
 def test_the_plan_json_shows_every_step_it_would_take() -> None:
-    doc = make_plan(snap(sick()), policy(), PlannerMemory()).to_json()
+    doc = plan_json(make_plan(snap(sick()), policy(), PlannerMemory()))
     repair = doc["repair"]
     assert isinstance(repair, dict)
     assert repair["start"] == [{"node": "n1", "rule": "kubelet-unhealthy", "step": 1, "action": "restart",

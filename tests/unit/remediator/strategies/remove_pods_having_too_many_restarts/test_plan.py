@@ -12,6 +12,7 @@ from remediator.model import ContainerStatuses, PodRecord
 from remediator.policy.evictor import EvictorArgs
 from remediator.policy.fields import Namespaces
 from remediator.policy.limits import Limits
+from remediator.read_side.plan_json import plan_json
 from remediator.strategies import STRATEGIES
 from remediator.strategies.remove_pods_having_too_many_restarts.args import RemovePodsHavingTooManyRestartsArgs
 from remediator.strategies.remove_pods_having_too_many_restarts.plan import KIND, NAME, candidates
@@ -99,7 +100,7 @@ def test_a_node_holding_the_only_restarting_replicas_of_a_healthy_workload_is_na
     [found] = p.crash_loop_nodes
     assert (found.node, found.owner, found.restarting, found.healthy_elsewhere) == (
         "bad", "ReplicaSet/web", ("web-1", "web-2"), 2)
-    assert p.to_json()["crashLoopNodes"] == [{"node": "bad", "namespace": "default", "owner": "ReplicaSet/web",
+    assert plan_json(p)["crashLoopNodes"] == [{"node": "bad", "namespace": "default", "owner": "ReplicaSet/web",
                                               "pods": ["web-1", "web-2"], "healthyElsewhere": 2}]
 
 

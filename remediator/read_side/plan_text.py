@@ -1,0 +1,40 @@
+"""`nodemedic-remediator plan` without --json: one line per action, `SECTION key=value ...`, for a terminal (every
+line's text from the cluster escaped: nodemedic_common/terminal_text.py)."""
+
+from __future__ import annotations
+
+from nodemedic_common.terminal_text import printable
+from remediator.model import Plan
+from remediator.read_side.plan_json import plan_json
+
+
+def plan_lines(plan: Plan) -> list[str]:
+    return [printable(line) for line in _lines(plan)]
+
+
+def _lines(plan: Plan) -> list[str]:
+    doc = plan_json(plan)
+    taints = doc["taints"]
+    assert isinstance(taints, dict)
+    lines = []
+    for section, rows in (("taint", taints["add"]), ("untaint", taints["remove"]), ("evict", doc["evictions"]),
+                          ("protected", doc["protected"]), ("deferred", doc["deferred"]), ("held", doc["held"])):
+        assert isinstance(rows, list)
+        lines += [f"{section:<10} " + "  ".join(f"{k}={v}" for k, v in row.items()) for row in rows]
+    lines += [f"{'exposed':<10} {z.describe()}" for z in plan.zone_exposure if z.exposed(plan.min_surviving_share)]
+    lines += [f"{'loop':<10} {loop.describe()}" for loop in plan.scheduler_loops]
+    lines += [f"{'repair':<10} node={start.node}  {start.describe()}" for start in plan.repair.starts]
+    lines += [f"{'repaired' if end.repaired else 'unrepaired':<10} node={end.node}  rule={end.state.rule}  {end.result}"
+              for end in plan.repair.ends]
+    for wait in plan.repair.waiting:
+        until = f"  until={wait.until:%Y-%m-%dT%H:%M:%SZ}" if wait.until else ""
+        lines.append(f"{'repair-wait':<10} node={wait.node}  rule={wait.rule}  step={wait.step}  {wait.why}{until}")
+    lines += [f"{'silent':<10} node={node.node}  seen={node.seen}  {node.why}"
+              for node in sorted(plan.dark.nodes.values(), key=lambda n: n.node)]
+    lines += [f"{'fence':<10} node={fence.node}  evidence={fence.evidence}  frees={','.join(fence.pods) or '-'}  "
+              f"{fence.detail}" for fence in plan.dark.fences]
+    lines += [f"{'replace':<10} node={claim.node}  nodeclaim={claim.claim}  frees={','.join(claim.pods) or '-'}  "
+              f"{claim.detail}" for claim in plan.dark.claim_deletes]
+    lines += [f"{'unfence':<10} node={unfence.node}  {unfence.why}" for unfence in plan.dark.unfences]
+    lines.append(f"breaker: open={plan.breaker_open} taintedLimit={plan.tainted_limit}")
+    return lines

@@ -1,0 +1,72 @@
+"""What `nodemedic-remediator plan --kubeconfig` reads of the cluster, once: its nodes, pods, PDBs, priority classes
+and claims as a `kind: List` (what `plan --snapshot` reads from a file), the measured usage the policy asks for, and
+the node autoscalers found."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from nodemedic_common.json_kinds import json_kind
+from remediator.model import MeasuredUsage, NodeAutoscaler
+from remediator.policy.model import Policy
+from remediator.state.autoscaler_detection import detect
+from remediator.state.kube import Kube, load_credentials
+from remediator.state.measured.reader import UsageReader
+
+
+@dataclass(frozen=True)
+class LiveCluster:
+    """What `plan --kubeconfig` reads of the cluster, once."""
+
+    items: dict[str, Any]  # the cluster as a `kind: List`
+    measured: MeasuredUsage  # the usage the policy's strategies measure (nothing when none does)
+    autoscalers: frozenset[NodeAutoscaler]  # the node autoscalers found (looked for only for addsNodes: auto)
+    unanswered: list[str]  # why an autoscaler could not be looked for (counted as not found)
+
+
+async def read_live_cluster(kubeconfig: str, policy: Policy, now: dt.datetime, secrets_dir: str, *,
+                            detect_autoscalers: bool) -> LiveCluster:
+    """`detect_autoscalers`: look for the node autoscalers too."""
+    kube = Kube(load_credentials(kubeconfig), registry=CollectorRegistry())
+    items: list[dict[str, Any]] = []
+    usage = UsageReader(kube, registry=CollectorRegistry(), log=logging.getLogger("nodemedic.remediator"),
+                        secrets_dir=secrets_dir)
+    try:
+        for path, kind in (("/api/v1/nodes", "Node"), ("/api/v1/pods", "Pod"),
+                           ("/apis/policy/v1/poddisruptionbudgets", "PodDisruptionBudget"),
+                           ("/apis/scheduling.k8s.io/v1/priorityclasses", "PriorityClass"),
+                           ("/api/v1/persistentvolumeclaims", "PersistentVolumeClaim")):
+            for obj in list_items(await kube.get(path), path):
+                obj["kind"] = kind  # list items carry no kind
+                items.append(obj)
+        # metadata of the wrong shape is refused by snapshot_from_list afterwards, with the item named
+        nodes = [str(m.get("name")) for o in items if o["kind"] == "Node" and isinstance(m := o.get("metadata"), dict)]
+        measured = await usage.read(policy, nodes, now)
+        probes = await detect(kube) if detect_autoscalers else {}
+    finally:
+        await usage.close()
+        await kube.close()
+    return LiveCluster({"kind": "List", "items": items}, measured,
+                       frozenset(a for a, probe in probes.items() if probe.present),
+                       [f"{a}: {probe.evidence}" for a, probe in probes.items() if probe.present is None])
+
+
+def list_items(answer: object, path: str) -> list[dict[str, Any]]:
+    """The items of a LIST answer; ValueError naming the path and field when it is not a Kubernetes list (a proxy,
+    a mock or an aggregated API answering something else must not become a traceback)."""
+    if not isinstance(answer, dict):
+        raise ValueError(f"GET {path}: not a Kubernetes list: the answer is {json_kind(answer)}, not an object")
+    items = answer.get("items")
+    if items is None:
+        return []  # an empty list is sent as `items: null` by some servers
+    if not isinstance(items, list):
+        raise ValueError(f"GET {path}: not a Kubernetes list: items is {json_kind(items)}, not a list")
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise ValueError(f"GET {path}: not a Kubernetes list: items[{i}] is {json_kind(item)}, not an object")
+    return items

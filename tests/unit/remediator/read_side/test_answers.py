@@ -1,0 +1,89 @@
+"""What the server writes, the plugin reads back: every testdata snapshot's plan under every policy, /status and
+/why; an answer of the wrong shape is refused with the place named."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+
+from remediator.planner import PlannerMemory, make_plan
+from remediator.policy.loader import load_policy
+from remediator.read_side.fields import Unreadable
+from remediator.read_side.plan_answer import PlanAnswer
+from remediator.read_side.plan_json import plan_json
+from remediator.read_side.status_answer import StatusAnswer
+from remediator.read_side.why_answer import FactLine, WhyAnswer
+from remediator.state.caches import snapshot_from_list
+from remediator.why import Fact
+
+TESTDATA = Path(__file__).resolve().parents[3] / "testdata"
+NOW = dt.datetime(2026, 6, 1, 12, tzinfo=dt.UTC)
+POLICIES = sorted([*TESTDATA.glob("policies/good/*.yaml"), *TESTDATA.glob("policies/descheduler-v1alpha1/*.yaml")])
+
+
+@pytest.mark.parametrize("snapshot", sorted(TESTDATA.glob("snapshots/*.json")), ids=lambda p: p.stem)
+def test_every_testdata_plan_is_read_back_as_written(snapshot: Path) -> None:
+    for policy_file in POLICIES:
+        policy = load_policy(str(policy_file))
+        plan = make_plan(snapshot_from_list(json.loads(snapshot.read_text()), NOW), policy, PlannerMemory())
+        doc = json.loads(json.dumps(plan_json(plan)))  # as it arrives
+        answer = PlanAnswer.read(doc)
+        assert [(e.namespace, e.name, e.node) for e in answer.evictions] == \
+            [(e.pod.namespace, e.pod.name, e.pod.node_name) for e in plan.evictions]
+        assert [(t.node, t.key) for t in answer.taints_add] == [(c.node, c.taint.key) for c in plan.taints_add]
+        assert len(answer.dark.silent) == (len(plan.dark.nodes) if "darkNodes" in doc else 0)
+        assert len(answer.repair.starts) == (len(plan.repair.starts) if "repair" in doc else 0)
+        assert answer.breaker.tainted_limit == plan.tainted_limit
+
+
+def test_status_and_why_are_read_back_as_written() -> None:
+    status = StatusAnswer("r-1_ab", leading=True, dry_run=False, mode="deployment", version="1.0",
+                          policy_file="/p.yaml", policy_sha256="0123456789ab")
+    assert StatusAnswer.read(json.loads(json.dumps(status.to_json()))) == status
+    why = WhyAnswer.of("n1", NOW, [Fact("rule", "waits", NOW + dt.timedelta(minutes=3)), Fact("node", "Ready")])
+    assert why.facts == (FactLine("rule", "waits", "2026-06-01T12:03:00Z", "3m0s"), FactLine("node", "Ready"))
+    assert WhyAnswer.read(json.loads(json.dumps(why.to_json())), "/why/n1") == why
+    assert WhyAnswer.before_planning("n1").to_json() == {
+        "node": "n1", "facts": [{"topic": "plan", "sentence": "no planning cycle yet"}]}
+
+
+@pytest.mark.parametrize(("doc", "problem"), [
+    ({"evictions": [{"name": "p", "node": "n", "strategy": "s", "reason": "r"}]}, "/plan: evictions[0]: no namespace"),
+    ([], "/plan: a list, not an object"),
+    (None, "/plan: null, not an object"),
+    ({"taints": {"add": [{"node": "n", "key": "k", "effect": "NoSchedule", "cause": 1}]}},
+     "/plan: taints: add[0]: cause is a number, not a string"),
+    ({"breaker": {"open": "yes"}}, "/plan: breaker: open is a string, not a boolean"),
+    ({"zoneExposure": [{"namespace": "a", "workload": "w", "surviving": "half", "best": 1}]},
+     "/plan: zoneExposure[0]: surviving is a string, not a number"),
+    ({"repair": {"needsAPerson": [None]}}, "/plan: repair: needsAPerson[0] is null, not a string"),
+    ({"darkNodes": {"nodes": "n1"}}, "/plan: darkNodes: nodes is a string, not a list"),
+])
+def test_a_plan_of_the_wrong_shape_is_refused_with_the_place_named(doc: object, problem: str) -> None:
+    with pytest.raises(Unreadable) as e:
+        PlanAnswer.read(doc)
+    assert str(e.value) == problem
+
+
+def test_an_empty_plan_and_unknown_keys_are_read() -> None:
+    assert PlanAnswer.read({}) == PlanAnswer()
+    assert PlanAnswer.read({"reports": {"new": 1}, "evictions": []}) == PlanAnswer()
+
+
+@pytest.mark.parametrize(("doc", "problem"), [
+    ({"node": "n1", "facts": [{"topic": "node"}]}, "/why/n1: facts[0]: no sentence"),
+    ({"node": "n1", "facts": {}}, "/why/n1: facts is an object, not a list"),
+    ({"facts": []}, "/why/n1: no node"),
+])
+def test_a_why_of_the_wrong_shape_is_refused(doc: object, problem: str) -> None:
+    with pytest.raises(Unreadable) as e:
+        WhyAnswer.read(doc, "/why/n1")
+    assert str(e.value) == problem
+
+
+def test_a_status_without_a_version_is_refused() -> None:
+    with pytest.raises(Unreadable, match=r"^/status: no version$"):
+        StatusAnswer.read({"identity": "r_1", "mode": "deployment", "policy": {"file": "f", "sha256": "s"}})
