@@ -38,11 +38,11 @@ from agent.reporting.kube import Kube
 from agent.reporting.node_watch import NodeWatch
 from agent.reporting.pod_watch import PodWatch
 from agent.reporting.reporter import Reporter, StateFile
-from agent.reporting.status_server import Answer, StatusServer
 from agent.reporting.xid_pairs import XidPairs
 from agent.supervisor import Supervisor
 from nodemedic_common import logs
 from nodemedic_common.config_errors import ConfigError
+from nodemedic_common.http_server import Answer, BoundedServer
 from nodemedic_common.listen import listen_flag
 from nodemedic_common.repair_contract import ANSWER_CONDITION, REPAIR_ANNOTATION
 from nodemedic_common.tasks import run_until_signal
@@ -221,15 +221,15 @@ async def _settle_heap(*, first: float = 10.0, every: float = 60.0) -> None:
         await asyncio.sleep(every)
 
 
-async def _serve(listen: str, registry: CollectorRegistry, health: Any) -> StatusServer:
-    def metrics() -> Answer:
+async def _serve(listen: str, registry: CollectorRegistry, health: Any) -> BoundedServer:
+    async def metrics(_: str) -> Answer:
         return Answer(200, CONTENT_TYPE_LATEST, generate_latest(registry))
 
-    def healthz() -> Answer:
+    async def healthz(_: str) -> Answer:
         ok, why = health()
         return Answer(200 if ok else 503, "text/plain; charset=utf-8", f"{why}\n".encode())
 
-    server = StatusServer({"/metrics": metrics, "/healthz": healthz})
+    server = BoundedServer({"/metrics": metrics, "/healthz": healthz})
     await server.start(listen)
     return server
 

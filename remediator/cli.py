@@ -14,12 +14,12 @@ import sys
 import uuid
 from typing import Any
 
-from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from nodemedic_common import logs
 from nodemedic_common.config_errors import ConfigError
 from nodemedic_common.durations import parse_go_duration
+from nodemedic_common.http_server import BoundedServer
 from nodemedic_common.kube_transport import ApiError
 from nodemedic_common.listen import listen_flag
 from nodemedic_common.tasks import cancelled, run_until_signal
@@ -41,7 +41,7 @@ from remediator.read_side.plan_json import plan_json
 from remediator.read_side.plan_text import plan_lines
 from remediator.read_side.status_answer import StatusAnswer
 from remediator.scheduler_config import Connection, render
-from remediator.server import app, loop_health, serve
+from remediator.server import loop_health, routes
 from remediator.state.autoscaler_detection import AutoscalerDetector
 from remediator.state.caches import ClusterCache, snapshot_from_list
 from remediator.state.kube import CredentialsError, Kube, load_credentials
@@ -96,17 +96,18 @@ async def _run(args: argparse.Namespace) -> int:
                           lease_name=args.lease_name, announce=not args.dry_run)
     controller = Controller(kube=kube, cache=cache, policy=reload, alerts=alerts, metrics=metrics, log=log,
                             elector=elector, dry_run=args.dry_run, usage=usage, autoscalers=autoscalers)
-    runner = None
+    server = None
     if args.listen:
         try:
-            runner = await serve(app(
+            server = BoundedServer(routes(
                 registry=registry, plan=lambda: controller.plan, why=controller.why,
                 status=lambda: StatusAnswer(identity, controller.leading(), args.dry_run,
                                             "once" if args.once else "deployment", __version__, str(source.path),
                                             source.digest[:12]),
                 healthy=lambda: loop_health(lambda: controller.last_cycle,
                                             lambda: all(i.synced.is_set() for i in cache.informers), 60.0),
-            ), args.listen)
+            ))
+            await server.start(args.listen)
         except (ValueError, OSError) as e:  # a host that does not resolve, a port in use or not ours to take
             log.error("cannot serve /metrics, /healthz and /plan", extra={"listen": args.listen, "error": str(e)})
             print(f"nodemedic-remediator: --listen {args.listen}: {e}", file=sys.stderr)
@@ -116,7 +117,7 @@ async def _run(args: argparse.Namespace) -> int:
     log.info("remediator starting", extra={"identity": identity, "dry_run": args.dry_run, "version": __version__,
                                            "rules": len(policy.rules), "once": args.once})
     if args.once:
-        return await _once(controller, cache=cache, kube=kube, usage=usage, notifier=notifier, runner=runner,
+        return await _once(controller, cache=cache, kube=kube, usage=usage, notifier=notifier, server=server,
                            log=log, sync_timeout=args.sync_timeout)
     background = [cache.run(), controller.run()]
     if elector is not None:
@@ -125,8 +126,8 @@ async def _run(args: argparse.Namespace) -> int:
     if elector is not None:
         await elector.release()
     await notifier.close()
-    if runner is not None:
-        await runner.cleanup()
+    if server is not None:
+        await server.close()
     await usage.close()
     await kube.close()
     log.info("remediator stopped")
@@ -134,7 +135,7 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 async def _once(controller: Controller, *, cache: ClusterCache, kube: Kube, usage: UsageReader, notifier: Notifier,
-                runner: web.AppRunner | None, log: logging.Logger, sync_timeout: float) -> int:
+                server: BoundedServer | None, log: logging.Logger, sync_timeout: float) -> int:
     """`run --once`: one cycle, then exit 0, or 1 with the reason (a Job's or CronJob's run)."""
     watching = asyncio.create_task(cache.run())
     try:
@@ -142,8 +143,8 @@ async def _once(controller: Controller, *, cache: ClusterCache, kube: Kube, usag
     finally:
         await cancelled(watching, log)
         await notifier.close()
-        if runner is not None:
-            await runner.cleanup()
+        if server is not None:
+            await server.close()
         await usage.close()
         await kube.close()
     (log.info if code == 0 else log.error)("one cycle done", extra={"summary": summary, "exit": code})

@@ -59,6 +59,7 @@ def test_the_rendered_objects_are_the_expected_set() -> None:
         ("DaemonSet", "nodemedic-agent", "nodemedic"),
         ("Deployment", "nodemedic-remediator", "nodemedic"),
         ("PodDisruptionBudget", "nodemedic-remediator", "nodemedic"),
+        ("NetworkPolicy", "nodemedic-remediator", "nodemedic"),  # the scrapers and the API server's proxy only
         ("ValidatingAdmissionPolicy", "nodemedic-agent-own-node", ""),
         ("ValidatingAdmissionPolicyBinding", "nodemedic-agent-own-node", ""),
         ("ResourceQuota", "nodemedic-critical-pods", "nodemedic"),  # GKE admits system-* priority pods with it

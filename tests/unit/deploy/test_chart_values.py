@@ -426,3 +426,71 @@ def test_an_agent_config_with_repair_off_renders_no_node_watch_grant_and_no_host
     assert agent(install()) == (["get", "list", "watch"], True)
     assert agent(install("agent.config=repair:\n  enabled: false\n")) == (["get"], False)
     assert agent(install("agent.config=heartbeat: 5m\n")) == (["get", "list", "watch"], True)  # the code's default
+
+
+# --- the NetworkPolicy ------------------------------------------------------------------------------------
+def selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    """A NetworkPolicy podSelector (matchLabels only, which is all the chart writes) against a pod's labels."""
+    assert set(selector) <= {"matchLabels"}, selector
+    return all(labels.get(k) == v for k, v in selector.get("matchLabels", {}).items())
+
+
+def pods(r: Release) -> dict[str, tuple[dict[str, str], dict[str, Any]]]:
+    """(labels, spec) of the pods the chart makes, by workload."""
+    out = {f"DaemonSet/{d['metadata']['name']}": d["spec"]["template"] for d in r.kinds("DaemonSet")}
+    out |= {f"Deployment/{d['metadata']['name']}": d["spec"]["template"] for d in r.kinds("Deployment")}
+    out |= {f"CronJob/{d['metadata']['name']}": d["spec"]["jobTemplate"]["spec"]["template"]
+            for d in r.kinds("CronJob")}
+    return {name: (t["metadata"]["labels"], t["spec"]) for name, t in out.items()}
+
+
+@pytest.mark.parametrize("mode", ["deployment", "cronjob"])
+def test_the_network_policy_selects_exactly_the_remediator_pods_and_admits_their_port_from_the_listed_peers(
+        mode: str) -> None:
+    r = install(f"remediator.mode={mode}", "networkPolicy.apiServerCIDRs={10.0.0.10/32,fd00::10/128}",
+                "remediator.port=9090")
+    policy = r.one("NetworkPolicy")
+    assert policy["metadata"]["name"] == "nodemedic-remediator"
+    selected = {name for name, (labels, _) in pods(r).items() if selects(policy["spec"]["podSelector"], labels)}
+    assert selected == {f"{'Deployment' if mode == 'deployment' else 'CronJob'}/nodemedic-remediator"}, pods(r)
+    (_, agent_spec), = [p for name, p in pods(r).items() if name.startswith("DaemonSet/")]
+    assert agent_spec["hostNetwork"] is True  # why the agent needs no policy: none applies in the host network
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    (rule,) = policy["spec"]["ingress"]
+    (_, spec), = [p for name, p in pods(r).items() if name in selected]
+    if mode == "deployment":  # the port the rule opens is the one the pod serves on and the Service scrapes
+        assert rule["ports"] == [{"port": 9090, "protocol": "TCP"}]
+        assert {"name": "metrics", "containerPort": 9090, "protocol": "TCP"} in spec["containers"][0]["ports"]
+    assert rule["from"] == [
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+         "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}},
+        {"ipBlock": {"cidr": "10.0.0.10/32"}}, {"ipBlock": {"cidr": "fd00::10/128"}}]
+    assert "apiServerCIDRs" not in r.notes
+
+
+def test_the_network_policy_follows_the_release_name_so_two_releases_do_not_select_each_other() -> None:
+    r = install(release="ops")
+    policy = r.one("NetworkPolicy")
+    assert policy["metadata"]["name"] == "ops-nodemedic-remediator"
+    assert policy["spec"]["podSelector"]["matchLabels"]["app.kubernetes.io/instance"] == "ops"
+    assert not selects(policy["spec"]["podSelector"], pods(install())["Deployment/nodemedic-remediator"][0])
+
+
+def test_the_network_policy_can_be_widened_emptied_or_left_out_and_the_notes_say_when_the_plugin_is_shut_out() -> None:
+    default = install()
+    assert "networkPolicy.apiServerCIDRs" in default.notes  # no API server address: the plugin cannot reach it
+    widened = install("networkPolicy.extraFrom[0].namespaceSelector.x=y")
+    assert widened.one("NetworkPolicy")["spec"]["ingress"][0]["from"][-1] == {
+        "namespaceSelector": {"x": "y"}}
+    closed = install("networkPolicy.scrapers=null")
+    assert closed.one("NetworkPolicy")["spec"]["ingress"] == []  # nothing listed: nothing admitted, not everything
+    assert install("networkPolicy.enabled=false").kinds("NetworkPolicy") == []
+    assert "networkPolicy.apiServerCIDRs" not in install("networkPolicy.enabled=false").notes
+
+
+@pytest.mark.parametrize(("value", "error"), [
+    ("networkPolicy.apiServerCIDRs={10.0.0.1}", "does not match pattern"),
+    ("networkPolicy.scrapers[0].podSelectr.x=y", "podSelectr"),
+])
+def test_the_schema_refuses_a_network_policy_peer_it_does_not_know(value: str, error: str) -> None:
+    assert error in refused(value)
