@@ -301,14 +301,26 @@ def build_karpenter(samplers: list[TreeRssSampler]) -> None:
         _install(out, paths.karpenter_dir())
 
 
+def build_kube_router(samplers: list[TreeRssSampler]) -> None:
+    _go_install(f"github.com/cloudnativelabs/kube-router/v2/cmd/kube-router@v{versions.KUBE_ROUTER}",
+                paths.kube_router_dir(), samplers)
+
+
 def karpenter_version_matches(expect: str) -> bool:
     """The kwok provider prints no version: read the module version the go command stamped into the binary."""
     binary = paths.binary("karpenter")
     if not binary.exists() or not list((binary.parent / "crds").glob("*.yaml")):
         return False
+    return module_version_matches(binary, "sigs.k8s.io/karpenter", expect)
+
+
+def module_version_matches(binary: Path, module: str, expect: str) -> bool:
+    """Whether the go command stamped `module` at v`expect` into `binary` (for binaries that print no version)."""
+    if not binary.exists():
+        return False
     out = subprocess.run(["go", "version", "-m", str(binary)], capture_output=True, text=True, timeout=30,
                          check=False, env=go_env())
-    return re.search(rf"^\s*mod\s+sigs\.k8s\.io/karpenter\s+v{re.escape(expect)}\s", out.stdout, re.M) is not None
+    return re.search(rf"^\s*mod\s+{re.escape(module)}\s+v{re.escape(expect)}\s", out.stdout, re.M) is not None
 
 
 COMPONENTS: dict[str, tuple[Callable[[list[TreeRssSampler]], None], list[str], str]] = {
@@ -325,6 +337,7 @@ COMPONENTS: dict[str, tuple[Callable[[list[TreeRssSampler]], None], list[str], s
     # The package's revision is what --version prints after "revision:".
     "prometheus": (build_prometheus, ["prometheus", "promtool"], versions.PROMETHEUS),
     "coredns": (build_coredns, ["coredns"], versions.COREDNS),
+    "kube-router": (build_kube_router, ["kube-router"], versions.KUBE_ROUTER),
     "debian": (debian.install, [], ""),
     "image": (image.build, [], ""),
 }
@@ -341,7 +354,7 @@ DEMO = ("kubernetes", "etcd", "kwok", "kubectl", "karpenter")
 # the lanes end close together (longest-processing-time-first scheduling).
 COLD_SECONDS = {"kubernetes": 495, "karpenter": 219, "descheduler": 217, "helm": 201, "kwok": 130, "image": 130,
                 "metrics-server": 188, "etcd": 57, "actionlint": 30, "prometheus": 10, "debian": 20, "kubectl": 5,
-                "coredns": 115}
+                "coredns": 115, "kube-router": 600}
 
 # Binaries that print their version with a subcommand rather than --version.
 VERSION_ARGS = {"descheduler": ["version"], "helm": ["version", "--short"], "actionlint": ["-version"],
@@ -355,6 +368,8 @@ def is_missing(name: str) -> bool:
         return not version_matches_kubectl(expect)
     if name == "karpenter":
         return not karpenter_version_matches(expect)
+    if name == "kube-router":  # prints an empty version when built with go install
+        return not module_version_matches(paths.binary(name), "github.com/cloudnativelabs/kube-router/v2", expect)
     if name == "debian":
         return bool(debian.missing())
     if name == "image":

@@ -58,6 +58,10 @@ def coredns_dir() -> Path:
     return cache_root() / "bin" / f"coredns-v{versions.COREDNS}"
 
 
+def kube_router_dir() -> Path:
+    return cache_root() / "bin" / f"kube-router-v{versions.KUBE_ROUTER}"
+
+
 def images_dir() -> Path:
     """The nodemedic image's archive and buildah's storage (hack/kcp/image.py)."""
     return cache_root() / "images"
@@ -86,6 +90,7 @@ def binary(name: str) -> Path:
         "prometheus": prometheus_dir(),
         "promtool": prometheus_dir(),
         "coredns": coredns_dir(),
+        "kube-router": kube_router_dir(),
     }
     return where[name] / name
 

