@@ -21,7 +21,8 @@ from prometheus_client import CollectorRegistry
 from nodemedic_common import logs
 from nodemedic_common.config_errors import ConfigError
 from nodemedic_common.durations import parse_go_duration
-from nodemedic_common.kube_transport import ApiError
+from nodemedic_common.kube_client import Kube
+from nodemedic_common.kube_errors import ApiError, CredentialsError
 from nodemedic_common.listen import listen_flag
 from nodemedic_common.tasks import cancelled, run_until_signal
 from remediator import __version__
@@ -43,7 +44,7 @@ from remediator.scheduler_config import Connection, render
 from remediator.server import app, loop_health, serve
 from remediator.state.autoscaler_detection import AutoscalerDetector, detect
 from remediator.state.caches import ClusterCache, snapshot_from_list
-from remediator.state.kube import CredentialsError, Kube, load_credentials
+from remediator.state.credentials import load_credentials
 from remediator.state.measured.reader import UsageReader, sources
 from remediator.state.measured.resource_metrics_api import usage_from_items
 from remediator.state.records import parse_time, time_problem

@@ -14,9 +14,10 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from nodemedic_common.durations import parse_duration
-from nodemedic_common.kube_transport import ApiError
+from nodemedic_common.kube_client import Kube
+from nodemedic_common.kube_errors import ApiError, CredentialsError
 from remediator.kubectl import fence_control, reach, render, repair_control
-from remediator.state.kube import CredentialsError, Kube, load_credentials
+from remediator.state.credentials import load_credentials
 
 
 def parser() -> argparse.ArgumentParser:

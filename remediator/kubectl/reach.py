@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from nodemedic_common.kube_transport import ApiError
-from remediator.state.kube import Kube
+from nodemedic_common.kube_client import Kube
+from nodemedic_common.kube_errors import ApiError
 
 REMEDIATOR_SELECTOR = "app.kubernetes.io/component=remediator"
 AGENT_SELECTOR = "app.kubernetes.io/component=agent"

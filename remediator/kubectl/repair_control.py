@@ -13,7 +13,8 @@ import re
 from typing import Any
 from urllib.parse import quote
 
-from nodemedic_common.kube_transport import ApiError
+from nodemedic_common.kube_client import Kube
+from nodemedic_common.kube_errors import ApiError
 from nodemedic_common.repair_contract import (
     HOLD_ANNOTATION,
     NEXT_ANNOTATION,
@@ -24,7 +25,6 @@ from nodemedic_common.repair_contract import (
     json_object,
 )
 from remediator.kubectl import reach
-from remediator.state.kube import Kube
 
 NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 

@@ -13,12 +13,13 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
+from nodemedic_common.kube_client import Kube
+from nodemedic_common.kube_credentials import Credentials
 from remediator.kubectl import cli, reach, render
 from remediator.model import Condition
 from remediator.planner import PlannerMemory, make_plan
 from remediator.planning.owned_taints import OwnedTaint, render_owned
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION
-from remediator.state.kube import Credentials, Kube
 from remediator.why import why
 from tests.unit.remediator.strategies.cluster import NOW, node, snapshot
 from tests.unit.remediator.test_why import POLICY, TAINT
@@ -100,7 +101,7 @@ def ask(argv: list[str], app: web.Application) -> str:
         await site.start()
         port = runner.addresses[0][1]
         try:
-            async with Kube(Credentials(f"http://127.0.0.1:{port}", False, None),
+            async with Kube(Credentials(f"http://127.0.0.1:{port}", False),
                             registry=CollectorRegistry()) as kube:
                 return await cli.run(args, kube)
         finally:
