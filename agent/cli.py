@@ -30,11 +30,10 @@ from agent.npd import logmonitor_config as npd_logmonitor_config
 from agent.pipeline import Pipeline
 from agent.repair.config import SOURCE as REPAIR_SOURCE
 from agent.repair.worker import RepairWorker
+from agent.reporting import credentials
 from agent.reporting.condition_metrics import ConditionMetrics
 from agent.reporting.conditions import ConditionBook
-from agent.reporting.credentials import CredentialsError
 from agent.reporting.inbox import Inbox
-from agent.reporting.kube import Kube
 from agent.reporting.node_watch import NodeWatch
 from agent.reporting.pod_watch import PodWatch
 from agent.reporting.reporter import Reporter, StateFile
@@ -43,6 +42,8 @@ from agent.supervisor import Supervisor
 from nodemedic_common import logs
 from nodemedic_common.config_errors import ConfigError
 from nodemedic_common.http_server import Answer, BoundedServer
+from nodemedic_common.kube_client import Kube
+from nodemedic_common.kube_errors import CredentialsError
 from nodemedic_common.listen import listen_flag
 from nodemedic_common.repair_contract import ANSWER_CONDITION, REPAIR_ANNOTATION
 from nodemedic_common.tasks import run_until_signal
@@ -234,6 +235,13 @@ async def _serve(listen: str, registry: CollectorRegistry, health: Any) -> Bound
     return server
 
 
+def api_client(kubeconfig: str | None, registry: CollectorRegistry) -> Kube:
+    """The agent's API client: its own credentials (no `kubernetes` package), few connections (its status writes,
+    Events and two watches), and its metrics under the agent's prefix."""
+    return Kube(credentials.load(kubeconfig), registry=registry, metrics_prefix="nodemedic_agent",
+                user_agent="nodemedic-agent", connections=4, timeout=10.0)
+
+
 def _pod_watch(checks: list[Check], kube: Kube, node: str, log: logging.Logger) -> PodWatch | None:
     """The pods of this node being deleted, watched for the stuckPods check (none without that check)."""
     stuck = [c for c in checks if isinstance(c, StuckPods)]
@@ -277,7 +285,7 @@ async def _run(args: argparse.Namespace, log: logging.Logger) -> int:
     registry = CollectorRegistry()
     book = ConditionBook({c.name: c.condition_types for c in checks} | repair_answer(cfg))
     try:
-        kube = Kube(args.kubeconfig, registry=registry)
+        kube = api_client(args.kubeconfig, registry)
     except CredentialsError as e:
         log.error("no credentials for the API server", extra={"error": str(e)})
         print(f"nodemedic-agent: {e}", file=sys.stderr)

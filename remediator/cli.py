@@ -20,7 +20,8 @@ from nodemedic_common import logs
 from nodemedic_common.config_errors import ConfigError
 from nodemedic_common.durations import parse_go_duration
 from nodemedic_common.http_server import BoundedServer
-from nodemedic_common.kube_transport import ApiError
+from nodemedic_common.kube_client import Kube
+from nodemedic_common.kube_errors import ApiError, CredentialsError
 from nodemedic_common.listen import listen_flag
 from nodemedic_common.tasks import cancelled, run_until_signal
 from remediator import __version__
@@ -44,7 +45,7 @@ from remediator.scheduler_config import Connection, render
 from remediator.server import loop_health, routes
 from remediator.state.autoscaler_detection import AutoscalerDetector
 from remediator.state.caches import ClusterCache, snapshot_from_list
-from remediator.state.kube import CredentialsError, Kube, load_credentials
+from remediator.state.credentials import load_credentials
 from remediator.state.live_cluster import read_live_cluster
 from remediator.state.measured.reader import UsageReader, sources
 from remediator.state.measured.resource_metrics_api import usage_from_items

@@ -16,7 +16,8 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from nodemedic_common.kube_transport import ApiError
+from nodemedic_common.kube_client import Kube
+from nodemedic_common.kube_errors import ApiError
 from nodemedic_common.repair_contract import REPAIR_ANNOTATION, RepairAction
 from remediator.actions.evictor import EvictionResult, Outcome, evict
 from remediator.actions.fence_writer import FenceWriter
@@ -39,7 +40,6 @@ from remediator.read_side.why_answer import WhyAnswer
 from remediator.repair.state import LadderState, StateError, parse_state
 from remediator.state.autoscaler_detection import AutoscalerDetector
 from remediator.state.caches import ClusterCache
-from remediator.state.kube import Kube
 from remediator.state.measured.reader import UsageReader
 from remediator.strategies import lookup
 from remediator.why import why

@@ -20,8 +20,8 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from nodemedic_common.kube_transport import ApiError
-from remediator.state.kube import Kube
+from nodemedic_common.kube_client import Kube
+from nodemedic_common.kube_errors import ApiError
 
 JITTER_FACTOR = 1.2  # client-go's leaderelection.JitterFactor: a retry may come this much later than retry_period
 MIN_RETRY_PERIOD = 1.0  # seconds; each try is a GET (and a PUT when leading) per replica

@@ -4,8 +4,9 @@ When aiohttp is imported it creates two default SSL contexts, each loading the s
 the agent's 40 MiB budget, on every node. The agent never uses them: its API server connection carries the
 cluster CA (kubeconfig or service account, `agent.reporting.credentials`), and the kubelet probe builds its own
 context when its URL is https. So the import runs with OpenSSL's CA locations pointed at a path that cannot exist (its
-documented SSL_CERT_FILE/SSL_CERT_DIR variables, restored right after); every agent module imports aiohttp from
-here. If aiohttp was imported earlier by someone else, this changes nothing.
+documented SSL_CERT_FILE/SSL_CERT_DIR variables, restored right after); `agent/reporting/__init__.py` imports this
+before any module of the reporting side loads the shared client. If aiohttp was imported earlier by someone else,
+this changes nothing.
 """
 
 from __future__ import annotations

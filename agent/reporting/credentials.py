@@ -1,4 +1,5 @@
-"""Where the agent's API server is and how it authenticates: a kubeconfig, or the pod's service account.
+"""Where the agent's API server is and how it authenticates: a kubeconfig, or the pod's service account; the
+source the agent plugs into the shared client (nodemedic_common/kube_credentials.py).
 
 Not the `kubernetes` package's loaders: importing that package (and what it pulls in) costs the agent about
 20 MiB of its 40 MiB budget on every node, for the few fields read here. Supported, which covers kubeconfigs
@@ -6,8 +7,8 @@ written for node agents and in-cluster pods: `server`, `certificate-authority[-d
 `insecure-skip-tls-verify`, `client-certificate[-data]` + `client-key[-data]`, `token`, `tokenFile`. `exec` and
 `auth-provider` users are refused with a clear error rather than half-supported.
 
-The in-cluster token is a bound, rotating token: `Credentials.token()` re-reads its file (at most once a
-minute), as client-go does.
+The in-cluster token is a bound, rotating token: `TokenFile` re-reads its file (at most once a minute), as client-go
+does.
 """
 
 from __future__ import annotations
@@ -17,40 +18,41 @@ import os
 import ssl
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from nodemedic_common.kube_credentials import Credentials
+from nodemedic_common.kube_errors import CredentialsError
+
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 TOKEN_REREAD_SECONDS = 60.0
 
 
-class CredentialsError(Exception):
-    pass
+class TokenFile:
+    """A token kept in a file that its owner rewrites (a projected service-account token): `read` gives the one in it,
+    re-read at most once every TOKEN_REREAD_SECONDS."""
 
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._cached: tuple[float, str] | None = None
 
-@dataclass
-class Credentials:
-    server: str
-    ssl_context: ssl.SSLContext | bool  # False: insecure-skip-tls-verify
-    static_token: str | None = None
-    token_file: Path | None = None
-    _cached: tuple[float, str] | None = field(default=None, repr=False)
-
-    def token(self) -> str | None:
-        if self.token_file is None:
-            return self.static_token
+    def read(self) -> str:
         now = time.monotonic()
         if self._cached is None or now - self._cached[0] > TOKEN_REREAD_SECONDS:
             try:
-                self._cached = (now, self.token_file.read_text().strip())
+                self._cached = (now, self.path.read_text().strip())
             except OSError as e:
                 if self._cached is None:
-                    raise CredentialsError(f"{self.token_file}: {e.strerror or e}") from e
+                    raise CredentialsError(f"{self.path}: {e.strerror or e}") from e
                 # keep the last token: a rotation in progress must not break the next request
         return self._cached[1]
+
+
+def load(kubeconfig: str | None) -> Credentials:
+    """From `kubeconfig`, or the pod's service account when it is None."""
+    return from_kubeconfig(kubeconfig) if kubeconfig else in_cluster()
 
 
 def in_cluster(sa_dir: Path = SERVICE_ACCOUNT, environ: dict[str, str] | None = None) -> Credentials:
@@ -62,9 +64,9 @@ def in_cluster(sa_dir: Path = SERVICE_ACCOUNT, environ: dict[str, str] | None = 
         raise CredentialsError(f"no service-account token at {sa_dir / 'token'}: pass --kubeconfig")
     host = f"[{host}]" if ":" in host else host
     ctx = ssl.create_default_context(cafile=str(sa_dir / "ca.crt"))
-    creds = Credentials(f"https://{host}:{port}", ctx, token_file=sa_dir / "token")
-    creds.token()  # fail now, not at the first request
-    return creds
+    token = TokenFile(sa_dir / "token")
+    token.read()  # fail now, not at the first request
+    return Credentials(f"https://{host}:{port}", ctx, token.read)
 
 
 def from_kubeconfig(path: str | Path, context: str | None = None) -> Credentials:
@@ -100,8 +102,10 @@ def from_kubeconfig(path: str | Path, context: str | None = None) -> Credentials
         if cert is not None and key is not None:
             _load_cert_chain(tls, cert, key)
     token_file = _text(user, "tokenFile", f"users[{user_name}]", path)
-    return Credentials(server, tls, static_token=_text(user, "token", f"users[{user_name}]", path) or None,
-                       token_file=(base / token_file) if token_file else None)
+    if token_file:
+        return Credentials(server, tls, TokenFile(base / token_file).read)
+    token = _text(user, "token", f"users[{user_name}]", path) or None
+    return Credentials(server, tls, lambda: token)
 
 
 def _read(path: Path) -> dict[str, Any]:

@@ -1,10 +1,11 @@
 """One annotation of this agent's own Node (the remediator's repair ask), kept current by one watch.
 
-LIST then WATCH `nodes?fieldSelector=metadata.name=<node>` (one object, served from the API server's watch cache),
-resuming from the last resourceVersion, with bookmarks; a 410 Gone, or an event over the line bound, starts over
-with a LIST. API cost: one LIST of one Node per (re)connect and one long-running watch connection that receives this
-Node's changes (the kubelet's and this agent's own status writes, a few every five minutes); no polling. Memory:
-only the annotation's text, cut past the contract's size bound (a longer one is refused as too long anyway).
+LIST then WATCH `nodes?fieldSelector=metadata.name=<node>` (one object, served from the API server's watch cache)
+through the list+watch loop both programs share (nodemedic_common/informer.py): resumed from the last
+resourceVersion, with bookmarks; a 410 Gone, or an event over the line bound, starts over with a LIST. API cost:
+one LIST of one Node per (re)connect and one long-running watch connection that receives this Node's changes (the
+kubelet's and this agent's own status writes, a few every five minutes); no polling. Memory: only the annotation's
+text, cut past the contract's size bound (a longer one is refused as too long anyway).
 
 RBAC cannot grant "the node this pod runs on" for list/watch: the agent may list and watch every Node, and asks
 for its own only.
@@ -15,21 +16,21 @@ from __future__ import annotations
 import asyncio
 import logging
 from typing import Any
-from urllib.parse import quote
 
-from agent.reporting.kube import Kube
-from agent.reporting.list_watch import list_and_watch
+from nodemedic_common.informer import Backoff, Informer
+from nodemedic_common.kube_client import Kube
 from nodemedic_common.repair_contract import MAX_ANNOTATION_BYTES
 
 
 class NodeWatch:
     def __init__(self, kube: Kube, node: str, *, annotation: str, log: logging.Logger, retry: float = 5.0) -> None:
-        self._kube = kube
-        self._node = node
-        self._selector = quote(f"metadata.name={node}", safe="")
+        """`retry`: the seconds to wait (with jitter) after a failed watch."""
+        self._informer = Informer(
+            kube, "/api/v1/nodes", params={"fieldSelector": f"metadata.name={node}"}, log=log,
+            backoff=Backoff(retry, retry),
+            reset=lambda items: self._take(items[0] if items else None, first=self.generation == 0),
+            apply=lambda kind, obj: self._take(None if kind == "DELETED" else obj))
         self._annotation = annotation
-        self._log = log
-        self._retry = retry
         self.text: str | None = None  # the annotation's text; None while the Node has none
         self.generation = 0  # bumped at the first LIST and at every change of `text`
         self._changed = asyncio.Event()  # replaced at each change: every waiter of the old one wakes
@@ -41,9 +42,7 @@ class NodeWatch:
         return self.generation, self.text
 
     async def run(self) -> None:
-        await list_and_watch(self._kube, "/api/v1/nodes", self._selector, log=self._log, what="node", retry=self._retry,
-                             listed=lambda items: self._take(items[0] if items else None, first=self.generation == 0),
-                             changed=lambda kind, obj: self._take(None if kind == "DELETED" else obj))
+        await self._informer.run()
 
     def _take(self, node: dict[str, Any] | None, *, first: bool = False) -> None:
         meta = (node or {}).get("metadata")

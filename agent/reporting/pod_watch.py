@@ -2,7 +2,8 @@
 besides its Node).
 
 LIST then WATCH `pods?fieldSelector=spec.nodeName=<node>` (the same selector the kubelet uses, indexed in the API
-server's watch cache), resuming from the last resourceVersion, with bookmarks; a 410 Gone starts over with a LIST.
+server's watch cache) through the list+watch loop both programs share (nodemedic_common/informer.py): resumed from
+the last resourceVersion, with bookmarks; a 410 Gone starts over with a LIST.
 API cost: one LIST of the node's own pods (at most its pod capacity, 110 by default) per (re)connect, one
 long-running watch connection, and one watch event per change of a pod on this node; no polling. Memory: only the
 pods that carry a deletionTimestamp are kept, as plain (namespace/name -> deletion time) data for the
@@ -14,18 +15,16 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from typing import Any
-from urllib.parse import quote
 
-from agent.reporting.kube import Kube
-from agent.reporting.list_watch import list_and_watch
+from nodemedic_common.informer import Backoff, Informer
+from nodemedic_common.kube_client import Kube
 
 
 class PodWatch:
     def __init__(self, kube: Kube, node: str, *, log: logging.Logger, retry: float = 5.0) -> None:
-        self._kube = kube
-        self._selector = quote(f"spec.nodeName={node}", safe="")
-        self._log = log
-        self._retry = retry
+        """`retry`: the seconds to wait (with jitter) after a failed watch."""
+        self._informer = Informer(kube, "/api/v1/pods", params={"fieldSelector": f"spec.nodeName={node}"},
+                                  reset=self._listed, apply=self._apply, log=log, backoff=Backoff(retry, retry))
         self._deleting: dict[str, tuple[str, dt.datetime]] = {}  # uid -> (namespace/name, deletionTimestamp)
         self.synced = False
 
@@ -34,8 +33,7 @@ class PodWatch:
         return dict(self._deleting.values()) if self.synced else None
 
     async def run(self) -> None:
-        await list_and_watch(self._kube, "/api/v1/pods", self._selector, listed=self._listed, changed=self._apply,
-                             log=self._log, what="pod", retry=self._retry)
+        await self._informer.run()
 
     def _listed(self, pods: list[dict[str, Any]]) -> None:
         self._deleting = {}

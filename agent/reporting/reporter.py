@@ -28,9 +28,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from agent.model import ConditionReport, EventReport
 from agent.reporting.conditions import ConditionBook
-from agent.reporting.kube import Kube
 from agent.reporting.node_capacity import NodeCapacity
-from nodemedic_common.kube_transport import ApiError
+from nodemedic_common.kube_client import Kube
+from nodemedic_common.kube_errors import ApiError
 
 COMPONENT = "nodemedic-agent"
 
@@ -136,7 +136,7 @@ class Reporter:
     async def write_conditions(self) -> None:
         now = dt.datetime.now(dt.UTC)
         self.capacity.update(await self.kube.request("PATCH", f"/api/v1/nodes/{self.node}/status",
-                                                     self.status_patch(now),
+                                                     body=self.status_patch(now),
                                                      content_type="application/strategic-merge-patch+json"))
         self.status_written.set_to_current_time()
         written = {c.type for c in self.book.conditions()}
@@ -196,13 +196,13 @@ class Reporter:
             if prior is not None and now - prior.first < self.aggregate_window:
                 prior.count += 1
                 await self.kube.request("PATCH", f"/api/v1/namespaces/default/events/{prior.name}",
-                                        {"count": prior.count, "lastTimestamp": stamp},
+                                        body={"count": prior.count, "lastTimestamp": stamp},
                                         content_type="application/merge-patch+json")
                 self.events.labels(report.reason, "aggregated").inc()
                 return
             name = f"{self.node}.{secrets.token_hex(8)}"
             entry = self.sent[key] = _Sent(name, 1, now)
-            await self.kube.request("POST", "/api/v1/namespaces/default/events", {
+            await self.kube.request("POST", "/api/v1/namespaces/default/events", body={
                 "apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": "default"},
                 "involvedObject": {"kind": "Node", "apiVersion": "v1", "name": self.node, "uid": self.node},
                 "reason": report.reason, "message": report.message[:1024], "type": str(report.severity),

@@ -14,10 +14,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from nodemedic_common.kube_transport import ApiError
+from nodemedic_common.kube_client import Kube
+from nodemedic_common.kube_errors import ApiError
 from remediator.model import PlannedEviction
 from remediator.policy.eviction import EvictionSettings
-from remediator.state.kube import Kube
 
 # The Status cause the API server attaches when a PodDisruptionBudget refuses an eviction (policy/v1
 # DisruptionBudgetCause).

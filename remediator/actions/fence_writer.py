@@ -22,7 +22,8 @@ from nodemedic_common.fence_contract import (
     FenceAction,
     FenceRecord,
 )
-from nodemedic_common.kube_transport import ApiError
+from nodemedic_common.kube_client import Kube
+from nodemedic_common.kube_errors import ApiError
 from nodemedic_common.repair_contract import format_time
 from remediator.actions.node_patch import patch_node
 from remediator.actions.repair_writer import NODECLAIMS
@@ -30,7 +31,6 @@ from remediator.alerts.alert import AlertKind
 from remediator.alerts.announcer import Alerts
 from remediator.alerts.dark_metrics import DarkMetrics
 from remediator.repair.dark_decisions import ClaimDelete, Fence, Unfence
-from remediator.state.kube import Kube
 
 
 class FenceWriter:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from nodemedic_common.kube_transport import ApiError
-from remediator.state.kube import Kube
+from nodemedic_common.kube_client import Kube
+from nodemedic_common.kube_errors import ApiError
 
 
 async def patch_node(kube: Kube, log: logging.Logger, node: str, body: dict[str, Any], *, what: str) -> bool:

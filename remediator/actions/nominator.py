@@ -10,9 +10,9 @@ clears the nomination itself when it binds the pod or fails to place it.
 
 from __future__ import annotations
 
-from nodemedic_common.kube_transport import ApiError
+from nodemedic_common.kube_client import Kube
+from nodemedic_common.kube_errors import ApiError
 from remediator.model import PodRecord
-from remediator.state.kube import Kube
 
 
 async def nominate(kube: Kube, pod: PodRecord, node: str) -> str | None:

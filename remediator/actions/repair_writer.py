@@ -12,7 +12,8 @@ import datetime as dt
 import logging
 
 from nodemedic_common.durations import format_duration, whole_seconds
-from nodemedic_common.kube_transport import ApiError
+from nodemedic_common.kube_client import Kube
+from nodemedic_common.kube_errors import ApiError
 from nodemedic_common.repair_contract import NEXT_ANNOTATION, REPAIR_ANNOTATION, RepairAction
 from remediator.actions.node_patch import patch_node
 from remediator.alerts.alert import AlertKind
@@ -20,7 +21,6 @@ from remediator.alerts.announcer import Alerts
 from remediator.alerts.repair_metrics import RepairMetrics
 from remediator.repair.decisions import RepairEnd, RepairStart
 from remediator.repair.state import Tried
-from remediator.state.kube import Kube
 
 NODECLAIMS = "/apis/karpenter.sh/v1/nodeclaims"
 

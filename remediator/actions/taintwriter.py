@@ -13,11 +13,11 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
-from nodemedic_common.kube_transport import ApiError
+from nodemedic_common.kube_client import Kube
+from nodemedic_common.kube_errors import ApiError
 from remediator.model import Effect, Taint, TaintChange
 from remediator.planning.owned_taints import OwnedTaint, render_owned
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION
-from remediator.state.kube import Kube
 
 
 def _identity(raw: dict[str, Any]) -> tuple[str, str]:

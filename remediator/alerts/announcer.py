@@ -9,11 +9,11 @@ import datetime as dt
 import logging
 import secrets
 
-from nodemedic_common.kube_transport import ApiError
+from nodemedic_common.kube_client import Kube
+from nodemedic_common.kube_errors import ApiError
 from remediator.alerts.alert import Alert, AlertKind
 from remediator.alerts.notifier import Notifier
 from remediator.model import PodRecord
-from remediator.state.kube import Kube
 
 COMPONENT = "nodemedic-remediator"
 

@@ -14,14 +14,15 @@ from urllib.parse import quote
 from prometheus_client import CollectorRegistry
 
 from nodemedic_common.durations import parse_duration
-from nodemedic_common.kube_transport import ApiError
+from nodemedic_common.kube_client import Kube
+from nodemedic_common.kube_errors import ApiError, CredentialsError
 from nodemedic_common.terminal_text import printable
 from remediator import __version__
 from remediator.kubectl import fence_control, hops, names, reach, render, repair_control
 from remediator.read_side.plan_answer import PlanAnswer
 from remediator.read_side.status_answer import StatusAnswer
 from remediator.read_side.why_answer import WhyAnswer
-from remediator.state.kube import CredentialsError, Kube, load_credentials
+from remediator.state.credentials import load_credentials
 
 
 def parser() -> argparse.ArgumentParser:

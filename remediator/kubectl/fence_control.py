@@ -14,6 +14,7 @@ import datetime as dt
 
 from nodemedic_common.durations import format_duration
 from nodemedic_common.fence_contract import CONFIRM_ANNOTATION, FENCE_ANNOTATION, OUT_OF_SERVICE_KEY
+from nodemedic_common.kube_client import Kube
 from nodemedic_common.repair_contract import format_time
 from remediator.kubectl import reach
 from remediator.kubectl.names import DNS_SUBDOMAIN
@@ -21,7 +22,6 @@ from remediator.kubectl.repair_control import Refused, patch_annotations, who
 from remediator.planning.dark_nodes import agent_heard, kubelet_silent_since
 from remediator.policy.dark import DarkSettings
 from remediator.state import records
-from remediator.state.kube import Kube
 
 DEFAULT_AGENT_SILENCE = DarkSettings().agent_silence
 

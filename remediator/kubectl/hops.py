@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from nodemedic_common.kube_transport import ApiError
+from nodemedic_common.kube_errors import ApiError
 
 
 class HopFailed(Exception):

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import quote
 
-from nodemedic_common.kube_transport import ApiError, TooLarge
+from nodemedic_common.kube_client import Kube
+from nodemedic_common.kube_errors import ApiError, TooLarge
 from remediator import __version__
 from remediator.kubectl import hops
 from remediator.kubectl.names import DNS_SUBDOMAIN, PORT
 from remediator.read_side.fields import Unreadable
-from remediator.state.kube import Kube
 
 T = TypeVar("T")
 MAX_ANSWER = 16 << 20  # bytes: a plan of 15,000 pods with an eviction for each is about 4 MiB

@@ -12,7 +12,8 @@ import datetime as dt
 from typing import Any
 from urllib.parse import quote
 
-from nodemedic_common.kube_transport import ApiError
+from nodemedic_common.kube_client import Kube
+from nodemedic_common.kube_errors import ApiError
 from nodemedic_common.repair_contract import (
     HOLD_ANNOTATION,
     NEXT_ANNOTATION,
@@ -24,7 +25,6 @@ from nodemedic_common.repair_contract import (
 )
 from remediator.kubectl import reach
 from remediator.kubectl.names import DNS_SUBDOMAIN
-from remediator.state.kube import Kube
 
 
 class Refused(Exception):

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 
 from prometheus_client import Gauge
 
-from nodemedic_common.kube_transport import ApiError
+from nodemedic_common.kube_client import PARTIAL_METADATA, Kube
+from nodemedic_common.kube_errors import ApiError
 from remediator.model import NodeAutoscaler
 from remediator.policy.autoscaler import AUTO
 from remediator.policy.model import Policy
-from remediator.state.kube import PARTIAL_METADATA, Kube
 
 KARPENTER_DISCOVERY = "/apis/karpenter.sh/v1"
 CLUSTER_AUTOSCALER_STATUS = ("kube-system", "cluster-autoscaler-status")

@@ -1,8 +1,9 @@
-"""list+watch caches of nodes, pods, PDBs and PriorityClasses as slim records, indexed by node and by owner.
+"""list+watch caches of nodes, pods, PDBs, PriorityClasses and PVCs as slim records, indexed by node and by owner.
 
-Each resource is listed once, then watched from the list's resourceVersion (bookmarks keep it fresh); a
-410 Gone relists, any other error re-watches from the last resourceVersion after a back-off. In steady
-state the remediator makes no LIST requests. `changed` is set on every change so the controller wakes.
+Each resource is listed once, then watched from the list's resourceVersion (bookmarks keep it fresh) by the
+list+watch loop both programs share (nodemedic_common/informer.py): a 410 Gone relists, any other error re-watches
+from the last resourceVersion after a back-off. In steady state the remediator makes no LIST requests. `changed` is
+set on every change so the controller wakes.
 """
 
 from __future__ import annotations
@@ -11,71 +12,13 @@ import asyncio
 import dataclasses
 import datetime as dt
 import logging
-import random
 from collections.abc import Callable
 from typing import Any
 
-from nodemedic_common.kube_transport import ApiError
+from nodemedic_common.informer import Informer
+from nodemedic_common.kube_client import Kube
 from remediator.model import NodeAutoscaler, NodeRecord, PdbRecord, PodRecord, Snapshot
 from remediator.state import records
-from remediator.state.kube import Kube, WatchExpired, WatchLineTooLong
-
-
-class Informer:
-    """One resource: list, then watch forever; calls `apply(type, object)` per event and `reset(objects)` per list."""
-
-    def __init__(self, kube: Kube, path: str, *, reset: Callable[[list[dict[str, Any]]], None],
-                 apply: Callable[[str, dict[str, Any]], None], log: logging.Logger, page_size: int = 5000) -> None:
-        self.kube, self.path, self._reset, self._apply, self.log = kube, path, reset, apply, log
-        self.page_size = page_size
-        self.resource_version = ""
-        self.synced = asyncio.Event()
-
-    async def _list(self) -> None:
-        items: list[dict[str, Any]] = []
-        cont = ""
-        while True:
-            params = {"limit": str(self.page_size)}
-            if cont:
-                params["continue"] = cont
-            page = await self.kube.request("GET", self.path, params=params)
-            items.extend(page.get("items") or [])
-            cont = (page.get("metadata") or {}).get("continue") or ""
-            if not cont:
-                self.resource_version = page["metadata"]["resourceVersion"]
-                break
-        self._reset(items)
-        self.synced.set()
-
-    async def run(self) -> None:
-        backoff = 0.2
-        need_list = True
-        while True:
-            try:
-                if need_list:
-                    await self._list()
-                    need_list = False
-                async for event in self.kube.watch(self.path, self.resource_version):
-                    obj = event.get("object") or {}
-                    rv = (obj.get("metadata") or {}).get("resourceVersion")
-                    if rv:
-                        self.resource_version = rv
-                    if event.get("type") != "BOOKMARK":
-                        self._apply(str(event.get("type")), obj)
-                backoff = 0.2
-            except WatchLineTooLong as e:  # counted by the client (nodemedic_watch_lines_too_long_total)
-                self.log.error("watch event over the line bound, relisting", extra={"path": self.path,
-                                                                                    "error": str(e)})
-                need_list = True
-                await asyncio.sleep(backoff * (0.5 + random.random()))  # the object may change again: no busy relists
-                backoff = min(backoff * 2, 10.0)
-            except WatchExpired:
-                self.log.info("watch expired, relisting", extra={"path": self.path})
-                need_list = True
-            except (ApiError, ValueError, KeyError) as e:
-                self.log.warning("watch failed, retrying", extra={"path": self.path, "error": str(e)})
-                await asyncio.sleep(backoff * (0.5 + random.random()))
-                backoff = min(backoff * 2, 10.0)
 
 
 class ClusterCache:

@@ -11,8 +11,8 @@ import datetime as dt
 from collections.abc import Iterable
 from typing import Any
 
+from nodemedic_common.kube_client import Kube
 from remediator.state import quantity
-from remediator.state.kube import Kube
 from remediator.state.records import parse_time
 
 BASE = "/apis/metrics.k8s.io/v1beta1"

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from nodemedic_common.kube_transport import ApiError
+from nodemedic_common.kube_client import Kube
+from nodemedic_common.kube_credentials import Credentials
+from nodemedic_common.kube_errors import ApiError
 from remediator.cli import main
 from remediator.leader import LeaseTimings
 from remediator.state import live_cluster
-from remediator.state.kube import Credentials, Kube
 
 ROOT = Path(__file__).resolve().parents[3]
 POLICY = str(ROOT / "deploy" / "policy" / "default.yaml")
@@ -86,7 +87,7 @@ def test_a_cluster_answer_that_is_not_a_kubernetes_list_is_exit_2_naming_the_pat
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], answer: object, error: str) -> None:
     async def get(self: Kube, path: str, **params: str) -> object:
         return answer if path == "/api/v1/nodes" else {"items": []}
-    monkeypatch.setattr(live_cluster, "load_credentials", lambda kubeconfig: Credentials("https://x", False, None))
+    monkeypatch.setattr(live_cluster, "load_credentials", lambda kubeconfig: Credentials("https://x", False))
     monkeypatch.setattr(Kube, "get", get)
     assert main(["plan", "--policy", POLICY, "--kubeconfig", "k"]) == 2
     err = capsys.readouterr().err
@@ -102,7 +103,7 @@ def test_a_node_whose_metadata_is_not_an_object_is_left_out_of_the_plan_without_
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     async def get(self: Kube, path: str, **params: str) -> object:
         return {"items": [{"metadata": 5}]} if path == "/api/v1/nodes" else {"items": []}
-    monkeypatch.setattr(live_cluster, "load_credentials", lambda kubeconfig: Credentials("https://x", False, None))
+    monkeypatch.setattr(live_cluster, "load_credentials", lambda kubeconfig: Credentials("https://x", False))
     monkeypatch.setattr(Kube, "get", get)
     monkeypatch.setattr(Kube, "request", nothing_found)
     assert main(["plan", "--policy", POLICY, "--kubeconfig", "k"]) == 0
@@ -140,7 +141,7 @@ def test_a_live_plan_detects_the_autoscaler_once_unless_the_flag_says_which(
             return discovery
         return await nothing_found(self, method, path)
 
-    monkeypatch.setattr(live_cluster, "load_credentials", lambda kubeconfig: Credentials("https://x", False, None))
+    monkeypatch.setattr(live_cluster, "load_credentials", lambda kubeconfig: Credentials("https://x", False))
     monkeypatch.setattr(Kube, "get", get)
     monkeypatch.setattr(Kube, "request", request)
     assert main(["plan", "--policy", POLICY, "--kubeconfig", "k", "--json", "--now", "2026-03-01T12:00:00Z",

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from nodemedic_common.kube_transport import ApiError
+from nodemedic_common.kube_errors import ApiError
 from remediator import controller as controller_mod
 from remediator.alerts import metrics as metrics_mod
 from remediator.alerts import plan_announcements

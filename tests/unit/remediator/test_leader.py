@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from nodemedic_common.kube_transport import ApiError
+from nodemedic_common.kube_errors import ApiError
 from remediator.leader import LeaderElector, LeaseTimings
 
 LOG = logging.getLogger("test.leader")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,8 @@ from agent.bounds import field_problems
 from agent.checks.stuck_pods import CONDITION, Config, StuckPods
 from agent.host import HostRoot
 from agent.reporting.pod_watch import PodWatch
-from nodemedic_common.kube_transport import ApiError
+from nodemedic_common.kube_errors import WatchExpired
+from tests.scripted_kube import ScriptedKube
 
 NOW = dt.datetime(2025, 5, 1, 12, 0, tzinfo=dt.UTC)
 MINUTE = dt.timedelta(minutes=1)
@@ -50,27 +50,6 @@ def test_validation_names_the_bad_margin() -> None:
     assert problems(Config(margin=dt.timedelta(0))) == ["margin: must be positive, got 0s"]
 
 
-class FakeKube:
-    """A LIST answer, then watch streams (lists of events, or an ApiError to raise)."""
-
-    def __init__(self, lists: list[dict[str, Any]], streams: list[list[dict[str, Any]] | ApiError]) -> None:
-        self.lists, self.streams, self.paths = lists, streams, []
-
-    async def request(self, method: str, path: str) -> dict[str, Any]:
-        self.paths.append(path)
-        return self.lists.pop(0)
-
-    async def stream(self, path: str, *, read_timeout: float) -> AsyncIterator[dict[str, Any]]:
-        self.paths.append(path)
-        if not self.streams:
-            await asyncio.Event().wait()  # the last watch stays open
-        item = self.streams.pop(0)
-        if isinstance(item, ApiError):
-            raise item
-        for event in item:
-            yield event
-
-
 def pod(name: str, uid: str, rv: str, deleting: str | None = None) -> dict[str, Any]:
     meta = {"name": name, "namespace": "default", "uid": uid, "resourceVersion": rv}
     if deleting:
@@ -79,20 +58,20 @@ def pod(name: str, uid: str, rv: str, deleting: str | None = None) -> dict[str, 
 
 
 def test_the_watch_keeps_the_deleting_pods_of_this_node_and_relists_after_410() -> None:
-    kube = FakeKube(
+    kube = ScriptedKube(
         lists=[{"metadata": {"resourceVersion": "10"}, "items": [pod("a", "1", "9"), pod("b", "2", "10",
                                                                                       "2025-05-01T11:00:00Z")]},
                {"metadata": {"resourceVersion": "50"}, "items": [pod("c", "3", "50", "2025-05-01T11:30:00Z")]}],
-        streams=[[{"type": "MODIFIED", "object": pod("a", "1", "11", "2025-05-01T11:50:00Z")},
+        watches=[[{"type": "MODIFIED", "object": pod("a", "1", "11", "2025-05-01T11:50:00Z")},
                   {"type": "DELETED", "object": pod("b", "2", "12", "2025-05-01T11:00:00Z")},
                   {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "20"}}}],
-                 ApiError(410, "WATCH", "/api/v1/pods", "too old")])
+                 WatchExpired(410, "WATCH", "/api/v1/pods", "too old")])
     watch = PodWatch(kube, "node-a", log=logging.getLogger("t"), retry=0)  # type: ignore[arg-type]
     seen: list[dict[str, dt.datetime] | None] = [watch.terminating()]
 
     async def scenario() -> None:
         task = asyncio.create_task(watch.run())
-        while len(kube.paths) < 5:  # LIST, watch, resumed watch (410), LIST, watch (stays open)
+        while len(kube.calls) < 5:  # LIST, watch, resumed watch (410), LIST, watch (stays open)
             await asyncio.sleep(0)
         seen.append(watch.terminating())
         task.cancel()
@@ -101,11 +80,9 @@ def test_the_watch_keeps_the_deleting_pods_of_this_node_and_relists_after_410() 
 
     assert seen[0] is None  # before the first LIST
     assert seen[-1] == {"default/c": dt.datetime(2025, 5, 1, 11, 30, tzinfo=dt.UTC)}  # after the relist
-    assert all("fieldSelector=spec.nodeName%3Dnode-a" in p for p in kube.paths)
-    assert "resourceVersion=10&" in kube.paths[1]
-    assert "resourceVersion=20&" in kube.paths[2]  # resumed from the bookmark when the watch ended
-    assert kube.paths[3].startswith("/api/v1/pods?fieldSelector")  # 410 Gone: a fresh LIST
-    assert "resourceVersion=50&" in kube.paths[4]
+    assert all(c.path == "/api/v1/pods" and c.query["fieldSelector"] == "spec.nodeName=node-a" for c in kube.calls)
+    # resumed from the bookmark when the watch ended; 410 Gone: a fresh LIST
+    assert kube.versions() == [("LIST", ""), ("WATCH", "10"), ("WATCH", "20"), ("LIST", ""), ("WATCH", "50")]
 
 
 def problems(config: object) -> list[str]:

@@ -23,7 +23,7 @@ from agent.reporting.condition_metrics import ConditionMetrics
 from agent.reporting.conditions import ConditionBook
 from agent.reporting.inbox import Inbox
 from agent.reporting.reporter import Reporter, StateFile
-from nodemedic_common.kube_transport import ApiError
+from nodemedic_common.kube_errors import ApiError
 from nodemedic_common.repair_contract import ANSWER_CONDITION, format_time
 
 NOW = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from agent.reporting import credentials
-from agent.reporting.credentials import CredentialsError
+from nodemedic_common.kube_errors import CredentialsError
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,7 @@ def test_client_certificate_data_and_ca_data_load(tmp_path: Path, pki: Path) -> 
     path = kubeconfig(tmp_path, cluster, user)
     creds = credentials.from_kubeconfig(path)
     assert creds.server == "https://127.0.0.1:6443"
-    assert isinstance(creds.ssl_context, ssl.SSLContext) and creds.ssl_context.cert_store_stats()["x509_ca"] == 1
+    assert isinstance(creds.ssl, ssl.SSLContext) and creds.ssl.cert_store_stats()["x509_ca"] == 1
     assert creds.token() is None
     assert not list(Path("/tmp").glob("nodemedic-agent-cert-*")), "the temporary key file was left behind"
 
@@ -60,7 +60,7 @@ def test_a_token_file_is_reread_so_rotation_is_picked_up(tmp_path: Path, monkeyp
     (tmp_path / "token").write_text("one\n")
     insecure = {"server": "https://h:1", "insecure-skip-tls-verify": True}
     creds = credentials.from_kubeconfig(kubeconfig(tmp_path, insecure, {"tokenFile": "token"}))
-    assert creds.ssl_context is False and creds.token() == "one"
+    assert creds.ssl is False and creds.token() == "one"
     (tmp_path / "token").write_text("two\n")
     assert creds.token() == "one"  # cached for a minute
     monkeypatch.setattr(credentials, "TOKEN_REREAD_SECONDS", 0.0)

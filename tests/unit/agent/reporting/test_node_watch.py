@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
 
-from agent.reporting.kube import Kube
+from agent.cli import api_client
 from agent.reporting.node_watch import NodeWatch
-from nodemedic_common import kube_transport
-from nodemedic_common.kube_transport import ApiError
+from nodemedic_common import kube_client
+from nodemedic_common.kube_errors import WatchExpired
 from nodemedic_common.repair_contract import MAX_ANNOTATION_BYTES, REPAIR_ANNOTATION, ContractError, parse_request
+from tests.scripted_kube import ScriptedKube
 from tests.watch_server import WatchServer, serving
 
 LOG = logging.getLogger("test.node_watch")
@@ -28,28 +28,6 @@ contexts: [{{name: c, context: {{cluster: c, user: u}}}}]
 clusters: [{{name: c, cluster: {{server: "{server}"}}}}]
 users: [{{name: u, user: {{token: t}}}}]
 """
-
-
-class FakeKube:
-    """LIST answers `lists` in turn; each WATCH streams the next of `streams` (or raises it), then stays open."""
-
-    def __init__(self, lists: list[dict[str, Any]], streams: list[list[dict[str, Any]] | ApiError]) -> None:
-        self.lists, self.streams = lists, streams
-        self.paths: list[str] = []
-
-    async def request(self, method: str, path: str, body: Any = None, **_: Any) -> Any:
-        self.paths.append(path)
-        return self.lists.pop(0)
-
-    async def stream(self, path: str, *, read_timeout: float) -> AsyncIterator[dict[str, Any]]:
-        self.paths.append(path)
-        if not self.streams:
-            await asyncio.Event().wait()  # the last watch stays open
-        item = self.streams.pop(0)
-        if isinstance(item, ApiError):
-            raise item
-        for event in item:
-            yield event
 
 
 def node(rv: str, ask: str | None = None, **annotations: str) -> dict[str, Any]:
@@ -63,17 +41,17 @@ def listed(rv: str, *items: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_each_change_of_the_annotation_is_one_generation_and_the_watch_resumes_and_relists() -> None:
-    kube = FakeKube(
+    kube = ScriptedKube(
         lists=[listed("10", node("10")), listed("50", node("50", '{"id": "c"}'))],
-        streams=[[{"type": "MODIFIED", "object": node("11", '{"id": "a"}')},
+        watches=[[{"type": "MODIFIED", "object": node("11", '{"id": "a"}')},
                   {"type": "MODIFIED", "object": node("12", '{"id": "a"}', other="x")},  # another annotation
                   {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "20"}}}],
-                 ApiError(410, "WATCH", "/api/v1/nodes", "too old")])
+                 WatchExpired(410, "WATCH", "/api/v1/nodes", "too old")])
     watch = NodeWatch(kube, "node-a", annotation=REPAIR_ANNOTATION, log=LOG, retry=0)  # type: ignore[arg-type]
 
     async def scenario() -> None:
         task = asyncio.create_task(watch.run())
-        while len(kube.paths) < 5:  # LIST, watch, resumed watch (410), LIST, watch (stays open)
+        while len(kube.calls) < 5:  # LIST, watch, resumed watch (410), LIST, watch (stays open)
             await asyncio.sleep(0)
         task.cancel()
 
@@ -81,16 +59,13 @@ def test_each_change_of_the_annotation_is_one_generation_and_the_watch_resumes_a
     # The first LIST (no annotation), its first value, the one after the relist: the other annotation's change and
     # the bookmark are no change of the ask.
     assert (watch.generation, watch.text) == (3, '{"id": "c"}')
-    assert all("fieldSelector=metadata.name%3Dnode-a" in p for p in kube.paths)
-    assert kube.paths[0] == "/api/v1/nodes?fieldSelector=metadata.name%3Dnode-a"
-    assert "watch=true&allowWatchBookmarks=true" in kube.paths[1] and "resourceVersion=10&" in kube.paths[1]
-    assert "resourceVersion=20&" in kube.paths[2]  # resumed from the bookmark when the watch ended
-    assert kube.paths[3].startswith("/api/v1/nodes?fieldSelector")  # 410 Gone: a fresh LIST
-    assert "resourceVersion=50&" in kube.paths[4]
+    assert all(c.path == "/api/v1/nodes" and c.query["fieldSelector"] == "metadata.name=node-a" for c in kube.calls)
+    # resumed from the bookmark when the watch ended; 410 Gone: a fresh LIST
+    assert kube.versions() == [("LIST", ""), ("WATCH", "10"), ("WATCH", "20"), ("LIST", ""), ("WATCH", "50")]
 
 
 def test_a_waiter_gets_the_latest_text_once_it_changed_and_waits_while_it_does_not() -> None:
-    kube = FakeKube(lists=[listed("1", node("1", '{"id": "a"}'))], streams=[])
+    kube = ScriptedKube(lists=[listed("1", node("1", '{"id": "a"}'))], watches=[])
     watch = NodeWatch(kube, "node-a", annotation=REPAIR_ANNOTATION, log=LOG, retry=0)  # type: ignore[arg-type]
 
     async def scenario() -> None:
@@ -111,15 +86,15 @@ def test_a_waiter_gets_the_latest_text_once_it_changed_and_waits_while_it_does_n
 
 
 def test_a_deleted_node_or_a_removed_annotation_is_no_ask() -> None:
-    kube = FakeKube(lists=[listed("1", node("1", '{"id": "a"}'))],
-                    streams=[[{"type": "MODIFIED", "object": node("2")},
+    kube = ScriptedKube(lists=[listed("1", node("1", '{"id": "a"}'))],
+                    watches=[[{"type": "MODIFIED", "object": node("2")},
                               {"type": "MODIFIED", "object": node("3", '{"id": "b"}')},
                               {"type": "DELETED", "object": node("4", '{"id": "b"}')}]])
     watch = NodeWatch(kube, "node-a", annotation=REPAIR_ANNOTATION, log=LOG, retry=0)  # type: ignore[arg-type]
 
     async def scenario() -> None:
         task = asyncio.create_task(watch.run())
-        while len(kube.paths) < 3:  # LIST, the watch that ends, the one that stays open
+        while len(kube.calls) < 3:  # LIST, the watch that ends, the one that stays open
             await asyncio.sleep(0)
         task.cancel()
 
@@ -129,7 +104,7 @@ def test_a_deleted_node_or_a_removed_annotation_is_no_ask() -> None:
 
 def test_only_a_bounded_text_is_kept_and_an_annotation_past_the_bound_is_still_refused_as_too_long() -> None:
     huge = '{"id": "a", "pad": "' + "x" * (1 << 20) + '"}'
-    kube = FakeKube(lists=[listed("1", node("1", huge))], streams=[])
+    kube = ScriptedKube(lists=[listed("1", node("1", huge))], watches=[])
     watch = NodeWatch(kube, "node-a", annotation=REPAIR_ANNOTATION, log=LOG, retry=0)  # type: ignore[arg-type]
 
     async def scenario() -> str | None:
@@ -146,7 +121,7 @@ def test_only_a_bounded_text_is_kept_and_an_annotation_past_the_bound_is_still_r
 
 def test_an_event_over_the_line_bound_is_counted_and_the_watch_relists_past_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    monkeypatch.setattr(kube_transport, "MAX_WATCH_LINE", 256 << 10)
+    monkeypatch.setattr(kube_client, "MAX_WATCH_LINE", 256 << 10)
     big = node("3", '{"id": "b"}', blob="x" * (1 << 20))
     server = WatchServer("/api/v1/nodes", lists=[listed("1", node("1")), listed("3", big)],
                          watches=[[{"type": "MODIFIED", "object": big}]])
@@ -155,7 +130,7 @@ def test_an_event_over_the_line_bound_is_counted_and_the_watch_relists_past_it(
 
     async def body(base: str) -> None:
         (tmp_path / "kubeconfig").write_text(KUBECONFIG.format(server=base))
-        kube = Kube(str(tmp_path / "kubeconfig"), registry=registry)
+        kube = api_client(str(tmp_path / "kubeconfig"), registry)
         watch = NodeWatch(kube, "node-a", annotation=REPAIR_ANNOTATION, log=LOG, retry=0)
         task = asyncio.create_task(watch.run())
         try:
@@ -169,7 +144,7 @@ def test_an_event_over_the_line_bound_is_counted_and_the_watch_relists_past_it(
     with caplog.at_level(logging.ERROR, logger="test.node_watch"):
         asyncio.run(serving(server, body))
     assert seen == ['{"id": "b"}']
-    assert registry.get_sample_value("nodemedic_agent_watch_lines_too_long_total") == 1
-    assert "node watch event over the line bound, relisting" in [r.message for r in caplog.records]
-    assert server.requests[0][1] == {"fieldSelector": "metadata.name=node-a"}
+    assert registry.get_sample_value("nodemedic_agent_watch_lines_too_long_total", {"path": "/api/v1/nodes"}) == 1
+    assert "watch event over the line bound, relisting" in [r.message for r in caplog.records]
+    assert server.requests[0][1] == {"fieldSelector": "metadata.name=node-a", "limit": "5000"}
     assert server.requests[3][1]["resourceVersion"] == "3", "the watch resumes after the relist"

@@ -16,7 +16,7 @@ from prometheus_client import CollectorRegistry
 from agent.model import ConditionReport, EventReport, Observation, Status
 from agent.reporting.conditions import ConditionBook
 from agent.reporting.reporter import Reporter, StateFile, TokenBucket
-from nodemedic_common.kube_transport import ApiError
+from nodemedic_common.kube_errors import ApiError
 
 NOW = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.UTC)
 

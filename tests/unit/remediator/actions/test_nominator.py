@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from nodemedic_common.kube_transport import ApiError
+from nodemedic_common.kube_errors import ApiError
 from remediator.actions.nominator import nominate
 from remediator.model import PodRecord
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from nodemedic_common.kube_transport import ApiError
+from nodemedic_common.kube_errors import ApiError
 from remediator.alerts.alert import Alert, AlertKind
 from remediator.alerts.announcer import COMPONENT, Alerts
 from remediator.model import PodRecord

@@ -13,6 +13,8 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
+from nodemedic_common.kube_client import Kube
+from nodemedic_common.kube_credentials import Credentials
 from remediator import __version__
 from remediator.kubectl import cli, reach, render
 from remediator.model import Condition
@@ -23,7 +25,6 @@ from remediator.read_side.plan_answer import PlanAnswer
 from remediator.read_side.plan_json import plan_json
 from remediator.read_side.status_answer import StatusAnswer
 from remediator.read_side.why_answer import WhyAnswer
-from remediator.state.kube import Credentials, Kube
 from remediator.why import why
 from tests.unit.remediator.strategies.cluster import NOW, node, snapshot
 from tests.unit.remediator.test_why import POLICY, TAINT
@@ -106,7 +107,7 @@ def ask(argv: list[str], app: web.Application) -> str:
         await site.start()
         port = runner.addresses[0][1]
         try:
-            async with Kube(Credentials(f"http://127.0.0.1:{port}", False, None),
+            async with Kube(Credentials(f"http://127.0.0.1:{port}", False),
                             registry=CollectorRegistry()) as kube:
                 return await cli.run(args, kube)
         finally:

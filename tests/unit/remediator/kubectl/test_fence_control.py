@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from nodemedic_common.fence_contract import CONFIRM_ANNOTATION, FENCE_ANNOTATION
-from nodemedic_common.kube_transport import ApiError
+from nodemedic_common.kube_errors import ApiError
 from remediator.kubectl import cli
 from remediator.kubectl.fence_control import control
 from remediator.kubectl.repair_control import Refused

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from nodemedic_common.kube_transport import ApiError
+from nodemedic_common.kube_errors import ApiError
 from remediator import __version__
 from remediator.kubectl import cli, hops, names, reach
 

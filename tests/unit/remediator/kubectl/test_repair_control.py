@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from nodemedic_common.kube_transport import ApiError
+from nodemedic_common.kube_errors import ApiError
 from nodemedic_common.repair_contract import HOLD_ANNOTATION, NEXT_ANNOTATION, REPAIR_ANNOTATION
 from remediator.kubectl.repair_control import Refused, control
 

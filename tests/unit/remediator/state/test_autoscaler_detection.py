@@ -11,7 +11,8 @@ import logging
 import pytest
 from prometheus_client import CollectorRegistry
 
-from nodemedic_common.kube_transport import ApiError
+from nodemedic_common.kube_client import PARTIAL_METADATA
+from nodemedic_common.kube_errors import ApiError
 from remediator.alerts import metrics as metrics_mod
 from remediator.model import NodeAutoscaler
 from remediator.policy.autoscaler import AUTO, AddsNodes, AutoscalerSettings
@@ -25,7 +26,6 @@ from remediator.state.autoscaler_detection import (
     probe_cluster_autoscaler,
     probe_karpenter,
 )
-from remediator.state.kube import PARTIAL_METADATA
 
 LOG = logging.getLogger("test.autoscaler_detection")
 CA_STATUS = "/api/v1/namespaces/{}/configmaps/{}".format(*CLUSTER_AUTOSCALER_STATUS)

@@ -5,39 +5,25 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
-from collections.abc import AsyncIterator
 from typing import Any
 
-from remediator.state.caches import ClusterCache, Informer, snapshot_from_list
-from remediator.state.kube import WatchExpired
+import pytest
+from prometheus_client import CollectorRegistry
+
+from nodemedic_common import kube_client
+from nodemedic_common.informer import Informer
+from nodemedic_common.kube_client import Kube
+from nodemedic_common.kube_credentials import Credentials
+from nodemedic_common.kube_errors import WatchExpired
+from remediator.state.caches import ClusterCache, snapshot_from_list
+from tests.scripted_kube import ScriptedKube
+from tests.watch_server import WatchServer, big_object, serving
 
 
 def pod(name: str, node: str, rv: str, owner: str = "rs-1") -> dict[str, Any]:
     return {"metadata": {"name": name, "namespace": "ns", "uid": f"u-{name}", "resourceVersion": rv,
                          "ownerReferences": [{"kind": "ReplicaSet", "name": "rs", "uid": owner, "controller": True}]},
             "spec": {"nodeName": node}, "status": {"phase": "Running"}}
-
-
-class FakeKube:
-    """Scripted list and watch answers; records every call."""
-
-    def __init__(self, lists: list[dict[str, Any]], watches: list[list[dict[str, Any]] | Exception]) -> None:
-        self.lists, self.watches = lists, watches
-        self.calls: list[tuple[str, str]] = []
-
-    async def request(self, method: str, path: str, **_: Any) -> dict[str, Any]:
-        self.calls.append(("LIST", path))
-        return self.lists.pop(0)
-
-    async def watch(self, path: str, resource_version: str) -> AsyncIterator[dict[str, Any]]:
-        self.calls.append(("WATCH", resource_version))
-        if not self.watches:
-            await asyncio.Event().wait()  # no more script: block like a quiet watch
-        script = self.watches.pop(0)
-        if isinstance(script, Exception):
-            raise script
-        for event in script:
-            yield event
 
 
 def run_until(informer: Informer, done: Any) -> None:
@@ -53,26 +39,53 @@ def run_until(informer: Informer, done: Any) -> None:
 
 
 def test_a_410_gone_relists_and_other_events_are_applied_in_order() -> None:
-    kube = FakeKube(
+    kube = ScriptedKube(
         lists=[{"metadata": {"resourceVersion": "10"}, "items": [pod("a", "n1", "9")]},
                {"metadata": {"resourceVersion": "50"}, "items": [pod("a", "n2", "45"), pod("c", "n1", "46")]}],
         watches=[[{"type": "ADDED", "object": pod("b", "n1", "11")},
                   {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "20"}}}],
-                 WatchExpired("/api/v1/pods")],
+                 WatchExpired(410, "WATCH", "/api/v1/pods", "too old")],
     )
     cache = ClusterCache(kube, log=logging.getLogger("t"))  # type: ignore[arg-type]
     informer = cache.informers[1]
     informer.kube = kube  # type: ignore[assignment]
     run_until(informer, lambda: len(kube.calls) >= 5)
-    assert kube.calls[:4] == [("LIST", "/api/v1/pods"), ("WATCH", "10"), ("WATCH", "20"), ("LIST", "/api/v1/pods")]
-    assert kube.calls[4] == ("WATCH", "50"), "after a relist the watch resumes from the new list"
+    assert {c.path for c in kube.calls} == {"/api/v1/pods"}
+    assert kube.versions()[:4] == [("LIST", ""), ("WATCH", "10"), ("WATCH", "20"), ("LIST", "")]
+    assert kube.versions()[4] == ("WATCH", "50"), "after a relist the watch resumes from the new list"
     assert set(cache.pods) == {"ns/a", "ns/c"}, "the relist replaced the cache (b is gone)"
     assert {k for k in cache.pods_by_node["n1"]} == {"ns/c"} and set(cache.pods_by_node["n2"]) == {"ns/a"}
     assert set(cache.pods_by_owner["rs-1"]) == {"ns/a", "ns/c"}
 
 
+def test_an_event_over_the_line_bound_is_counted_and_the_node_cache_relists_past_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kube_client, "MAX_WATCH_LINE", 256 << 10)  # a small bound, so a 1 MiB event is over it
+    big = {**big_object("n1", "3", 1 << 20), "status": {"allocatable": {"cpu": "4"}}}
+    server = WatchServer("/api/v1/nodes",
+                         lists=[{"metadata": {"resourceVersion": "1"}, "items": [big_object("n0", "1", 10)]},
+                                {"metadata": {"resourceVersion": "3"}, "items": [big_object("n0", "1", 10), big]}],
+                         watches=[[{"type": "ADDED", "object": big}]])
+    registry = CollectorRegistry()
+
+    async def body(base: str) -> None:
+        async with Kube(Credentials(server=base, ssl=False), registry=registry) as kube:
+            cache = ClusterCache(kube, log=logging.getLogger("t"))
+            informer = next(i for i in cache.informers if i.path == "/api/v1/nodes")
+            task = asyncio.create_task(informer.run())
+            await server.wait_for(["LIST", "WATCH", "LIST", "WATCH"])
+            assert not task.done(), "the informer survives"
+            task.cancel()
+            assert sorted(cache.nodes) == ["n0", "n1"]
+            assert server.requests[3][1]["resourceVersion"] == "3", "the watch resumes after the relist"
+
+    asyncio.run(serving(server, body))
+    assert registry.get_sample_value("nodemedic_watch_lines_too_long_total", {"path": "/api/v1/nodes"}) == 1
+    assert [kind for kind, _ in server.requests] == ["LIST", "WATCH", "LIST", "WATCH"]
+
+
 def test_a_moved_or_deleted_pod_leaves_no_stale_index_entries() -> None:
-    cache = ClusterCache(FakeKube([], []), log=logging.getLogger("t"))  # type: ignore[arg-type]
+    cache = ClusterCache(ScriptedKube([], []), log=logging.getLogger("t"))  # type: ignore[arg-type]
     cache._apply_pod("ADDED", pod("a", "n1", "1"))
     cache._apply_pod("MODIFIED", pod("a", "n2", "2"))
     assert "n1" not in cache.pods_by_node and set(cache.pods_by_node["n2"]) == {"ns/a"}
@@ -101,7 +114,7 @@ def test_a_kubectl_list_becomes_a_snapshot() -> None:
 
 
 def test_claims_storage_classes_follow_their_watch() -> None:
-    cache = ClusterCache(FakeKube([], []), log=logging.getLogger("t"))  # type: ignore[arg-type]
+    cache = ClusterCache(ScriptedKube([], []), log=logging.getLogger("t"))  # type: ignore[arg-type]
     claim = {"metadata": {"name": "data", "namespace": "ns"}, "spec": {"storageClassName": "fast"}}
     cache._reset_claims([claim, {"metadata": {"name": "tmp", "namespace": "ns"}, "spec": {}}])
     cache._apply_claim("DELETED", {"metadata": {"name": "tmp", "namespace": "ns"}})
@@ -110,7 +123,7 @@ def test_claims_storage_classes_follow_their_watch() -> None:
 
 
 def test_priority_classes_follow_their_watch() -> None:
-    cache = ClusterCache(FakeKube([], []), log=logging.getLogger("t"))  # type: ignore[arg-type]
+    cache = ClusterCache(ScriptedKube([], []), log=logging.getLogger("t"))  # type: ignore[arg-type]
     cache._reset_priority_classes([{"metadata": {"name": "high"}, "value": 1000},
                                    {"metadata": {"name": "low"}, "value": 10}])
     cache._apply_priority_class("MODIFIED", {"metadata": {"name": "high"}, "value": 2000})
@@ -126,7 +139,7 @@ def node_with(condition_status: str, transition: str, rv: str) -> dict[str, Any]
 
 def test_a_condition_keeps_the_time_our_watch_first_saw_its_transition() -> None:
     clock = [dt.datetime(2026, 1, 1, 12, 0, 0, 400000, tzinfo=dt.UTC)]
-    cache = ClusterCache(FakeKube([], []), log=logging.getLogger("t"), clock=lambda: clock[0])  # type: ignore[arg-type]
+    cache = ClusterCache(ScriptedKube([], []), log=logging.getLogger("t"), clock=lambda: clock[0])  # type: ignore[arg-type]
 
     def seen() -> dt.datetime | None:
         return cache.nodes["n1"].condition("KernelDeadlock").observed_at  # type: ignore[union-attr]

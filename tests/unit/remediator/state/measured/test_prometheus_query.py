@@ -20,8 +20,9 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from nodemedic_common.config_errors import ConfigError
+from nodemedic_common.kube_client import Kube
+from nodemedic_common.kube_credentials import Credentials
 from remediator.policy.loader import parse_policy
-from remediator.state.kube import Credentials, Kube
 from remediator.state.measured import prometheus_query as prometheus
 from remediator.state.measured.reader import UsageReader
 
@@ -120,7 +121,7 @@ def test_an_answer_descheduler_would_refuse_is_an_error(answer: dict[str, Any], 
 
 
 def reader(api: str, secrets_dir: str = "/etc/nodemedic/secrets") -> UsageReader:
-    kube = Kube(Credentials(server=api, ssl=False, token=None), registry=CollectorRegistry())
+    kube = Kube(Credentials(server=api, ssl=False), registry=CollectorRegistry())
     return UsageReader(kube, registry=CollectorRegistry(), log=logging.getLogger("test.usage"), secrets_dir=secrets_dir)
 
 

@@ -1,0 +1,171 @@
+"""The one client both programs (and `kubectl nodemedic`) talk to the API server with: a JSON request, and a watch read
+as a stream of JSON lines, each bounded; every call counted by verb and code, every failure an ApiError
+(nodemedic_common/kube_errors.py).
+
+Plain aiohttp, not the `kubernetes` package: watches stay cheap, the JSON stays raw (the remediator's records.py
+slims it) and the agent stays small. Credentials are plugged in by each program (nodemedic_common/kube_credentials.py).
+aiohttp is imported here as the caller already did: the agent imports it first, without the CA stores it never uses
+(agent/reporting/aiohttp_lean.py, imported by agent/reporting/__init__.py), and this module must stay after that.
+
+Metrics, one set under each program's prefix (`nodemedic` for the remediator and the plugin, `nodemedic_agent` for
+the agent, the prefix every metric of that program carries): `<prefix>_api_requests_total{verb,code}` and
+`<prefix>_watch_lines_too_long_total{path}`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import aiohttp
+from prometheus_client import CollectorRegistry, Counter
+
+from nodemedic_common.kube_credentials import Credentials
+from nodemedic_common.kube_errors import ApiError, TooLarge, WatchExpired, WatchLineTooLong
+from nodemedic_common.lines import MAX_WATCH_LINE, LineTooLong, bounded_lines
+
+# The Accept header for an object's metadata without its data (meta.k8s.io/v1 PartialObjectMetadata, Kubernetes
+# 1.15+); a server that cannot answer so sends the whole object.
+PARTIAL_METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json"
+
+WATCH_SECONDS = 300  # asked of the API server (timeoutSeconds): it ends each watch after this, and the caller resumes
+CONNECT_SECONDS = 10.0
+
+# A GET of a collection is a LIST: "no LIST in steady state" is checked on this label.
+_COLLECTIONS = {"nodes", "pods", "poddisruptionbudgets", "priorityclasses", "persistentvolumeclaims", "events",
+                "leases", "namespaces"}
+
+
+class Kube:
+    def __init__(self, creds: Credentials, *, registry: CollectorRegistry, metrics_prefix: str = "nodemedic",
+                 user_agent: str = "nodemedic-remediator", connections: int = 64, timeout: float = 30.0) -> None:
+        """`connections`: the most open at once (each watch holds one); `timeout`: a request's, unless it says."""
+        self.server = creds.server
+        self._creds, self._user_agent, self._connections, self._timeout = creds, user_agent, connections, timeout
+        self._session: aiohttp.ClientSession | None = None
+        self.requests = Counter(f"{metrics_prefix}_api_requests_total", "API requests by verb and HTTP code",
+                                ["verb", "code"], registry=registry)
+        self.watch_lines_too_long = Counter(
+            f"{metrics_prefix}_watch_lines_too_long_total", "Watch events over the line bound (each restarts that "
+            "watch with a relist)", ["path"], registry=registry)
+
+    async def __aenter__(self) -> Kube:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    async def request(self, method: str, path: str, *, params: Mapping[str, str] | None = None, body: Any = None,
+                      content_type: str = "application/json", accept: str = "application/json",
+                      timeout: float | None = None, limit: int | None = None) -> Any:
+        """The answer's JSON (None for an empty body); ApiError for a status >= 400 (WatchExpired for 410 Gone), no
+        answer, or one not JSON; TooLarge for one over `limit` bytes (None: any size; the API server's own answers
+        are bounded by etcd). `accept`: e.g. PARTIAL_METADATA, for an object's metadata only."""
+        label = verb(method, path)
+        data = None if body is None else json.dumps(body)
+        try:
+            async with self._sess().request(
+                method, self.server + path, params=params, data=data,
+                headers=self._headers(content_type if data is not None else None, accept),
+                timeout=aiohttp.ClientTimeout(total=self._timeout if timeout is None else timeout),
+            ) as resp:
+                raw = await resp.read() if limit is None else await _bounded(resp, limit, method, path)
+                self.requests.labels(label, str(resp.status)).inc()
+                text = raw.decode("utf-8", errors="replace")
+                if resp.status >= 400:
+                    raise _failed(resp.status, method, path, text)
+                try:
+                    return json.loads(raw) if raw else None
+                except ValueError as e:  # a proxy's HTML page, a truncated or binary body: an answer, not the API's
+                    raise ApiError(resp.status, method, path, f"the answer is not JSON ({e}): {text[:200]!r}") from None
+        except (aiohttp.ClientError, TimeoutError) as e:
+            self.requests.labels(label, "error").inc()
+            raise ApiError(0, method, path, f"{type(e).__name__}: {e}") from e
+
+    async def get(self, path: str, **params: str) -> Any:
+        return await self.request("GET", path, params=params or None)
+
+    async def watch(self, path: str, resource_version: str, *, params: Mapping[str, str] | None = None,
+                    timeout_seconds: int = WATCH_SECONDS) -> AsyncIterator[dict[str, Any]]:
+        """The watch events ({"type", "object"}) of collection `path` from `resource_version`, bookmarks included, as
+        they arrive; `params` narrow it (fieldSelector, labelSelector). Returns when the server ends the watch
+        (timeoutSeconds), so the caller resumes. WatchExpired on 410 Gone (an HTTP status or an ERROR event),
+        WatchLineTooLong for an event over the line bound (counted by `path`), ApiError for any other failure."""
+        query = {**(params or {}), "watch": "1", "resourceVersion": resource_version, "allowWatchBookmarks": "true",
+                 "timeoutSeconds": str(timeout_seconds)}
+        try:
+            async with self._sess().get(
+                self.server + path, params=query, headers=self._headers(None, "application/json"),
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_SECONDS, sock_read=timeout_seconds + 30),
+            ) as resp:
+                self.requests.labels("WATCH", str(resp.status)).inc()
+                if resp.status >= 400:
+                    raise _failed(resp.status, "WATCH", path, await resp.text())
+                async for line in bounded_lines(resp.content.iter_any(), MAX_WATCH_LINE):
+                    if line.strip():
+                        yield _event(line, path)
+        except LineTooLong as e:
+            self.watch_lines_too_long.labels(path).inc()
+            raise WatchLineTooLong(0, "WATCH", path, str(e)) from e
+        except (aiohttp.ClientError, TimeoutError) as e:
+            self.requests.labels("WATCH", "error").inc()
+            raise ApiError(0, "WATCH", path, f"{type(e).__name__}: {e}") from e
+
+    def _headers(self, content_type: str | None, accept: str) -> dict[str, str]:
+        h = {"Accept": accept, "User-Agent": self._user_agent}
+        token = self._creds.token()
+        if token:
+            h["Authorization"] = token if token.lower().startswith("bearer ") else f"Bearer {token}"
+        if content_type:
+            h["Content-Type"] = content_type
+        return h
+
+    def _sess(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(ssl=self._creds.ssl, limit=self._connections))
+        return self._session
+
+
+async def _bounded(resp: aiohttp.ClientResponse, limit: int, method: str, path: str) -> bytes:
+    """The body, refused (unread) past `limit` bytes: memory stays within the bound whatever the other end sends."""
+    if (resp.content_length or 0) > limit:
+        raise TooLarge(resp.status, method, path, f"the answer is {resp.content_length} bytes, over {limit}")
+    chunks, size = [], 0
+    async for chunk in resp.content.iter_chunked(1 << 16):
+        size += len(chunk)
+        if size > limit:
+            raise TooLarge(resp.status, method, path, f"the answer is over {limit} bytes: not read further")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def verb(method: str, path: str) -> str:
+    """The verb a call is counted under: the method, with a GET of a collection counted as LIST."""
+    if method != "GET":
+        return method
+    last = path.rstrip("/").rsplit("/", 1)[-1]
+    return "LIST" if last in _COLLECTIONS else "GET"
+
+
+def _failed(status: int, method: str, path: str, text: str) -> ApiError:
+    return (WatchExpired if status == 410 else ApiError)(status, method, path, text)
+
+
+def _event(line: bytes, path: str) -> dict[str, Any]:
+    """One watch line as an event with an object; an ERROR event raised as the failure its Status says."""
+    try:
+        event = json.loads(line)
+    except ValueError:
+        raise ApiError(0, "WATCH", path, f"not JSON: {line[:100]!r}") from None
+    if not isinstance(event, dict) or not isinstance(event.get("object"), dict):
+        raise ApiError(0, "WATCH", path, f"not a watch event: {str(event)[:100]!r}")
+    if event.get("type") == "ERROR":
+        code = event["object"].get("code")
+        raise _failed(code if isinstance(code, int) else 0, "WATCH", path, json.dumps(event["object"]))
+    return event

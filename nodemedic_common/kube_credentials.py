@@ -1,0 +1,26 @@
+"""Where the API server is and how the client proves who it is, whichever source each program plugs in.
+
+The agent reads kubeconfigs and its service account itself (agent/reporting/credentials.py: the `kubernetes`
+package would cost it about 20 MiB on every node); the remediator and `kubectl nodemedic` resolve them with the
+`kubernetes` package's loaders, for exec plugins and auth providers (remediator/state/credentials.py). Both hand the
+client (nodemedic_common/kube_client.py) this.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+def no_token() -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Credentials:
+    server: str  # https://host:port (http:// in tests), without a trailing slash
+    ssl: ssl.SSLContext | bool  # the cluster CA and any client certificate; False: insecure-skip-tls-verify
+    # The bearer token now, with or without its "Bearer " prefix: called before each request, because bound
+    # service-account tokens and exec plugins' tokens rotate.
+    token: Callable[[], str | None] = no_token
