@@ -39,18 +39,18 @@ Shape = tuple[object, ...]
 
 
 def plan(snapshot: Snapshot, args: RemoveDuplicatesArgs, gate: Gate) -> Wants:
-    if gate.exhausted():
+    if gate.view.exhausted():
         return NOTHING
     nodes = sorted(n for n, rec in snapshot.nodes.items() if rec.ready and not rec.deleting)
     # Replicas of most workloads share a few shapes (tolerations, node selection): their targets, and the order in
     # which node fit tries them, are computed once per set of shapes.
     shape_fit: dict[Shape, list[str]] = {}
     by_shapes: dict[frozenset[Shape], tuple[list[str], tuple[str, ...]]] = {}
-    for key, on_node in sorted(_duplicates(snapshot, args, set(nodes), gate.moved_to).items()):
+    for key, on_node in sorted(_duplicates(snapshot, args, set(nodes), gate.view.moved_to).items()):
         shapes = frozenset(_shape(p) for pods in on_node.values() for p in pods)
         if shapes not in by_shapes:
-            targets = _target_nodes(snapshot, nodes, on_node, gate.excluded, shape_fit)
-            by_shapes[shapes] = targets, gate.by_room(t for t in targets if t not in gate.excluded)
+            targets = _target_nodes(snapshot, nodes, on_node, gate.view.excluded, shape_fit)
+            by_shapes[shapes] = targets, gate.view.by_room(t for t in targets if t not in gate.view.excluded)
         targets, destinations = by_shapes[shapes]
         if len(targets) < 2:
             continue
@@ -99,10 +99,10 @@ def _relieve(gate: Gate, key: DuplicateKey, source: str, pods: list[PodRecord], 
         return None
 
     owners = ", ".join(f"{kind}/{name}" for kind, name in key[1])
-    if gate.hold(source) is not None:
+    if gate.view.hold(source) is not None:
         return None
     # Every live replica counts (the scheduler sees them all); only the evictable ones are tried (dup-count).
-    for pod in eviction_order(p for p in pods if gate.protection(p) is None):
+    for pod in eviction_order(p for p in pods if gate.view.protection(p) is None):
         if count[source] <= upper:
             break
         reason = (f"{count[source]} replicas of {owners} on {source}, more than {upper} "

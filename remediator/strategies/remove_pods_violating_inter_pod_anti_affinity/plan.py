@@ -108,7 +108,7 @@ def plan(snapshot: Snapshot, args: RemovePodsViolatingInterPodAntiAffinityArgs, 
                 f"{term.topology_key}={node.labels.get(term.topology_key)}"
             reason = f"required anti-affinity violated by {other.key} on the same {where}"
             gate.admit(PlannedEviction(pod, NAME, reason))
-            if gate.evicting(pod.key):
+            if pod.key in gate.view.evicting:
                 gone.add(pod.key)
     return NOTHING
 

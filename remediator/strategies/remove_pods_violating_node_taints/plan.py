@@ -24,7 +24,7 @@ KIND = "deschedule"
 
 
 def plan(snapshot: Snapshot, args: RemovePodsViolatingNodeTaintsArgs, gate: Gate) -> Wants:
-    for c in candidates(snapshot, args, evict_taints=gate.evict_taints, planned_taints=gate.planned_taints):
+    for c in candidates(snapshot, args, evict_taints=gate.view.evict_taints, planned_taints=gate.view.planned_taints):
         gate.admit(c)
     return NOTHING
 

@@ -65,7 +65,7 @@ class _Constraint:
 
 
 def plan(snapshot: Snapshot, args: RemovePodsViolatingTopologySpreadConstraintArgs, gate: Gate) -> Wants:
-    if gate.exhausted():
+    if gate.view.exhausted():
         return NOTHING
     nodes = {n: rec for n, rec in snapshot.nodes.items() if rec.ready and not rec.deleting}
     live = snapshot.live()  # the pods the scheduler counts
@@ -76,7 +76,7 @@ def plan(snapshot: Snapshot, args: RemovePodsViolatingTopologySpreadConstraintAr
             if p.live:
                 declaring.setdefault(p.namespace, []).append(p)
     constraints = {ns: _constraints(pods, args) for ns, pods in sorted(declaring.items())}
-    for namespace, found in _defaulted(snapshot, nodes, args, gate.scheduler).items():
+    for namespace, found in _defaulted(snapshot, nodes, args, gate.view.scheduler).items():
         constraints.setdefault(namespace, []).extend(found)
     shapes: dict[tuple[object, ...], _Domains] = {}
     for namespace, found in constraints.items():
@@ -148,7 +148,7 @@ class _Domains:
 def _balance(gate: Gate, domains: _Domains, pods: list[PodRecord], c: _Constraint,
              args: RemovePodsViolatingTopologySpreadConstraintArgs, *, ready: Mapping[str, NodeRecord]) -> str | None:
     s = c.spread
-    members = _members(domains, pods, s, gate.moved_to, ready)
+    members = _members(domains, pods, s, gate.view.moved_to, ready)
     start = {d: len(ps) for d, ps in members.items()}
     unbalanced = _unbalanced(domains, start, s.max_skew)
     if unbalanced is None:
@@ -166,7 +166,7 @@ def _balance(gate: Gate, domains: _Domains, pods: list[PodRecord], c: _Constrain
 
     for source, target, count in descheduler_moves([(d, live[d]) for d in order], average, s.max_skew):
         moved = 0
-        for pod in _eviction_candidates([p for p in members.get(source, []) if p.uid not in gate.moved_to], args):
+        for pod in _eviction_candidates([p for p in members.get(source, []) if p.uid not in gate.view.moved_to], args):
             if moved == count:
                 break
             reason = (f"{c.when} spread on {s.topology_key}: {source} holds {live[source]} matching pods, "
@@ -246,7 +246,7 @@ def _domains(gate: Gate, nodes: Mapping[str, NodeRecord], c: _Constraint,
     if found is None:
         of = {n: rec.labels[s.topology_key] for n, rec in nodes.items()
               if s.topology_key in rec.labels and _included(c, rec)}
-        found = cache[shape] = _Domains(of, sorted(set(of.values())), gate.by_room(of))
+        found = cache[shape] = _Domains(of, sorted(set(of.values())), gate.view.by_room(of))
     return found
 
 
