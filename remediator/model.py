@@ -8,9 +8,10 @@ Quantities are integers: CPU in millicores, memory and storage in bytes, everyth
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Protocol
 
 from remediator.repair.dark_decisions import DarkPlan
 from remediator.repair.decisions import RepairPlan
@@ -434,22 +435,6 @@ class Protected:
     why: str
 
 
-@dataclass(frozen=True)
-class CrashLoopNode:
-    """One node holds the restarting replicas of a workload whose replicas on other nodes are healthy: a problem of
-    the node that no check of the agent sees (found by RemovePodsHavingTooManyRestarts)."""
-
-    node: str
-    namespace: str
-    owner: str  # "ReplicaSet/web-7d9f"
-    restarting: tuple[str, ...]  # names of the owner's pods on the node at or over the threshold
-    healthy_elsewhere: int  # the owner's running pods on other nodes under the threshold
-
-    def describe(self) -> str:
-        return (f"{len(self.restarting)} pod(s) of {self.namespace}/{self.owner} restart on {self.node} "
-                f"while {self.healthy_elsewhere} on other nodes are healthy")
-
-
 class HoldReason(StrEnum):
     """Which safety rail holds a taint back; the `why` label of nodemedic_taints_held_total."""
 
@@ -471,28 +456,50 @@ class Held:
 
 
 @dataclass(frozen=True)
-class MadeRoom:
-    pod: PodRecord  # the pending pod
-    node: str  # the node the plan's evictions free for it
+class NodeNotice:
+    """Something a strategy's report found on a node that people hear about once: a Warning Event on the node (and a
+    notification) from the leader the first cycle it is there, never in dry-run; nothing more while it lasts."""
+
+    key: tuple[str, ...]  # what makes it the same notice from one cycle to the next
+    node: str
+    kind: str  # the notification's kind (alerts/alert.py)
+    reason: str  # the Event's reason
+    message: str
+    details: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Nomination:
+    """A pending pod the plan's evictions free `node` for: nominated there before any of `moved` is evicted (or none
+    of them is: the room would go to whoever comes first), with a Normal Event on the pod (actions/nominator.py)."""
+
+    pod: PodRecord
+    node: str
     moved: tuple[str, ...]  # keys of the pods evicted for it
+    reason: str  # the Event's reason
+    message: str
 
 
-@dataclass(frozen=True)
-class Fragmentation:
-    """Pods pending although the cluster has room for them, only not on one node (the placement engine's view)."""
+class StrategyReport(Protocol):
+    """A strategy's own section of the plan (its type lives in the strategy's folder; strategies/strategy.py): the plan
+    carries it under the strategy's name and shows it as it is. The planner, the controller, `why` and the plan's
+    JSON ask every report the same questions, and none of them names a strategy; its gauges are the strategy's too
+    (Strategy.report_metrics)."""
 
-    pending: tuple[PodRecord, ...]  # unschedulable for insufficient resources, yet their pool's free room adds up
-    stranded: dict[str, int]  # per resource: free room on the nodes of those pods' pools
-    made_room: tuple[MadeRoom, ...] = ()
+    @property
+    def json_key(self) -> str:
+        """Its key in the plan's JSON (/plan, `plan --json`)."""
+        ...
 
+    def to_json(self) -> object: ...
 
-@dataclass(frozen=True)
-class ResourceMix:
-    """The balancing engine's measure: the summed distance of each node's cpu:memory mix from the cluster's."""
+    def why(self, node: str) -> Sequence[str]:
+        """Its sentences about `node` for `why NODE`."""
+        ...
 
-    before: float  # percentage points, over the nodes in scope
-    after: float  # once this plan's moves are made
-    nodes: int
+    def notices(self) -> Sequence[NodeNotice]: ...
+
+    def nominations(self) -> Sequence[Nomination]: ...
 
 
 @dataclass(frozen=True)
@@ -563,9 +570,7 @@ class Plan:
     breaker_open: bool = False  # the tainted-node limit stopped at least one new taint this cycle
     tainted_limit: int = 0  # how many nodes may carry nodemedic taints at once (after count/percent/floor)
     next_check: dt.datetime | None = None  # earliest time a timer (`for`, recoverAfter) may change the plan
-    crash_loop_nodes: list[CrashLoopNode] = field(default_factory=list)
-    fragmentation: Fragmentation | None = None  # what the placement engine saw, when it is configured
-    resource_mix: ResourceMix | None = None  # the balancing engine's deviation, when it is configured
+    reports: dict[str, StrategyReport] = field(default_factory=dict)  # strategy name -> its report
     zone_exposure: list[ZoneExposure] = field(default_factory=list)  # every workload with more than one replica
     min_surviving_share: float = 0.0  # the policy's scheduler.zoneExposure.minSurvivingShare
     scheduler_loops: list[SchedulerLoop] = field(default_factory=list)  # workloads held for a scheduler loop
@@ -588,9 +593,6 @@ class Plan:
             "held": [{"node": h.node, "key": h.taint.key, "effect": str(h.taint.effect), "rule": ",".join(h.rules),
                       "why": h.why} for h in self.held],
             "breaker": {"open": self.breaker_open, "taintedLimit": self.tainted_limit},
-            "crashLoopNodes": [{"node": c.node, "namespace": c.namespace, "owner": c.owner,
-                                "pods": list(c.restarting), "healthyElsewhere": c.healthy_elsewhere}
-                               for c in self.crash_loop_nodes],
             "zoneExposure": [{"namespace": z.namespace, "workload": z.workload, "perZone": dict(z.per_zone),
                               "surviving": round(z.surviving, 3), "best": round(z.best, 3),
                               "moves": [{"from": m.source, "to": m.target, "pods": m.pods} for m in z.moves]}
@@ -601,12 +603,5 @@ class Plan:
             **({"repair": self.repair.to_json()} if self.repair.in_repair or self.repair.waiting
                or self.repair.ends or self.repair.unreadable or self.repair.halted else {}),
             **({"darkNodes": self.dark.to_json()} if self.dark.nodes or self.dark.unfences else {}),
-            **({} if self.resource_mix is None else {"resourceMix": {
-                "deviationBefore": round(self.resource_mix.before, 2),
-                "deviationAfter": round(self.resource_mix.after, 2), "nodes": self.resource_mix.nodes}}),
-            **({} if self.fragmentation is None else {"fragmentation": {
-                "pending": [{"namespace": p.namespace, "name": p.name} for p in self.fragmentation.pending],
-                "stranded": dict(self.fragmentation.stranded),
-                "madeRoom": [{"namespace": m.pod.namespace, "name": m.pod.name, "node": m.node, "moved": list(m.moved)}
-                             for m in self.fragmentation.made_room]}}),
+            **{r.json_key: r.to_json() for r in self.reports.values()},
         }

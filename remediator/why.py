@@ -22,7 +22,7 @@ from remediator.scheduling.selectors import matches_labels
 
 @dataclass(frozen=True)
 class Fact:
-    topic: str  # node, condition, rule, taint, rail, plan, repair, pdb, autoscaler, timer
+    topic: str  # node, condition, rule, taint, rail, plan, strategy, repair, dark, pdb, autoscaler, timer
     sentence: str
     changes_at: dt.datetime | None = None  # when the fact changes with nothing else changing; None: not on its own
 
@@ -48,6 +48,8 @@ def why(name: str, snapshot: Snapshot, policy: Policy, plan: Plan) -> list[Fact]
     if hold is not None:
         facts.append(Fact("rail", f"no taint is added and no pod evicted here: {hold.why}"))
     facts += _planned(name, plan)
+    facts += [Fact("strategy", f"{strategy}: {sentence}")
+              for strategy, report in plan.reports.items() for sentence in report.why(name)]
     facts += _repair(node, policy, plan)
     facts += _dark(name, plan)
     pods = [p for p in snapshot.pods(name) if p.live]

@@ -30,6 +30,7 @@ from remediator.model import NodeSelectorTerm, OwnerRef, PodRecord, SelectorRequ
 from remediator.planner import PlannerMemory, make_plan
 from remediator.policy.loader import parse_policy
 from remediator.scheduling.nodefit import pod_request_summary
+from remediator.strategies.make_room_for_pending_pods.report import Fragmentation
 
 POLICY = """apiVersion: nodemedic.io/v1alpha1
 kind: RemediationPolicy
@@ -96,8 +97,9 @@ def main() -> int:
         plan = make_plan(fresh, policy, PlannerMemory())
         times.append(time.perf_counter() - t)
     print("runs: " + ", ".join(f"{t:.3f}" for t in times))
-    assert plan is not None and plan.fragmentation is not None
-    f = plan.fragmentation
+    assert plan is not None
+    f = plan.reports["MakeRoomForPendingPods"]
+    assert isinstance(f, Fragmentation)
     print(f"plan: {len(f.pending)} pending for fragmentation, room made for {len(f.made_room)} "
           f"with {len(plan.evictions)} evictions; stranded cpu {f.stranded.get('cpu', 0) / 1000:.0f} cores, "
           f"memory {f.stranded.get('memory', 0) / 2**30:.0f} GiB")

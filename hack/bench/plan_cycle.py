@@ -60,6 +60,7 @@ from remediator.planner import PlannerMemory, make_plan
 from remediator.planning.owned_taints import OwnedTaint, render_owned
 from remediator.policy.loader import parse_policy
 from remediator.state.records import pod_conditions
+from remediator.strategies.remove_pods_having_too_many_restarts.report import CrashLoopNodes
 
 NOW = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)
 GI, MI = 2**30, 2**20
@@ -299,7 +300,9 @@ def main() -> int:
         print("plan: " + ", ".join(f"{n} evictions by {s}" for s, n in sorted(by_strategy.items())) +
               f"; {len(plan.protected)} protected, {len(plan.deferred)} deferred, {len(plan.taints_add)} taints "
               f"added, {len(plan.held)} held")
-        print("crash-loop nodes: " + ("; ".join(c.describe() for c in plan.crash_loop_nodes) or "none"))
+        crash_loops = plan.reports["RemovePodsHavingTooManyRestarts"]
+        assert isinstance(crash_loops, CrashLoopNodes)
+        print("crash-loop nodes: " + ("; ".join(c.describe() for c in crash_loops.nodes) or "none"))
         wall = summarize(times)
         print(f"planning cycle: median {wall.median:.3f} s over {args.runs} runs "
               f"(min {wall.minimum:.3f}, max {wall.maximum:.3f}; CPU median {summarize(cpu).median:.3f} s); "

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from remediator.model import PlannedEviction, PodRecord, ResourceMix, Snapshot
+from remediator.model import PlannedEviction, PodRecord, Snapshot
 from remediator.planning.gate import CYCLE, Gate
 from remediator.planning.wants import NOTHING, Wants
 from remediator.scheduling.usage import eviction_order, live_pods
 from remediator.strategies.balance_resource_mix.args import BalanceResourceMixArgs
 from remediator.strategies.balance_resource_mix.mix import deviation, lean, pct, total_deviation
+from remediator.strategies.balance_resource_mix.report import ResourceMix
 from remediator.strategies.balance_resource_mix.swap import Swap, best_swap
 
 NAME = "BalanceResourceMix"
@@ -53,7 +54,7 @@ def plan(snapshot: Snapshot, args: BalanceResourceMixArgs, gate: Gate) -> Wants:
             for n in changed:
                 usage[n] = gate.view.usage(n)
             _, excess = deviation(snapshot, usage, scope)
-    return Wants(resource_mix=ResourceMix(before=before, after=total_deviation(excess), nodes=len(scope)))
+    return Wants(report=ResourceMix(before=before, after=total_deviation(excess), nodes=len(scope)))
 
 
 def _step(snapshot: Snapshot, args: BalanceResourceMixArgs, gate: Gate, *, usage: dict[str, dict[str, int]],

@@ -15,7 +15,7 @@ import datetime as dt
 import time
 from collections.abc import Iterator, Mapping, Sequence
 
-from remediator.model import Fragmentation, MadeRoom, PlannedEviction, PodRecord, Snapshot
+from remediator.model import PlannedEviction, PodRecord, Snapshot
 from remediator.planning.gate import Gate
 from remediator.planning.memory import Remembered
 from remediator.planning.wants import Wants
@@ -25,6 +25,7 @@ from remediator.scheduling.topologyspread import SpreadIndex
 from remediator.scheduling.zonespread import ZoneSpread
 from remediator.strategies.make_room_for_pending_pods.args import MakeRoomForPendingPodsArgs
 from remediator.strategies.make_room_for_pending_pods.detect import Stuck, free_vector, stuck_pods, vector
+from remediator.strategies.make_room_for_pending_pods.report import Fragmentation, MadeRoom
 from remediator.strategies.make_room_for_pending_pods.search import Found, Limits, Mover, find_plan
 
 NAME = "MakeRoomForPendingPods"
@@ -57,7 +58,7 @@ def plan(snapshot: Snapshot, args: MakeRoomForPendingPodsArgs, gate: Gate) -> Wa
             helped[s.pod.uid] = snapshot.now
         if found is not None:
             books.refresh({found.target} | {m.pod.node for m in found.moves} | {m.destination for m in found.moves})
-    return Wants(fragmentation=Fragmentation(tuple(s.pod for s in stuck), stranded, tuple(made)), remember=helped)
+    return Wants(report=Fragmentation(tuple(s.pod for s in stuck), stranded, tuple(made)), remember=helped)
 
 
 def _recently_helped(helped: Remembered, pod: PodRecord, snapshot: Snapshot, args: MakeRoomForPendingPodsArgs) -> bool:
