@@ -30,7 +30,7 @@ from remediator.policy.rules import check_drains, read_rules
 from remediator.policy.safety import check_acknowledged, read_safety, taken_risks
 from remediator.policy.scheduler import read_scheduler
 from remediator.policy.secret_files import DEFAULT_SECRETS_DIR
-from remediator.policy.strategies import consolidators, read_strategies
+from remediator.policy.strategies import consolidators, packers, read_strategies
 from remediator.policy.window import read_window
 
 API_VERSION = "nodemedic.io/v1alpha1"
@@ -142,7 +142,7 @@ def _sections(r: Reader, top: Section, *, from_descheduler: bool) -> Policy:
                     notifications=read_notifications(r, top),
                     autoscaler=read_autoscaler(r, top, consolidators(strategies)), window=read_window(r, top),
                     metrics=providers, node_selector=read_node_selector(r, top),
-                    scheduler=read_scheduler(r, top, packs=any(s.name == "HighNodeUtilization" for s in strategies)),
+                    scheduler=read_scheduler(r, top, packs=bool(packers(strategies))),
                     repair=read_repair(r, top), dark=read_dark(r, top))
     check_drains(r, top, policy.rules, tuple(s.name for s in strategies))
     if not from_descheduler:

@@ -39,6 +39,11 @@ def consolidators(strategies: tuple[StrategyConfig, ...]) -> list[str]:
     return [s.name for s in strategies if STRATEGIES[s.name].empties_nodes]
 
 
+def packers(strategies: tuple[StrategyConfig, ...]) -> list[str]:
+    """The configured strategies that need a packing scheduler profile (strategies/strategy.py: `packing`)."""
+    return [s.name for s in strategies if STRATEGIES[s.name].packing]
+
+
 def strategy_kinds() -> dict[str, str]:
     """Each registered strategy's name -> its kind ("deschedule" or "balance"), descheduler's extension points."""
     return {name: s.kind for name, s in STRATEGIES.items()}

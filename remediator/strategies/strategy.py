@@ -14,6 +14,9 @@ rule), passes every add through the same rails, window and breaker, takes it off
 policy, and tells the autoscaler about it (autoscaler_flags.py); `taints(args)` says whether these args use it.
 `empties_nodes`: the strategy consolidates nodes for the autoscaler to remove, which a policy refuses when the
 autoscaler consolidates itself (policy/autoscaler.py: one consolidator).
+`packing`: what the strategy does that only a packing scheduler keeps (a MostAllocated profile: the policy's
+`scheduler.packingProfile`, defaulted while the strategy is configured, and the profile scheduler-config writes for
+it, whose comment says this); "" : it needs none.
 `report_metrics`: the gauges of its report (the Wants' `report`), registered once into the remediator's registry
 (alerts/metrics.py), and shown from each plan's report. `standing_report`: the report every plan carries when the
 strategy does not run or finds nothing (its JSON key is always in the plan); None: a plan without it shows none.
@@ -70,5 +73,6 @@ class Strategy(Generic[A]):
     taint: Taint | None = None
     taints: Callable[[A], bool] = _always
     empties_nodes: bool = False  # consolidates nodes for the autoscaler to remove: refused if the autoscaler does
+    packing: str = ""  # why it needs a packing scheduler profile, for people; "": it does not
     report_metrics: ReportMetrics | None = None
     standing_report: StrategyReport | None = None
