@@ -23,7 +23,7 @@ from collections.abc import Set as AbstractSet
 from remediator.model import Effect, NodeRecord, PlannedEviction, PodRecord, Snapshot
 from remediator.planning.gate import CYCLE, NODE, Gate
 from remediator.planning.wants import NOTHING, Wants
-from remediator.scheduling.selectors import matches_labels, pod_fits_node_selection
+from remediator.scheduling.selectors import pod_fits_node_selection
 from remediator.scheduling.tolerations import untolerated
 from remediator.scheduling.usage import eviction_order
 from remediator.strategies.remove_duplicates.args import RemoveDuplicatesArgs
@@ -126,10 +126,7 @@ def _duplicate_key(pod: PodRecord, args: RemoveDuplicatesArgs) -> DuplicateKey |
         if any(o.kind in args.exclude_owner_kinds for o in owners):
             return None
         refs = tuple(sorted((o.kind, o.name) for o in owners))
-    ns = args.namespaces
-    if (ns.include and pod.namespace not in ns.include) or pod.namespace in ns.exclude:
-        return None
-    if args.label_selector is not None and not matches_labels(args.label_selector, pod.labels):
+    if not args.scope.selects(pod):
         return None
     return pod.namespace, refs, pod.images
 

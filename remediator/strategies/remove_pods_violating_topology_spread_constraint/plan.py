@@ -101,7 +101,7 @@ def _constraints(pods: list[PodRecord],
     """The distinct constraints the namespace's pods in scope declare, in the order first seen."""
     found: dict[tuple[object, ...], _Constraint] = {}
     for pod in pods:
-        if not (pod.hard_spread or pod.soft_spread) or not _in_scope(pod, args):
+        if not (pod.hard_spread or pod.soft_spread) or not args.scope.selects(pod):
             continue
         for when, spreads in ((DO_NOT_SCHEDULE, pod.hard_spread), (SCHEDULE_ANYWAY, pod.soft_spread)):
             if when not in args.constraints:
@@ -126,7 +126,7 @@ def _defaulted(snapshot: Snapshot, nodes: Mapping[str, NodeRecord],
     found: dict[str, list[_Constraint]] = {}
     for pods in snapshot.pods_by_owner.values():
         pod = next((p for p in pods if p.live and p.node_name in nodes), None)
-        if pod is None or not _in_scope(pod, args):
+        if pod is None or not args.scope.selects(pod):
             continue
         hard, soft = default_spread(pod, scheduler.constraints_for)
         for when, spreads in ((DO_NOT_SCHEDULE, hard), (SCHEDULE_ANYWAY, soft)):
@@ -254,7 +254,7 @@ def _eviction_candidates(pods: list[PodRecord],
                          args: RemovePodsViolatingTopologySpreadConstraintArgs) -> list[PodRecord]:
     """Pods without node selection first (descheduler's order), then the lowest priority (descheduler's sort, meant
     to, pops the highest first: `tsc-order`)."""
-    return sorted((p for p in pods if _in_scope(p, args)),
+    return sorted((p for p in pods if args.scope.selects(p)),
                   key=lambda p: (bool(p.node_selector or p.required_node_affinity), p.priority is not None,
                                  p.priority or 0, p.name))
 
@@ -265,10 +265,3 @@ def _included(c: _Constraint, node: NodeRecord) -> bool:
     if c.spread.honor_node_affinity and not pod_fits_node_selection(pod, node):
         return False
     return not c.spread.honor_node_taints or not untolerated(pod.tolerations, node.taints, _BLOCKING)
-
-
-def _in_scope(pod: PodRecord, args: RemovePodsViolatingTopologySpreadConstraintArgs) -> bool:
-    ns = args.namespaces
-    if (ns.include and pod.namespace not in ns.include) or pod.namespace in ns.exclude:
-        return False
-    return args.label_selector is None or matches_labels(args.label_selector, pod.labels)

@@ -23,6 +23,7 @@ from remediator.policy.scheduler import DefaultConstraint, SchedulerSettings
 from remediator.strategies.high_node_utilization.args import HighNodeUtilizationArgs
 from remediator.strategies.low_node_utilization.args import LowNodeUtilizationArgs
 from remediator.strategies.remove_pods_violating_node_taints.args import RemovePodsViolatingNodeTaintsArgs
+from remediator.strategies.scope import PodScope
 
 ROOT = Path(__file__).resolve().parents[4]
 GOOD = ROOT / "tests" / "testdata" / "policies" / "good"
@@ -60,8 +61,7 @@ def test_every_field_of_the_full_policy_lands_in_its_dataclass_field() -> None:
             min_pod_age=dt.timedelta(minutes=10), node_fit=False, honor_safe_to_evict=False,
         ),
         strategies=(StrategyConfig("RemovePodsViolatingNodeTaints", RemovePodsViolatingNodeTaintsArgs(
-            namespaces=Namespaces(exclude=("kube-system",)),
-            label_selector=LabelSelector(match_labels=(("evictable", "yes"),)),
+            scope=PodScope(Namespaces(exclude=("kube-system",)), LabelSelector(match_labels=(("evictable", "yes"),))),
             include_prefer_no_schedule=True,
             excluded_taints=("example.com/keep", "example.com/disk=present"),
             included_taints=None,

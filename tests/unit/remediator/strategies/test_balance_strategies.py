@@ -30,6 +30,7 @@ from remediator.strategies.remove_pods_violating_topology_spread_constraint.args
     RemovePodsViolatingTopologySpreadConstraintArgs,
 )
 from remediator.strategies.remove_pods_violating_topology_spread_constraint.plan import descheduler_moves
+from remediator.strategies.scope import PodScope
 from tests.unit.remediator.strategies.test_utilization_strategies import NOW, ZONE, node, pod
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -98,7 +99,7 @@ CASES = [
     Case("dup-exclude-owner-kinds", THREE, replicas("batch", "n1", 3, kind="Job"),
          (dup(exclude_owner_kinds=("Job",)),), []),
     Case("dup-namespaces-exclude", THREE, replicas("web", "n1", 3, namespace="kube-system"),
-         (dup(namespaces=Namespaces(exclude=("kube-system",))),), []),
+         (dup(scope=PodScope(Namespaces(exclude=("kube-system",)))),), []),
     Case("dup-fewer-than-two-target-nodes", [node("n1"), node("n2", taints=(Taint("gpu", "", Effect.NO_SCHEDULE),))],
          replicas("web", "n1", 3), (dup(),), []),
     Case("dup-targets-are-the-nodes-the-replicas-tolerate",
@@ -214,12 +215,13 @@ CASES = [
                 + replicas("web", "a1", 2, start=2)
                 + [dataclasses.replace(p, labels={"app": "web", "tier": "x"}) for p in replicas("web", "b1", 1)],
                 ZONE_SKEW_1),
-         (tsc(label_selector=LabelSelector((("tier", "x"),))),),
+         (tsc(scope=PodScope(label_selector=LabelSelector((("tier", "x"),)))),),
          # the scheduler sees a 4, b 1; one in-scope pod of a moves
          ["web-a1-0"],
          differs="tsc-count: descheduler counts only the pods in scope (a 2, b 1: balanced) and evicts nothing"),
     Case("tsc-label-selector-scope", zone_nodes(("a1", "a"), ("b1", "b")),
-         spread(replicas("web", "a1", 4), ZONE_SKEW_1), (tsc(label_selector=LabelSelector((("app", "db"),))),), []),
+         spread(replicas("web", "a1", 4), ZONE_SKEW_1),
+         (tsc(scope=PodScope(label_selector=LabelSelector((("app", "db"),)))),), []),
     Case("tsc-pdb", zone_nodes(("a1", "a"), ("b1", "b"), ("c1", "c")),
          spread(replicas("web", "a1", 3) + replicas("web", "b1", 3), ZONE_SKEW_1), (tsc(),), ["web-b1-0"],
          pdbs=[PdbRecord("default", "web", WEB, disruptions_allowed=1)],
@@ -273,9 +275,9 @@ def test_every_difference_a_row_names_is_documented() -> None:
 def test_the_balance_policy_reads_descheduler_argument_names() -> None:
     policy = load_policy(ROOT / "tests" / "testdata" / "policies" / "good" / "balance-strategies.yaml")
     assert policy.strategies == (
-        dup(exclude_owner_kinds=("Job",), namespaces=Namespaces(exclude=("kube-system",))),
+        dup(exclude_owner_kinds=("Job",), scope=PodScope(Namespaces(exclude=("kube-system",)))),
         tsc(constraints=("DoNotSchedule", "ScheduleAnyway"), topology_balance_node_fit=True,
-            namespaces=Namespaces(include=("web", "shop")), label_selector=LabelSelector((("tier", "frontend"),))),
+            scope=PodScope(Namespaces(include=("web", "shop")), LabelSelector((("tier", "frontend"),)))),
     )
 
 
