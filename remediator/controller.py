@@ -18,7 +18,7 @@ from typing import Any
 
 from nodemedic_common.kube_transport import ApiError
 from nodemedic_common.repair_contract import REPAIR_ANNOTATION, RepairAction
-from remediator.actions.evictor import EvictionResult, Outcome, evict
+from remediator.actions.eviction_requests import EvictionResult, Outcome, evict
 from remediator.actions.fence_writer import FenceWriter
 from remediator.actions.nominator import nominate
 from remediator.actions.repair_writer import RepairWriter

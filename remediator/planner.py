@@ -16,11 +16,11 @@ from remediator.planning.books import Books
 from remediator.planning.dark_nodes import plan_dark
 from remediator.planning.gate import Gate
 from remediator.planning.memory import LOOP_GUARD, PlannerMemory
+from remediator.planning.node_selection import in_scope
 from remediator.planning.owned_taints import by_strategy, carrying, strategy_owner
 from remediator.planning.rails import Hold, safety_hold
 from remediator.planning.repairs import RepairOutcome, plan_repairs
 from remediator.planning.scheduler_loops import held_loops, remember_sizes
-from remediator.planning.scope import in_scope
 from remediator.planning.taints import TaintPlan, plan_taints
 from remediator.planning.wants import Wants
 from remediator.planning.zone_exposure import zone_exposure

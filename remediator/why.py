@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from nodemedic_common.durations import format_duration, whole_seconds
 from remediator.model import KARPENTER_NODEPOOL_LABEL, Condition, NodeRecord, Plan, PodRecord, Snapshot
-from remediator.planning.defaultevictor import MIRROR_ANNOTATION
 from remediator.planning.owned_taints import parse_owned, strategy_owned
+from remediator.planning.pod_protection import MIRROR_ANNOTATION
 from remediator.planning.rails import safety_hold
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION, Policy
 from remediator.policy.rules import TaintRule

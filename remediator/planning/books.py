@@ -23,7 +23,7 @@ from remediator.model import (
     Snapshot,
     Taint,
 )
-from remediator.planning.limits import LimitState
+from remediator.planning.eviction_counts import LimitState
 from remediator.planning.memory import PlannerMemory
 from remediator.planning.rails import AUTOSCALER_TAINTS
 from remediator.planning.room import Room, add, add_pod

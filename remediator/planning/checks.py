@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from nodemedic_common.durations import format_duration, whole_seconds
 from remediator.model import PodRecord
 from remediator.planning.books import Books
-from remediator.planning.defaultevictor import protection
 from remediator.planning.memory import LOOP_GUARD
+from remediator.planning.pod_protection import protection
 from remediator.planning.rails import safety_hold
 
 

@@ -17,8 +17,8 @@ from functools import partial
 from remediator.model import TERMINAL_PHASES, PlannedEviction, PodRecord, Protected, Taint
 from remediator.planning.books import Accept, Books
 from remediator.planning.checks import Refusal, Verdict, rail_hold, walk
-from remediator.planning.defaultevictor import protection
 from remediator.planning.new_node import who_adds
+from remediator.planning.pod_protection import protection
 from remediator.planning.view import PlanView
 
 NODE, CYCLE = "node", "cycle"  # how far a refusal reaches: the rest of this source node, or the rest of the plan

@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping
 
 from nodemedic_common.repair_contract import OPT_OUT_LABEL, RepairAction
 from remediator.model import TERMINAL_PHASES, NodeRecord, PodRecord, Snapshot
-from remediator.planning.defaultevictor import MIRROR_ANNOTATION
 from remediator.planning.owned_taints import OwnedTaint, strategy_owned
+from remediator.planning.pod_protection import MIRROR_ANNOTATION
 from remediator.planning.rails import safety_hold
 from remediator.policy.model import Policy
 from remediator.policy.repair import ZONE_LABEL, RepairSettings

@@ -1,9 +1,9 @@
 """Load the remediation policy YAML into `model.Policy`, reporting every mistake as FILE:LINE: field.path: message.
 
 This module only parses the file and dispatches: each top-level section is read by the module that defines it
-(`rules.py`, `evictor.py`, `strategies.py` -> each strategy's `args.py`, `limits.py`, `eviction.py`, `safety.py`,
-`notifications.py`, `autoscaler.py`, `window.py`, `metrics.py`, `node_selector.py`, `repair.py`), through one
-`reader.Reader` that records every error, so one `validate` run lists them all."""
+(`rules.py`, `default_evictor.py`, `strategies.py` -> each strategy's `args.py`, `limits.py`, `eviction.py`,
+`safety.py`, `notifications.py`, `autoscaler.py`, `window.py`, `metrics.py`, `node_selector.py`, `repair.py`), through
+one `reader.Reader` that records every error, so one `validate` run lists them all."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from nodemedic_common.inputs import Problem, read_text, yaml_problem
 from remediator.policy import descheduler, descheduler_v1alpha1
 from remediator.policy.autoscaler import read_autoscaler
 from remediator.policy.dark import read_dark
+from remediator.policy.default_evictor import read_evictor
 from remediator.policy.eviction import read_eviction
-from remediator.policy.evictor import read_evictor
 from remediator.policy.limits import read_limits
 from remediator.policy.measured_usage import check_sources, read_metrics_providers
 from remediator.policy.model import Policy

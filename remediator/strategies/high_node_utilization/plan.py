@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 
 from nodemedic_common.durations import format_duration
 from remediator.model import PlannedEviction, PodRecord, Snapshot
-from remediator.planning.defaultevictor import MIRROR_ANNOTATION
 from remediator.planning.gate import CYCLE, NODE, Gate
+from remediator.planning.pod_protection import MIRROR_ANNOTATION
 from remediator.planning.utilization import Utilization, describe_source
 from remediator.planning.wants import NodeCause, Wants
 from remediator.scheduling.nodefit import PODS

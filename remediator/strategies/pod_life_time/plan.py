@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 from remediator.model import PlannedEviction, PodCondition, PodRecord, Snapshot
 from remediator.strategies.pod_life_time.args import ConditionFilter, PodLifeTimeArgs
-from remediator.strategies.scope import ready_nodes
+from remediator.strategies.pod_scope import ready_nodes
 
 NAME = "PodLifeTime"
 KIND = "deschedule"

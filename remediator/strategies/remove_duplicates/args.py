@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from remediator.policy.reader import Reader, Section
-from remediator.strategies.scope import SCOPE_KEYS, PodScope, read_scope
+from remediator.strategies.pod_scope import SCOPE_KEYS, PodScope, read_scope
 
 # labelSelector is not one of descheduler's RemoveDuplicates args; nodemedic takes it as every other strategy does.
 _DUPLICATES_ARGS_KEYS = (*SCOPE_KEYS, "excludeOwnerKinds")

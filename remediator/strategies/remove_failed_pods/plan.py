@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from remediator.model import PlannedEviction, PodRecord, Snapshot
+from remediator.strategies.pod_scope import ready_nodes
 from remediator.strategies.remove_failed_pods.args import RemoveFailedPodsArgs
-from remediator.strategies.scope import ready_nodes
 
 NAME = "RemoveFailedPods"
 KIND = "deschedule"

@@ -15,10 +15,10 @@ from remediator.model import TERMINAL_PHASES, NodeRecord, PlannedEviction, PodAf
 from remediator.planning.gate import Gate
 from remediator.planning.wants import NOTHING, Wants
 from remediator.scheduling.selectors import matches_labels
+from remediator.strategies.pod_scope import PodScope, ready_nodes
 from remediator.strategies.remove_pods_violating_inter_pod_anti_affinity.args import (
     RemovePodsViolatingInterPodAntiAffinityArgs,
 )
-from remediator.strategies.scope import PodScope, ready_nodes
 
 NAME = "RemovePodsViolatingInterPodAntiAffinity"
 KIND = "deschedule"

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from remediator.policy.reader import Reader, Section
 from remediator.policy.syntax import label_value_problem, owned_taint_problem, qualified_name_problem
-from remediator.strategies.scope import SCOPE_KEYS, PodScope, read_scope
+from remediator.strategies.pod_scope import SCOPE_KEYS, PodScope, read_scope
 
 _TAINTS_ARGS_KEYS = (*SCOPE_KEYS, "includePreferNoSchedule", "excludedTaints", "includedTaints")
 

@@ -15,7 +15,7 @@ import yaml
 
 from agent import cli as agent_cli
 from remediator import cli as remediator_cli
-from remediator.actions.evictor import Outcome
+from remediator.actions.eviction_requests import Outcome
 from remediator.policy.autoscaler import AUTO
 from remediator.policy.loader import load_policy, validate_main
 from remediator.state.autoscaler_detection import CLUSTER_AUTOSCALER_STATUS

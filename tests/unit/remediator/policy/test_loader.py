@@ -10,8 +10,8 @@ import pytest
 from nodemedic_common.config_errors import ConfigError
 from remediator.alerts import formats as notify_formats
 from remediator.model import Effect, LabelSelector, SelectorRequirement, Taint
+from remediator.policy.default_evictor import EvictorArgs
 from remediator.policy.eviction import EvictionSettings
-from remediator.policy.evictor import EvictorArgs
 from remediator.policy.fields import Namespaces
 from remediator.policy.limits import Limits
 from remediator.policy.loader import load_policy, parse_policy, validate_main
@@ -22,8 +22,8 @@ from remediator.policy.safety import Safety
 from remediator.policy.scheduler import DefaultConstraint, SchedulerSettings
 from remediator.strategies.high_node_utilization.args import HighNodeUtilizationArgs
 from remediator.strategies.low_node_utilization.args import LowNodeUtilizationArgs
+from remediator.strategies.pod_scope import PodScope
 from remediator.strategies.remove_pods_violating_node_taints.args import RemovePodsViolatingNodeTaintsArgs
-from remediator.strategies.scope import PodScope
 
 ROOT = Path(__file__).resolve().parents[4]
 GOOD = ROOT / "tests" / "testdata" / "policies" / "good"

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 from remediator.model import Condition, NodeRecord, OwnerRef, Plan, PodRecord, Snapshot
 from remediator.planner import PlannerMemory, make_plan
-from remediator.policy.evictor import EvictorArgs
+from remediator.policy.default_evictor import EvictorArgs
 from remediator.policy.limits import Limits
 from remediator.policy.model import Policy, StrategyConfig
 

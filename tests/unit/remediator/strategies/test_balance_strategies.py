@@ -18,19 +18,19 @@ from remediator.cli import main
 from remediator.model import Effect, LabelSelector, NodeRecord, PdbRecord, PodRecord, Snapshot, SpreadConstraint, Taint
 from remediator.planner import make_plan
 from remediator.planning.memory import PlannerMemory
-from remediator.policy.evictor import EvictorArgs
+from remediator.policy.default_evictor import EvictorArgs
 from remediator.policy.fields import Namespaces
 from remediator.policy.limits import Limits
 from remediator.policy.loader import load_policy
 from remediator.policy.model import Policy, StrategyConfig
 from remediator.policy.safety import Safety
 from remediator.state.caches import snapshot_from_list
+from remediator.strategies.pod_scope import PodScope
 from remediator.strategies.remove_duplicates.args import RemoveDuplicatesArgs
 from remediator.strategies.remove_pods_violating_topology_spread_constraint.args import (
     RemovePodsViolatingTopologySpreadConstraintArgs,
 )
 from remediator.strategies.remove_pods_violating_topology_spread_constraint.plan import descheduler_moves
-from remediator.strategies.scope import PodScope
 from tests.unit.remediator.strategies.test_utilization_strategies import NOW, ZONE, node, pod
 
 ROOT = Path(__file__).resolve().parents[4]

@@ -14,6 +14,7 @@ from remediator.model import LabelSelector, SelectorRequirement
 from remediator.policy.fields import Namespaces
 from remediator.policy.loader import load_policy
 from remediator.strategies.pod_life_time.args import PodLifeTimeArgs
+from remediator.strategies.pod_scope import PodScope
 from remediator.strategies.remove_failed_pods.args import RemoveFailedPodsArgs
 from remediator.strategies.remove_pods_having_too_many_restarts.args import RemovePodsHavingTooManyRestartsArgs
 from remediator.strategies.remove_pods_violating_inter_pod_anti_affinity.args import (
@@ -24,7 +25,6 @@ from remediator.strategies.remove_pods_violating_node_affinity.args import (
     REQUIRED,
     RemovePodsViolatingNodeAffinityArgs,
 )
-from remediator.strategies.scope import PodScope
 
 GOOD = Path(__file__).parents[4] / "tests" / "testdata" / "policies" / "good"
 

@@ -31,7 +31,7 @@ from remediator.model import (
 from remediator.planner import make_plan
 from remediator.planning.memory import PlannerMemory
 from remediator.planning.owned_taints import OwnedTaint, render_owned, strategy_owner
-from remediator.policy.evictor import EvictorArgs
+from remediator.policy.default_evictor import EvictorArgs
 from remediator.policy.limits import Limits
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION, Policy, StrategyConfig
 from remediator.policy.rules import TaintRule

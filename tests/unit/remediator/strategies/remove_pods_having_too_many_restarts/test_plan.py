@@ -9,14 +9,14 @@ from dataclasses import dataclass, field
 import pytest
 
 from remediator.model import ContainerStatuses, PodRecord
-from remediator.policy.evictor import EvictorArgs
+from remediator.policy.default_evictor import EvictorArgs
 from remediator.policy.fields import Namespaces
 from remediator.policy.limits import Limits
 from remediator.strategies import STRATEGIES
+from remediator.strategies.pod_scope import PodScope
 from remediator.strategies.remove_pods_having_too_many_restarts.args import RemovePodsHavingTooManyRestartsArgs
 from remediator.strategies.remove_pods_having_too_many_restarts.plan import KIND, NAME, candidates
 from remediator.strategies.remove_pods_having_too_many_restarts.report import CrashLoopNodes
-from remediator.strategies.scope import PodScope
 from tests.unit.remediator.strategies.cluster import cycle, evicted, node, pod, snapshot
 
 

@@ -18,9 +18,9 @@ from remediator.model import (
 )
 from remediator.policy.fields import Namespaces
 from remediator.strategies import STRATEGIES, lookup
+from remediator.strategies.pod_scope import PodScope
 from remediator.strategies.remove_pods_violating_node_taints.args import RemovePodsViolatingNodeTaintsArgs
 from remediator.strategies.remove_pods_violating_node_taints.plan import KIND, NAME, candidates, plan
-from remediator.strategies.scope import PodScope
 
 NOW = dt.datetime(2024, 5, 1, 12, 0, 0, tzinfo=dt.UTC)
 OURS = Taint("nodemedic.io/kernel-deadlock", "true", Effect.NO_SCHEDULE)

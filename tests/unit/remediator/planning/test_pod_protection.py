@@ -8,8 +8,8 @@ import datetime as dt
 import pytest
 
 from remediator.model import LabelSelector, OwnerRef, PodRecord, SelectorRequirement, Snapshot
-from remediator.planning.defaultevictor import SYSTEM_CRITICAL_PRIORITY, protection
-from remediator.policy.evictor import EvictorArgs
+from remediator.planning.pod_protection import SYSTEM_CRITICAL_PRIORITY, protection
+from remediator.policy.default_evictor import EvictorArgs
 from remediator.policy.fields import Namespaces
 
 NOW = dt.datetime(2025, 1, 1, 12, 0, tzinfo=dt.UTC)

@@ -20,7 +20,7 @@ import datetime as dt
 
 from nodemedic_common.durations import format_duration, parse_duration, whole_seconds
 from remediator.model import TERMINAL_PHASES, PodRecord, Snapshot
-from remediator.policy.evictor import EvictorArgs
+from remediator.policy.default_evictor import EvictorArgs
 from remediator.policy.fields import Namespaces
 from remediator.scheduling.selectors import matches_labels
 
