@@ -47,6 +47,7 @@ from remediator.state.kube import CredentialsError, Kube, load_credentials
 from remediator.state.measured.reader import UsageReader, sources
 from remediator.state.measured.resource_metrics_api import usage_from_items
 from remediator.state.records import parse_time, time_problem
+from remediator.strategies import CATALOG
 
 LEASE_NAME = "nodemedic-remediator"
 NO_AUTOSCALER = "none"  # plan --autoscaler none: the cluster runs no node autoscaler
@@ -54,7 +55,7 @@ NO_AUTOSCALER = "none"  # plan --autoscaler none: the cluster runs no node autos
 
 def _load_or_exit(path: str, secrets_dir: str) -> Any:
     try:
-        return load_policy(path, secrets_dir=secrets_dir)
+        return load_policy(path, secrets_dir=secrets_dir, catalog=CATALOG)
     except ConfigError as e:
         for err in e.errors:
             print(err, file=sys.stderr)
@@ -89,7 +90,7 @@ async def _run(args: argparse.Namespace) -> int:
     usage = UsageReader(kube, registry=registry, log=log, secrets_dir=args.secrets_dir)
     # Likewise: it looks for the node autoscalers only while the policy says addsNodes: auto.
     autoscalers = AutoscalerDetector(kube, gauge=metrics.autoscaler_detected, log=log)
-    source = PolicySource(args.policy, policy, secrets_dir=args.secrets_dir)
+    source = PolicySource(args.policy, policy, secrets_dir=args.secrets_dir, catalog=CATALOG)
     reload = PolicyReload(source, alerts=alerts, metrics=metrics, log=log, lease_namespace=args.lease_namespace,
                           lease_name=args.lease_name, announce=not args.dry_run)
     controller = Controller(kube=kube, cache=cache, policy=reload, alerts=alerts, metrics=metrics, log=log,
@@ -315,7 +316,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
     try:
         with open(args.policy, encoding="utf-8") as f:
             text = f.read()
-        converted = convert_policy(text, source=args.policy, secrets_dir=args.secrets_dir)
+        converted = convert_policy(text, source=args.policy, secrets_dir=args.secrets_dir, catalog=CATALOG)
     except (OSError, UnicodeDecodeError) as e:
         print(f"{args.policy}: cannot read the policy file: {e}", file=sys.stderr)
         return 2
@@ -460,7 +461,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "autoscaler-flags":
         return cmd_autoscaler_flags(args)
     if args.cmd == "validate":
-        return validate_main(args.policy, secrets_dir=args.secrets_dir)
+        return validate_main(args.policy, secrets_dir=args.secrets_dir, catalog=CATALOG)
     if args.cmd == "plan":
         return cmd_plan(args)
     return asyncio.run(_run(args))

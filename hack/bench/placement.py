@@ -30,6 +30,7 @@ from remediator.model import NodeSelectorTerm, OwnerRef, PodRecord, SelectorRequ
 from remediator.planner import PlannerMemory, make_plan
 from remediator.policy.loader import parse_policy
 from remediator.scheduling.nodefit import pod_request_summary
+from remediator.strategies import CATALOG
 from remediator.strategies.make_room_for_pending_pods.report import Fragmentation
 
 POLICY = """apiVersion: nodemedic.io/v1alpha1
@@ -87,7 +88,7 @@ def main() -> int:
     print(f"cluster: {len(snapshot.nodes)} nodes, {pods} pods, {len(snapshot.pending)} pending "
           f"(built in {time.perf_counter() - t0:.1f} s, not timed)")
     HeapFreezer().maybe_freeze()
-    policy = parse_policy(POLICY % {"budget": args.budget}, source="bench-policy.yaml")
+    policy = parse_policy(POLICY % {"budget": args.budget}, source="bench-policy.yaml", catalog=CATALOG)
     times, plan = [], None
     for _ in range(args.runs):
         # A fresh Snapshot each run, as the controller takes one per cycle: what it builds lazily (Snapshot.notable,

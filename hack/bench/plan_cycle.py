@@ -60,6 +60,7 @@ from remediator.planner import PlannerMemory, make_plan
 from remediator.planning.owned_taints import OwnedTaint, render_owned
 from remediator.policy.loader import parse_policy
 from remediator.state.records import pod_conditions
+from remediator.strategies import CATALOG
 from remediator.strategies.remove_pods_having_too_many_restarts.report import CrashLoopNodes
 
 NOW = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)
@@ -283,7 +284,7 @@ def main() -> int:
           f"(built in {time.perf_counter() - t0:.1f} s, not timed)", flush=True)
     HeapFreezer().maybe_freeze()  # as the remediator does once its caches are synced (remediator/heap.py)
     for total in args.total_limits.split(","):
-        policy = parse_policy(POLICY % {"total": total}, source="bench-policy.yaml")
+        policy = parse_policy(POLICY % {"total": total}, source="bench-policy.yaml", catalog=CATALOG)
         times, cpu = [], []
         plan = None
         for _ in range(args.runs):

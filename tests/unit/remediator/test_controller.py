@@ -28,6 +28,7 @@ from remediator.policy.source import PolicySource
 from remediator.policy_reload import PolicyReload
 from remediator.state.autoscaler_detection import KARPENTER_DISCOVERY, REDETECT, AutoscalerDetector
 from remediator.state.caches import ClusterCache
+from remediator.strategies import CATALOG
 
 LOG = logging.getLogger("test.controller")
 NOW = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
@@ -158,7 +159,8 @@ class World:
         alerts = Alerts(self.api, None, identity="r1", log=LOG)  # type: ignore[arg-type]
         self.controller = Controller(
             kube=self.api, cache=self.cache,  # type: ignore[arg-type]
-            policy=PolicyReload(PolicySource(str(self.policy_path), load_policy(self.policy_path)), alerts=alerts,
+            policy=PolicyReload(PolicySource(str(self.policy_path), load_policy(self.policy_path, catalog=CATALOG),
+                                             catalog=CATALOG), alerts=alerts,
                                 metrics=self.metrics, log=LOG, lease_namespace="ops", lease_name="nm",
                                 announce=not dry_run),
             alerts=alerts, metrics=self.metrics,

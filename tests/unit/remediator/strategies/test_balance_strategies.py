@@ -25,6 +25,7 @@ from remediator.policy.loader import load_policy
 from remediator.policy.model import Policy, StrategyConfig
 from remediator.policy.safety import Safety
 from remediator.state.caches import snapshot_from_list
+from remediator.strategies import CATALOG
 from remediator.strategies.pod_scope import PodScope
 from remediator.strategies.remove_duplicates.args import RemoveDuplicatesArgs
 from remediator.strategies.remove_pods_violating_topology_spread_constraint.args import (
@@ -273,7 +274,7 @@ def test_every_difference_a_row_names_is_documented() -> None:
 
 
 def test_the_balance_policy_reads_descheduler_argument_names() -> None:
-    policy = load_policy(ROOT / "tests" / "testdata" / "policies" / "good" / "balance-strategies.yaml")
+    policy = load_policy(ROOT / "tests" / "testdata" / "policies" / "good" / "balance-strategies.yaml", catalog=CATALOG)
     assert policy.strategies == (
         dup(exclude_owner_kinds=("Job",), scope=PodScope(Namespaces(exclude=("kube-system",)))),
         tsc(constraints=("DoNotSchedule", "ScheduleAnyway"), topology_balance_node_fit=True,
@@ -340,7 +341,8 @@ def test_pods_without_a_uid_in_a_snapshot_keep_identities_of_their_own() -> None
     for item in doc["items"]:
         item["metadata"].pop("uid", None)
     plan = make_plan(snapshot_from_list(doc, dt.datetime(2026, 11, 24, 12, tzinfo=dt.UTC)),
-                      load_policy(ROOT / "tests" / "testdata" / "policies" / "good" / "balance-strategies.yaml"),
+                      load_policy(ROOT / "tests" / "testdata" / "policies" / "good" / "balance-strategies.yaml",
+                                  catalog=CATALOG),
                       PlannerMemory())
     assert [(e.strategy, e.pod.name) for e in plan.evictions] == [
         ("RemoveDuplicates", "cart-0"), ("RemovePodsViolatingTopologySpreadConstraint", "front-0")]
