@@ -31,7 +31,7 @@ from remediator.alerts.notifier import Notifier
 from remediator.autoscaler_flags import status_taint_flags
 from remediator.controller import Controller
 from remediator.leader import LeaderElector, LeaseTimings
-from remediator.model import MeasuredUsage, NodeAutoscaler, Plan
+from remediator.model import Plan
 from remediator.planner import PlannerMemory, make_plan
 from remediator.policy.autoscaler import AUTO
 from remediator.policy.loader import convert_policy, load_policy, validate_main
@@ -47,6 +47,7 @@ from remediator.state.kube import CredentialsError, Kube, load_credentials
 from remediator.state.measured.reader import UsageReader, sources
 from remediator.state.measured.resource_metrics_api import usage_from_items
 from remediator.state.records import parse_time, time_problem
+from remediator.state.snapshot import MeasuredUsage, NodeAutoscaler
 from remediator.strategies import CATALOG
 
 LEASE_NAME = "nodemedic-remediator"

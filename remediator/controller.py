@@ -30,7 +30,7 @@ from remediator.alerts.metrics import Metrics
 from remediator.alerts.plan_announcements import PlanAnnouncements
 from remediator.heap import HeapFreezer
 from remediator.leader import LeaderElector
-from remediator.model import Plan, PlannedEviction, Snapshot, TaintChange
+from remediator.model import Plan, PlannedEviction, TaintChange
 from remediator.planner import PlannerMemory, make_plan
 from remediator.planning import owned_taints
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION
@@ -40,6 +40,7 @@ from remediator.state.autoscaler_detection import AutoscalerDetector
 from remediator.state.caches import ClusterCache
 from remediator.state.kube import Kube
 from remediator.state.measured.reader import UsageReader
+from remediator.state.snapshot import Snapshot
 from remediator.strategies import lookup
 from remediator.why import why
 

@@ -11,13 +11,14 @@ import datetime as dt
 from dataclasses import dataclass
 
 from nodemedic_common.durations import format_duration, whole_seconds
-from remediator.model import KARPENTER_NODEPOOL_LABEL, Condition, NodeRecord, Plan, PodRecord, Snapshot
+from remediator.model import Condition, NodeRecord, Plan, PodRecord
 from remediator.planning.owned_taints import parse_owned, strategy_owned
 from remediator.planning.pod_protection import MIRROR_ANNOTATION
 from remediator.planning.rails import safety_hold
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION, Policy
 from remediator.policy.rules import TaintRule
 from remediator.scheduling.selectors import matches_labels
+from remediator.state.snapshot import KARPENTER_NODEPOOL_LABEL, Snapshot
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,6 @@ from remediator.model import (
     PodRecord,
     PreferredNodeTerm,
     SelectorRequirement,
-    Snapshot,
     SpreadConstraint,
     Taint,
     Toleration,
@@ -60,6 +59,7 @@ from remediator.planner import PlannerMemory, make_plan
 from remediator.planning.owned_taints import OwnedTaint, render_owned
 from remediator.policy.loader import parse_policy
 from remediator.state.records import pod_conditions
+from remediator.state.snapshot import Snapshot
 from remediator.strategies import CATALOG
 from remediator.strategies.remove_pods_having_too_many_restarts.report import CrashLoopNodes
 

@@ -12,17 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 
-from remediator.model import (
-    TERMINAL_PHASES,
-    NodeRecord,
-    PdbRecord,
-    Plan,
-    PlannedEviction,
-    PodRecord,
-    Protected,
-    Snapshot,
-    Taint,
-)
+from remediator.model import TERMINAL_PHASES, NodeRecord, PdbRecord, Plan, PlannedEviction, PodRecord, Protected, Taint
 from remediator.planning.eviction_counts import LimitState
 from remediator.planning.memory import PlannerMemory
 from remediator.planning.rails import AUTOSCALER_TAINTS
@@ -34,6 +24,7 @@ from remediator.scheduling.podaffinity import PodAffinityIndex
 from remediator.scheduling.selectors import matches_labels
 from remediator.scheduling.topologyspread import SpreadIndex
 from remediator.scheduling.zonespread import ZoneSpread
+from remediator.state.snapshot import Snapshot
 
 # node fit's last word on a destination: None, or why not (a strategy's own rule about where a pod may go)
 Accept = Callable[[PodRecord, NodeRecord, Mapping[str, int]], str | None]

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from remediator.model import PodRecord, Snapshot
+from remediator.model import PodRecord
 from remediator.planning.gate import Gate
 from remediator.policy.measured_usage import KUBERNETES_METRICS, METRIC_RESOURCE, MetricsUtilization
 from remediator.scheduling.nodefit import PODS
 from remediator.scheduling.usage import Percentages, percentages
+from remediator.state.snapshot import Snapshot
 
 _MEASURED = ("cpu", "memory")
 

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from prometheus_client import Gauge
 
 from nodemedic_common.kube_transport import ApiError
-from remediator.model import NodeAutoscaler
 from remediator.policy.autoscaler import AUTO
 from remediator.policy.model import Policy
 from remediator.state.kube import PARTIAL_METADATA, Kube
+from remediator.state.snapshot import NodeAutoscaler
 
 KARPENTER_DISCOVERY = "/apis/karpenter.sh/v1"
 CLUSTER_AUTOSCALER_STATUS = ("kube-system", "cluster-autoscaler-status")

@@ -16,9 +16,10 @@ from collections.abc import Callable
 from typing import Any
 
 from nodemedic_common.kube_transport import ApiError
-from remediator.model import NodeAutoscaler, NodeRecord, PdbRecord, PodRecord, Snapshot
+from remediator.model import NodeRecord, PdbRecord, PodRecord
 from remediator.state import records
 from remediator.state.kube import Kube, WatchExpired, WatchLineTooLong
+from remediator.state.snapshot import NodeAutoscaler, Snapshot
 
 
 class Informer:

@@ -32,10 +32,11 @@ from typing import Generic, Protocol, TypeVar
 
 from prometheus_client import CollectorRegistry
 
-from remediator.model import PlannedEviction, Snapshot, StrategyReport, Taint
+from remediator.model import PlannedEviction, StrategyReport, Taint
 from remediator.planning.gate import Gate
 from remediator.planning.wants import NOTHING, Wants
 from remediator.policy.reader import Reader, Section
+from remediator.state.snapshot import Snapshot
 
 KINDS = ("deschedule", "balance")  # run order
 

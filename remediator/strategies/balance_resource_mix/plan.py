@@ -18,10 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from remediator.model import PlannedEviction, PodRecord, Snapshot
+from remediator.model import PlannedEviction, PodRecord
 from remediator.planning.gate import CYCLE, Gate
 from remediator.planning.wants import NOTHING, Wants
 from remediator.scheduling.usage import eviction_order, live_pods
+from remediator.state.snapshot import Snapshot
 from remediator.strategies.balance_resource_mix.args import BalanceResourceMixArgs
 from remediator.strategies.balance_resource_mix.mix import deviation, lean, pct, total_deviation
 from remediator.strategies.balance_resource_mix.report import ResourceMix

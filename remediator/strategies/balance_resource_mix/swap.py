@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from remediator.model import PodRecord, Snapshot
+from remediator.model import PodRecord
 from remediator.planning.gate import Gate
 from remediator.scheduling.usage import eviction_order, live_pods
+from remediator.state.snapshot import Snapshot
 from remediator.strategies.balance_resource_mix.args import BalanceResourceMixArgs
 from remediator.strategies.balance_resource_mix.mix import lean, pct
 

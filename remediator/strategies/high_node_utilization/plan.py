@@ -28,13 +28,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from nodemedic_common.durations import format_duration
-from remediator.model import PlannedEviction, PodRecord, Snapshot
+from remediator.model import PlannedEviction, PodRecord
 from remediator.planning.gate import CYCLE, NODE, Gate
 from remediator.planning.pod_protection import MIRROR_ANNOTATION
 from remediator.planning.utilization import Utilization, describe_source
 from remediator.planning.wants import NodeCause, Wants
 from remediator.scheduling.nodefit import PODS
 from remediator.scheduling.usage import Percentages, at_or_below, describe, eviction_order, live_pods
+from remediator.state.snapshot import Snapshot
 from remediator.strategies.high_node_utilization.args import HighNodeUtilizationArgs
 
 NAME = "HighNodeUtilization"

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from remediator.model import NodeRecord, PlannedEviction, PodRecord, Snapshot
+from remediator.model import NodeRecord, PlannedEviction, PodRecord
 from remediator.planning.gate import CYCLE, NODE, Gate
 from remediator.planning.utilization import Utilization, describe_source
 from remediator.planning.wants import NOTHING, Wants
@@ -36,6 +36,7 @@ from remediator.scheduling.usage import (
     levels,
     live_pods,
 )
+from remediator.state.snapshot import Snapshot
 from remediator.strategies.low_node_utilization.args import LowNodeUtilizationArgs
 
 NAME = "LowNodeUtilization"

@@ -15,7 +15,7 @@ import datetime as dt
 import time
 from collections.abc import Iterator, Mapping, Sequence
 
-from remediator.model import PlannedEviction, PodRecord, Snapshot
+from remediator.model import PlannedEviction, PodRecord
 from remediator.planning.gate import Gate
 from remediator.planning.memory import Remembered
 from remediator.planning.wants import Wants
@@ -23,6 +23,7 @@ from remediator.scheduling.nodefit import placement_reason
 from remediator.scheduling.podaffinity import PodAffinityIndex
 from remediator.scheduling.topologyspread import SpreadIndex
 from remediator.scheduling.zonespread import ZoneSpread
+from remediator.state.snapshot import Snapshot
 from remediator.strategies.make_room_for_pending_pods.args import MakeRoomForPendingPodsArgs
 from remediator.strategies.make_room_for_pending_pods.detect import Stuck, free_vector, stuck_pods, vector
 from remediator.strategies.make_room_for_pending_pods.report import Fragmentation, MadeRoom

@@ -20,12 +20,13 @@ from collections import Counter
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 
-from remediator.model import Effect, NodeRecord, PlannedEviction, PodRecord, Snapshot
+from remediator.model import Effect, NodeRecord, PlannedEviction, PodRecord
 from remediator.planning.gate import CYCLE, NODE, Gate
 from remediator.planning.wants import NOTHING, Wants
 from remediator.scheduling.selectors import pod_fits_node_selection
 from remediator.scheduling.tolerations import untolerated
 from remediator.scheduling.usage import eviction_order
+from remediator.state.snapshot import Snapshot
 from remediator.strategies.remove_duplicates.args import RemoveDuplicatesArgs
 
 NAME = "RemoveDuplicates"

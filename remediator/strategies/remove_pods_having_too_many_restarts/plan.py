@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from remediator.model import OwnerRef, PlannedEviction, PodRecord, Snapshot
+from remediator.model import OwnerRef, PlannedEviction, PodRecord
 from remediator.planning.gate import Gate
 from remediator.planning.wants import Wants
+from remediator.state.snapshot import Snapshot
 from remediator.strategies.pod_scope import ready_nodes
 from remediator.strategies.remove_pods_having_too_many_restarts.args import RemovePodsHavingTooManyRestartsArgs
 from remediator.strategies.remove_pods_having_too_many_restarts.report import CrashLoopNode, CrashLoopNodes

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from remediator.model import Effect, NodeRecord, PlannedEviction, Snapshot, Taint
+from remediator.model import Effect, NodeRecord, PlannedEviction, Taint
 from remediator.planning.gate import Gate
 from remediator.planning.wants import NOTHING, Wants
 from remediator.scheduling.tolerations import untolerated
+from remediator.state.snapshot import Snapshot
 from remediator.strategies.remove_pods_violating_node_taints.args import RemovePodsViolatingNodeTaintsArgs
 
 NAME = "RemovePodsViolatingNodeTaints"

@@ -30,21 +30,14 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from remediator.model import (
-    Effect,
-    LivePods,
-    NodeRecord,
-    PlannedEviction,
-    PodRecord,
-    Snapshot,
-    SpreadConstraint,
-)
+from remediator.model import Effect, NodeRecord, PlannedEviction, PodRecord, SpreadConstraint
 from remediator.planning.gate import CYCLE, Gate
 from remediator.planning.wants import NOTHING, Wants
 from remediator.policy.scheduler import SchedulerSettings
 from remediator.scheduling.default_spread import default_spread
 from remediator.scheduling.selectors import matches_labels, pod_fits_node_selection
 from remediator.scheduling.tolerations import untolerated
+from remediator.state.snapshot import LivePods, Snapshot
 from remediator.strategies.remove_pods_violating_topology_spread_constraint.args import (
     DO_NOT_SCHEDULE,
     SCHEDULE_ANYWAY,

@@ -21,13 +21,14 @@ from remediator.alerts import metrics as metrics_mod
 from remediator.alerts import plan_announcements
 from remediator.alerts.announcer import Alerts
 from remediator.controller import RECENT_EVICTION_MEMORY, Controller
-from remediator.model import KARPENTER_NODEPOOL_LABEL, Plan
+from remediator.model import Plan
 from remediator.policy import source as policy_source
 from remediator.policy.loader import load_policy
 from remediator.policy.source import PolicySource
 from remediator.policy_reload import PolicyReload
 from remediator.state.autoscaler_detection import KARPENTER_DISCOVERY, REDETECT, AutoscalerDetector
 from remediator.state.caches import ClusterCache
+from remediator.state.snapshot import KARPENTER_NODEPOOL_LABEL
 from remediator.strategies import CATALOG
 
 LOG = logging.getLogger("test.controller")

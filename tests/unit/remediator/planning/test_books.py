@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import datetime as dt
 
-from remediator.model import LabelSelector, PdbRecord, Plan, PlannedEviction, PodRecord, Protected, Snapshot
+from remediator.model import LabelSelector, PdbRecord, Plan, PlannedEviction, PodRecord, Protected
 from remediator.planning.books import Books
 from remediator.planning.memory import PlannerMemory
 from remediator.policy.limits import Limits
 from remediator.policy.model import Policy
+from remediator.state.snapshot import Snapshot
 from tests.unit.remediator.strategies.cluster import node, pod, snapshot
 
 NO_COOLDOWN = Limits(owner_cooldown=dt.timedelta(0))

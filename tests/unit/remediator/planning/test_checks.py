@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import datetime as dt
 
-from remediator.model import LabelSelector, PdbRecord, Plan, PlannedEviction, PodRecord, SchedulerLoop, Snapshot
+from remediator.model import LabelSelector, PdbRecord, Plan, PlannedEviction, PodRecord, SchedulerLoop
 from remediator.planning.books import Books
 from remediator.planning.checks import Verdict, rail_hold, walk
 from remediator.planning.memory import PlannerMemory
 from remediator.policy.limits import Limits
 from remediator.policy.model import Policy
 from remediator.policy.safety import EXCLUDE_LABEL
+from remediator.state.snapshot import Snapshot
 from tests.unit.remediator.strategies.cluster import NOW, node, pod, snapshot
 
 NO_COOLDOWN = Limits(owner_cooldown=dt.timedelta(0))

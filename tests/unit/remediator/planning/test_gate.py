@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from remediator.model import LabelSelector, PdbRecord, Plan, PlannedEviction, PodRecord, Snapshot
+from remediator.model import LabelSelector, PdbRecord, Plan, PlannedEviction, PodRecord
 from remediator.planning.books import Books
 from remediator.planning.checks import ORDER
 from remediator.planning.gate import CYCLE, NODE, Gate
@@ -13,6 +13,7 @@ from remediator.planning.memory import PlannerMemory
 from remediator.policy.limits import Limits
 from remediator.policy.model import Policy
 from remediator.policy.safety import EXCLUDE_LABEL
+from remediator.state.snapshot import Snapshot
 from tests.unit.remediator.strategies.cluster import node, pod, snapshot
 
 NO_COOLDOWN = Limits(owner_cooldown=dt.timedelta(0))

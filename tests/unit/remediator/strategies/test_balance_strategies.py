@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from remediator.cli import main
-from remediator.model import Effect, LabelSelector, NodeRecord, PdbRecord, PodRecord, Snapshot, SpreadConstraint, Taint
+from remediator.model import Effect, LabelSelector, NodeRecord, PdbRecord, PodRecord, SpreadConstraint, Taint
 from remediator.planner import make_plan
 from remediator.planning.memory import PlannerMemory
 from remediator.policy.default_evictor import EvictorArgs
@@ -25,6 +25,7 @@ from remediator.policy.loader import load_policy
 from remediator.policy.model import Policy, StrategyConfig
 from remediator.policy.safety import Safety
 from remediator.state.caches import snapshot_from_list
+from remediator.state.snapshot import Snapshot
 from remediator.strategies import CATALOG
 from remediator.strategies.pod_scope import PodScope
 from remediator.strategies.remove_duplicates.args import RemoveDuplicatesArgs

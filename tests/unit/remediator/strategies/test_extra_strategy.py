@@ -34,7 +34,7 @@ FOLDER = {
         STRATEGY = Strategy("CountPodsPerNode", "deschedule", read_args, plan, report_metrics=report_metrics)
     """,
     "plan.py": """
-        from remediator.model import Snapshot
+        from remediator.state.snapshot import Snapshot
         from remediator.planning.gate import Gate
         from remediator.planning.wants import Wants
         from remediator.policy.reader import Reader, Section

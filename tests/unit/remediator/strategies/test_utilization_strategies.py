@@ -23,7 +23,6 @@ from remediator.model import (
     OwnerRef,
     PdbRecord,
     PodRecord,
-    Snapshot,
     SpreadConstraint,
     Taint,
     Toleration,
@@ -36,6 +35,7 @@ from remediator.policy.limits import Limits
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION, Policy, StrategyConfig
 from remediator.policy.rules import TaintRule
 from remediator.policy.safety import Safety
+from remediator.state.snapshot import Snapshot
 from remediator.strategies.high_node_utilization.args import HighNodeUtilizationArgs
 from remediator.strategies.high_node_utilization.consolidation import CONSOLIDATION_TAINT
 from remediator.strategies.high_node_utilization.plan import NAME as HNU

@@ -6,11 +6,12 @@ import dataclasses
 import datetime as dt
 import random
 
-from remediator.model import Condition, LabelSelector, NodeRecord, OwnerRef, PdbRecord, Plan, PodRecord, Snapshot
+from remediator.model import Condition, LabelSelector, NodeRecord, OwnerRef, PdbRecord, Plan, PodRecord
 from remediator.planner import make_plan
 from remediator.planning.memory import PlannerMemory
 from remediator.policy.limits import Limits
 from remediator.policy.model import Policy, StrategyConfig
+from remediator.state.snapshot import Snapshot
 from remediator.strategies.balance_resource_mix.args import BalanceResourceMixArgs
 from remediator.strategies.balance_resource_mix.plan import deviation, total_deviation
 from remediator.strategies.balance_resource_mix.report import ResourceMix

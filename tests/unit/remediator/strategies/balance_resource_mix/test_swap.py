@@ -7,9 +7,10 @@ import datetime as dt
 
 import pytest
 
-from remediator.model import Condition, LabelSelector, NodeRecord, OwnerRef, PdbRecord, PodRecord, Snapshot
+from remediator.model import Condition, LabelSelector, NodeRecord, OwnerRef, PdbRecord, PodRecord
 from remediator.planner import make_plan
 from remediator.planning.memory import PlannerMemory
+from remediator.state.snapshot import Snapshot
 from tests.unit.remediator.strategies.balance_resource_mix.test_plan import NOW, GiB, policy, resource_mix
 
 # Two nodes of 4 cores / 16 GiB with room for 4 pods each, both full: A leans CPU (77.5 % cpu, 53 % memory), B

@@ -4,21 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 
-from remediator.model import (
-    Condition,
-    LabelSelector,
-    NodeRecord,
-    OwnerRef,
-    PdbRecord,
-    Plan,
-    PodRecord,
-    Snapshot,
-)
+from remediator.model import Condition, LabelSelector, NodeRecord, OwnerRef, PdbRecord, Plan, PodRecord
 from remediator.planner import make_plan
 from remediator.planning.memory import PlannerMemory
 from remediator.policy.limits import Limits
 from remediator.policy.model import Policy, StrategyConfig
 from remediator.policy.safety import Safety
+from remediator.state.snapshot import Snapshot
 from remediator.strategies.make_room_for_pending_pods.args import MakeRoomForPendingPodsArgs
 from remediator.strategies.make_room_for_pending_pods.report import Fragmentation
 

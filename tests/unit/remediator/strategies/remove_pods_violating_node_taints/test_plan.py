@@ -6,17 +6,9 @@ import datetime as dt
 
 import pytest
 
-from remediator.model import (
-    Condition,
-    Effect,
-    LabelSelector,
-    NodeRecord,
-    PodRecord,
-    Snapshot,
-    Taint,
-    Toleration,
-)
+from remediator.model import Condition, Effect, LabelSelector, NodeRecord, PodRecord, Taint, Toleration
 from remediator.policy.fields import Namespaces
+from remediator.state.snapshot import Snapshot
 from remediator.strategies import STRATEGIES, lookup
 from remediator.strategies.pod_scope import PodScope
 from remediator.strategies.remove_pods_violating_node_taints.args import RemovePodsViolatingNodeTaintsArgs
