@@ -31,7 +31,6 @@ from remediator.alerts.notifier import Notifier
 from remediator.autoscaler_flags import status_taint_flags
 from remediator.controller import Controller
 from remediator.leader import LeaderElector, LeaseTimings
-from remediator.model import MeasuredUsage, NodeAutoscaler
 from remediator.planner import PlannerMemory, make_plan
 from remediator.policy.autoscaler import AUTO
 from remediator.policy.loader import convert_policy, load_policy, validate_main
@@ -50,6 +49,8 @@ from remediator.state.live_cluster import read_live_cluster
 from remediator.state.measured.reader import UsageReader, sources
 from remediator.state.measured.resource_metrics_api import usage_from_items
 from remediator.state.records import parse_time, time_problem
+from remediator.state.snapshot import MeasuredUsage, NodeAutoscaler
+from remediator.strategies import CATALOG
 
 LEASE_NAME = "nodemedic-remediator"
 NO_AUTOSCALER = "none"  # plan --autoscaler none: the cluster runs no node autoscaler
@@ -57,7 +58,7 @@ NO_AUTOSCALER = "none"  # plan --autoscaler none: the cluster runs no node autos
 
 def _load_or_exit(path: str, secrets_dir: str) -> Any:
     try:
-        return load_policy(path, secrets_dir=secrets_dir)
+        return load_policy(path, secrets_dir=secrets_dir, catalog=CATALOG)
     except ConfigError as e:
         for err in e.errors:
             print(err, file=sys.stderr)
@@ -92,7 +93,7 @@ async def _run(args: argparse.Namespace) -> int:
     usage = UsageReader(kube, registry=registry, log=log, secrets_dir=args.secrets_dir)
     # Likewise: it looks for the node autoscalers only while the policy says addsNodes: auto.
     autoscalers = AutoscalerDetector(kube, gauge=metrics.autoscaler_detected, log=log)
-    source = PolicySource(args.policy, policy, secrets_dir=args.secrets_dir)
+    source = PolicySource(args.policy, policy, secrets_dir=args.secrets_dir, catalog=CATALOG)
     reload = PolicyReload(source, alerts=alerts, metrics=metrics, log=log, lease_namespace=args.lease_namespace,
                           lease_name=args.lease_name, announce=not args.dry_run)
     controller = Controller(kube=kube, cache=cache, policy=reload, alerts=alerts, metrics=metrics, log=log,
@@ -228,7 +229,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
     try:
         with open(args.policy, encoding="utf-8") as f:
             text = f.read()
-        converted = convert_policy(text, source=args.policy, secrets_dir=args.secrets_dir)
+        converted = convert_policy(text, source=args.policy, secrets_dir=args.secrets_dir, catalog=CATALOG)
     except (OSError, UnicodeDecodeError) as e:
         print(f"{args.policy}: cannot read the policy file: {e}", file=sys.stderr)
         return 2
@@ -373,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "autoscaler-flags":
         return cmd_autoscaler_flags(args)
     if args.cmd == "validate":
-        return validate_main(args.policy, secrets_dir=args.secrets_dir)
+        return validate_main(args.policy, secrets_dir=args.secrets_dir, catalog=CATALOG)
     if args.cmd == "plan":
         return cmd_plan(args)
     return asyncio.run(_run(args))

@@ -19,7 +19,7 @@ from typing import Any
 from nodemedic_common.kube_client import Kube
 from nodemedic_common.kube_errors import ApiError
 from nodemedic_common.repair_contract import REPAIR_ANNOTATION, RepairAction
-from remediator.actions.evictor import EvictionResult, Outcome, evict
+from remediator.actions.eviction_requests import EvictionResult, Outcome, evict
 from remediator.actions.fence_writer import FenceWriter
 from remediator.actions.nominator import nominate
 from remediator.actions.repair_writer import RepairWriter
@@ -31,7 +31,7 @@ from remediator.alerts.metrics import Metrics
 from remediator.alerts.plan_announcements import PlanAnnouncements
 from remediator.heap import HeapFreezer
 from remediator.leader import LeaderElector
-from remediator.model import Plan, PlannedEviction, Snapshot, TaintChange
+from remediator.model import Plan, PlannedEviction, TaintChange
 from remediator.planner import PlannerMemory, make_plan
 from remediator.planning import owned_taints
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION
@@ -41,6 +41,7 @@ from remediator.repair.state import LadderState, StateError, parse_state
 from remediator.state.autoscaler_detection import AutoscalerDetector
 from remediator.state.caches import ClusterCache
 from remediator.state.measured.reader import UsageReader
+from remediator.state.snapshot import Snapshot
 from remediator.strategies import lookup
 from remediator.why import why
 
@@ -154,17 +155,13 @@ class Controller:
         self.metrics.tainted_limit.set(plan.tainted_limit)
         self.metrics.breaker_open.set(1 if plan.breaker_open else 0)
         if self.leading():
-            await self.announcements.crash_loops(plan, write=not self.dry_run)
+            await self.announcements.notices(plan, write=not self.dry_run)
             await self.announcements.zone_exposure(plan, write=not self.dry_run)
             await self.announcements.scheduler_loops(plan, write=not self.dry_run)
             await self.announcements.dark_nodes(plan, write=not self.dry_run)
-        if plan.fragmentation is not None:
-            self.metrics.fragmentation_pending.set(len(plan.fragmentation.pending))
-            for resource in ("cpu", "memory"):
-                self.metrics.fragmentation_stranded.labels(resource).set(plan.fragmentation.stranded.get(resource, 0))
-        if plan.resource_mix is not None:
-            self.metrics.resource_mix_deviation.labels("before").set(plan.resource_mix.before)
-            self.metrics.resource_mix_deviation.labels("after").set(plan.resource_mix.after)
+        for strategy, report in plan.reports.items():
+            if (show := self.metrics.reports.get(strategy)) is not None:
+                show(report)
         self._repair_gauges(plan)
         if self.dry_run:
             self.dry_run_report.report(plan)
@@ -191,18 +188,17 @@ class Controller:
         # Nominate each pending pod for the node its evictions free before evicting (actions/nominator.py says
         # why); a pod that cannot be nominated gets no evictions: the room would go to whoever comes first.
         skip: set[str] = set()
-        for made in plan.fragmentation.made_room if plan.fragmentation is not None else ():
+        for made in [n for report in plan.reports.values() for n in report.nominations()]:
             why = await nominate(self.kube, made.pod, made.node) if self.may_act() else "not leading"
             if why is not None:
                 self.log.warning("pending pod not nominated; its evictions are skipped",
                                  extra={"pod": made.pod.key, "node": made.node, "error": why})
                 skip.update(made.moved)
                 continue
-            message = f"pending because free room is split across nodes: nodemedic moves pods to free {made.node}"
-            self.log.info(message, extra={"event": "NodemedicMakingRoom", "pod": made.pod.key, "node": made.node,
-                                          "moved": list(made.moved)})
+            self.log.info(made.message, extra={"event": made.reason, "pod": made.pod.key, "node": made.node,
+                                               "moved": list(made.moved)})
             task = asyncio.get_running_loop().create_task(self.alerts.object(
-                namespace=made.pod.namespace, type_="Normal", reason="NodemedicMakingRoom", message=message,
+                namespace=made.pod.namespace, type_="Normal", reason=made.reason, message=made.message,
                 involved={"kind": "Pod", "apiVersion": "v1", "name": made.pod.name, "namespace": made.pod.namespace,
                           "uid": made.pod.uid}))
             self.background.add(task)

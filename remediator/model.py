@@ -1,16 +1,18 @@
-"""The remediator's contract types: slim cluster records, the snapshot strategies see, and the plan they return.
+"""The remediator's contract types: slim cluster records, and the plan strategies return.
 
 No Kubernetes client types here (and no I/O): `state/records.py` turns API objects into these records, strategies
-read a `Snapshot` and return plan items, and only the evictor / taint writer turn a `Plan` into API calls.
+read a `Snapshot` of them (state/snapshot.py) and return plan items, and only the actions turn a `Plan` into API
+calls.
 Quantities are integers: CPU in millicores, memory and storage in bytes, everything else in units.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Protocol
 
 from remediator.repair.dark_decisions import DarkPlan
 from remediator.repair.decisions import RepairPlan
@@ -291,122 +293,6 @@ class PdbRecord:
     disruptions_allowed: int = 0
 
 
-@dataclass(frozen=True)
-class NotablePods:
-    """Per node, the few pods the deschedule strategies look at, found in one pass over the snapshot instead of
-    one pass per strategy (150,000 pods in the 5,000-node benchmark, almost all of them in none of these lists)."""
-
-    statuses: dict[str, list[PodRecord]]  # container statuses with something to say, or a terminal phase
-    node_affinity: dict[str, list[PodRecord]]  # required or preferred node affinity
-    anti_affinity: dict[str, list[PodRecord]]  # required pod anti-affinity
-    spreading: dict[str, list[PodRecord]]  # topology spread constraints (DoNotSchedule or ScheduleAnyway)
-
-
-class LivePods:
-    """The snapshot's live pods (not Succeeded or Failed, not terminating), what topology spread counts: by namespace
-    (one pass over the pods, on first use), and by namespace and value of a label key, indexed per namespace and key
-    the first time a selector asks. Shared by the spread strategy and node fit's spread checks."""
-
-    def __init__(self, pods_by_node: dict[str, list[PodRecord]]) -> None:
-        self._pods_by_node = pods_by_node
-        self._by_namespace: dict[str, list[PodRecord]] | None = None
-        self._labelled: dict[tuple[str, str], dict[str, list[PodRecord]]] = {}
-
-    def in_namespace(self, namespace: str) -> list[PodRecord]:
-        if self._by_namespace is None:
-            self._by_namespace = {}
-            for pods in self._pods_by_node.values():  # every pod of the cluster: kept tight
-                for p in pods:
-                    if p.live:
-                        self._by_namespace.setdefault(p.namespace, []).append(p)
-        return self._by_namespace.get(namespace, [])
-
-    def labelled(self, namespace: str, key: str, value: str) -> list[PodRecord]:
-        """The namespace's live pods whose label `key` is `value`."""
-        index = self._labelled.get((namespace, key))
-        if index is None:
-            index = self._labelled[(namespace, key)] = {}
-            for p in self.in_namespace(namespace):
-                if (v := p.labels.get(key)) is not None:
-                    index.setdefault(v, []).append(p)
-        return index.get(value, [])
-
-
-@dataclass(frozen=True)
-class MeasuredUsage:
-    """Usage a metrics source measured, for the utilization strategies configured with `metricsUtilization`.
-
-    Only fresh samples are here: a node or pod the source did not report, or reported too long ago, is absent, and
-    absent means unknown (never zero): a strategy neither relieves, fills nor counts on a node whose usage it does
-    not know, and does not evict a pod whose usage it does not know to relieve a node."""
-
-    nodes: dict[str, dict[str, int]] = field(default_factory=dict)  # metrics.k8s.io: node -> cpu (m), memory (B)
-    pods: dict[str, dict[str, int]] = field(default_factory=dict)  # metrics.k8s.io: "namespace/name" -> the same
-    # Prometheus: query -> node (the sample's `instance` label) -> its value in [0, 1]
-    scores: dict[str, dict[str, float]] = field(default_factory=dict)
-
-
-class NodeAutoscaler(StrEnum):
-    """A node autoscaler nodemedic can find in the cluster (state/autoscaler_detection.py), for
-    `autoscaler.addsNodes: auto`: the value is the `autoscaler` label of nodemedic_autoscaler_detected."""
-
-    KARPENTER = "karpenter"
-    CLUSTER_AUTOSCALER = "cluster-autoscaler"
-
-
-# Karpenter sets it on every node of a NodePool, and replaces only such nodes.
-KARPENTER_NODEPOOL_LABEL = "karpenter.sh/nodepool"
-
-
-@dataclass
-class Snapshot:
-    """One consistent view of the cluster for one planning cycle. Strategies must not mutate it."""
-
-    now: dt.datetime
-    nodes: dict[str, NodeRecord]
-    pods_by_node: dict[str, list[PodRecord]]
-    pods_by_owner: dict[str, list[PodRecord]]  # owner UID -> pods (every pod with that owner, any node)
-    pdbs: list[PdbRecord] = field(default_factory=list)
-    priority_classes: dict[str, int] = field(default_factory=dict)  # PriorityClass name -> value
-    claim_classes: dict[str, str] = field(default_factory=dict)  # "ns/name" of a PVC -> storageClassName ("" unset)
-    _notable: NotablePods | None = field(default=None, init=False, repr=False, compare=False)
-    _live: LivePods | None = field(default=None, init=False, repr=False, compare=False)
-    pending: list[PodRecord] = field(default_factory=list)  # pods not bound to a node yet
-    measured: MeasuredUsage = field(default_factory=MeasuredUsage)  # only what the policy's strategies ask for
-    # The node autoscalers found in the cluster (none when not looked for: `autoscaler.addsNodes` is not auto)
-    autoscalers: frozenset[NodeAutoscaler] = frozenset()
-
-    def pods(self, node: str) -> list[PodRecord]:
-        return self.pods_by_node.get(node, [])
-
-    def notable(self) -> NotablePods:
-        """Built on first use and kept with the snapshot (one planning cycle)."""
-        if self._notable is None:
-            statuses: dict[str, list[PodRecord]] = {}
-            node_affinity: dict[str, list[PodRecord]] = {}
-            anti_affinity: dict[str, list[PodRecord]] = {}
-            spreading: dict[str, list[PodRecord]] = {}
-            for node, pods in self.pods_by_node.items():
-                for p in pods:
-                    if p.containers is not NO_STATUSES or p.init_containers is not NO_STATUSES \
-                            or p.phase in TERMINAL_PHASES:
-                        statuses.setdefault(node, []).append(p)
-                    if p.required_node_affinity or p.preferred_node_affinity:
-                        node_affinity.setdefault(node, []).append(p)
-                    if p.required_anti_affinity:
-                        anti_affinity.setdefault(node, []).append(p)
-                    if p.hard_spread or p.soft_spread:
-                        spreading.setdefault(node, []).append(p)
-            self._notable = NotablePods(statuses, node_affinity, anti_affinity, spreading)
-        return self._notable
-
-    def live(self) -> LivePods:
-        """Built on first use and kept with the snapshot (one planning cycle)."""
-        if self._live is None:
-            self._live = LivePods(self.pods_by_node)
-        return self._live
-
-
 # --- the plan -------------------------------------------------------------------------------------
 
 
@@ -434,22 +320,6 @@ class Protected:
     why: str
 
 
-@dataclass(frozen=True)
-class CrashLoopNode:
-    """One node holds the restarting replicas of a workload whose replicas on other nodes are healthy: a problem of
-    the node that no check of the agent sees (found by RemovePodsHavingTooManyRestarts)."""
-
-    node: str
-    namespace: str
-    owner: str  # "ReplicaSet/web-7d9f"
-    restarting: tuple[str, ...]  # names of the owner's pods on the node at or over the threshold
-    healthy_elsewhere: int  # the owner's running pods on other nodes under the threshold
-
-    def describe(self) -> str:
-        return (f"{len(self.restarting)} pod(s) of {self.namespace}/{self.owner} restart on {self.node} "
-                f"while {self.healthy_elsewhere} on other nodes are healthy")
-
-
 class HoldReason(StrEnum):
     """Which safety rail holds a taint back; the `why` label of nodemedic_taints_held_total."""
 
@@ -471,28 +341,50 @@ class Held:
 
 
 @dataclass(frozen=True)
-class MadeRoom:
-    pod: PodRecord  # the pending pod
-    node: str  # the node the plan's evictions free for it
+class NodeNotice:
+    """Something a strategy's report found on a node that people hear about once: a Warning Event on the node (and a
+    notification) from the leader the first cycle it is there, never in dry-run; nothing more while it lasts."""
+
+    key: tuple[str, ...]  # what makes it the same notice from one cycle to the next
+    node: str
+    kind: str  # the notification's kind (alerts/alert.py)
+    reason: str  # the Event's reason
+    message: str
+    details: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Nomination:
+    """A pending pod the plan's evictions free `node` for: nominated there before any of `moved` is evicted (or none
+    of them is: the room would go to whoever comes first), with a Normal Event on the pod (actions/nominator.py)."""
+
+    pod: PodRecord
+    node: str
     moved: tuple[str, ...]  # keys of the pods evicted for it
+    reason: str  # the Event's reason
+    message: str
 
 
-@dataclass(frozen=True)
-class Fragmentation:
-    """Pods pending although the cluster has room for them, only not on one node (the placement engine's view)."""
+class StrategyReport(Protocol):
+    """A strategy's own section of the plan (its type lives in the strategy's folder; strategies/strategy.py): the plan
+    carries it under the strategy's name and shows it as it is. The planner, the controller, `why` and the plan's
+    JSON ask every report the same questions, and none of them names a strategy; its gauges are the strategy's too
+    (Strategy.report_metrics)."""
 
-    pending: tuple[PodRecord, ...]  # unschedulable for insufficient resources, yet their pool's free room adds up
-    stranded: dict[str, int]  # per resource: free room on the nodes of those pods' pools
-    made_room: tuple[MadeRoom, ...] = ()
+    @property
+    def json_key(self) -> str:
+        """Its key in the plan's JSON (/plan, `plan --json`)."""
+        ...
 
+    def to_json(self) -> object: ...
 
-@dataclass(frozen=True)
-class ResourceMix:
-    """The balancing engine's measure: the summed distance of each node's cpu:memory mix from the cluster's."""
+    def why(self, node: str) -> Sequence[str]:
+        """Its sentences about `node` for `why NODE`."""
+        ...
 
-    before: float  # percentage points, over the nodes in scope
-    after: float  # once this plan's moves are made
-    nodes: int
+    def notices(self) -> Sequence[NodeNotice]: ...
+
+    def nominations(self) -> Sequence[Nomination]: ...
 
 
 @dataclass(frozen=True)
@@ -563,9 +455,7 @@ class Plan:
     breaker_open: bool = False  # the tainted-node limit stopped at least one new taint this cycle
     tainted_limit: int = 0  # how many nodes may carry nodemedic taints at once (after count/percent/floor)
     next_check: dt.datetime | None = None  # earliest time a timer (`for`, recoverAfter) may change the plan
-    crash_loop_nodes: list[CrashLoopNode] = field(default_factory=list)
-    fragmentation: Fragmentation | None = None  # what the placement engine saw, when it is configured
-    resource_mix: ResourceMix | None = None  # the balancing engine's deviation, when it is configured
+    reports: dict[str, StrategyReport] = field(default_factory=dict)  # strategy name -> its report
     zone_exposure: list[ZoneExposure] = field(default_factory=list)  # every workload with more than one replica
     min_surviving_share: float = 0.0  # the policy's scheduler.zoneExposure.minSurvivingShare
     scheduler_loops: list[SchedulerLoop] = field(default_factory=list)  # workloads held for a scheduler loop

@@ -11,20 +11,21 @@ searched again.
 from __future__ import annotations
 
 from remediator.heap import collection_paused
-from remediator.model import Held, HoldReason, NodeRecord, Plan, Protected, Snapshot, Taint, TaintChange
+from remediator.model import Held, HoldReason, NodeRecord, Plan, Protected, Taint, TaintChange
 from remediator.planning.books import Books
 from remediator.planning.dark_nodes import plan_dark
 from remediator.planning.gate import Gate
 from remediator.planning.memory import LOOP_GUARD, PlannerMemory
+from remediator.planning.node_selection import in_scope
 from remediator.planning.owned_taints import by_strategy, carrying, strategy_owner
 from remediator.planning.rails import Hold, safety_hold
 from remediator.planning.repairs import RepairOutcome, plan_repairs
 from remediator.planning.scheduler_loops import held_loops, remember_sizes
-from remediator.planning.scope import in_scope
 from remediator.planning.taints import TaintPlan, plan_taints
 from remediator.planning.wants import Wants
 from remediator.planning.zone_exposure import zone_exposure
 from remediator.policy.model import Policy
+from remediator.state.snapshot import Snapshot
 from remediator.strategies import KINDS, STRATEGIES, Strategy, lookup
 
 __all__ = ["PlannerMemory", "make_plan"]
@@ -43,7 +44,8 @@ def _make_plan(snapshot: Snapshot, policy: Policy, memory: PlannerMemory) -> Pla
     checks = [t for t in (taints.next_check, repairs.next_check, dark_check) if t is not None]
     plan = Plan(taints_add=taints.adds, taints_remove=taints.removes, held=taints.held,
                 breaker_open=taints.breaker_open, tainted_limit=taints.tainted_limit,
-                next_check=min(checks, default=None), repair=repairs.plan, dark=dark)
+                next_check=min(checks, default=None), repair=repairs.plan, dark=dark,
+                reports={s.name: s.standing_report for s in STRATEGIES.values() if s.standing_report is not None})
     memory.forget_before(snapshot.now - LOOP_GUARD)
     plan.scheduler_loops = held_loops(snapshot, memory)
     plan.zone_exposure = zone_exposure(snapshot, policy.scheduler.min_surviving_share)
@@ -96,8 +98,8 @@ def _repairs(snapshot: Snapshot, policy: Policy, taints: TaintPlan) -> RepairOut
 
 def _merge(plan: Plan, wants: Wants, *, snapshot: Snapshot, policy: Policy, memory: PlannerMemory,
            strategy: Strategy[object], args: object) -> None:
-    """Add what a strategy wants besides its evictions to the plan: its taint behind the rails, its findings and
-    report sections as they are, its memory for the next cycle."""
+    """Add what a strategy wants besides its evictions to the plan: its taint behind the rails, its report as it is,
+    its memory for the next cycle."""
     if strategy.taint is not None and strategy.taints(args):
         owner = (strategy_owner(strategy.name),)
         for want in wants.untaint:
@@ -111,11 +113,8 @@ def _merge(plan: Plan, wants: Wants, *, snapshot: Snapshot, policy: Policy, memo
                 plan.taints_add.append(TaintChange(want.node, strategy.taint, owner, want.cause))
             else:
                 plan.held.append(Held(want.node, strategy.taint, owner, hold.reason, hold.why))
-    plan.crash_loop_nodes.extend(wants.crash_loop_nodes)
-    if wants.fragmentation is not None:
-        plan.fragmentation = wants.fragmentation
-    if wants.resource_mix is not None:
-        plan.resource_mix = wants.resource_mix
+    if wants.report is not None:
+        plan.reports[strategy.name] = wants.report
     if wants.remember is not None:
         memory.strategies[strategy.name] = dict(wants.remember)
 

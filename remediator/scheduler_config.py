@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from remediator.model import DefaultConstraint
 from remediator.policy.model import Policy
 from remediator.policy.scheduler import DEFAULT_SCHEDULER
+from remediator.strategies import STRATEGIES
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 # PodTopologySpread's score weight. The scheduler adds each score plugin's 0-100 score times its weight; the ones that
@@ -89,15 +90,15 @@ def _spread_profile(name: str, constraints: tuple[DefaultConstraint, ...], *, pa
     lines += _constraints(constraints)
     if packing:
         lines += _most_allocated("  ", "Packing in the same profile (scheduler.packingProfile names it too): "
-                                       "HighNodeUtilization empties nodes only")
+                                       + _packers())
     return lines
 
 
 def _packing_profile(name: str) -> list[str]:
     return [
-        f"# Packing, for pods with schedulerName: {name}: HighNodeUtilization empties underused nodes for the",
-        "# autoscaler, and only a scheduler that fills the fullest node first keeps the replacements off the emptier",
-        "# nodes (descheduler #668). No default spreading here: it would pull replacements back apart.",
+        f"# Packing, for pods with schedulerName: {name}: {_packers()},",
+        "# and only a scheduler that fills the fullest node first keeps the replacements off the emptier nodes",
+        "# (descheduler #668). No default spreading here: it would pull replacements back apart.",
         f"- schedulerName: {_q(name)}",
         "  pluginConfig:",
         "  - name: PodTopologySpread",
@@ -106,6 +107,11 @@ def _packing_profile(name: str) -> list[str]:
         "      defaultConstraints: []",
         *_most_allocated("  ", "MostAllocated scores the fullest node highest"),
     ]
+
+
+def _packers() -> str:
+    """The strategies that need a packing profile, and why (strategies/strategy.py: `packing`)."""
+    return "; ".join(f"{s.name} {s.packing}" for s in STRATEGIES.values() if s.packing)
 
 
 def _most_allocated(indent: str, why: str) -> list[str]:

@@ -11,18 +11,19 @@ import datetime as dt
 from dataclasses import dataclass
 
 from nodemedic_common.durations import format_duration, whole_seconds
-from remediator.model import KARPENTER_NODEPOOL_LABEL, Condition, NodeRecord, Plan, PodRecord, Snapshot
-from remediator.planning.defaultevictor import MIRROR_ANNOTATION
+from remediator.model import Condition, NodeRecord, Plan, PodRecord
 from remediator.planning.owned_taints import parse_owned, strategy_owned
+from remediator.planning.pod_protection import MIRROR_ANNOTATION
 from remediator.planning.rails import safety_hold
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION, Policy
 from remediator.policy.rules import TaintRule
 from remediator.scheduling.selectors import matches_labels
+from remediator.state.snapshot import KARPENTER_NODEPOOL_LABEL, Snapshot
 
 
 @dataclass(frozen=True)
 class Fact:
-    topic: str  # node, condition, rule, taint, rail, plan, repair, pdb, autoscaler, timer
+    topic: str  # node, condition, rule, taint, rail, plan, strategy, repair, dark, pdb, autoscaler, timer
     sentence: str
     changes_at: dt.datetime | None = None  # when the fact changes with nothing else changing; None: not on its own
 
@@ -41,6 +42,8 @@ def why(name: str, snapshot: Snapshot, policy: Policy, plan: Plan) -> list[Fact]
     if hold is not None:
         facts.append(Fact("rail", f"no taint is added and no pod evicted here: {hold.why}"))
     facts += _planned(name, plan)
+    facts += [Fact("strategy", f"{strategy}: {sentence}")
+              for strategy, report in plan.reports.items() for sentence in report.why(name)]
     facts += _repair(node, policy, plan)
     facts += _dark(name, plan)
     pods = [p for p in snapshot.pods(name) if p.live]

@@ -20,10 +20,13 @@ import time
 from hack.bench.lib.stats import summarize
 from hack.bench.plan_cycle import NOW, build  # the same generator, so the two benchmarks share their cluster
 from remediator.heap import HeapFreezer
-from remediator.model import NodeSelectorTerm, OwnerRef, PodRecord, SelectorRequirement, Snapshot
+from remediator.model import NodeSelectorTerm, OwnerRef, PodRecord, SelectorRequirement
 from remediator.planner import PlannerMemory, make_plan
 from remediator.policy.loader import parse_policy
 from remediator.scheduling.nodefit import pod_request_summary
+from remediator.state.snapshot import Snapshot
+from remediator.strategies import CATALOG
+from remediator.strategies.make_room_for_pending_pods.report import Fragmentation
 
 POLICY = """apiVersion: nodemedic.io/v1alpha1
 kind: RemediationPolicy
@@ -80,7 +83,7 @@ def main() -> int:
     print(f"cluster: {len(snapshot.nodes)} nodes, {pods} pods, {len(snapshot.pending)} pending "
           f"(built in {time.perf_counter() - t0:.1f} s, not timed)")
     HeapFreezer().maybe_freeze()
-    policy = parse_policy(POLICY % {"budget": args.budget}, source="bench-policy.yaml")
+    policy = parse_policy(POLICY % {"budget": args.budget}, source="bench-policy.yaml", catalog=CATALOG)
     times, plan = [], None
     for _ in range(args.runs):
         # A fresh Snapshot each run, as the controller takes one per cycle: what it builds lazily (Snapshot.notable,
@@ -90,8 +93,9 @@ def main() -> int:
         plan = make_plan(fresh, policy, PlannerMemory())
         times.append(time.perf_counter() - t)
     print("runs: " + ", ".join(f"{t:.3f}" for t in times))
-    assert plan is not None and plan.fragmentation is not None
-    f = plan.fragmentation
+    assert plan is not None
+    f = plan.reports["MakeRoomForPendingPods"]
+    assert isinstance(f, Fragmentation)
     print(f"plan: {len(f.pending)} pending for fragmentation, room made for {len(f.made_room)} "
           f"with {len(plan.evictions)} evictions; stranded cpu {f.stranded.get('cpu', 0) / 1000:.0f} cores, "
           f"memory {f.stranded.get('memory', 0) / 2**30:.0f} GiB")

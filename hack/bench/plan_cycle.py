@@ -45,7 +45,6 @@ from remediator.model import (
     PodRecord,
     PreferredNodeTerm,
     SelectorRequirement,
-    Snapshot,
     SpreadConstraint,
     Taint,
     Toleration,
@@ -54,6 +53,9 @@ from remediator.planner import PlannerMemory, make_plan
 from remediator.planning.owned_taints import OwnedTaint, render_owned
 from remediator.policy.loader import parse_policy
 from remediator.state.records import pod_conditions
+from remediator.state.snapshot import Snapshot
+from remediator.strategies import CATALOG
+from remediator.strategies.remove_pods_having_too_many_restarts.report import CrashLoopNodes
 
 NOW = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)
 GI, MI = 2**30, 2**20
@@ -276,7 +278,7 @@ def main() -> int:
           f"(built in {time.perf_counter() - t0:.1f} s, not timed)", flush=True)
     HeapFreezer().maybe_freeze()  # as the remediator does once its caches are synced (remediator/heap.py)
     for total in args.total_limits.split(","):
-        policy = parse_policy(POLICY % {"total": total}, source="bench-policy.yaml")
+        policy = parse_policy(POLICY % {"total": total}, source="bench-policy.yaml", catalog=CATALOG)
         times, cpu = [], []
         plan = None
         for _ in range(args.runs):
@@ -293,7 +295,9 @@ def main() -> int:
         print("plan: " + ", ".join(f"{n} evictions by {s}" for s, n in sorted(by_strategy.items())) +
               f"; {len(plan.protected)} protected, {len(plan.deferred)} deferred, {len(plan.taints_add)} taints "
               f"added, {len(plan.held)} held")
-        print("crash-loop nodes: " + ("; ".join(c.describe() for c in plan.crash_loop_nodes) or "none"))
+        crash_loops = plan.reports["RemovePodsHavingTooManyRestarts"]
+        assert isinstance(crash_loops, CrashLoopNodes)
+        print("crash-loop nodes: " + ("; ".join(c.describe() for c in crash_loops.nodes) or "none"))
         wall = summarize(times)
         print(f"planning cycle: median {wall.median:.3f} s over {args.runs} runs "
               f"(min {wall.minimum:.3f}, max {wall.maximum:.3f}; CPU median {summarize(cpu).median:.3f} s); "

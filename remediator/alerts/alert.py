@@ -31,7 +31,7 @@ class AlertKind(StrEnum):
 
 @dataclass(frozen=True)
 class Alert:
-    kind: AlertKind
+    kind: str  # an AlertKind, or the kind a strategy's report names for its notices (model.NodeNotice)
     severity: str  # "info" | "warning" | "critical"
     summary: str  # one line for humans
     node: str = ""

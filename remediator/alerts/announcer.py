@@ -46,7 +46,7 @@ class Alerts:
         except ApiError as e:
             self.log.warning("event not recorded", extra={"reason": reason, "error": str(e)})
 
-    async def node(self, node: str, *, kind: AlertKind, type_: str, reason: str, message: str,
+    async def node(self, node: str, *, kind: str, type_: str, reason: str, message: str,
                    details: dict[str, str] | None = None) -> None:
         self.log.info(message, extra={"event": reason, "node": node, "details": details or {}})
         await self._event(namespace=self.node_event_namespace,
@@ -65,13 +65,13 @@ class Alerts:
                      details=details)
 
     async def object(self, *, namespace: str, involved: dict[str, str], type_: str, reason: str, message: str,
-                     kind: AlertKind | None = None) -> None:
+                     kind: str | None = None) -> None:
         """An Event on any object (e.g. the Lease, for policy reload failures); the caller logs."""
         await self._event(namespace=namespace, involved=involved, type_=type_, reason=reason, message=message)
         if kind is not None:
             self._notify(kind, type_, message, reason=reason)
 
-    def _notify(self, kind: AlertKind, type_: str, message: str, *, node: str = "", namespace: str = "",
+    def _notify(self, kind: str, type_: str, message: str, *, node: str = "", namespace: str = "",
                 pod: str = "", reason: str = "", details: dict[str, str] | None = None) -> None:
         if self.notifier is None:
             return

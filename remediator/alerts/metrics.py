@@ -1,13 +1,17 @@
-"""The remediator's Prometheus metrics, registered into a registry passed from main (never the global one)."""
+"""The remediator's Prometheus metrics, registered into a registry passed from main (never the global one); the gauges
+of the strategies' reports are each strategy's own (strategies/strategy.py: report_metrics)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from remediator.alerts.dark_metrics import DarkMetrics, create_dark_metrics
 from remediator.alerts.repair_metrics import RepairMetrics, create_repair_metrics
+from remediator.model import StrategyReport
+from remediator.strategies import STRATEGIES
 
 
 @dataclass(frozen=True)
@@ -23,10 +27,7 @@ class Metrics:
     cycle_seconds: Histogram
     policy_reloads: Counter
     dry_run_planned: Counter
-    crash_loop_node: Gauge
-    fragmentation_pending: Gauge
-    fragmentation_stranded: Gauge
-    resource_mix_deviation: Gauge
+    reports: dict[str, Callable[[StrategyReport], None]]  # strategy -> what shows its report (Strategy.report_metrics)
     autoscaler_detected: Gauge
     zone_surviving: Gauge
     zone_surviving_best: Gauge
@@ -59,19 +60,7 @@ def create(registry: CollectorRegistry) -> Metrics:
         policy_reloads=Counter("nodemedic_policy_reloads_total", "Policy file reloads", ["result"], registry=r),
         dry_run_planned=Counter("nodemedic_dry_run_actions_total", "Actions a dry run would have taken",
                                 ["action"], registry=r),
-        crash_loop_node=Gauge("nodemedic_crash_loop_node",
-                              "Pods of a workload restarting on this node while its pods on other nodes are healthy "
-                              "(RemovePodsHavingTooManyRestarts)", ["node", "namespace", "owner"], registry=r),
-        fragmentation_pending=Gauge("nodemedic_fragmentation_pending_pods",
-                                    "Pods pending for resources although their pool's free room adds up to their "
-                                    "requests (MakeRoomForPendingPods)", registry=r),
-        fragmentation_stranded=Gauge("nodemedic_fragmentation_stranded",
-                                     "Free room on the pools of pods pending for fragmentation (cpu in millicores, "
-                                     "memory in bytes)", ["resource"], registry=r),
-        resource_mix_deviation=Gauge("nodemedic_resource_mix_deviation",
-                                     "Summed distance of the nodes' cpu:memory request mix from the cluster's, in "
-                                     "percentage points, before and after the plan's moves (BalanceResourceMix)",
-                                     ["when"], registry=r),
+        reports={s.name: s.report_metrics(r) for s in STRATEGIES.values() if s.report_metrics is not None},
         autoscaler_detected=Gauge("nodemedic_autoscaler_detected",
                                   "1 while the node autoscaler is detected in the cluster, else 0: what "
                                   "autoscaler.addsNodes: auto counts on (state/autoscaler_detection.py)",

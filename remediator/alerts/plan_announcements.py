@@ -1,6 +1,6 @@
 """What a plan says that people should hear about once, not every cycle: taints held back by a rail or the breaker,
-the breaker tripping, nodes holding a workload's only restarting pods, workloads crossing the zone-exposure
-threshold, and workloads the scheduler keeps putting back.
+the breaker tripping, what the strategies' reports found on nodes, workloads crossing the zone-exposure threshold,
+and workloads the scheduler keeps putting back.
 
 A plan is recomputed every cycle and says the same things again; this keeps what was announced, so a condition
 that flaps under an open breaker raises one Event and one notification, not one per flap.
@@ -26,7 +26,7 @@ class PlanAnnouncements:
         self.alerts, self.metrics, self.monotonic = alerts, metrics, monotonic
         self.held_seen: dict[tuple[str, str, HoldReason], float] = {}  # (node, taint, reason) -> when last held
         self.breaker_was_open = False
-        self.crash_loops_seen: set[tuple[str, str, str]] = set()  # (node, namespace, owner) announced and in the gauge
+        self.notices_seen: set[tuple[str, tuple[str, ...]]] = set()  # (strategy, notice key) of the reports' notices
         self.exposure_series: set[tuple[str, str]] = set()  # (namespace, workload) in the exposure gauges
         self.exposed: set[tuple[str, str]] = set()  # (namespace, workload) below the threshold, announced
         self.loops_seen: set[str] = set()  # owner uids of scheduler loops announced
@@ -53,20 +53,15 @@ class PlanAnnouncements:
             self.metrics.breaker_trips.inc()
         self.breaker_was_open = plan.breaker_open
 
-    async def crash_loops(self, plan: Plan, *, write: bool) -> None:
-        """A node holding a workload's only restarting pods: a gauge while it lasts (dry-run too: it is an
-        observation), and one Event when it starts when `write` (not in dry-run, which writes nothing)."""
-        current = {(c.node, c.namespace, c.owner): c for c in plan.crash_loop_nodes}
-        for key in self.crash_loops_seen - set(current):
-            self.metrics.crash_loop_node.remove(*key)
-        for key, c in sorted(current.items()):
-            self.metrics.crash_loop_node.labels(*key).set(len(c.restarting))
-            if key not in self.crash_loops_seen and write:
-                await self.alerts.node(c.node, kind=AlertKind.CRASH_LOOP_NODE, type_="Warning",
-                                       reason="NodemedicCrashLoopNode", message=c.describe(),
-                                       details={"namespace": c.namespace, "owner": c.owner,
-                                                "pods": ",".join(c.restarting)})
-        self.crash_loops_seen = set(current)
+    async def notices(self, plan: Plan, *, write: bool) -> None:
+        """What the strategies' reports found on nodes: one Event when a notice first appears, when `write` (not in
+        dry-run, which writes nothing)."""
+        current = {(strategy, n.key): n for strategy, report in plan.reports.items() for n in report.notices()}
+        for key, n in sorted(current.items()):
+            if key not in self.notices_seen and write:
+                await self.alerts.node(n.node, kind=n.kind, type_="Warning", reason=n.reason, message=n.message,
+                                       details=dict(n.details))
+        self.notices_seen = set(current)
 
     async def zone_exposure(self, plan: Plan, *, write: bool) -> None:
         """The exposure gauges for every replicated workload (dry-run too), and an Event on the workload when it

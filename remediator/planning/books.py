@@ -2,8 +2,8 @@
 
 Room promised on destinations, requests leaving their sources, nodes that must not receive pods, pods already
 decided, PDB disruptions and eviction limits used, and the placement indexes kept current with every planned move.
-The gate (gate.py) is the only writer; strategies read the books through it. Pure: reads the snapshot, writes only
-into the Plan it was given.
+The gate (gate.py) is the only writer; strategies read the books through its view (view.py). Pure: reads the
+snapshot, writes only into the Plan it was given.
 """
 
 from __future__ import annotations
@@ -12,23 +12,10 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 
-from nodemedic_common.durations import format_duration, whole_seconds
-from remediator.model import (
-    TERMINAL_PHASES,
-    NodeRecord,
-    PdbRecord,
-    Plan,
-    PlannedEviction,
-    PodRecord,
-    Protected,
-    Snapshot,
-    Taint,
-)
-from remediator.planning.defaultevictor import protection
-from remediator.planning.limits import LimitState
-from remediator.planning.memory import LOOP_GUARD, PlannerMemory
-from remediator.planning.new_node import who_adds
-from remediator.planning.rails import AUTOSCALER_TAINTS, safety_hold
+from remediator.model import TERMINAL_PHASES, NodeRecord, PdbRecord, Plan, PlannedEviction, PodRecord, Protected, Taint
+from remediator.planning.eviction_counts import LimitState
+from remediator.planning.memory import PlannerMemory
+from remediator.planning.rails import AUTOSCALER_TAINTS
 from remediator.planning.room import Room, add, add_pod
 from remediator.policy.model import Policy
 from remediator.scheduling.nodefit import CPU, PODS, find_destination, new_node_reason, pod_request_summary
@@ -37,6 +24,7 @@ from remediator.scheduling.podaffinity import PodAffinityIndex
 from remediator.scheduling.selectors import matches_labels
 from remediator.scheduling.topologyspread import SpreadIndex
 from remediator.scheduling.zonespread import ZoneSpread
+from remediator.state.snapshot import Snapshot
 
 # node fit's last word on a destination: None, or why not (a strategy's own rule about where a pod may go)
 Accept = Callable[[PodRecord, NodeRecord, Mapping[str, int]], str | None]
@@ -120,33 +108,6 @@ class Books:
         """Some pod planned to move this plan counts on room on `node`."""
         return self.reserved.get(node, {}).get(PODS, 0) > 0
 
-    def hold(self, node: str) -> str | None:
-        """Why a safety rail keeps evictions off `node`, or None."""
-        record = self.snapshot.nodes.get(node)
-        hold = safety_hold(record, self.policy.safety) if record is not None else None
-        return hold.why if hold is not None else None
-
-    def protection(self, pod: PodRecord, *, terminal: bool = False) -> str | None:
-        """Why the DefaultEvictor protects `pod`, or None."""
-        return protection(pod, self.snapshot, self.policy.evictor, terminal=terminal)
-
-    def loop_guard(self, pod: PodRecord) -> str | None:
-        owner = pod.controller
-        if owner is None:
-            return None
-        loop = self.memory.loops.get(owner.uid)
-        if loop is not None:
-            return f"loop guard: {loop.describe()}"
-        last = self.memory.moved_off.get((owner.uid, pod.node_name))
-        if last is None or self.snapshot.now - last >= LOOP_GUARD:
-            return None
-        # Only a pod created after that move is a replacement that came back (creationTimestamp has whole
-        # seconds); the owner's other original pods on the node may still move.
-        if pod.created is not None and pod.created >= last.replace(microsecond=0):
-            return (f"loop guard: a pod of {owner.kind}/{owner.name} was moved off {pod.node_name} "
-                    f"{format_duration(whole_seconds(self.snapshot.now - last))} ago and its replacement came back")
-        return None
-
     # --- PodDisruptionBudgets ---------------------------------------------------------------------------------
     def pdbs_matching(self, pod: PodRecord) -> list[PdbRecord]:
         found = self._pdb_match.get(pod.uid)
@@ -163,14 +124,6 @@ class Books:
         """PDB ("namespace/name") -> disruptions it still allows this plan, for each PDB selecting `pod`."""
         return {f"{b.namespace}/{b.name}": b.disruptions_allowed - self.pdb_used[(b.namespace, b.name)]
                 for b in self.pdbs_matching(pod)}
-
-    def pdb_refusal(self, pod: PodRecord) -> str | None:
-        """A balance move is optional: never plan more of them than a PDB allows now (the taint strategy's
-        evictions are not optional; the evictor retries those through the PDB's 429s)."""
-        for b in self.pdbs_matching(pod):
-            if self.pdb_used[(b.namespace, b.name)] >= b.disruptions_allowed:
-                return f"PodDisruptionBudget {b.namespace}/{b.name} allows {b.disruptions_allowed} disruption(s) now"
-        return None
 
     # --- recording decisions ----------------------------------------------------------------------------------
     def decide(self, p: Protected, *, protected: bool) -> None:
@@ -302,9 +255,6 @@ class Books:
         if why is None:
             add_pod(room, pod)
         return why
-
-    def who_adds(self, source: NodeRecord) -> tuple[str | None, str]:
-        return who_adds(source, self.policy.autoscaler.adds_nodes, self.snapshot.autoscalers)
 
     def _net_reserved(self, nodes: Collection[str], leaving: PodRecord | None) -> dict[str, Room]:
         """Per node, the room promised there less the room pods planned to leave it free (and `leaving`)."""

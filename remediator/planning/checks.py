@@ -14,8 +14,12 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from nodemedic_common.durations import format_duration, whole_seconds
 from remediator.model import PodRecord
 from remediator.planning.books import Books
+from remediator.planning.memory import LOOP_GUARD
+from remediator.planning.pod_protection import protection
+from remediator.planning.rails import safety_hold
 
 
 class Verdict(enum.Enum):
@@ -54,24 +58,53 @@ def _limits_used_up(books: Books, pod: PodRecord, terminal: bool) -> Refusal | N
     return Refusal(Verdict.STOP_PLAN if books.limits.exhausted() else Verdict.STOP_NODE, why)
 
 
+def rail_hold(books: Books, node: str) -> str | None:
+    """Why a safety rail keeps evictions off `node`, or None."""
+    record = books.snapshot.nodes.get(node)
+    hold = safety_hold(record, books.policy.safety) if record is not None else None
+    return hold.why if hold is not None else None
+
+
 def _safety_rail(books: Books, pod: PodRecord, terminal: bool) -> Refusal | None:
-    why = books.hold(pod.node_name)
+    why = rail_hold(books, pod.node_name)
     return None if why is None else Refusal(Verdict.PROTECTED, why)
 
 
 def _default_evictor(books: Books, pod: PodRecord, terminal: bool) -> Refusal | None:
-    why = books.protection(pod, terminal=terminal)
+    why = protection(pod, books.snapshot, books.policy.evictor, terminal=terminal)
     return None if why is None else Refusal(Verdict.PROTECTED, why)
 
 
 def _loop_guard(books: Books, pod: PodRecord, terminal: bool) -> Refusal | None:
-    why = books.loop_guard(pod)
-    return None if why is None else Refusal(Verdict.DEFERRED, why)
+    """A balance move of a workload the scheduler keeps putting back (a scheduler loop), or whose pod moved off this
+    node within LOOP_GUARD came back: not now."""
+    owner = pod.controller
+    if owner is None:
+        return None
+    loop = books.memory.loops.get(owner.uid)
+    if loop is not None:
+        return Refusal(Verdict.DEFERRED, f"loop guard: {loop.describe()}")
+    last = books.memory.moved_off.get((owner.uid, pod.node_name))
+    now = books.snapshot.now
+    if last is None or now - last >= LOOP_GUARD:
+        return None
+    # Only a pod created after that move is a replacement that came back (creationTimestamp has whole seconds); the
+    # owner's other original pods on the node may still move.
+    if pod.created is not None and pod.created >= last.replace(microsecond=0):
+        return Refusal(Verdict.DEFERRED, f"loop guard: a pod of {owner.kind}/{owner.name} was moved off "
+                                         f"{pod.node_name} {format_duration(whole_seconds(now - last))} ago and its "
+                                         "replacement came back")
+    return None
 
 
 def _pdb_budget(books: Books, pod: PodRecord, terminal: bool) -> Refusal | None:
-    why = books.pdb_refusal(pod)
-    return None if why is None else Refusal(Verdict.DEFERRED, why)
+    """A balance move is optional: never plan more of them than a PDB allows now (the taint strategy's evictions are
+    not optional; the evictor retries those through the PDB's 429s)."""
+    for b in books.pdbs_matching(pod):
+        if books.pdb_used[(b.namespace, b.name)] >= b.disruptions_allowed:
+            return Refusal(Verdict.DEFERRED, f"PodDisruptionBudget {b.namespace}/{b.name} allows "
+                                             f"{b.disruptions_allowed} disruption(s) now")
+    return None
 
 
 def _limits_and_cooldown(books: Books, pod: PodRecord, terminal: bool) -> Refusal | None:

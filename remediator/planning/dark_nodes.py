@@ -40,13 +40,14 @@ from nodemedic_common.repair_contract import (
     answered_id,
     parse_time,
 )
-from remediator.model import TERMINAL_PHASES, NodeRecord, Snapshot
+from remediator.model import TERMINAL_PHASES, NodeRecord
 from remediator.planning.owned_taints import OwnedTaint
 from remediator.planning.repair_rails import RATE_WINDOW, group_of, halted_groups, opted_out, started_within
 from remediator.policy.model import Policy
 from remediator.policy.repair import ZONE_LABEL
 from remediator.repair.dark_decisions import ClaimDelete, DarkPlan, Fence, Seen, SilentNode, Unfence
 from remediator.repair.state import LadderState, StateError, parse_state
+from remediator.state.snapshot import Snapshot
 
 DISRUPTED_ABOVE = 2  # kube-controller-manager: a zone is disrupted only with more than two nodes not Ready
 

@@ -4,19 +4,22 @@ Every strategy gets a Gate (strategies/strategy.py). A deschedule strategy hands
 strategy moves pods one at a time (`move`, `exchange`), because what it tries next depends on what the gate let
 through. Every entry point walks the same checks in the same order (checks.py: ORDER) and ends with node fit; the
 books (books.py) keep what each strategy planned so that the next sees it. What the gate does not decide, a
-strategy returns as its Wants (wants.py), which the planner merges. The rest of the surface only reads.
+strategy returns as its Wants (wants.py), which the planner merges. What a strategy only reads of the plan so far
+is the gate's `view` (view.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence, Set
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from remediator.model import TERMINAL_PHASES, PlannedEviction, PodRecord, Protected, Taint
 from remediator.planning.books import Accept, Books
-from remediator.planning.checks import Refusal, Verdict, walk
-from remediator.planning.memory import Remembered
-from remediator.policy.scheduler import SchedulerSettings
+from remediator.planning.checks import Refusal, Verdict, rail_hold, walk
+from remediator.planning.new_node import who_adds
+from remediator.planning.pod_protection import protection
+from remediator.planning.view import PlanView
 
 NODE, CYCLE = "node", "cycle"  # how far a refusal reaches: the rest of this source node, or the rest of the plan
 
@@ -34,10 +37,15 @@ class Gate:
     def __init__(self, books: Books, *, strategy: str, terminal_pods: bool,
                  evict_taints: Mapping[str, Sequence[Taint]], breaker_open: bool) -> None:
         self._books = books
-        self._strategy = strategy
         self._terminal_pods = terminal_pods  # the strategy may evict Succeeded/Failed pods (strategy.py)
-        self._evict_taints = evict_taints
-        self._breaker_open = breaker_open
+        self.view = PlanView(
+            decided=books.decided, evicting=books.evicting, excluded=books.exclude,
+            planned_taints=books.planned_taints, evict_taints=evict_taints, moved_to=books.moved_to,
+            leaving=books.leaving, planned=books.plan.evictions, breaker_open=breaker_open,
+            scheduler=books.policy.scheduler, remembered=books.memory.strategies.get(strategy, {}),
+            carrying=books.carrying.get(strategy, {}), usage=books.usage, by_room=books.by_room,
+            hold=partial(rail_hold, books), protection=partial(_protection, books), pdb_headroom=books.pdb_headroom,
+            receiving=books.receiving, exhausted=books.limits.exhausted)
 
     # --- deschedule strategies: candidates -----------------------------------------------------------------
     def admit(self, c: PlannedEviction) -> None:
@@ -63,10 +71,6 @@ class Gate:
         books = self._books
         return books.find(pod, books.every_by_room(), accept, books.reserved)[0]
 
-    def evicting(self, pod_key: str) -> bool:
-        """Is the pod planned for eviction this plan (by any strategy so far)?"""
-        return pod_key in self._books.evicting
-
     def _on_new_node(self, c: PlannedEviction, why: str) -> tuple[str | None, PlannedEviction, str]:
         """A candidate that fits no node there is: (its own node, `c` saying which new node it counts on, "") when a
         node autoscaler adds a node like its own that takes it (autoscaler.addsNodes); else (None, `c`, why not)."""
@@ -74,7 +78,7 @@ class Gate:
         source = books.snapshot.nodes.get(c.pod.node_name)
         if source is None:
             return None, c, f"{why}; its node is gone"
-        adder, nobody = books.who_adds(source)
+        adder, nobody = who_adds(source, books.policy.autoscaler.adds_nodes, books.snapshot.autoscalers)
         if adder is None:
             return None, c, f"{why}; {nobody}" if nobody else why
         new_node_why = books.place_on_new_node(c.pod, source)
@@ -167,86 +171,7 @@ class Gate:
             self._books.decide(Protected(pod, refusal.why), protected=refusal.verdict is Verdict.PROTECTED)
         return refusal.verdict
 
-    # --- read-only: the plan so far ------------------------------------------------------------------------
-    def usage(self, node: str) -> dict[str, int]:
-        """What the node's pods request once this plan's moves are done."""
-        return self._books.usage(node)
 
-    def by_room(self, names: Iterable[str]) -> tuple[str, ...]:
-        """`names` roomiest first: the order in which node fit tries destinations."""
-        return self._books.by_room(names)
-
-    def hold(self, node: str) -> str | None:
-        """Why a safety rail keeps evictions off `node`, or None."""
-        return self._books.hold(node)
-
-    def protection(self, pod: PodRecord) -> str | None:
-        """Why the DefaultEvictor protects `pod`, or None."""
-        return self._books.protection(pod)
-
-    def pdb_headroom(self, pod: PodRecord) -> dict[str, int]:
-        """PDB ("namespace/name") -> disruptions it still allows this plan, for each PDB selecting `pod`."""
-        return self._books.pdb_headroom(pod)
-
-    def receiving(self, node: str) -> bool:
-        """Some pod planned to move this plan counts on room on `node`."""
-        return self._books.receiving(node)
-
-    def exhausted(self) -> bool:
-        """The total eviction limit is used up: no strategy can add an eviction (so none need look)."""
-        return self._books.limits.exhausted()
-
-    @property
-    def decided(self) -> Set[str]:
-        """Pod keys already evicted, protected or deferred this plan."""
-        return self._books.decided
-
-    @property
-    def excluded(self) -> Set[str]:
-        """Nodes no pod may move to: tainted, being tainted or emptied, or held back."""
-        return self._books.exclude
-
-    @property
-    def planned_taints(self) -> Mapping[str, Sequence[Taint]]:
-        """Node -> the taints this plan adds to it."""
-        return self._books.planned_taints
-
-    @property
-    def evict_taints(self) -> Mapping[str, Sequence[Taint]]:
-        """Node -> the taints it carries for a rule that evicts (`evict: true`)."""
-        return self._evict_taints
-
-    @property
-    def moved_to(self) -> Mapping[str, str | None]:
-        """Pod uid -> the node its planned eviction counted on, for every eviction of this plan and under way."""
-        return self._books.moved_to
-
-    @property
-    def leaving(self) -> Sequence[tuple[PodRecord, str | None]]:
-        """Evictions under way that the snapshot does not show yet, with the node each counted on."""
-        return self._books.leaving
-
-    @property
-    def planned(self) -> Sequence[PlannedEviction]:
-        """The evictions planned so far."""
-        return self._books.plan.evictions
-
-    @property
-    def breaker_open(self) -> bool:
-        """The circuit breaker holds a problem's taint back this plan."""
-        return self._breaker_open
-
-    @property
-    def scheduler(self) -> SchedulerSettings:
-        """The policy's `scheduler` section: the profiles that place moved pods and their default constraints."""
-        return self._books.policy.scheduler
-
-    @property
-    def remembered(self) -> Remembered:
-        """What the strategy returned to remember last time (Wants.remember)."""
-        return self._books.memory.strategies.get(self._strategy, {})
-
-    @property
-    def carrying(self) -> Mapping[str, float]:
-        """Nodes carrying the taint the strategy owns (strategy.py) -> the taint's age in seconds."""
-        return self._books.carrying.get(self._strategy, {})
+def _protection(books: Books, pod: PodRecord) -> str | None:
+    """Why the DefaultEvictor protects `pod` (not a terminal pod's question: the gate's checks ask that), or None."""
+    return protection(pod, books.snapshot, books.policy.evictor)

@@ -15,7 +15,8 @@ import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from remediator.model import PodRecord, Snapshot
+from remediator.model import PodRecord
+from remediator.state.snapshot import Snapshot
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,9 @@ import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from remediator.model import PodRecord, SchedulerLoop, Snapshot
+from remediator.model import PodRecord, SchedulerLoop
 from remediator.planning.leaving import Leaving, still_leaving
+from remediator.state.snapshot import Snapshot
 
 # A balance strategy does not move a pod off a node when the pod replaced one of its owner's pods that a balance
 # strategy moved off that same node this recently: it came back, so it would again (descheduler's eviction

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from remediator.model import KARPENTER_NODEPOOL_LABEL, NodeAutoscaler, NodeRecord
+from remediator.model import NodeRecord
 from remediator.policy.autoscaler import AUTO, AddsNodes
+from remediator.state.snapshot import KARPENTER_NODEPOOL_LABEL, NodeAutoscaler
 
 
 def who_adds(source: NodeRecord, adds_nodes: AddsNodes, detected: Collection[NodeAutoscaler]) -> tuple[str | None, str]:

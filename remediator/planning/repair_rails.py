@@ -10,14 +10,15 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 
 from nodemedic_common.repair_contract import OPT_OUT_LABEL, RepairAction
-from remediator.model import TERMINAL_PHASES, NodeRecord, PodRecord, Snapshot
-from remediator.planning.defaultevictor import MIRROR_ANNOTATION
+from remediator.model import TERMINAL_PHASES, NodeRecord, PodRecord
 from remediator.planning.owned_taints import OwnedTaint, strategy_owned
+from remediator.planning.pod_protection import MIRROR_ANNOTATION
 from remediator.planning.rails import safety_hold
 from remediator.policy.model import Policy
 from remediator.policy.repair import ZONE_LABEL, RepairSettings
 from remediator.repair.state import LadderState
 from remediator.scheduling.selectors import matches_labels
+from remediator.state.snapshot import Snapshot
 
 ACTING = (RepairAction.RESTART, RepairAction.REBOOT, RepairAction.REPLACE)
 RATE_WINDOW = dt.timedelta(hours=1)

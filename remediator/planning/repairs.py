@@ -25,7 +25,7 @@ from nodemedic_common.repair_contract import (
     RepairAction,
     answered_id,
 )
-from remediator.model import NodeRecord, Snapshot, Taint
+from remediator.model import NodeRecord, Taint
 from remediator.planning.owned_taints import OwnedTaint, strategy_owned
 from remediator.planning.repair_rails import (
     ACTING,
@@ -41,6 +41,7 @@ from remediator.policy.repair import DISRUPTIVE, RepairStep
 from remediator.policy.rules import TaintRule
 from remediator.repair.decisions import RepairEnd, RepairPlan, RepairStart, RepairWait
 from remediator.repair.state import LadderState, StateError, Tried, parse_state, step_id
+from remediator.state.snapshot import Snapshot
 
 PERSON = RepairStep(RepairAction.PERSON, dt.timedelta(0))
 SHOWN_PODS = 3  # pods named in a "draining" wait

@@ -12,8 +12,9 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Set
 
-from remediator.model import Plan, PodRecord, SchedulerLoop, Snapshot
+from remediator.model import Plan, PodRecord, SchedulerLoop
 from remediator.planning.memory import LOOP_GUARD, PlannerMemory
+from remediator.state.snapshot import Snapshot
 
 RETURNS = 2
 

@@ -12,11 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from nodemedic_common.durations import format_duration, whole_seconds
-from remediator.model import Held, HoldReason, NodeRecord, Snapshot, Taint, TaintChange
+from remediator.model import Held, HoldReason, NodeRecord, Taint, TaintChange
 from remediator.planning.owned_taints import OwnedTaint, parse_owned, strategy_owned
 from remediator.planning.rails import safety_hold, tainted_limit
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION, Policy
 from remediator.policy.rules import TaintRule
+from remediator.state.snapshot import Snapshot
 
 Identity = tuple[str, str]
 

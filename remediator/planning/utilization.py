@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from remediator.model import PodRecord, Snapshot
+from remediator.model import PodRecord
 from remediator.planning.gate import Gate
 from remediator.policy.measured_usage import KUBERNETES_METRICS, METRIC_RESOURCE, MetricsUtilization
 from remediator.scheduling.nodefit import PODS
 from remediator.scheduling.usage import Percentages, percentages
+from remediator.state.snapshot import Snapshot
 
 _MEASURED = ("cpu", "memory")
 
@@ -35,10 +36,10 @@ class Utilization:
             return
         # The moves earlier cycles made that the snapshot does not show yet, and those earlier strategies of this
         # cycle planned: the measured usage still has them where they were.
-        for pod, destination in gate.leaving:
+        for pod, destination in gate.view.leaving:
             self._shift(pod, pod.node_name, destination)
-        for e in gate.planned:
-            self._shift(e.pod, e.pod.node_name, gate.moved_to.get(e.pod.uid))
+        for e in gate.view.planned:
+            self._shift(e.pod, e.pod.node_name, gate.view.moved_to.get(e.pod.uid))
 
     @property
     def by_requests(self) -> bool:
@@ -52,7 +53,7 @@ class Utilization:
     def used(self, node: str) -> dict[str, int] | None:
         """The node's usage in absolute units after the cycle's planned moves; None when unknown."""
         if self.metrics is None:
-            return self.gate.usage(node)
+            return self.gate.view.usage(node)
         if not self.per_pod:
             return None
         measured = self.snapshot.measured.nodes.get(node)
@@ -61,7 +62,7 @@ class Utilization:
         used = {r: measured.get(r, 0) for r in _MEASURED}
         for r, q in self.delta.get(node, {}).items():
             used[r] = used.get(r, 0) + q
-        used[PODS] = self.gate.usage(node).get(PODS, 0)
+        used[PODS] = self.gate.view.usage(node).get(PODS, 0)
         return used
 
     def percentages(self, node: str) -> Percentages | None:

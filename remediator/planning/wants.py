@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from remediator.model import CrashLoopNode, Fragmentation, ResourceMix
+from remediator.model import StrategyReport
 from remediator.planning.memory import Remembered
 
 
@@ -20,10 +20,8 @@ class Wants:
     # the taint the strategy declares on its registry record (strategy.py): put on these nodes, taken off these
     taint: tuple[NodeCause, ...] = ()
     untaint: tuple[NodeCause, ...] = ()
-    # findings and report sections the plan shows as they are
-    crash_loop_nodes: tuple[CrashLoopNode, ...] = ()
-    fragmentation: Fragmentation | None = None
-    resource_mix: ResourceMix | None = None
+    # its report (its type in its folder): the plan carries it under the strategy's name and shows it as it is
+    report: StrategyReport | None = None
     # what the strategy is given back next cycle (Gate.remembered); None: keep what it had
     remember: Remembered | None = None
 

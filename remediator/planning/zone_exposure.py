@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from remediator.model import PodRecord, Snapshot, ZoneExposure, ZoneMove
+from remediator.model import PodRecord, ZoneExposure, ZoneMove
+from remediator.state.snapshot import Snapshot
 
 ZONE = "topology.kubernetes.io/zone"
 TEMPLATE_HASH = "pod-template-hash"

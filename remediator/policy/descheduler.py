@@ -13,13 +13,12 @@ profile. nodemedic has one evictor for every strategy, so profiles must agree on
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import yaml
 
 from remediator.policy.measured_usage import KUBERNETES_METRICS
 from remediator.policy.reader import Reader, Section
-from remediator.policy.strategies import strategy_kinds
 
 V1ALPHA2 = "descheduler/v1alpha2"
 KIND = "DeschedulerPolicy"
@@ -82,8 +81,10 @@ def api_version(root: yaml.Node) -> str | None:
     return None
 
 
-def translate(r: Reader, root: yaml.Node, *, nodemedic_api: str, nodemedic_kind: str) -> yaml.MappingNode:
-    """A descheduler/v1alpha2 DeschedulerPolicy's nodes as a nodemedic RemediationPolicy's."""
+def translate(r: Reader, root: yaml.Node, *, nodemedic_api: str, nodemedic_kind: str,
+              kinds: Mapping[str, str]) -> yaml.MappingNode:
+    """A descheduler/v1alpha2 DeschedulerPolicy's nodes as a nodemedic RemediationPolicy's; `kinds`: each registered
+    strategy (a descheduler plugin) -> its extension point."""
     top = r.mapping(root, "", _TOP_KEYS)
     kind = r.text(top, "kind", required=True)
     if kind and kind != KIND:
@@ -94,7 +95,7 @@ def translate(r: Reader, root: yaml.Node, *, nodemedic_api: str, nodemedic_kind:
     if r.flag(top, "evictionFailureEventNotification", True) is False:
         r.error(top.values["evictionFailureEventNotification"], "evictionFailureEventNotification",
                 "cannot be false: nodemedic reports every failed eviction (an Event and an alert)")
-    evictor, deschedule, balance = _profiles(r, top)
+    evictor, deschedule, balance = _profiles(r, top, kinds)
     pairs: Pairs = [
         (scalar("apiVersion", root), scalar(nodemedic_api, root)),
         (scalar("kind", root), scalar(nodemedic_kind, root)),
@@ -148,7 +149,7 @@ def _metrics_providers(r: Reader, top: Section) -> tuple[yaml.Node, yaml.Node] |
     return scalar("metricsProviders", key), sequence(items, given if given is not None else key)
 
 
-def _profiles(r: Reader, top: Section) -> tuple[Pairs, list[yaml.Node], list[yaml.Node]]:
+def _profiles(r: Reader, top: Section, kinds: Mapping[str, str]) -> tuple[Pairs, list[yaml.Node], list[yaml.Node]]:
     """(DefaultEvictor arguments, deschedule strategy entries, balance strategy entries) over every profile."""
     evictor: Pairs | None = None
     evictor_value: object = None
@@ -158,7 +159,7 @@ def _profiles(r: Reader, top: Section) -> tuple[Pairs, list[yaml.Node], list[yam
     for node, path in r.sequence(top, "profiles") or []:
         profile = r.mapping(node, path, _PROFILE_KEYS)
         r.text(profile, "name", required=True)
-        configs = _plugin_configs(r, profile)
+        configs = _plugin_configs(r, profile, kinds)
         args_pairs, value = _default_evictor(r, configs.get(DEFAULT_EVICTOR))
         if evictor is None:
             evictor, evictor_value, evictor_from = args_pairs, value, path
@@ -170,13 +171,14 @@ def _profiles(r: Reader, top: Section) -> tuple[Pairs, list[yaml.Node], list[yam
         points = _extension_points(r, profile)
         for point in ("deschedule", "balance"):
             for name_node, name, at in points.get(point, []):
-                entry = _strategy_entry(r, name_node, name, at=at, point=point, configs=configs, seen=seen)
+                entry = _strategy_entry(r, name_node, name, at=at, point=point, kinds=kinds, configs=configs,
+                                        seen=seen)
                 if entry is not None:
                     entries[point].append(entry)
     return evictor or [], entries["deschedule"], entries["balance"]
 
 
-def _plugin_configs(r: Reader, profile: Section) -> dict[str, Section]:
+def _plugin_configs(r: Reader, profile: Section, kinds: Mapping[str, str]) -> dict[str, Section]:
     out: dict[str, Section] = {}
     for node, path in r.sequence(profile, "pluginConfig") or []:
         config = r.mapping(node, path, ("name", "args"))
@@ -185,9 +187,9 @@ def _plugin_configs(r: Reader, profile: Section) -> dict[str, Section]:
             continue
         if name in out:
             r.error(config.values["name"], config.at("name"), f"duplicate pluginConfig {name!r} in this profile")
-        elif name != DEFAULT_EVICTOR and name not in strategy_kinds():
+        elif name != DEFAULT_EVICTOR and name not in kinds:
             r.error(config.values["name"], config.at("name"),
-                    f"unknown plugin {name!r}; nodemedic has {DEFAULT_EVICTOR}, {', '.join(sorted(strategy_kinds()))}")
+                    f"unknown plugin {name!r}; nodemedic has {DEFAULT_EVICTOR}, {', '.join(sorted(kinds))}")
         else:
             out[name] = config
     return out
@@ -290,12 +292,12 @@ def _names(r: Reader, plugin_set: Section, key: str) -> list[tuple[yaml.Node, st
     return out
 
 
-def _strategy_entry(r: Reader, name_node: yaml.Node, name: str, *, at: str, point: str,
+def _strategy_entry(r: Reader, name_node: yaml.Node, name: str, *, at: str, point: str, kinds: Mapping[str, str],
                     configs: dict[str, Section], seen: dict[str, str]) -> yaml.Node | None:
     """nodemedic's `strategies` item for one enabled plugin: its name and its pluginConfig's args node."""
-    kind = strategy_kinds().get(name)
+    kind = kinds.get(name)
     if kind is None:
-        r.error(name_node, at, f"unknown {point} plugin {name!r}; nodemedic has {', '.join(sorted(strategy_kinds()))}")
+        r.error(name_node, at, f"unknown {point} plugin {name!r}; nodemedic has {', '.join(sorted(kinds))}")
         return None
     if kind != point:
         r.error(name_node, at, f"{name} is a {kind} plugin, not a {point} one")

@@ -1,9 +1,9 @@
 """Load the remediation policy YAML into `model.Policy`, reporting every mistake as FILE:LINE: field.path: message.
 
 This module only parses the file and dispatches: each top-level section is read by the module that defines it
-(`rules.py`, `evictor.py`, `strategies.py` -> each strategy's `args.py`, `limits.py`, `eviction.py`, `safety.py`,
-`notifications.py`, `autoscaler.py`, `window.py`, `metrics.py`, `node_selector.py`, `repair.py`), through one
-`reader.Reader` that records every error, so one `validate` run lists them all."""
+(`rules.py`, `default_evictor.py`, `strategies.py` -> each strategy's `args.py`, `limits.py`, `eviction.py`,
+`safety.py`, `notifications.py`, `autoscaler.py`, `window.py`, `metrics.py`, `node_selector.py`, `repair.py`), through
+one `reader.Reader` that records every error, so one `validate` run lists them all."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from nodemedic_common.inputs import Problem, read_text, yaml_problem
 from remediator.policy import descheduler, descheduler_v1alpha1
 from remediator.policy.autoscaler import read_autoscaler
 from remediator.policy.dark import read_dark
+from remediator.policy.default_evictor import read_evictor
 from remediator.policy.eviction import read_eviction
-from remediator.policy.evictor import read_evictor
 from remediator.policy.limits import read_limits
 from remediator.policy.measured_usage import check_sources, read_metrics_providers
 from remediator.policy.model import Policy
@@ -30,7 +30,7 @@ from remediator.policy.rules import check_drains, read_rules
 from remediator.policy.safety import check_acknowledged, read_safety, taken_risks
 from remediator.policy.scheduler import read_scheduler
 from remediator.policy.secret_files import DEFAULT_SECRETS_DIR
-from remediator.policy.strategies import consolidators, read_strategies
+from remediator.policy.strategies import StrategyCatalog, consolidators, packers, read_strategies
 from remediator.policy.window import read_window
 
 API_VERSION = "nodemedic.io/v1alpha1"
@@ -41,20 +41,23 @@ _TOP_KEYS = ("apiVersion", "kind", "rules", "evictor", "strategies", "limits", "
              "darkNodes")
 
 
-def parse_policy(text: str, *, source: str, secrets_dir: str = DEFAULT_SECRETS_DIR) -> Policy:
+def parse_policy(text: str, *, source: str, catalog: StrategyCatalog,
+                 secrets_dir: str = DEFAULT_SECRETS_DIR) -> Policy:
     """The policy in `text`, or ConfigError listing every problem; `source` names the file in messages. A
-    descheduler DeschedulerPolicy is read as it is (descheduler.py). `{file: PATH}` secrets are read only from
-    `secrets_dir` (secret_files.py)."""
-    return _parse(text, source=source, convert=False, secrets_dir=secrets_dir)[0]
+    descheduler DeschedulerPolicy is read as it is (descheduler.py). `catalog`: the registered strategies
+    (strategies.py). `{file: PATH}` secrets are read only from `secrets_dir` (secret_files.py)."""
+    return _parse(text, source=source, catalog=catalog, convert=False, secrets_dir=secrets_dir)[0]
 
 
-def convert_policy(text: str, *, source: str, secrets_dir: str = DEFAULT_SECRETS_DIR) -> str:
+def convert_policy(text: str, *, source: str, catalog: StrategyCatalog,
+                   secrets_dir: str = DEFAULT_SECRETS_DIR) -> str:
     """`text` as a nodemedic RemediationPolicy (for `convert`): a DeschedulerPolicy as the translation the loader
     validated, so the result plans identically; ConfigError when it does not validate."""
-    return _parse(text, source=source, convert=True, secrets_dir=secrets_dir)[1]
+    return _parse(text, source=source, catalog=catalog, convert=True, secrets_dir=secrets_dir)[1]
 
 
-def _parse(text: str, *, source: str, convert: bool, secrets_dir: str) -> tuple[Policy, str]:
+def _parse(text: str, *, source: str, catalog: StrategyCatalog, convert: bool,
+           secrets_dir: str) -> tuple[Policy, str]:
     try:
         loader = yaml.SafeLoader(text)
         # Before composing: depth and alias expansion are what make composing (and comparing) blow up.
@@ -70,7 +73,7 @@ def _parse(text: str, *, source: str, convert: bool, secrets_dir: str) -> tuple[
                 documents.append(node)
         r = Reader(source, loader, secrets_dir=secrets_dir)
         try:
-            policy, root = _document(r, documents)
+            policy, root = _document(r, documents, catalog)
         finally:
             for warning in r.warnings:  # said whether or not the file loads: it is news either way
                 print(warning, file=sys.stderr)
@@ -103,7 +106,7 @@ def _syntax_error(source: str, text: str, e: yaml.YAMLError) -> str:
     return f"{source}:{line}: {DOCUMENT}: YAML syntax error: {problem}"
 
 
-def _document(r: Reader, documents: list[yaml.Node]) -> tuple[Policy, yaml.Node]:
+def _document(r: Reader, documents: list[yaml.Node], catalog: StrategyCatalog) -> tuple[Policy, yaml.Node]:
     if not documents or (len(documents) == 1 and is_null(documents[0])):
         raise ConfigError([f"{r.source}:1: {DOCUMENT}: the file is empty; a policy needs at least "
                            f"apiVersion: {API_VERSION} and kind: {KIND}"])
@@ -115,7 +118,8 @@ def _document(r: Reader, documents: list[yaml.Node]) -> tuple[Policy, yaml.Node]
     if from_descheduler:
         if version == descheduler_v1alpha1.V1ALPHA1:
             root = descheduler_v1alpha1.to_v1alpha2(r, root)
-        root = descheduler.translate(r, root, nodemedic_api=API_VERSION, nodemedic_kind=KIND)
+        root = descheduler.translate(r, root, nodemedic_api=API_VERSION, nodemedic_kind=KIND,
+                                     kinds=catalog.kinds())
         if r.errors:
             raise ConfigError([message for _, message in sorted(r.errors, key=lambda e: e[0])])
     if not isinstance(root, yaml.MappingNode):
@@ -127,22 +131,22 @@ def _document(r: Reader, documents: list[yaml.Node]) -> tuple[Policy, yaml.Node]
         if got and got != expected:
             also = f" (or {', '.join(DESCHEDULER_VERSIONS)} for a DeschedulerPolicy)" if key == "apiVersion" else ""
             r.error(top.values[key], key, f"must be {expected}{also}, got {got!r}")
-    policy = _sections(r, top, from_descheduler=from_descheduler)
+    policy = _sections(r, top, catalog, from_descheduler=from_descheduler)
     if r.errors:
         raise ConfigError([message for _, message in sorted(r.errors, key=lambda e: e[0])])
     return policy, root
 
 
-def _sections(r: Reader, top: Section, *, from_descheduler: bool) -> Policy:
-    strategies = read_strategies(r, top)
+def _sections(r: Reader, top: Section, catalog: StrategyCatalog, *, from_descheduler: bool) -> Policy:
+    strategies = read_strategies(r, top, catalog)
     providers = read_metrics_providers(r, top)
     check_sources(r, top, [(s.name, s.args) for s in strategies], providers)
     policy = Policy(rules=read_rules(r, top), evictor=read_evictor(r, top), strategies=strategies,
                     limits=read_limits(r, top), eviction=read_eviction(r, top), safety=read_safety(r, top),
                     notifications=read_notifications(r, top),
-                    autoscaler=read_autoscaler(r, top, consolidators(strategies)), window=read_window(r, top),
+                    autoscaler=read_autoscaler(r, top, consolidators(strategies, catalog)), window=read_window(r, top),
                     metrics=providers, node_selector=read_node_selector(r, top),
-                    scheduler=read_scheduler(r, top, packs=any(s.name == "HighNodeUtilization" for s in strategies)),
+                    scheduler=read_scheduler(r, top, packs=bool(packers(strategies, catalog))),
                     repair=read_repair(r, top), dark=read_dark(r, top))
     check_drains(r, top, policy.rules, tuple(s.name for s in strategies))
     if not from_descheduler:
@@ -152,7 +156,8 @@ def _sections(r: Reader, top: Section, *, from_descheduler: bool) -> Policy:
     return policy
 
 
-def load_policy(path: str | os.PathLike[str], *, secrets_dir: str = DEFAULT_SECRETS_DIR) -> Policy:
+def load_policy(path: str | os.PathLike[str], *, catalog: StrategyCatalog,
+                secrets_dir: str = DEFAULT_SECRETS_DIR) -> Policy:
     source = os.fspath(path)
     try:
         text = read_text(source)
@@ -160,13 +165,13 @@ def load_policy(path: str | os.PathLike[str], *, secrets_dir: str = DEFAULT_SECR
         raise ConfigError([f"{source}: cannot read the policy file: {e}"]) from None
     if isinstance(text, Problem):
         raise ConfigError([f"{source}:{text.line}: {DOCUMENT}: cannot read the policy file: {text.message}"])
-    return parse_policy(text, source=source, secrets_dir=secrets_dir)
+    return parse_policy(text, source=source, catalog=catalog, secrets_dir=secrets_dir)
 
 
-def validate_main(path: str, *, secrets_dir: str = DEFAULT_SECRETS_DIR) -> int:
+def validate_main(path: str, *, catalog: StrategyCatalog, secrets_dir: str = DEFAULT_SECRETS_DIR) -> int:
     """`nodemedic-remediator validate`: 0 and a one-line summary, or 2 with every error on stderr."""
     try:
-        policy = load_policy(path, secrets_dir=secrets_dir)
+        policy = load_policy(path, catalog=catalog, secrets_dir=secrets_dir)
     except ConfigError as e:
         for message in e.errors:
             print(message, file=sys.stderr)

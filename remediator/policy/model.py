@@ -1,5 +1,5 @@
 """The remediation policy as typed, validated values: each section's dataclass lives with its reader
-(`rules.py`, `evictor.py`, `limits.py`, `eviction.py`, `safety.py`, `notifications.py`, `autoscaler.py`, a
+(`rules.py`, `default_evictor.py`, `limits.py`, `eviction.py`, `safety.py`, `notifications.py`, `autoscaler.py`, a
 strategy's `args.py`).
 
 Defaults there are the defaults of the policy file: a field left out of the YAML gets the dataclass's value.
@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from remediator.model import LabelSelector
 from remediator.policy.autoscaler import AutoscalerSettings
 from remediator.policy.dark import DarkSettings
+from remediator.policy.default_evictor import EvictorArgs
 from remediator.policy.eviction import EvictionSettings
-from remediator.policy.evictor import EvictorArgs
 from remediator.policy.limits import Limits
 from remediator.policy.measured_usage import MetricsProviders
 from remediator.policy.notifications import Notifications

@@ -2,7 +2,7 @@
 
 The policy file is composed into nodes instead of loaded into dicts: each value keeps its line, duplicate keys stay
 visible (a dict keeps only the last one), and a bare `true` (a YAML boolean) stays distinct from "True". A section
-reader (`rules.py`, `evictor.py`, a strategy's `args.py`, ...) asks a `Reader` for typed values; a wrong one is
+reader (`rules.py`, `default_evictor.py`, a strategy's `args.py`, ...) asks a `Reader` for typed values; a wrong one is
 recorded and replaced by the default, so one run lists every problem in the file."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import yaml
 
-from remediator.policy.evictor import EvictorArgs
+from remediator.policy.default_evictor import EvictorArgs
 from remediator.policy.limits import Limits
 from remediator.policy.reader import Reader, Section
 from remediator.policy.syntax import qualified_name_problem

@@ -73,7 +73,8 @@ def _name_problem(value: str) -> str | None:
 
 
 def read_scheduler(r: Reader, top: Section, *, packs: bool) -> SchedulerSettings:
-    """`packs`: HighNodeUtilization is configured, so a packing profile is wanted unless the policy says ""."""
+    """`packs`: a strategy that needs a packing profile is configured (strategies/strategy.py: `packing`), so one is
+    wanted unless the policy says ""."""
     m = r.section(top, "scheduler", _SCHEDULER_KEYS)
     configured = "scheduler" in top.values
     d = SchedulerSettings()

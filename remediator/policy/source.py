@@ -10,12 +10,15 @@ from nodemedic_common.config_errors import ConfigError
 from remediator.policy.loader import load_policy
 from remediator.policy.model import Policy
 from remediator.policy.secret_files import DEFAULT_SECRETS_DIR, read_secret_bytes
+from remediator.policy.strategies import StrategyCatalog
 
 
 class PolicySource:
-    def __init__(self, path: str, policy: Policy, *, secrets_dir: str = DEFAULT_SECRETS_DIR) -> None:
+    def __init__(self, path: str, policy: Policy, *, catalog: StrategyCatalog,
+                 secrets_dir: str = DEFAULT_SECRETS_DIR) -> None:
         self.path = Path(path)
         self.policy = policy
+        self.catalog = catalog  # the registered strategies, that read their own args (policy/strategies.py)
         self.secrets_dir = secrets_dir
         self.stat = self._stat()
         self.digest = self._digest()
@@ -57,7 +60,7 @@ class PolicySource:
             return False, []
         self.digest = digest
         try:
-            self.policy = load_policy(self.path, secrets_dir=self.secrets_dir)
+            self.policy = load_policy(self.path, catalog=self.catalog, secrets_dir=self.secrets_dir)
         except ConfigError as e:
             return False, e.errors
         except Exception as e:  # noqa: BLE001 - a loader bug on odd input (a RecursionError was one) must still be

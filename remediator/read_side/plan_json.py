@@ -28,23 +28,7 @@ def plan_json(plan: Plan) -> dict[str, object]:
         **({"repair": repair.to_json()} if repair.in_repair or repair.waiting or repair.ends or repair.unreadable
            or repair.halted else {}),
         **({"darkNodes": dark.to_json()} if dark.nodes or dark.unfences else {}),
-        **_reports(plan),
-    }
-
-
-def _reports(plan: Plan) -> dict[str, object]:
-    """What the strategies that report found: crash-looping nodes, the resource mix, fragmentation."""
-    mix, fragmentation = plan.resource_mix, plan.fragmentation
-    return {
-        "crashLoopNodes": [{"node": c.node, "namespace": c.namespace, "owner": c.owner, "pods": list(c.restarting),
-                            "healthyElsewhere": c.healthy_elsewhere} for c in plan.crash_loop_nodes],
-        **({} if mix is None else {"resourceMix": {"deviationBefore": round(mix.before, 2),
-                                                   "deviationAfter": round(mix.after, 2), "nodes": mix.nodes}}),
-        **({} if fragmentation is None else {"fragmentation": {
-            "pending": [{"namespace": p.namespace, "name": p.name} for p in fragmentation.pending],
-            "stranded": dict(fragmentation.stranded),
-            "madeRoom": [{"namespace": m.pod.namespace, "name": m.pod.name, "node": m.node, "moved": list(m.moved)}
-                         for m in fragmentation.made_room]}}),
+        **{report.json_key: report.to_json() for report in plan.reports.values()},  # each strategy's own
     }
 
 

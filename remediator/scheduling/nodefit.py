@@ -14,12 +14,13 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from remediator.model import TERMINAL_PHASES, Effect, NodeRecord, PodRecord, Snapshot, Taint
+from remediator.model import TERMINAL_PHASES, Effect, NodeRecord, PodRecord, Taint
 from remediator.scheduling.offering import Offering
 from remediator.scheduling.podaffinity import PodAffinityIndex
 from remediator.scheduling.selectors import pod_fits_node_selection
 from remediator.scheduling.tolerations import tolerated
 from remediator.scheduling.topologyspread import SpreadIndex
+from remediator.state.snapshot import Snapshot
 
 BLOCKING_EFFECTS = frozenset({Effect.NO_SCHEDULE, Effect.NO_EXECUTE})
 HOSTNAME_LABEL = "kubernetes.io/hostname"

@@ -15,8 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from remediator.model import TERMINAL_PHASES, NodeRecord, PodAffinityTerm, PodRecord, Snapshot
+from remediator.model import TERMINAL_PHASES, NodeRecord, PodAffinityTerm, PodRecord
 from remediator.scheduling.selectors import matches_labels
+from remediator.state.snapshot import Snapshot
 
 
 def _matches(term: PodAffinityTerm, other: PodRecord) -> bool:

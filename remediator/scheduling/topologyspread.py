@@ -20,10 +20,11 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from remediator.model import DefaultsOf, Effect, LabelSelector, NodeRecord, PodRecord, Snapshot, SpreadConstraint
+from remediator.model import DefaultsOf, Effect, LabelSelector, NodeRecord, PodRecord, SpreadConstraint
 from remediator.scheduling.default_spread import default_spread, filter_skew
 from remediator.scheduling.selectors import matches_labels, pod_fits_node_selection
 from remediator.scheduling.tolerations import untolerated
+from remediator.state.snapshot import Snapshot
 
 _BLOCKING = (Effect.NO_SCHEDULE, Effect.NO_EXECUTE)
 

@@ -23,9 +23,9 @@ from prometheus_client import Gauge
 
 from nodemedic_common.kube_client import PARTIAL_METADATA, Kube
 from nodemedic_common.kube_errors import ApiError
-from remediator.model import NodeAutoscaler
 from remediator.policy.autoscaler import AUTO
 from remediator.policy.model import Policy
+from remediator.state.snapshot import NodeAutoscaler
 
 KARPENTER_DISCOVERY = "/apis/karpenter.sh/v1"
 CLUSTER_AUTOSCALER_STATUS = ("kube-system", "cluster-autoscaler-status")

@@ -17,8 +17,9 @@ from typing import Any
 
 from nodemedic_common.informer import Informer
 from nodemedic_common.kube_client import Kube
-from remediator.model import NodeAutoscaler, NodeRecord, PdbRecord, PodRecord, Snapshot
+from remediator.model import NodeRecord, PdbRecord, PodRecord
 from remediator.state import records
+from remediator.state.snapshot import NodeAutoscaler, Snapshot
 
 
 class ClusterCache:

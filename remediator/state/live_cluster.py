@@ -13,11 +13,11 @@ from prometheus_client import CollectorRegistry
 
 from nodemedic_common.json_kinds import json_kind
 from nodemedic_common.kube_client import Kube
-from remediator.model import MeasuredUsage, NodeAutoscaler
 from remediator.policy.model import Policy
 from remediator.state.autoscaler_detection import detect
 from remediator.state.credentials import load_credentials
 from remediator.state.measured.reader import UsageReader
+from remediator.state.snapshot import MeasuredUsage, NodeAutoscaler
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 Each strategy is a folder here: `args.py` (its arguments, their defaults and their validation), `plan.py` (what
 it would evict, through the gate), `__init__.py` (its `STRATEGY` record, with the taint it owns, if any). Adding one
-takes its folder and its one line in `REGISTERED`.
+takes its folder and its one line in `REGISTERED`. The policy loader reads the strategies' args through `CATALOG`.
 """
 
 from __future__ import annotations
@@ -10,9 +10,12 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from remediator.policy.model import StrategyConfig
+from remediator.policy.strategies import StrategyCatalog
+from remediator.strategies.remove_pods_violating_node_taints.args import RemovePodsViolatingNodeTaintsArgs
 from remediator.strategies.strategy import KINDS, Strategy
 
-__all__ = ["KINDS", "STRATEGIES", "Strategy", "lookup"]
+__all__ = ["CATALOG", "KINDS", "STRATEGIES", "Strategy", "lookup"]
 
 # The strategy folders. Order is not theirs to set: the policy lists the strategies it runs, and the planner runs
 # every deschedule one before every balance one (KINDS), as descheduler does.
@@ -40,6 +43,10 @@ def _load(folder: str) -> Strategy[Any]:
 
 
 STRATEGIES: dict[str, Strategy[Any]] = {s.name: s for s in map(_load, REGISTERED)}
+# What the policy loader is handed (the policy does not import the strategies that read its sections); without a
+# `strategies` key a policy runs RemovePodsViolatingNodeTaints with its defaults.
+CATALOG = StrategyCatalog(STRATEGIES, (StrategyConfig("RemovePodsViolatingNodeTaints",
+                                                      RemovePodsViolatingNodeTaintsArgs()),))
 
 
 def lookup(name: str) -> Strategy[Any]:

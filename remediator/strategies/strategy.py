@@ -4,7 +4,7 @@ owns, if any.
 Every strategy has one signature (`Plans`): `plan(snapshot, args, gate) -> Wants`. It plans evictions only through
 the gate (planning/gate.py): a "deschedule" strategy hands it candidates (`gate.admit`), a "balance" one moves pods
 one at a time (`gate.move`, `gate.exchange`) deciding what to try next from what the gate let through. What it wants
-besides (its taint on nodes, findings, report sections, memory) it returns as Wants, which the planner merges. It
+besides (its taint on nodes, its report, memory) it returns as Wants, which the planner merges. It
 never calls the API. Deschedule strategies run before balance ones, as descheduler runs its Deschedule extension
 point before Balance.
 
@@ -14,6 +14,12 @@ rule), passes every add through the same rails, window and breaker, takes it off
 policy, and tells the autoscaler about it (autoscaler_flags.py); `taints(args)` says whether these args use it.
 `empties_nodes`: the strategy consolidates nodes for the autoscaler to remove, which a policy refuses when the
 autoscaler consolidates itself (policy/autoscaler.py: one consolidator).
+`packing`: what the strategy does that only a packing scheduler keeps (a MostAllocated profile: the policy's
+`scheduler.packingProfile`, defaulted while the strategy is configured, and the profile scheduler-config writes for
+it, whose comment says this); "" : it needs none.
+`report_metrics`: the gauges of its report (the Wants' `report`), registered once into the remediator's registry
+(alerts/metrics.py), and shown from each plan's report. `standing_report`: the report every plan carries when the
+strategy does not run or finds nothing (its JSON key is always in the plan); None: a plan without it shows none.
 `terminal_pods`: the strategy also hands the gate Succeeded/Failed pods (descheduler lists every pod for
 RemoveFailedPods, PodLifeTime and RemovePodsHavingTooManyRestarts); for every other strategy the gate refuses them.
 """
@@ -24,12 +30,18 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-from remediator.model import PlannedEviction, Snapshot, Taint
+from prometheus_client import CollectorRegistry
+
+from remediator.model import PlannedEviction, StrategyReport, Taint
 from remediator.planning.gate import Gate
 from remediator.planning.wants import NOTHING, Wants
 from remediator.policy.reader import Reader, Section
+from remediator.state.snapshot import Snapshot
 
 KINDS = ("deschedule", "balance")  # run order
+
+# The registry's gauges of a strategy's report -> what shows one plan's report on them
+ReportMetrics = Callable[[CollectorRegistry], Callable[[StrategyReport], None]]
 
 Args_contra = TypeVar("Args_contra", contravariant=True)
 A = TypeVar("A")
@@ -62,3 +74,6 @@ class Strategy(Generic[A]):
     taint: Taint | None = None
     taints: Callable[[A], bool] = _always
     empties_nodes: bool = False  # consolidates nodes for the autoscaler to remove: refused if the autoscaler does
+    packing: str = ""  # why it needs a packing scheduler profile, for people; "": it does not
+    report_metrics: ReportMetrics | None = None
+    standing_report: StrategyReport | None = None

@@ -37,6 +37,7 @@ from kubernetes import client
 from hack.kcp import descheduler, paths
 from nodemedic_common.config_errors import ConfigError
 from remediator.policy.loader import convert_policy, parse_policy
+from remediator.strategies import CATALOG
 from tests.e2e.conftest import LocalCluster
 from tests.e2e.descheduler_comparison_harness import (  # the fixtures, by name, give this module its own cluster
     BROKEN_TAINT,
@@ -73,10 +74,10 @@ def test_every_example_of_descheduler_is_known_here() -> None:
 @pytest.mark.parametrize("name", sorted(WORKLOADS))
 def test_an_example_validates_and_converts_to_the_policy_it_is_read_as(name: str) -> None:
     text = (examples() / name).read_text()
-    policy = parse_policy(text, source=name)
+    policy = parse_policy(text, source=name, catalog=CATALOG)
     assert policy.strategies, f"{name} enables no strategy here"
-    converted = convert_policy(text, source=name)
-    assert parse_policy(converted, source=f"converted-{name}") == policy
+    converted = convert_policy(text, source=name, catalog=CATALOG)
+    assert parse_policy(converted, source=f"converted-{name}", catalog=CATALOG) == policy
     print(f"\n{name}: {', '.join(s.name for s in policy.strategies)}; converted policy identical")
 
 
@@ -91,20 +92,22 @@ def test_a_documented_policy_validates_and_converts_unless_descheduler_refuses_i
     text = documented()[where]
     if where in DESCHEDULER_REFUSES:
         with pytest.raises(ConfigError) as e:
-            parse_policy(text, source=where)
+            parse_policy(text, source=where, catalog=CATALOG)
         assert all(re.match(rf"{re.escape(where)}:\d+: ", m) for m in e.value.errors), e.value.errors
         print(f"\n{where}: refused: {e.value.errors[0]}")
         return
-    policy = parse_policy(text, source=where)
-    assert parse_policy(convert_policy(text, source=where), source=f"converted-{where}") == policy
+    policy = parse_policy(text, source=where, catalog=CATALOG)
+    assert parse_policy(convert_policy(text, source=where, catalog=CATALOG), source=f"converted-{where}",
+                        catalog=CATALOG) == policy
     print(f"\n{where}: {', '.join(s.name for s in policy.strategies)}; converted policy identical")
 
 
 def test_the_chart_default_validates_and_converts(tmp_path: Path) -> None:
     text = chart_default(tmp_path).read_text()
-    policy = parse_policy(text, source="chart default")
+    policy = parse_policy(text, source="chart default", catalog=CATALOG)
     assert policy.evictor.evict_local_storage_pods and policy.evictor.ignore_pvc_pods  # its podProtections
-    assert parse_policy(convert_policy(text, source="chart default"), source="converted") == policy
+    assert parse_policy(convert_policy(text, source="chart default", catalog=CATALOG), source="converted",
+                        catalog=CATALOG) == policy
 
 
 def test_descheduler_refuses_them_too(compare_cluster: LocalCluster, tmp_path: Path) -> None:  # noqa: F811
@@ -123,9 +126,10 @@ def test_descheduler_refuses_them_too(compare_cluster: LocalCluster, tmp_path: P
 @pytest.mark.parametrize("name", sorted(p.name for p in V1ALPHA1.iterdir()))
 def test_the_v1alpha1_form_of_an_example_reads_as_the_same_policy(name: str) -> None:
     """v1alpha1, as the published guides print it, through descheduler's own migration: the same policy."""
-    v1alpha1 = parse_policy((V1ALPHA1 / name).read_text(), source=name)
-    assert v1alpha1 == parse_policy((examples() / name).read_text(), source=name)
-    assert parse_policy(convert_policy((V1ALPHA1 / name).read_text(), source=name), source=name) == v1alpha1
+    v1alpha1 = parse_policy((V1ALPHA1 / name).read_text(), source=name, catalog=CATALOG)
+    assert v1alpha1 == parse_policy((examples() / name).read_text(), source=name, catalog=CATALOG)
+    assert parse_policy(convert_policy((V1ALPHA1 / name).read_text(), source=name, catalog=CATALOG), source=name,
+                        catalog=CATALOG) == v1alpha1
 
 
 # --- planning them next to descheduler ---------------------------------------------------------------------
@@ -236,10 +240,11 @@ def compare(name: str, policy_file: Path, s: Scenario, cluster: LocalCluster, bu
     d = descheduler_evicts(cluster, policy_file, s, built, tmp_path)
     took = time.monotonic() - t0
     n, detail = nodemedic_evicts(cluster, policy_file, s, built)
-    row = Row(name, ", ".join(x.name for x in parse_policy(policy_file.read_text(), source=name).strategies), d, n,
+    row = Row(name, ", ".join(x.name for x in parse_policy(policy_file.read_text(), source=name,
+                                                           catalog=CATALOG).strategies), d, n,
               {**s.only_descheduler, **s.only_nodemedic})
     converted = tmp_path / "converted.yaml"
-    converted.write_text(convert_policy(policy_file.read_text(), source=name))
+    converted.write_text(convert_policy(policy_file.read_text(), source=name, catalog=CATALOG))
     nc, _ = nodemedic_evicts(cluster, converted, s, built)
     assert nc == n, f"`convert` of {name} plans {sorted(nc)}, the example {sorted(n)}"
     if (V1ALPHA1 / name).exists():

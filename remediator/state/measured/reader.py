@@ -26,12 +26,12 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from nodemedic_common.kube_client import Kube
 from nodemedic_common.kube_errors import ApiError
 from nodemedic_common.redaction import redact, userinfo_secrets
-from remediator.model import MeasuredUsage
 from remediator.policy.measured_usage import KUBERNETES_METRICS, PROMETHEUS, TOKEN_KEY, MetricsUtilization
 from remediator.policy.model import Policy
 from remediator.policy.secret_files import DEFAULT_SECRETS_DIR, read_secret_file
 from remediator.state.measured import prometheus_query
 from remediator.state.measured.resource_metrics_api import list_metrics, usage_from_items
+from remediator.state.snapshot import MeasuredUsage
 
 REFRESH = 15.0  # seconds: metrics-server's default resolution; reading faster sees the same samples
 SERVICE_ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"

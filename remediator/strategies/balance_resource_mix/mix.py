@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from remediator.model import Snapshot
+from remediator.state.snapshot import Snapshot
 
 
 def lean(used: Mapping[str, int], allocatable: Mapping[str, int]) -> float:

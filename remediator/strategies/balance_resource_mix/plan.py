@@ -18,12 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from remediator.model import PlannedEviction, PodRecord, ResourceMix, Snapshot
+from remediator.model import PlannedEviction, PodRecord
 from remediator.planning.gate import CYCLE, Gate
 from remediator.planning.wants import NOTHING, Wants
 from remediator.scheduling.usage import eviction_order, live_pods
+from remediator.state.snapshot import Snapshot
 from remediator.strategies.balance_resource_mix.args import BalanceResourceMixArgs
 from remediator.strategies.balance_resource_mix.mix import deviation, lean, pct, total_deviation
+from remediator.strategies.balance_resource_mix.report import ResourceMix
 from remediator.strategies.balance_resource_mix.swap import Swap, best_swap
 
 NAME = "BalanceResourceMix"
@@ -36,7 +38,7 @@ def plan(snapshot: Snapshot, args: BalanceResourceMixArgs, gate: Gate) -> Wants:
     scope = sorted(n for n, rec in snapshot.nodes.items() if rec.ready and not rec.deleting and not rec.unschedulable)
     if len(scope) < 2:
         return NOTHING
-    usage = {n: gate.usage(n) for n in scope}
+    usage = {n: gate.view.usage(n) for n in scope}
     _, excess = deviation(snapshot, usage, scope)
     before = total_deviation(excess)
     tried: set[tuple[str, str]] = set()
@@ -51,9 +53,9 @@ def plan(snapshot: Snapshot, args: BalanceResourceMixArgs, gate: Gate) -> Wants:
         moves += made
         if changed:
             for n in changed:
-                usage[n] = gate.usage(n)
+                usage[n] = gate.view.usage(n)
             _, excess = deviation(snapshot, usage, scope)
-    return Wants(resource_mix=ResourceMix(before=before, after=total_deviation(excess), nodes=len(scope)))
+    return Wants(report=ResourceMix(before=before, after=total_deviation(excess), nodes=len(scope)))
 
 
 def _step(snapshot: Snapshot, args: BalanceResourceMixArgs, gate: Gate, *, usage: dict[str, dict[str, int]],
@@ -62,7 +64,7 @@ def _step(snapshot: Snapshot, args: BalanceResourceMixArgs, gate: Gate, *, usage
     """The best single move, or else the best exchange, through the gate: (the nodes changed, evictions made); None
     when there is nothing left to try this cycle."""
     ranked = sorted(excess, key=lambda n: (-abs(excess[n]), n))
-    sources = [n for n in ranked if gate.hold(n) is None][:SOURCES]
+    sources = [n for n in ranked if gate.view.hold(n) is None][:SOURCES]
     best = _best_move(snapshot, args, gate, excess=excess, usage=usage, ranked=ranked, sources=sources, tried=tried)
     if best is not None:
         tried.add((best[0].key, best[1]))
@@ -78,7 +80,7 @@ def _step(snapshot: Snapshot, args: BalanceResourceMixArgs, gate: Gate, *, usage
     changed = _exchange(gate, swap, excess)
     if not changed:
         refused.append(swap[0])
-        return None if gate.exhausted() else ((), 0)
+        return None if gate.view.exhausted() else ((), 0)
     return changed, 2
 
 
@@ -112,10 +114,10 @@ def _best_move(snapshot: Snapshot, args: BalanceResourceMixArgs, gate: Gate, *, 
     for source in sources:
         sign = 1 if excess[source] > 0 else -1
         alloc_s = snapshot.nodes[source].allocatable
-        destinations = [n for n in ranked if n != source and excess[n] * sign < 0 and n not in gate.excluded
-                        and gate.hold(n) is None][:DESTINATIONS]
+        destinations = [n for n in ranked if n != source and excess[n] * sign < 0 and n not in gate.view.excluded
+                        and gate.view.hold(n) is None][:DESTINATIONS]
         for pod in eviction_order(live_pods(snapshot, source)):
-            if pod.key in gate.decided or pod.namespace in args.evictable_namespaces_exclude:
+            if pod.key in gate.view.decided or pod.namespace in args.evictable_namespaces_exclude:
                 continue
             if lean(pod.requests, alloc_s) * sign <= 0:
                 continue  # moving it would push the source further from the cluster's mix

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from remediator.model import PodRecord, Snapshot
+from remediator.model import PodRecord
 from remediator.planning.gate import Gate
 from remediator.scheduling.usage import eviction_order, live_pods
+from remediator.state.snapshot import Snapshot
 from remediator.strategies.balance_resource_mix.args import BalanceResourceMixArgs
 from remediator.strategies.balance_resource_mix.mix import lean, pct
 
@@ -29,8 +30,8 @@ def best_swap(snapshot: Snapshot, args: BalanceResourceMixArgs, gate: Gate, *, u
     best: Swap | None = None
     for source in sources:
         sign = 1 if excess[source] > 0 else -1
-        partners = [n for n in ranked if excess[n] * sign < 0 and n not in gate.excluded
-                    and gate.hold(n) is None][:PARTNERS]
+        partners = [n for n in ranked if excess[n] * sign < 0 and n not in gate.view.excluded
+                    and gate.view.hold(n) is None][:PARTNERS]
         mine = _own_lean(snapshot, args, gate, source, sign)
         for partner in partners:
             for b in _own_lean(snapshot, args, gate, partner, -sign):
@@ -49,7 +50,7 @@ def _own_lean(snapshot: Snapshot, args: BalanceResourceMixArgs, gate: Gate, node
     alloc = snapshot.nodes[node].allocatable
     found = []
     for pod in eviction_order(live_pods(snapshot, node)):
-        if pod.key in gate.decided or pod.namespace in args.evictable_namespaces_exclude:
+        if pod.key in gate.view.decided or pod.namespace in args.evictable_namespaces_exclude:
             continue
         if lean(pod.requests, alloc) * sign > 0:
             found.append(pod)

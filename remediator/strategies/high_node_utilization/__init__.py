@@ -12,4 +12,5 @@ def _taints(args: HighNodeUtilizationArgs) -> bool:
     return args.taint_drained_nodes
 
 
-STRATEGY = Strategy(NAME, KIND, read_args, plan, taint=CONSOLIDATION_TAINT, taints=_taints, empties_nodes=True)
+STRATEGY = Strategy(NAME, KIND, read_args, plan, taint=CONSOLIDATION_TAINT, taints=_taints, empties_nodes=True,
+                    packing="empties underused nodes for the autoscaler")

@@ -28,13 +28,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from nodemedic_common.durations import format_duration
-from remediator.model import PlannedEviction, PodRecord, Snapshot
-from remediator.planning.defaultevictor import MIRROR_ANNOTATION
+from remediator.model import PlannedEviction, PodRecord
 from remediator.planning.gate import CYCLE, NODE, Gate
+from remediator.planning.pod_protection import MIRROR_ANNOTATION
 from remediator.planning.utilization import Utilization, describe_source
 from remediator.planning.wants import NodeCause, Wants
 from remediator.scheduling.nodefit import PODS
 from remediator.scheduling.usage import Percentages, at_or_below, describe, eviction_order, live_pods
+from remediator.state.snapshot import Snapshot
 from remediator.strategies.high_node_utilization.args import HighNodeUtilizationArgs
 
 NAME = "HighNodeUtilization"
@@ -42,7 +43,7 @@ KIND = "balance"
 
 
 def plan(snapshot: Snapshot, args: HighNodeUtilizationArgs, gate: Gate) -> Wants:
-    wants = _Wants(released={node: t for node, t in gate.remembered.items()
+    wants = _Wants(released={node: t for node, t in gate.view.remembered.items()
                              if snapshot.now - t < args.consolidation_timeout})
     _plan(snapshot, args, gate, wants)
     return Wants(taint=tuple(wants.taint), untaint=tuple(wants.untaint), remember=wants.released)
@@ -58,7 +59,7 @@ class _Wants:
 
 def _plan(snapshot: Snapshot, args: HighNodeUtilizationArgs, gate: Gate, wants: _Wants) -> None:
     thresholds = dict(args.thresholds)
-    draining = gate.carrying  # the nodes carrying the consolidation taint -> its age in seconds
+    draining = gate.view.carrying  # the nodes carrying the consolidation taint -> its age in seconds
     _release_timed_out(snapshot, args, draining, wants)
     usage = Utilization(snapshot, gate, args.metrics_utilization, thresholds)
     pct: dict[str, Percentages] = {}
@@ -72,22 +73,23 @@ def _plan(snapshot: Snapshot, args: HighNodeUtilizationArgs, gate: Gate, wants: 
         return
     # Nodes already being consolidated stay sources whatever their usage: they are being emptied.
     # Nodes out of rotation for a problem (tainted, held back) are the rules' business, not consolidation's.
-    sources = [n for n in scope if n in draining or (n not in gate.excluded and at_or_below(pct[n], thresholds))]
+    sources = [n for n in scope if n in draining or (n not in gate.view.excluded and at_or_below(pct[n], thresholds))]
     if not sources or len(sources) <= args.number_of_nodes:
         return
     is_source = set(sources)  # (a list of thousands of nodes is no membership test)
-    others = [n for n in scope if n not in is_source and not snapshot.nodes[n].unschedulable and n not in gate.excluded]
+    others = [n for n in scope
+              if n not in is_source and not snapshot.nodes[n].unschedulable and n not in gate.view.excluded]
     all_under = not others
     order = sorted(sources, key=lambda n: (n not in draining, max(pct[n].values(), default=0.0), n))
     open_slots = args.max_consolidating_nodes - len(draining)
-    if gate.exhausted():
+    if gate.view.exhausted():
         open_slots = 0  # this cycle can move nothing more: start no consolidation it cannot make progress on
-    breaker = gate.breaker_open
+    breaker = gate.view.breaker_open
     chosen: list[str] = []  # nodes being emptied this cycle: never a destination
     for source in order:
         if source in draining and draining[source] >= args.consolidation_timeout.total_seconds():
             continue  # released above
-        if gate.hold(source) is not None or gate.receiving(source):
+        if gate.view.hold(source) is not None or gate.view.receiving(source):
             continue  # opted out / autoscaler at work / a planned move counts on room here
         already = source in draining
         if args.taint_drained_nodes and not already and (open_slots <= 0 or breaker):
@@ -99,10 +101,10 @@ def _plan(snapshot: Snapshot, args: HighNodeUtilizationArgs, gate: Gate, wants: 
         if all_under:
             fuller = order[order.index(source) + 1:]
             candidates = [n for n in fuller if n not in chosen and n not in draining
-                          and not snapshot.nodes[n].unschedulable and n not in gate.excluded]
+                          and not snapshot.nodes[n].unschedulable and n not in gate.view.excluded]
         else:
             candidates = [n for n in others if n not in chosen]
-        destinations = gate.by_room(candidates)[::-1]
+        destinations = gate.view.by_room(candidates)[::-1]
         if not destinations:
             continue
         movers, blockers = _movers(snapshot, gate, source, args)
@@ -144,7 +146,7 @@ def _movers(snapshot: Snapshot, gate: Gate, source: str,
     for pod in eviction_order(live_pods(snapshot, source)):
         if MIRROR_ANNOTATION in pod.annotations or any(o.kind == "DaemonSet" for o in pod.owners):
             continue
-        if pod.key in gate.decided:
+        if pod.key in gate.view.decided:
             continue  # a deschedule strategy already decided it
         if args.only_thresholding_resources and not any(pod.requests.get(r, 0) > 0 for r in dict(args.thresholds)
                                                         if r != PODS):
@@ -152,7 +154,7 @@ def _movers(snapshot: Snapshot, gate: Gate, source: str,
         if pod.namespace in args.evictable_namespaces_exclude:
             blockers.append((pod, f"{pod.key} is in excluded namespace {pod.namespace}"))
             continue
-        why = gate.protection(pod)
+        why = gate.view.protection(pod)
         if why is not None:
             blockers.append((pod, f"{pod.key}: {why}"))
             continue

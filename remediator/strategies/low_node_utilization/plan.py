@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from remediator.model import NodeRecord, PlannedEviction, PodRecord, Snapshot
+from remediator.model import NodeRecord, PlannedEviction, PodRecord
 from remediator.planning.gate import CYCLE, NODE, Gate
 from remediator.planning.utilization import Utilization, describe_source
 from remediator.planning.wants import NOTHING, Wants
@@ -36,6 +36,7 @@ from remediator.scheduling.usage import (
     levels,
     live_pods,
 )
+from remediator.state.snapshot import Snapshot
 from remediator.strategies.low_node_utilization.args import LowNodeUtilizationArgs
 
 NAME = "LowNodeUtilization"
@@ -56,7 +57,7 @@ def plan(snapshot: Snapshot, args: LowNodeUtilizationArgs, gate: Gate) -> Wants:
     if not under or len(under) <= args.number_of_nodes or len(under) == len(scope) or not over:
         return NOTHING
 
-    destinations = gate.by_room(n for n in under if n not in gate.excluded)
+    destinations = gate.view.by_room(n for n in under if n not in gate.view.excluded)
     budget = _budget(usage, snapshot, destinations, high)
     measured = describe_source(args.metrics_utilization)
 
@@ -70,7 +71,7 @@ def plan(snapshot: Snapshot, args: LowNodeUtilizationArgs, gate: Gate) -> Wants:
         return None
 
     for source in sorted(over, key=lambda n: (-max(pct[n].values(), default=0.0), n)):
-        if gate.hold(source) is not None:
+        if gate.view.hold(source) is not None:
             continue  # opted out, or the autoscaler is at work there: not ours to relieve
         moved = 0
         for pod in eviction_order(live_pods(snapshot, source)):
@@ -137,7 +138,7 @@ def _budget(usage: Utilization, snapshot: Snapshot, destinations: Sequence[str],
             if r == METRIC_RESOURCE:
                 budget[r] += max(0.0, limit - pct.get(r, 100.0))
             elif r == PODS and not usage.per_pod:
-                budget[r] += max(0.0, limit * allocatable.get(r, 0) / 100 - usage.gate.usage(n).get(r, 0))
+                budget[r] += max(0.0, limit * allocatable.get(r, 0) / 100 - usage.gate.view.usage(n).get(r, 0))
             else:
                 budget[r] += max(0.0, limit * allocatable.get(r, 0) / 100 - used.get(r, 0))
     return budget

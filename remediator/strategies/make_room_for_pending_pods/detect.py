@@ -13,8 +13,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
-from remediator.model import NodeRecord, PodRecord, Snapshot, Taint
+from remediator.model import NodeRecord, PodRecord, Taint
 from remediator.scheduling.nodefit import PODS, placement_reason
+from remediator.state.snapshot import Snapshot
 
 RESOURCE_SHORTAGE = ("Insufficient ", "Too many pods")  # kube-scheduler's NodeResourcesFit reasons
 

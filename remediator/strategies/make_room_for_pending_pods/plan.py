@@ -15,7 +15,7 @@ import datetime as dt
 import time
 from collections.abc import Iterator, Mapping, Sequence
 
-from remediator.model import Fragmentation, MadeRoom, PlannedEviction, PodRecord, Snapshot
+from remediator.model import PlannedEviction, PodRecord
 from remediator.planning.gate import Gate
 from remediator.planning.memory import Remembered
 from remediator.planning.wants import Wants
@@ -23,8 +23,10 @@ from remediator.scheduling.nodefit import placement_reason
 from remediator.scheduling.podaffinity import PodAffinityIndex
 from remediator.scheduling.topologyspread import SpreadIndex
 from remediator.scheduling.zonespread import ZoneSpread
+from remediator.state.snapshot import Snapshot
 from remediator.strategies.make_room_for_pending_pods.args import MakeRoomForPendingPodsArgs
 from remediator.strategies.make_room_for_pending_pods.detect import Stuck, free_vector, stuck_pods, vector
+from remediator.strategies.make_room_for_pending_pods.report import Fragmentation, MadeRoom
 from remediator.strategies.make_room_for_pending_pods.search import Found, Limits, Mover, find_plan
 
 NAME = "MakeRoomForPendingPods"
@@ -42,10 +44,11 @@ def plan(snapshot: Snapshot, args: MakeRoomForPendingPodsArgs, gate: Gate) -> Wa
     # 5,000 nodes those two took a quarter of a second before any search began.
     deadline = time.monotonic() + args.time_budget.total_seconds()
     books = _Books(snapshot, gate)
-    stuck, stranded = stuck_pods(snapshot, books.usage, exclude=gate.excluded, planned_taints=gate.planned_taints)
+    stuck, stranded = stuck_pods(snapshot, books.usage, exclude=gate.view.excluded,
+                                 planned_taints=gate.view.planned_taints)
     made: list[MadeRoom] = []
     # pod uid -> when a plan made room for it: not made again while its evictions play out (retryAfter)
-    helped = {uid: t for uid, t in gate.remembered.items() if snapshot.now - t <= FORGET_HELPED}
+    helped = {uid: t for uid, t in gate.view.remembered.items() if snapshot.now - t <= FORGET_HELPED}
     waiting = [s for s in stuck if not _recently_helped(helped, s.pod, snapshot, args)]
     for s in waiting[:args.max_pending_pods]:
         if time.monotonic() > deadline:
@@ -56,7 +59,7 @@ def plan(snapshot: Snapshot, args: MakeRoomForPendingPodsArgs, gate: Gate) -> Wa
             helped[s.pod.uid] = snapshot.now
         if found is not None:
             books.refresh({found.target} | {m.pod.node for m in found.moves} | {m.destination for m in found.moves})
-    return Wants(fragmentation=Fragmentation(tuple(s.pod for s in stuck), stranded, tuple(made)), remember=helped)
+    return Wants(report=Fragmentation(tuple(s.pod for s in stuck), stranded, tuple(made)), remember=helped)
 
 
 def _recently_helped(helped: Remembered, pod: PodRecord, snapshot: Snapshot, args: MakeRoomForPendingPodsArgs) -> bool:
@@ -70,10 +73,10 @@ class _Books:
 
     def __init__(self, snapshot: Snapshot, gate: Gate) -> None:
         self.snapshot, self.gate = snapshot, gate
-        self.usage = {n: gate.usage(n) for n in snapshot.nodes}
+        self.usage = {n: gate.view.usage(n) for n in snapshot.nodes}
         self.eligible = [n for n, rec in snapshot.nodes.items()
-                         if rec.ready and not rec.unschedulable and not rec.deleting and n not in gate.excluded
-                         and gate.hold(n) is None]
+                         if rec.ready and not rec.unschedulable and not rec.deleting and n not in gate.view.excluded
+                         and gate.view.hold(n) is None]
         self.indexes = _Indexes(snapshot)
         self._free: dict[tuple[str, ...], dict[str, tuple[int, ...]]] = {}
 
@@ -86,7 +89,7 @@ class _Books:
 
     def refresh(self, names: set[str]) -> None:
         for n in names:
-            self.usage[n] = self.gate.usage(n)
+            self.usage[n] = self.gate.view.usage(n)
             for resources, free in self._free.items():
                 if n in free:
                     free[n] = free_vector(self.snapshot.nodes[n], self.usage[n], resources)
@@ -116,8 +119,8 @@ def _search(books: _Books, args: MakeRoomForPendingPodsArgs, s: Stuck, deadline:
         key = (m.key, node)
         if key not in fits:
             pod = records[m.key]
-            fits[key] = placement_reason(pod, snapshot.nodes[node], exclude=gate.excluded,
-                                         planned=gate.planned_taints.get(node, ())) is None and _pod_may_land(
+            fits[key] = placement_reason(pod, snapshot.nodes[node], exclude=gate.view.excluded,
+                                         planned=gate.view.planned_taints.get(node, ())) is None and _pod_may_land(
                 snapshot, pod, node, indexes) and not indexes.zones().worse(pod, snapshot.nodes[node])
         return fits[key]
 
@@ -196,7 +199,7 @@ class _Movers(Mapping[str, Sequence[Mover]]):
             return None  # never displace a pod that matters more than the one waiting
         if self.gate.refusal(PlannedEviction(pod, NAME, "")) is not None:
             return None
-        headroom = self.gate.pdb_headroom(pod)
+        headroom = self.gate.view.pdb_headroom(pod)
         self.headroom.update(headroom)
         owner = pod.controller
         tight = 1 if any(h <= 1 for h in headroom.values()) else 0

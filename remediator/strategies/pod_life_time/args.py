@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from nodemedic_common.durations import MAX_SECONDS
 from remediator.policy.reader import Reader, Section
-from remediator.strategies.scope import SCOPE_KEYS, PodScope, read_scope
+from remediator.strategies.pod_scope import SCOPE_KEYS, PodScope, read_scope
 
 # descheduler's podLifeTimeAllowedStates: pod phases, pod status reasons, container waiting/terminated reasons.
 STATES = ("Running", "Pending", "Succeeded", "Failed", "Unknown", "NodeAffinity", "NodeLost", "Shutdown",

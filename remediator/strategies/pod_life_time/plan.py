@@ -15,9 +15,10 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterator
 
-from remediator.model import PlannedEviction, PodCondition, PodRecord, Snapshot
+from remediator.model import PlannedEviction, PodCondition, PodRecord
+from remediator.state.snapshot import Snapshot
 from remediator.strategies.pod_life_time.args import ConditionFilter, PodLifeTimeArgs
-from remediator.strategies.scope import ready_nodes
+from remediator.strategies.pod_scope import ready_nodes
 
 NAME = "PodLifeTime"
 KIND = "deschedule"

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from remediator.model import LabelSelector
-from remediator.policy.fields import Namespaces, read_label_selector, read_namespaces
 from remediator.policy.reader import Reader, Section
+from remediator.strategies.pod_scope import SCOPE_KEYS, PodScope, read_scope
 
 # labelSelector is not one of descheduler's RemoveDuplicates args; nodemedic takes it as every other strategy does.
-_DUPLICATES_ARGS_KEYS = ("namespaces", "labelSelector", "excludeOwnerKinds")
+_DUPLICATES_ARGS_KEYS = (*SCOPE_KEYS, "excludeOwnerKinds")
 
 
 @dataclass(frozen=True)
 class RemoveDuplicatesArgs:
-    namespaces: Namespaces = Namespaces()
-    label_selector: LabelSelector | None = None
+    scope: PodScope = PodScope()
     exclude_owner_kinds: tuple[str, ...] = ()  # pods with an owner of one of these kinds are left alone
 
 
@@ -29,7 +27,6 @@ def _kind_problem(kind: str) -> str | None:
 def read_args(r: Reader, strategy: Section) -> RemoveDuplicatesArgs:
     m = r.section(strategy, "args", _DUPLICATES_ARGS_KEYS)
     return RemoveDuplicatesArgs(
-        namespaces=read_namespaces(r, m),
-        label_selector=read_label_selector(r, m),
+        scope=read_scope(r, m),
         exclude_owner_kinds=r.strings(m, "excludeOwnerKinds", _kind_problem) or (),
     )

@@ -20,12 +20,13 @@ from collections import Counter
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 
-from remediator.model import Effect, NodeRecord, PlannedEviction, PodRecord, Snapshot
+from remediator.model import Effect, NodeRecord, PlannedEviction, PodRecord
 from remediator.planning.gate import CYCLE, NODE, Gate
 from remediator.planning.wants import NOTHING, Wants
-from remediator.scheduling.selectors import matches_labels, pod_fits_node_selection
+from remediator.scheduling.selectors import pod_fits_node_selection
 from remediator.scheduling.tolerations import untolerated
 from remediator.scheduling.usage import eviction_order
+from remediator.state.snapshot import Snapshot
 from remediator.strategies.remove_duplicates.args import RemoveDuplicatesArgs
 
 NAME = "RemoveDuplicates"
@@ -39,18 +40,18 @@ Shape = tuple[object, ...]
 
 
 def plan(snapshot: Snapshot, args: RemoveDuplicatesArgs, gate: Gate) -> Wants:
-    if gate.exhausted():
+    if gate.view.exhausted():
         return NOTHING
     nodes = sorted(n for n, rec in snapshot.nodes.items() if rec.ready and not rec.deleting)
     # Replicas of most workloads share a few shapes (tolerations, node selection): their targets, and the order in
     # which node fit tries them, are computed once per set of shapes.
     shape_fit: dict[Shape, list[str]] = {}
     by_shapes: dict[frozenset[Shape], tuple[list[str], tuple[str, ...]]] = {}
-    for key, on_node in sorted(_duplicates(snapshot, args, set(nodes), gate.moved_to).items()):
+    for key, on_node in sorted(_duplicates(snapshot, args, set(nodes), gate.view.moved_to).items()):
         shapes = frozenset(_shape(p) for pods in on_node.values() for p in pods)
         if shapes not in by_shapes:
-            targets = _target_nodes(snapshot, nodes, on_node, gate.excluded, shape_fit)
-            by_shapes[shapes] = targets, gate.by_room(t for t in targets if t not in gate.excluded)
+            targets = _target_nodes(snapshot, nodes, on_node, gate.view.excluded, shape_fit)
+            by_shapes[shapes] = targets, gate.view.by_room(t for t in targets if t not in gate.view.excluded)
         targets, destinations = by_shapes[shapes]
         if len(targets) < 2:
             continue
@@ -99,10 +100,10 @@ def _relieve(gate: Gate, key: DuplicateKey, source: str, pods: list[PodRecord], 
         return None
 
     owners = ", ".join(f"{kind}/{name}" for kind, name in key[1])
-    if gate.hold(source) is not None:
+    if gate.view.hold(source) is not None:
         return None
     # Every live replica counts (the scheduler sees them all); only the evictable ones are tried (dup-count).
-    for pod in eviction_order(p for p in pods if gate.protection(p) is None):
+    for pod in eviction_order(p for p in pods if gate.view.protection(p) is None):
         if count[source] <= upper:
             break
         reason = (f"{count[source]} replicas of {owners} on {source}, more than {upper} "
@@ -126,10 +127,7 @@ def _duplicate_key(pod: PodRecord, args: RemoveDuplicatesArgs) -> DuplicateKey |
         if any(o.kind in args.exclude_owner_kinds for o in owners):
             return None
         refs = tuple(sorted((o.kind, o.name) for o in owners))
-    ns = args.namespaces
-    if (ns.include and pod.namespace not in ns.include) or pod.namespace in ns.exclude:
-        return None
-    if args.label_selector is not None and not matches_labels(args.label_selector, pod.labels):
+    if not args.scope.selects(pod):
         return None
     return pod.namespace, refs, pod.images
 

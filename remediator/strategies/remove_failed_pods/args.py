@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from remediator.policy.reader import Reader, Section
-from remediator.strategies.scope import SCOPE_KEYS, PodScope, read_scope
+from remediator.strategies.pod_scope import SCOPE_KEYS, PodScope, read_scope
 
 _KEYS = (*SCOPE_KEYS, "reasons", "exitCodes", "excludeOwnerKinds", "minPodLifetimeSeconds", "includingInitContainers")
 INT32 = 2**31 - 1

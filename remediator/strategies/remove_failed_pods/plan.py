@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from remediator.model import PlannedEviction, PodRecord, Snapshot
+from remediator.model import PlannedEviction, PodRecord
+from remediator.state.snapshot import Snapshot
+from remediator.strategies.pod_scope import ready_nodes
 from remediator.strategies.remove_failed_pods.args import RemoveFailedPodsArgs
-from remediator.strategies.scope import ready_nodes
 
 NAME = "RemoveFailedPods"
 KIND = "deschedule"

@@ -7,19 +7,21 @@ containers' with `includingInitContainers`) must be listed. Per node, most resta
 
 nodemedic does more (DS-RST-1): a workload whose pods restart on one node while its pods on every other node run
 without restarts points at that node, not at the workload, and no check of the agent sees it. The strategy then
-returns a `CrashLoopNode` naming the node, which the controller announces (an Event on the Node and the metric
-`nodemedic_crash_loop_node`), besides the evictions themselves.
+reports a `CrashLoopNode` naming the node (report.py: an Event on the Node and the metric `nodemedic_crash_loop_node`),
+besides the evictions themselves.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from remediator.model import CrashLoopNode, OwnerRef, PlannedEviction, PodRecord, Snapshot
+from remediator.model import OwnerRef, PlannedEviction, PodRecord
 from remediator.planning.gate import Gate
 from remediator.planning.wants import Wants
+from remediator.state.snapshot import Snapshot
+from remediator.strategies.pod_scope import ready_nodes
 from remediator.strategies.remove_pods_having_too_many_restarts.args import RemovePodsHavingTooManyRestartsArgs
-from remediator.strategies.scope import ready_nodes
+from remediator.strategies.remove_pods_having_too_many_restarts.report import CrashLoopNode, CrashLoopNodes
 
 NAME = "RemovePodsHavingTooManyRestarts"
 KIND = "deschedule"
@@ -50,7 +52,7 @@ def plan(snapshot: Snapshot, args: RemovePodsHavingTooManyRestartsArgs, gate: Ga
             found.append(c)
         else:
             gate.admit(c)
-    return Wants(crash_loop_nodes=tuple(found))
+    return Wants(report=CrashLoopNodes(tuple(found)))
 
 
 def candidates(snapshot: Snapshot, args: RemovePodsHavingTooManyRestartsArgs

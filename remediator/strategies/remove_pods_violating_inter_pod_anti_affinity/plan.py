@@ -11,14 +11,15 @@ gate's answer (`evicting`). Only the pods in scope count as the "other" pod, as 
 
 from __future__ import annotations
 
-from remediator.model import TERMINAL_PHASES, NodeRecord, PlannedEviction, PodAffinityTerm, PodRecord, Snapshot
+from remediator.model import TERMINAL_PHASES, NodeRecord, PlannedEviction, PodAffinityTerm, PodRecord
 from remediator.planning.gate import Gate
 from remediator.planning.wants import NOTHING, Wants
 from remediator.scheduling.selectors import matches_labels
+from remediator.state.snapshot import Snapshot
+from remediator.strategies.pod_scope import PodScope, ready_nodes
 from remediator.strategies.remove_pods_violating_inter_pod_anti_affinity.args import (
     RemovePodsViolatingInterPodAntiAffinityArgs,
 )
-from remediator.strategies.scope import PodScope, ready_nodes
 
 NAME = "RemovePodsViolatingInterPodAntiAffinity"
 KIND = "deschedule"
@@ -108,7 +109,7 @@ def plan(snapshot: Snapshot, args: RemovePodsViolatingInterPodAntiAffinityArgs, 
                 f"{term.topology_key}={node.labels.get(term.topology_key)}"
             reason = f"required anti-affinity violated by {other.key} on the same {where}"
             gate.admit(PlannedEviction(pod, NAME, reason))
-            if gate.evicting(pod.key):
+            if pod.key in gate.view.evicting:
                 gone.add(pod.key)
     return NOTHING
 

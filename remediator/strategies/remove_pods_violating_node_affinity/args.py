@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import yaml
 
 from remediator.policy.reader import Reader, Section
-from remediator.strategies.scope import SCOPE_KEYS, PodScope, read_scope
+from remediator.strategies.pod_scope import SCOPE_KEYS, PodScope, read_scope
 
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"

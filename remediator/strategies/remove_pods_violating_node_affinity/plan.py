@@ -15,15 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from remediator.model import TERMINAL_PHASES, NodeRecord, PlannedEviction, PodRecord, Snapshot
+from remediator.model import TERMINAL_PHASES, NodeRecord, PlannedEviction, PodRecord
 from remediator.planning.gate import Gate
 from remediator.planning.wants import NOTHING, Wants
 from remediator.scheduling.selectors import node_matches_terms, pod_fits_node_selection
+from remediator.state.snapshot import Snapshot
+from remediator.strategies.pod_scope import ready_nodes
 from remediator.strategies.remove_pods_violating_node_affinity.args import (
     REQUIRED,
     RemovePodsViolatingNodeAffinityArgs,
 )
-from remediator.strategies.scope import ready_nodes
 
 NAME = "RemovePodsViolatingNodeAffinity"
 KIND = "deschedule"

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from remediator.model import LabelSelector
-from remediator.policy.fields import Namespaces, read_label_selector, read_namespaces
 from remediator.policy.reader import Reader, Section
 from remediator.policy.syntax import label_value_problem, owned_taint_problem, qualified_name_problem
+from remediator.strategies.pod_scope import SCOPE_KEYS, PodScope, read_scope
 
-_TAINTS_ARGS_KEYS = ("namespaces", "labelSelector", "includePreferNoSchedule", "excludedTaints", "includedTaints")
+_TAINTS_ARGS_KEYS = (*SCOPE_KEYS, "includePreferNoSchedule", "excludedTaints", "includedTaints")
 
 
 @dataclass(frozen=True)
 class RemovePodsViolatingNodeTaintsArgs:
-    namespaces: Namespaces = Namespaces()
-    label_selector: LabelSelector | None = None
+    scope: PodScope = PodScope()
     include_prefer_no_schedule: bool = False
     excluded_taints: tuple[str, ...] = ()  # "key" or "key=value"
     # None = the taints the rules own with evict: true (so a manual cordon never triggers mass eviction).
@@ -46,8 +44,7 @@ def read_args(r: Reader, strategy: Section) -> RemovePodsViolatingNodeTaintsArgs
         r.error(m.values["includedTaints"], m.at("includedTaints"),
                 "includedTaints and excludedTaints are mutually exclusive; give one of them")
     return RemovePodsViolatingNodeTaintsArgs(
-        namespaces=read_namespaces(r, m),
-        label_selector=read_label_selector(r, m),
+        scope=read_scope(r, m),
         include_prefer_no_schedule=r.flag(m, "includePreferNoSchedule", d.include_prefer_no_schedule),
         excluded_taints=excluded if excluded is not None else d.excluded_taints,
         included_taints=included if included is not None else d.included_taints,

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from remediator.model import Effect, NodeRecord, PlannedEviction, PodRecord, Snapshot, Taint
+from remediator.model import Effect, NodeRecord, PlannedEviction, Taint
 from remediator.planning.gate import Gate
 from remediator.planning.wants import NOTHING, Wants
-from remediator.policy.fields import Namespaces
-from remediator.scheduling.selectors import matches_labels
 from remediator.scheduling.tolerations import untolerated
+from remediator.state.snapshot import Snapshot
 from remediator.strategies.remove_pods_violating_node_taints.args import RemovePodsViolatingNodeTaintsArgs
 
 NAME = "RemovePodsViolatingNodeTaints"
@@ -24,7 +23,7 @@ KIND = "deschedule"
 
 
 def plan(snapshot: Snapshot, args: RemovePodsViolatingNodeTaintsArgs, gate: Gate) -> Wants:
-    for c in candidates(snapshot, args, evict_taints=gate.evict_taints, planned_taints=gate.planned_taints):
+    for c in candidates(snapshot, args, evict_taints=gate.view.evict_taints, planned_taints=gate.view.planned_taints):
         gate.admit(c)
     return NOTHING
 
@@ -44,7 +43,7 @@ def candidates(snapshot: Snapshot, args: RemovePodsViolatingNodeTaintsArgs, *,
         if not taints:
             continue
         for pod in sorted(snapshot.pods(name), key=lambda p: (p.namespace, p.name)):
-            if not _in_scope(pod, args):
+            if not (pod.live and args.scope.selects(pod)):
                 continue
             violated = untolerated(pod.tolerations, taints, effects)
             if violated:
@@ -69,17 +68,3 @@ def _candidate_taints(node: NodeRecord, args: RemovePodsViolatingNodeTaintsArgs,
 def _listed(t: Taint, entries: Sequence[str]) -> bool:
     """`key` matches any value; `key=value` is only compared when the taint has a value (descheduler's rule)."""
     return t.key in entries or (bool(t.value) and f"{t.key}={t.value}" in entries)
-
-
-def _in_scope(pod: PodRecord, args: RemovePodsViolatingNodeTaintsArgs) -> bool:
-    if not pod.live:
-        return False
-    if not _namespace_selected(pod.namespace, args.namespaces):
-        return False
-    return args.label_selector is None or matches_labels(args.label_selector, pod.labels)
-
-
-def _namespace_selected(namespace: str, ns: Namespaces) -> bool:
-    if ns.include:
-        return namespace in ns.include
-    return namespace not in ns.exclude

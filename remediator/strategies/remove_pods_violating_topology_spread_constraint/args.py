@@ -4,18 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from remediator.model import LabelSelector
-from remediator.policy.fields import Namespaces, read_label_selector, read_namespaces
 from remediator.policy.reader import Reader, Section
+from remediator.strategies.pod_scope import SCOPE_KEYS, PodScope, read_scope
 
 DO_NOT_SCHEDULE, SCHEDULE_ANYWAY = "DoNotSchedule", "ScheduleAnyway"
-_SPREAD_ARGS_KEYS = ("namespaces", "labelSelector", "constraints", "topologyBalanceNodeFit")
+_SPREAD_ARGS_KEYS = (*SCOPE_KEYS, "constraints", "topologyBalanceNodeFit")
 
 
 @dataclass(frozen=True)
 class RemovePodsViolatingTopologySpreadConstraintArgs:
-    namespaces: Namespaces = Namespaces()
-    label_selector: LabelSelector | None = None
+    scope: PodScope = PodScope()
     constraints: tuple[str, ...] = (DO_NOT_SCHEDULE,)  # the whenUnsatisfiable values balanced
     # descheduler: false evicts without asking whether another node takes the pod. nodemedic always asks
     # (docs/balance-strategies.md, tsc-place); the flag is read so descheduler policies carry over.
@@ -33,8 +31,7 @@ def read_args(r: Reader, strategy: Section) -> RemovePodsViolatingTopologySpread
     d = RemovePodsViolatingTopologySpreadConstraintArgs()
     constraints = r.strings(m, "constraints", _constraint_problem)
     return RemovePodsViolatingTopologySpreadConstraintArgs(
-        namespaces=read_namespaces(r, m),
-        label_selector=read_label_selector(r, m),
+        scope=read_scope(r, m),
         constraints=tuple(dict.fromkeys(constraints)) if constraints else d.constraints,
         topology_balance_node_fit=r.flag(m, "topologyBalanceNodeFit", d.topology_balance_node_fit),
     )

@@ -30,21 +30,14 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from remediator.model import (
-    Effect,
-    LivePods,
-    NodeRecord,
-    PlannedEviction,
-    PodRecord,
-    Snapshot,
-    SpreadConstraint,
-)
+from remediator.model import Effect, NodeRecord, PlannedEviction, PodRecord, SpreadConstraint
 from remediator.planning.gate import CYCLE, Gate
 from remediator.planning.wants import NOTHING, Wants
 from remediator.policy.scheduler import SchedulerSettings
 from remediator.scheduling.default_spread import default_spread
 from remediator.scheduling.selectors import matches_labels, pod_fits_node_selection
 from remediator.scheduling.tolerations import untolerated
+from remediator.state.snapshot import LivePods, Snapshot
 from remediator.strategies.remove_pods_violating_topology_spread_constraint.args import (
     DO_NOT_SCHEDULE,
     SCHEDULE_ANYWAY,
@@ -65,7 +58,7 @@ class _Constraint:
 
 
 def plan(snapshot: Snapshot, args: RemovePodsViolatingTopologySpreadConstraintArgs, gate: Gate) -> Wants:
-    if gate.exhausted():
+    if gate.view.exhausted():
         return NOTHING
     nodes = {n: rec for n, rec in snapshot.nodes.items() if rec.ready and not rec.deleting}
     live = snapshot.live()  # the pods the scheduler counts
@@ -76,7 +69,7 @@ def plan(snapshot: Snapshot, args: RemovePodsViolatingTopologySpreadConstraintAr
             if p.live:
                 declaring.setdefault(p.namespace, []).append(p)
     constraints = {ns: _constraints(pods, args) for ns, pods in sorted(declaring.items())}
-    for namespace, found in _defaulted(snapshot, nodes, args, gate.scheduler).items():
+    for namespace, found in _defaulted(snapshot, nodes, args, gate.view.scheduler).items():
         constraints.setdefault(namespace, []).extend(found)
     shapes: dict[tuple[object, ...], _Domains] = {}
     for namespace, found in constraints.items():
@@ -101,7 +94,7 @@ def _constraints(pods: list[PodRecord],
     """The distinct constraints the namespace's pods in scope declare, in the order first seen."""
     found: dict[tuple[object, ...], _Constraint] = {}
     for pod in pods:
-        if not (pod.hard_spread or pod.soft_spread) or not _in_scope(pod, args):
+        if not (pod.hard_spread or pod.soft_spread) or not args.scope.selects(pod):
             continue
         for when, spreads in ((DO_NOT_SCHEDULE, pod.hard_spread), (SCHEDULE_ANYWAY, pod.soft_spread)):
             if when not in args.constraints:
@@ -126,7 +119,7 @@ def _defaulted(snapshot: Snapshot, nodes: Mapping[str, NodeRecord],
     found: dict[str, list[_Constraint]] = {}
     for pods in snapshot.pods_by_owner.values():
         pod = next((p for p in pods if p.live and p.node_name in nodes), None)
-        if pod is None or not _in_scope(pod, args):
+        if pod is None or not args.scope.selects(pod):
             continue
         hard, soft = default_spread(pod, scheduler.constraints_for)
         for when, spreads in ((DO_NOT_SCHEDULE, hard), (SCHEDULE_ANYWAY, soft)):
@@ -148,7 +141,7 @@ class _Domains:
 def _balance(gate: Gate, domains: _Domains, pods: list[PodRecord], c: _Constraint,
              args: RemovePodsViolatingTopologySpreadConstraintArgs, *, ready: Mapping[str, NodeRecord]) -> str | None:
     s = c.spread
-    members = _members(domains, pods, s, gate.moved_to, ready)
+    members = _members(domains, pods, s, gate.view.moved_to, ready)
     start = {d: len(ps) for d, ps in members.items()}
     unbalanced = _unbalanced(domains, start, s.max_skew)
     if unbalanced is None:
@@ -166,7 +159,7 @@ def _balance(gate: Gate, domains: _Domains, pods: list[PodRecord], c: _Constrain
 
     for source, target, count in descheduler_moves([(d, live[d]) for d in order], average, s.max_skew):
         moved = 0
-        for pod in _eviction_candidates([p for p in members.get(source, []) if p.uid not in gate.moved_to], args):
+        for pod in _eviction_candidates([p for p in members.get(source, []) if p.uid not in gate.view.moved_to], args):
             if moved == count:
                 break
             reason = (f"{c.when} spread on {s.topology_key}: {source} holds {live[source]} matching pods, "
@@ -246,7 +239,7 @@ def _domains(gate: Gate, nodes: Mapping[str, NodeRecord], c: _Constraint,
     if found is None:
         of = {n: rec.labels[s.topology_key] for n, rec in nodes.items()
               if s.topology_key in rec.labels and _included(c, rec)}
-        found = cache[shape] = _Domains(of, sorted(set(of.values())), gate.by_room(of))
+        found = cache[shape] = _Domains(of, sorted(set(of.values())), gate.view.by_room(of))
     return found
 
 
@@ -254,7 +247,7 @@ def _eviction_candidates(pods: list[PodRecord],
                          args: RemovePodsViolatingTopologySpreadConstraintArgs) -> list[PodRecord]:
     """Pods without node selection first (descheduler's order), then the lowest priority (descheduler's sort, meant
     to, pops the highest first: `tsc-order`)."""
-    return sorted((p for p in pods if _in_scope(p, args)),
+    return sorted((p for p in pods if args.scope.selects(p)),
                   key=lambda p: (bool(p.node_selector or p.required_node_affinity), p.priority is not None,
                                  p.priority or 0, p.name))
 
@@ -265,10 +258,3 @@ def _included(c: _Constraint, node: NodeRecord) -> bool:
     if c.spread.honor_node_affinity and not pod_fits_node_selection(pod, node):
         return False
     return not c.spread.honor_node_taints or not untolerated(pod.tolerations, node.taints, _BLOCKING)
-
-
-def _in_scope(pod: PodRecord, args: RemovePodsViolatingTopologySpreadConstraintArgs) -> bool:
-    ns = args.namespaces
-    if (ns.include and pod.namespace not in ns.include) or pod.namespace in ns.exclude:
-        return False
-    return args.label_selector is None or matches_labels(args.label_selector, pod.labels)

@@ -15,10 +15,11 @@ import yaml
 from agent import cli as agent_cli
 from hack import manifests  # the renderer `make manifests` runs
 from remediator import cli as remediator_cli
-from remediator.actions.evictor import Outcome
+from remediator.actions.eviction_requests import Outcome
 from remediator.policy.autoscaler import AUTO
 from remediator.policy.loader import load_policy, validate_main
 from remediator.state.autoscaler_detection import CLUSTER_AUTOSCALER_STATUS
+from remediator.strategies import CATALOG
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -88,7 +89,7 @@ def test_the_configmaps_carry_the_shipped_defaults_and_they_validate(tmp_path: P
     (tmp_path / "agent.yaml").write_text(agent_yaml)
     (tmp_path / "policy.yaml").write_text(policy_yaml)
     assert agent_cli.main(["validate", "--config", str(tmp_path / "agent.yaml")]) == 0, capsys.readouterr().err
-    assert validate_main(str(tmp_path / "policy.yaml")) == 0, capsys.readouterr().err
+    assert validate_main(str(tmp_path / "policy.yaml"), catalog=CATALOG) == 0, capsys.readouterr().err
 
 
 def test_the_containers_run_the_console_scripts_with_arguments_the_programs_accept(
@@ -224,7 +225,7 @@ def test_pods_status_is_granted_only_for_a_policy_that_nominates(tmp_path: Path)
     rendered default policy has no such strategy, so no such grant."""
     policy = tmp_path / "policy.yaml"
     policy.write_text(_configmap("nodemedic-remediator")["policy.yaml"])
-    nominates = any(s.name == "MakeRoomForPendingPods" for s in load_policy(policy).strategies)
+    nominates = any(s.name == "MakeRoomForPendingPods" for s in load_policy(policy, catalog=CATALOG).strategies)
     assert not nominates
     assert ("pods/status", "patch") not in _granted("nodemedic-remediator")
     calls = "\n".join(p.read_text() for p in (ROOT / "remediator").rglob("*.py"))

@@ -24,6 +24,7 @@ from remediator.read_side.plan_json import plan_json
 from remediator.read_side.status_answer import StatusAnswer
 from remediator.read_side.why_answer import WhyAnswer
 from remediator.state.caches import snapshot_from_list
+from remediator.strategies import CATALOG
 from tests.unit.fuzz.strategies import FUZZ, json_values, mutated
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -34,8 +35,8 @@ CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]") 
 
 def _plan(snapshot: str, policy: str) -> dict[str, Any]:
     doc = json.loads((ROOT / "tests/testdata/snapshots" / snapshot).read_text())
-    plan = make_plan(snapshot_from_list(doc, NOW), load_policy(str(ROOT / "tests/testdata/policies" / policy)),
-                     PlannerMemory())
+    policy_file = str(ROOT / "tests/testdata/policies" / policy)
+    plan = make_plan(snapshot_from_list(doc, NOW), load_policy(policy_file, catalog=CATALOG), PlannerMemory())
     out: dict[str, Any] = _trimmed(json.loads(json.dumps(plan_json(plan))))
     return out
 

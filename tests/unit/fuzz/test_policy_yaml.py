@@ -16,6 +16,7 @@ from remediator.planner import PlannerMemory, make_plan
 from remediator.policy.loader import parse_policy
 from remediator.read_side.plan_json import plan_json
 from remediator.state.caches import snapshot_from_list
+from remediator.strategies import CATALOG
 from tests.unit.fuzz.seeds import CLUSTER, NOW
 from tests.unit.fuzz.strategies import EDGE_STRINGS, FUZZ, mutated
 
@@ -60,7 +61,7 @@ def spliced(draw: st.DrawFn) -> str:
 @given(text=st.one_of(st.sampled_from(DOCS).flatmap(mutated).map(_dump), spliced()))
 def test_a_mutated_policy_loads_or_is_refused_with_file_and_line_and_a_loaded_one_plans(text: str) -> None:
     try:
-        policy = parse_policy(text, source=SOURCE)
+        policy = parse_policy(text, source=SOURCE, catalog=CATALOG)
     except ConfigError as e:
         assert e.errors, "refused without a reason"
         for message in e.errors:

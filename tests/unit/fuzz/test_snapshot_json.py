@@ -14,11 +14,13 @@ from remediator.planner import PlannerMemory, make_plan
 from remediator.policy.loader import load_policy
 from remediator.read_side.plan_json import plan_json
 from remediator.state.caches import snapshot_from_list
+from remediator.strategies import CATALOG
 from tests.unit.fuzz.seeds import CLUSTER, NOW
 from tests.unit.fuzz.strategies import FUZZ, json_values, mutated
 
 ROOT = Path(__file__).resolve().parents[3]
-POLICY = load_policy(ROOT / "tests/testdata/policies/good/full.yaml")  # every strategy, rules, limits, safety
+POLICY = load_policy(ROOT / "tests/testdata/policies/good/full.yaml",
+                     catalog=CATALOG)  # every strategy, rules, limits, safety
 
 
 @FUZZ

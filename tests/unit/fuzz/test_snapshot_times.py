@@ -15,11 +15,13 @@ from hypothesis import strategies as st
 from remediator.planner import PlannerMemory, make_plan
 from remediator.policy.loader import load_policy
 from remediator.state.caches import snapshot_from_list
+from remediator.strategies import CATALOG
 from tests.unit.fuzz.seeds import CLUSTER, NOW, OWNED
 from tests.unit.fuzz.strategies import FUZZ
 
 ROOT = Path(__file__).resolve().parents[3]
-POLICY = load_policy(ROOT / "tests/testdata/policies/good/full.yaml")  # every strategy, rules, limits, safety
+POLICY = load_policy(ROOT / "tests/testdata/policies/good/full.yaml",
+                     catalog=CATALOG)  # every strategy, rules, limits, safety
 
 @st.composite
 def times(draw: st.DrawFn) -> str:

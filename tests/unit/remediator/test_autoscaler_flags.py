@@ -9,6 +9,7 @@ import pytest
 from remediator.autoscaler_flags import status_taint_flags
 from remediator.cli import main
 from remediator.policy.loader import parse_policy
+from remediator.strategies import CATALOG
 
 RULES = """apiVersion: nodemedic.io/v1alpha1
 kind: RemediationPolicy
@@ -35,7 +36,7 @@ HNU = """strategies:
     (HNU % ", taintDrainedNodes: false", ["example.com/disk", "nodemedic.io/kernel-deadlock"]),
 ], ids=["rules-once-each", "consolidation-taint", "consolidation-without-taint"])
 def test_every_owned_taint_key_becomes_one_status_taint_flag(extra: str, expected: list[str]) -> None:
-    policy = parse_policy(RULES + extra, source="p.yaml")
+    policy = parse_policy(RULES + extra, source="p.yaml", catalog=CATALOG)
     assert status_taint_flags(policy) == [f"--status-taint={k}" for k in expected]
 
 

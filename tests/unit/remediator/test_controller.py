@@ -21,7 +21,7 @@ from remediator.alerts import metrics as metrics_mod
 from remediator.alerts import plan_announcements
 from remediator.alerts.announcer import Alerts
 from remediator.controller import RECENT_EVICTION_MEMORY, Controller
-from remediator.model import KARPENTER_NODEPOOL_LABEL, Plan
+from remediator.model import Plan
 from remediator.policy import source as policy_source
 from remediator.policy.loader import load_policy
 from remediator.policy.source import PolicySource
@@ -29,6 +29,8 @@ from remediator.policy_reload import PolicyReload
 from remediator.read_side.plan_json import plan_json
 from remediator.state.autoscaler_detection import KARPENTER_DISCOVERY, REDETECT, AutoscalerDetector
 from remediator.state.caches import ClusterCache
+from remediator.state.snapshot import KARPENTER_NODEPOOL_LABEL
+from remediator.strategies import CATALOG
 
 LOG = logging.getLogger("test.controller")
 NOW = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
@@ -159,7 +161,8 @@ class World:
         alerts = Alerts(self.api, None, identity="r1", log=LOG)  # type: ignore[arg-type]
         self.controller = Controller(
             kube=self.api, cache=self.cache,  # type: ignore[arg-type]
-            policy=PolicyReload(PolicySource(str(self.policy_path), load_policy(self.policy_path)), alerts=alerts,
+            policy=PolicyReload(PolicySource(str(self.policy_path), load_policy(self.policy_path, catalog=CATALOG),
+                                             catalog=CATALOG), alerts=alerts,
                                 metrics=self.metrics, log=LOG, lease_namespace="ops", lease_name="nm",
                                 announce=not dry_run),
             alerts=alerts, metrics=self.metrics,

@@ -10,9 +10,10 @@ import datetime as dt
 
 import pytest
 
-from remediator.model import TERMINAL_PHASES, PodRecord, Snapshot
+from remediator.model import TERMINAL_PHASES, PodRecord
 from remediator.scheduling.nodefit import PODS, pod_request_summary
 from remediator.scheduling.usage import live_pods
+from remediator.state.snapshot import Snapshot
 
 
 def pod(name: str, phase: str = "Running", *, terminating: bool = False, node: str = "n1") -> PodRecord:

@@ -7,29 +7,18 @@ import datetime as dt
 
 import pytest
 
-from remediator.model import (
-    KARPENTER_NODEPOOL_LABEL,
-    Condition,
-    Effect,
-    LabelSelector,
-    NodeAutoscaler,
-    NodeRecord,
-    OwnerRef,
-    PodRecord,
-    Snapshot,
-    Taint,
-    Toleration,
-)
+from remediator.model import Condition, Effect, LabelSelector, NodeRecord, OwnerRef, PodRecord, Taint, Toleration
 from remediator.planner import PlannerMemory, make_plan
 from remediator.planning.owned_taints import OwnedTaint, render_owned
 from remediator.policy.autoscaler import AutoscalerSettings
-from remediator.policy.evictor import EvictorArgs
+from remediator.policy.default_evictor import EvictorArgs
 from remediator.policy.limits import Limits
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION, Policy, StrategyConfig
 from remediator.policy.rules import TaintRule
 from remediator.policy.safety import Safety
 from remediator.policy.window import MaintenanceWindow
 from remediator.read_side.plan_json import plan_json
+from remediator.state.snapshot import KARPENTER_NODEPOOL_LABEL, NodeAutoscaler, Snapshot
 from remediator.strategies.remove_pods_violating_node_taints.args import RemovePodsViolatingNodeTaintsArgs
 from remediator.strategies.remove_pods_violating_node_taints.plan import NAME
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 import datetime as dt
 
 from remediator import planner
-from remediator.model import HoldReason, Plan, Snapshot, Taint
+from remediator.model import HoldReason, Plan, Taint
 from remediator.planning.gate import Gate
 from remediator.planning.memory import PlannerMemory
 from remediator.planning.wants import NodeCause, Wants
 from remediator.policy.model import Policy
 from remediator.policy.safety import EXCLUDE_LABEL
+from remediator.state.snapshot import Snapshot
 from remediator.strategies.strategy import Strategy
 from tests.unit.remediator.strategies.cluster import NOW, node, snapshot
 

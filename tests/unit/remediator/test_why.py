@@ -12,6 +12,7 @@ from remediator.policy.loader import parse_policy
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION
 from remediator.policy.safety import EXCLUDE_LABEL
 from remediator.read_side.why_answer import FactLine
+from remediator.strategies import CATALOG
 from remediator.why import why
 from tests.unit.remediator.strategies.cluster import NOW, node, pod, snapshot
 
@@ -23,7 +24,7 @@ rules:
   condition: {type: KernelDeadlock, status: "True", for: 5m}
   taint: {key: nodemedic.io/kernel-deadlock, value: "true", effect: NoSchedule}
   recoverAfter: 10m
-""", source="policy.yaml")
+""", source="policy.yaml", catalog=CATALOG)
 TAINT = Taint("nodemedic.io/kernel-deadlock", "true", Effect.NO_SCHEDULE)
 
 

@@ -7,6 +7,7 @@ import pytest
 from hack.bench import repair
 from hack.bench.lib import replace
 from remediator.policy.loader import parse_policy
+from remediator.strategies import CATALOG
 
 
 def replace_run(moments: dict[str, float]) -> replace.ReplaceRun:
@@ -15,11 +16,11 @@ def replace_run(moments: dict[str, float]) -> replace.ReplaceRun:
 
 @pytest.mark.parametrize("text", [repair.REAL_NODE_POLICY, repair.replace_policy()], ids=["real node", "replace"])
 def test_the_policies_the_benchmark_runs_are_valid(text: str) -> None:
-    parse_policy(text, source="bench")
+    parse_policy(text, source="bench", catalog=CATALOG)
 
 
 def test_the_replace_policy_puts_the_ladder_on_the_rule_for_the_condition_both_act_on() -> None:
-    policy = parse_policy(repair.replace_policy(), source="bench")
+    policy = parse_policy(repair.replace_policy(), source="bench", catalog=CATALOG)
     (rule,) = [r for r in policy.rules if r.condition_type == "KWOKUnhealthy"]
     assert [str(step.action) for step in rule.repair] == ["replace", "person"]
     assert rule.evict

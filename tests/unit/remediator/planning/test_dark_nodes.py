@@ -23,7 +23,7 @@ from nodemedic_common.repair_contract import (
     answer_message,
     format_time,
 )
-from remediator.model import Condition, Effect, NodeRecord, Snapshot, Taint
+from remediator.model import Condition, Effect, NodeRecord, Taint
 from remediator.planner import PlannerMemory, make_plan
 from remediator.planning.dark_nodes import plan_dark
 from remediator.policy.dark import DarkSettings
@@ -31,6 +31,7 @@ from remediator.policy.model import Policy
 from remediator.policy.repair import RepairSettings
 from remediator.repair.dark_decisions import DarkPlan, Seen
 from remediator.repair.state import LadderState
+from remediator.state.snapshot import Snapshot
 
 NOW = dt.datetime(2026, 11, 28, 12, 0, 0, tzinfo=dt.UTC)
 MIN = dt.timedelta(minutes=1)

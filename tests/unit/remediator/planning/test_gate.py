@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from remediator.model import LabelSelector, PdbRecord, Plan, PlannedEviction, PodRecord, Snapshot
+from remediator.model import LabelSelector, PdbRecord, Plan, PlannedEviction, PodRecord
 from remediator.planning.books import Books
 from remediator.planning.checks import ORDER
 from remediator.planning.gate import CYCLE, NODE, Gate
@@ -13,6 +13,7 @@ from remediator.planning.memory import PlannerMemory
 from remediator.policy.limits import Limits
 from remediator.policy.model import Policy
 from remediator.policy.safety import EXCLUDE_LABEL
+from remediator.state.snapshot import Snapshot
 from tests.unit.remediator.strategies.cluster import node, pod, snapshot
 
 NO_COOLDOWN = Limits(owner_cooldown=dt.timedelta(0))
@@ -84,7 +85,7 @@ def test_a_refusal_decides_nothing_and_the_rails_come_before_the_evictor() -> No
     gate, plan = gate_for(s)
     why = gate.refusal(wants(daemon("ds", "n1")))
     assert why is not None and "opted out" in why
-    assert plan.protected == [] and "default/ds" not in gate.decided
+    assert plan.protected == [] and "default/ds" not in gate.view.decided
     gate.admit(wants(daemon("ds", "n1")))
     assert len(plan.protected) == 1 and "opted out" in plan.protected[0].why
 
@@ -105,7 +106,7 @@ def test_an_exchange_needs_a_shared_pdb_to_allow_both_and_otherwise_decides_noth
     s.pdbs.append(PdbRecord("default", "x", LabelSelector(match_labels=(("app", "x"),)), disruptions_allowed=1))
     gate, plan = gate_for(s)
     assert not gate.exchange(wants(a), wants(b))
-    assert plan.evictions == [] and not gate.decided
+    assert plan.evictions == [] and not gate.view.decided
     s.pdbs[0] = PdbRecord("default", "x", LabelSelector(match_labels=(("app", "x"),)), disruptions_allowed=2)
     gate, plan = gate_for(s)
     assert gate.exchange(wants(a), wants(b))

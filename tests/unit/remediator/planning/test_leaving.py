@@ -9,11 +9,12 @@ import datetime as dt
 
 import pytest
 
-from remediator.model import Plan, PodRecord, Snapshot
+from remediator.model import Plan, PodRecord
 from remediator.planner import make_plan
 from remediator.planning.memory import PlannerMemory
 from remediator.policy.limits import Limits
 from remediator.policy.model import Policy, StrategyConfig
+from remediator.state.snapshot import Snapshot
 from remediator.strategies.low_node_utilization.args import LowNodeUtilizationArgs
 from tests.unit.remediator.strategies.cluster import NOW, node, pod, snapshot
 

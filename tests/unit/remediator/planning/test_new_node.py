@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from remediator.model import KARPENTER_NODEPOOL_LABEL, NodeAutoscaler, NodeRecord
+from remediator.model import NodeRecord
 from remediator.planning.new_node import who_adds
 from remediator.policy.autoscaler import AUTO, AddsNodes
+from remediator.state.snapshot import KARPENTER_NODEPOOL_LABEL, NodeAutoscaler
 
 KARPENTER, CA = NodeAutoscaler.KARPENTER, NodeAutoscaler.CLUSTER_AUTOSCALER
 POOL_NODE = NodeRecord("pool-node", labels={KARPENTER_NODEPOOL_LABEL: "default"})

@@ -16,7 +16,7 @@ from nodemedic_common.repair_contract import (
     RepairAction,
     answer_message,
 )
-from remediator.model import Condition, Effect, LabelSelector, NodeRecord, OwnerRef, PodRecord, Snapshot, Taint
+from remediator.model import Condition, Effect, LabelSelector, NodeRecord, OwnerRef, PodRecord, Taint
 from remediator.planner import PlannerMemory, make_plan
 from remediator.planning.owned_taints import OwnedTaint, render_owned
 from remediator.planning.repairs import plan_repairs
@@ -29,6 +29,7 @@ from remediator.policy.window import MaintenanceWindow
 from remediator.read_side.plan_json import plan_json
 from remediator.repair.decisions import RepairPlan
 from remediator.repair.state import parse_state
+from remediator.state.snapshot import Snapshot
 from remediator.strategies.remove_pods_violating_node_taints.args import RemovePodsViolatingNodeTaintsArgs
 
 NOW = dt.datetime(2026, 11, 28, 12, 0, 0, tzinfo=dt.UTC)

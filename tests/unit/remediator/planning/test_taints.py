@@ -6,12 +6,13 @@ import datetime as dt
 
 import pytest
 
-from remediator.model import Condition, Effect, HoldReason, NodeRecord, Snapshot, Taint
+from remediator.model import Condition, Effect, HoldReason, NodeRecord, Taint
 from remediator.planning.owned_taints import OwnedTaint, parse_owned, render_owned
 from remediator.planning.taints import plan_taints
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION, Policy
 from remediator.policy.rules import TaintRule
 from remediator.policy.safety import Safety
+from remediator.state.snapshot import Snapshot
 
 NOW = dt.datetime(2024, 5, 1, 12, 0, 0, tzinfo=dt.UTC)
 DEADLOCK = Taint("nodemedic.io/kernel-deadlock", "true", Effect.NO_SCHEDULE)

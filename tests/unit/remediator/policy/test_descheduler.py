@@ -12,6 +12,7 @@ from nodemedic_common.config_errors import ConfigError
 from remediator.cli import main
 from remediator.policy.fields import Namespaces
 from remediator.policy.loader import convert_policy, parse_policy, validate_main
+from remediator.strategies import CATALOG
 from remediator.strategies.high_node_utilization.args import HighNodeUtilizationArgs
 from remediator.strategies.low_node_utilization.args import LowNodeUtilizationArgs
 from remediator.strategies.remove_pods_violating_node_taints.args import RemovePodsViolatingNodeTaintsArgs
@@ -73,7 +74,7 @@ strategies:
 
 
 def test_a_v1alpha2_policy_runs_deschedule_plugins_of_every_profile_before_balance_ones_with_its_settings() -> None:
-    policy = parse_policy(TWO_PROFILES, source="d.yaml")
+    policy = parse_policy(TWO_PROFILES, source="d.yaml", catalog=CATALOG)
     assert [s.name for s in policy.strategies] == ["RemovePodsViolatingNodeTaints", "LowNodeUtilization"]
     assert policy.strategies[0].args == RemovePodsViolatingNodeTaintsArgs(excluded_taints=("dedicated=gpu",))
     lnu = policy.strategies[1].args
@@ -89,7 +90,7 @@ def test_a_v1alpha2_policy_runs_deschedule_plugins_of_every_profile_before_balan
 
 
 def test_a_v1alpha1_policy_reads_as_descheduler_migrated_it() -> None:
-    policy = parse_policy(V1ALPHA1, source="d.yaml")
+    policy = parse_policy(V1ALPHA1, source="d.yaml", catalog=CATALOG)
     assert [s.name for s in policy.strategies] == ["RemovePodsViolatingNodeTaints", "LowNodeUtilization"]
     lnu = policy.strategies[1].args
     assert isinstance(lnu, LowNodeUtilizationArgs)
@@ -106,7 +107,7 @@ def test_v1alpha1_namespaces_become_high_node_utilization_s_evictable_namespaces
     params:
       namespaces: {exclude: [batch]}
       nodeResourceUtilizationThresholds: {thresholds: {cpu: 10}}''')
-    strategies = parse_policy(text, source="d.yaml").strategies
+    strategies = parse_policy(text, source="d.yaml", catalog=CATALOG).strategies
     assert [s.name for s in strategies] == ["RemovePodsViolatingNodeTaints", "HighNodeUtilization",
                                             "LowNodeUtilization"]
     hnu = strategies[1].args
@@ -116,16 +117,17 @@ def test_v1alpha1_namespaces_become_high_node_utilization_s_evictable_namespaces
 
 @pytest.mark.parametrize("text", [TWO_PROFILES, V1ALPHA1], ids=["v1alpha2", "v1alpha1"])
 def test_convert_writes_the_very_policy_the_original_is_read_as(text: str) -> None:
-    converted = convert_policy(text, source="d.yaml")
+    converted = convert_policy(text, source="d.yaml", catalog=CATALOG)
     assert converted.startswith("apiVersion: nodemedic.io/v1alpha1\nkind: RemediationPolicy\n")
-    assert parse_policy(converted, source="converted.yaml") == parse_policy(text, source="d.yaml")
+    assert parse_policy(converted, source="converted.yaml", catalog=CATALOG) == parse_policy(text, source="d.yaml",
+                                                                                             catalog=CATALOG)
 
 
 def test_the_convert_command_writes_a_file_that_validates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     original = tmp_path / "descheduler.yaml"
     original.write_text(V1ALPHA1)
     assert main(["convert", "--policy", str(original), "-o", str(tmp_path / "nodemedic.yaml")]) == 0
-    assert validate_main(str(tmp_path / "nodemedic.yaml")) == 0
+    assert validate_main(str(tmp_path / "nodemedic.yaml"), catalog=CATALOG) == 0
     assert "2 strategies" not in capsys.readouterr().err
     assert main(["convert", "--policy", str(BAD / "node-selector.yaml")]) == 2
     assert "node-selector.yaml:4: nodeSelector: unbalanced '('" in capsys.readouterr().err
@@ -133,7 +135,8 @@ def test_the_convert_command_writes_a_file_that_validates(tmp_path: Path, capsys
 
 def test_a_plugin_without_pluginconfig_gets_its_defaults_and_an_unconfigured_evictor_nodemedics() -> None:
     policy = parse_policy('apiVersion: "descheduler/v1alpha2"\nkind: "DeschedulerPolicy"\nprofiles:\n- name: p\n'
-                          '  plugins: {deschedule: {enabled: ["RemovePodsViolatingNodeTaints"]}}\n', source="d.yaml")
+                          '  plugins: {deschedule: {enabled: ["RemovePodsViolatingNodeTaints"]}}\n', source="d.yaml",
+                          catalog=CATALOG)
     assert [(s.name, s.args) for s in policy.strategies] == [
         ("RemovePodsViolatingNodeTaints", RemovePodsViolatingNodeTaintsArgs())]
     assert policy.evictor.node_fit  # nodemedic's default (docs: descheduler's is false)
@@ -143,9 +146,9 @@ def test_a_plugin_without_pluginconfig_gets_its_defaults_and_an_unconfigured_evi
 def test_a_disabled_plugin_is_not_run_and_an_empty_policy_evicts_nothing() -> None:
     text = ('apiVersion: "descheduler/v1alpha2"\nkind: "DeschedulerPolicy"\nprofiles:\n- name: p\n'
             '  plugins: {deschedule: {enabled: ["RemovePodsViolatingNodeTaints"], disabled: ["*"]}}\n')
-    assert parse_policy(text, source="d.yaml").strategies == ()
+    assert parse_policy(text, source="d.yaml", catalog=CATALOG).strategies == ()
     assert parse_policy('apiVersion: "descheduler/v1alpha2"\nkind: "DeschedulerPolicy"\n',
-                        source="d.yaml").strategies == ()
+                        source="d.yaml", catalog=CATALOG).strategies == ()
 
 
 # file -> what its first error must contain right after the file name: ":LINE: field.path: message"
@@ -165,10 +168,11 @@ profiles:
 
 def test_pod_protections_are_read_as_the_evictor_flags_they_replaced() -> None:
     """descheduler's chart default disables PodsWithLocalStorage and enables PodsWithPVC this way."""
-    evictor = parse_policy(POD_PROTECTIONS, source="d.yaml").evictor
+    evictor = parse_policy(POD_PROTECTIONS, source="d.yaml", catalog=CATALOG).evictor
     assert (evictor.evict_local_storage_pods, evictor.evict_daemonset_pods, evictor.evict_system_critical_pods,
             evictor.evict_failed_bare_pods, evictor.ignore_pvc_pods) == (True, True, True, True, True)
-    assert parse_policy(convert_policy(POD_PROTECTIONS, source="d.yaml"), source="c.yaml").evictor == evictor
+    assert parse_policy(convert_policy(POD_PROTECTIONS, source="d.yaml", catalog=CATALOG), source="c.yaml",
+                        catalog=CATALOG).evictor == evictor
 
 
 def test_pvc_storage_classes_narrow_which_pods_with_a_pvc_are_protected() -> None:
@@ -178,9 +182,10 @@ def test_pvc_storage_classes_narrow_which_pods_with_a_pvc_are_protected() -> Non
           PodsWithPVC:
             protectedStorageClasses: [{name: storage-class-0}, {name: storage-class-1}]
 """)
-    evictor = parse_policy(text, source="d.yaml").evictor
+    evictor = parse_policy(text, source="d.yaml", catalog=CATALOG).evictor
     assert evictor.ignore_pvc_pods and evictor.protected_storage_classes == ("storage-class-0", "storage-class-1")
-    assert parse_policy(convert_policy(text, source="d.yaml"), source="c.yaml").evictor == evictor
+    assert parse_policy(convert_policy(text, source="d.yaml", catalog=CATALOG), source="c.yaml",
+                        catalog=CATALOG).evictor == evictor
 
 
 BAD_FILES = {
@@ -227,7 +232,7 @@ def test_every_bad_file_has_an_expectation_and_every_expectation_a_file() -> Non
 @pytest.mark.parametrize(("name", "expected"), sorted(BAD_FILES.items()), ids=sorted(BAD_FILES))
 def test_validate_rejects_each_bad_descheduler_policy_naming_file_line_and_field(
         name: str, expected: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert validate_main(str(BAD / name)) == 2
+    assert validate_main(str(BAD / name), catalog=CATALOG) == 2
     out, err = capsys.readouterr()
     assert out == ""
     assert f"{name}{expected}" in err.splitlines()[0], err
@@ -245,12 +250,13 @@ strategies:
 
 def test_the_oldest_pod_life_time_form_plans_as_the_nested_one_with_a_deprecation_warning(
         capsys: pytest.CaptureFixture[str]) -> None:
-    old = parse_policy(OLDEST_POD_LIFE_TIME.format(params="maxPodLifeTimeSeconds: 86400"), source="old.yaml")
+    old = parse_policy(OLDEST_POD_LIFE_TIME.format(params="maxPodLifeTimeSeconds: 86400"), source="old.yaml",
+                       catalog=CATALOG)
     assert capsys.readouterr().err == (
         "old.yaml:7: strategies.PodLifeTime.params.maxPodLifeTimeSeconds: warning: deprecated form: descheduler "
         "reads it as params.podLifeTime.maxPodLifeTimeSeconds; move it there\n")
     nested = parse_policy(OLDEST_POD_LIFE_TIME.format(params="podLifeTime: {maxPodLifeTimeSeconds: 86400}"),
-                          source="new.yaml")
+                          source="new.yaml", catalog=CATALOG)
     assert capsys.readouterr().err == ""
     assert old == nested
 
@@ -260,11 +266,11 @@ def test_the_pod_life_time_given_both_ways_is_refused() -> None:
     text = OLDEST_POD_LIFE_TIME.format(params=both)
     with pytest.raises(ConfigError, match=r"d\.yaml:7: strategies\.PodLifeTime\.params\.maxPodLifeTimeSeconds: given "
                                           r"twice"):
-        parse_policy(text, source="d.yaml")
+        parse_policy(text, source="d.yaml", catalog=CATALOG)
 
 
 def test_the_oldest_form_is_a_parameter_of_pod_life_time_only() -> None:
     text = OLDEST_POD_LIFE_TIME.replace('"PodLifeTime"', '"RemoveFailedPods"')
     text = text.format(params="maxPodLifeTimeSeconds: 60")
     with pytest.raises(ConfigError, match="not a parameter of RemoveFailedPods"):
-        parse_policy(text, source="d.yaml")
+        parse_policy(text, source="d.yaml", catalog=CATALOG)

@@ -10,8 +10,8 @@ import pytest
 from nodemedic_common.config_errors import ConfigError
 from remediator.alerts import formats as notify_formats
 from remediator.model import Effect, LabelSelector, SelectorRequirement, Taint
+from remediator.policy.default_evictor import EvictorArgs
 from remediator.policy.eviction import EvictionSettings
-from remediator.policy.evictor import EvictorArgs
 from remediator.policy.fields import Namespaces
 from remediator.policy.limits import Limits
 from remediator.policy.loader import load_policy, parse_policy, validate_main
@@ -20,8 +20,10 @@ from remediator.policy.notifications import SINK_TYPES, Notifications, SinkConfi
 from remediator.policy.rules import TaintRule
 from remediator.policy.safety import Safety
 from remediator.policy.scheduler import DefaultConstraint, SchedulerSettings
+from remediator.strategies import CATALOG
 from remediator.strategies.high_node_utilization.args import HighNodeUtilizationArgs
 from remediator.strategies.low_node_utilization.args import LowNodeUtilizationArgs
+from remediator.strategies.pod_scope import PodScope
 from remediator.strategies.remove_pods_violating_node_taints.args import RemovePodsViolatingNodeTaintsArgs
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -35,7 +37,7 @@ DEFAULT_STRATEGY = StrategyConfig("RemovePodsViolatingNodeTaints", RemovePodsVio
 
 
 def test_a_minimal_policy_takes_every_default_including_the_default_strategy() -> None:
-    assert load_policy(GOOD / "minimal.yaml") == Policy(strategies=(DEFAULT_STRATEGY,))
+    assert load_policy(GOOD / "minimal.yaml", catalog=CATALOG) == Policy(strategies=(DEFAULT_STRATEGY,))
 
 
 def test_every_field_of_the_full_policy_lands_in_its_dataclass_field() -> None:
@@ -60,8 +62,7 @@ def test_every_field_of_the_full_policy_lands_in_its_dataclass_field() -> None:
             min_pod_age=dt.timedelta(minutes=10), node_fit=False, honor_safe_to_evict=False,
         ),
         strategies=(StrategyConfig("RemovePodsViolatingNodeTaints", RemovePodsViolatingNodeTaintsArgs(
-            namespaces=Namespaces(exclude=("kube-system",)),
-            label_selector=LabelSelector(match_labels=(("evictable", "yes"),)),
+            scope=PodScope(Namespaces(exclude=("kube-system",)), LabelSelector(match_labels=(("evictable", "yes"),))),
             include_prefer_no_schedule=True,
             excluded_taints=("example.com/keep", "example.com/disk=present"),
             included_taints=None,
@@ -96,11 +97,11 @@ def test_every_field_of_the_full_policy_lands_in_its_dataclass_field() -> None:
                                  DefaultConstraint(2, "kubernetes.io/hostname", "ScheduleAnyway")),
             min_surviving_share=0.5, configured=True),
     )
-    assert load_policy(GOOD / "full.yaml") == expected
+    assert load_policy(GOOD / "full.yaml", catalog=CATALOG) == expected
 
 
 def test_rules_that_leave_fields_out_get_derived_names_and_the_documented_defaults() -> None:
-    policy = load_policy(GOOD / "defaults.yaml")
+    policy = load_policy(GOOD / "defaults.yaml", catalog=CATALOG)
     deadlock, not_ready, readonly, corrupt = policy.rules
     assert deadlock == TaintRule(name="kerneldeadlock-true", condition_type="KernelDeadlock", condition_status="True",
                                  for_=dt.timedelta(0), taint=Taint("nodemedic.io/kernel-deadlock", "",
@@ -112,24 +113,25 @@ def test_rules_that_leave_fields_out_get_derived_names_and_the_documented_defaul
 
 
 def test_an_explicit_empty_strategy_list_means_no_strategies() -> None:
-    assert load_policy(GOOD / "defaults.yaml").strategies == ()
+    assert load_policy(GOOD / "defaults.yaml", catalog=CATALOG).strategies == ()
 
 
 def test_sinks_without_a_name_are_named_after_their_type_and_position() -> None:
-    sinks = load_policy(GOOD / "defaults.yaml").notifications.sinks
+    sinks = load_policy(GOOD / "defaults.yaml", catalog=CATALOG).notifications.sinks
     assert [(s.type, s.name) for s in sinks] == [("slack", "slack-0"), ("webhook", "webhook-1")]
     assert sinks[1].timeout == dt.timedelta(seconds=5) and sinks[1].max_attempts == 5
 
 
 def test_sections_given_as_null_take_their_defaults() -> None:
-    policy = parse_policy(HEADER + "rules:\nevictor:\nlimits:\nsafety:\nnotifications:\n", source="p.yaml")
+    policy = parse_policy(HEADER + "rules:\nevictor:\nlimits:\nsafety:\nnotifications:\n", source="p.yaml",
+                          catalog=CATALOG)
     assert policy == Policy(strategies=(DEFAULT_STRATEGY,))
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in GOOD.glob("*.yaml")))
 def test_validate_accepts_each_good_file_with_a_summary_line(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     path = str(GOOD / name)
-    assert validate_main(path) == 0
+    assert validate_main(path, catalog=CATALOG) == 0
     out, err = capsys.readouterr()
     assert out.startswith(f"OK: {path}: ") and " rules, strategies: " in out
     assert err == ""
@@ -139,7 +141,7 @@ def test_validate_accepts_each_good_file_with_a_summary_line(name: str, capsys: 
 
 
 def test_the_shipped_default_policy_loads_with_the_real_loader() -> None:
-    policy = load_policy(DEFAULT_POLICY)
+    policy = load_policy(DEFAULT_POLICY, catalog=CATALOG)
     assert policy.strategies == (DEFAULT_STRATEGY,)
     assert policy.safety == Safety()
 
@@ -147,7 +149,7 @@ def test_the_shipped_default_policy_loads_with_the_real_loader() -> None:
 @pytest.mark.parametrize("condition", ["KernelDeadlock", "ReadonlyFilesystem", "FilesystemCorruption",
                                        "ContainerRuntimeUnhealthy", "KubeletUnhealthy"])
 def test_the_shipped_default_policy_taints_nodes_with_a_known_problem(condition: str) -> None:
-    rules = [r for r in load_policy(DEFAULT_POLICY).rules if r.condition_type == condition]
+    rules = [r for r in load_policy(DEFAULT_POLICY, catalog=CATALOG).rules if r.condition_type == condition]
     assert len(rules) == 1
     rule = rules[0]
     assert rule.condition_status == "True"
@@ -273,7 +275,7 @@ def test_every_bad_file_has_an_expectation_and_every_expectation_a_file() -> Non
 @pytest.mark.parametrize(("name", "expected"), sorted(BAD_FILES.items()), ids=sorted(BAD_FILES))
 def test_validate_rejects_each_bad_file_naming_file_line_and_field(
         name: str, expected: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert validate_main(str(BAD / name)) == 2
+    assert validate_main(str(BAD / name), catalog=CATALOG) == 2
     out, err = capsys.readouterr()
     assert out == ""
     assert f"{name}{expected}" in err, err
@@ -292,7 +294,7 @@ def test_every_error_in_the_file_is_reported_in_one_pass_in_line_order() -> None
         "limits: {maxNoOfPodsToEvictPerNode: many}\n"                  # 8
     )
     with pytest.raises(ConfigError) as caught:
-        parse_policy(text, source="p.yaml")
+        parse_policy(text, source="p.yaml", catalog=CATALOG)
     assert [e.split(": ")[0:2] for e in caught.value.errors] == [
         ["p.yaml:4", "rules[0].condition.for"],
         ["p.yaml:6", "rules[0].evcit"],
@@ -304,7 +306,7 @@ def test_every_error_in_the_file_is_reported_in_one_pass_in_line_order() -> None
 
 def test_an_unknown_key_message_lists_the_valid_keys() -> None:
     with pytest.raises(ConfigError) as caught:
-        parse_policy(HEADER + "safety: {maxTainted: 2}\n", source="p.yaml")
+        parse_policy(HEADER + "safety: {maxTainted: 2}\n", source="p.yaml", catalog=CATALOG)
     assert caught.value.errors == [
         "p.yaml:3: safety.maxTainted: unknown key (did you mean maxTaintedNodes?); valid keys: maxTaintedNodes, "
         "maxTaintedNodesPercent, minTaintedNodes, paused, excludeLabel, acknowledge"]
@@ -316,23 +318,23 @@ def test_an_unknown_key_message_lists_the_valid_keys() -> None:
 def test_condition_status_must_be_one_of_the_api_strings_not_a_yaml_boolean(status: str, accepted: bool) -> None:
     text = HEADER + f"rules:\n- condition: {{type: X, status: {status}}}\n  taint: {{key: nodemedic.io/x}}\n"
     if accepted:
-        assert parse_policy(text, source="p.yaml").rules[0].condition_status == status.strip('"')
+        assert parse_policy(text, source="p.yaml", catalog=CATALOG).rules[0].condition_status == status.strip('"')
     else:
         with pytest.raises(ConfigError, match=r"p\.yaml:4: rules\[0\]\.condition\.status: must be"):
-            parse_policy(text, source="p.yaml")
+            parse_policy(text, source="p.yaml", catalog=CATALOG)
 
 
 def test_no_execute_is_accepted_with_the_explicit_opt_in() -> None:
     text = HEADER + ("rules:\n- condition: {type: X}\n  taint: {key: nodemedic.io/x, effect: NoExecute}\n"
                      "  allowNoExecute: true\n")
-    assert parse_policy(text, source="p.yaml").rules[0].taint.effect is Effect.NO_EXECUTE
+    assert parse_policy(text, source="p.yaml", catalog=CATALOG).rules[0].taint.effect is Effect.NO_EXECUTE
 
 
 @pytest.mark.parametrize("key", ["x", "nodemedic.io/kernel-deadlock", "a.b-c/d_e.F", "A" * 63],
                          ids=["bare name", "prefixed", "mixed characters", "63 characters"])
 def test_valid_taint_keys_are_accepted(key: str) -> None:
     text = HEADER + f"rules:\n- condition: {{type: X}}\n  taint: {{key: '{key}'}}\n"
-    assert parse_policy(text, source="p.yaml").rules[0].taint.key == key
+    assert parse_policy(text, source="p.yaml", catalog=CATALOG).rules[0].taint.key == key
 
 
 @pytest.mark.parametrize("key", ["", "-x", "x-", "Nodemedic.IO/x", "a/b/c", "/x", "a/", "A" * 64, "has space"],
@@ -341,25 +343,26 @@ def test_valid_taint_keys_are_accepted(key: str) -> None:
 def test_invalid_taint_keys_are_rejected_at_their_line(key: str) -> None:
     text = HEADER + f"rules:\n- condition: {{type: X}}\n  taint:\n    key: '{key}'\n"
     with pytest.raises(ConfigError, match=r"p\.yaml:6: rules\[0\]\.taint\.key: "):
-        parse_policy(text, source="p.yaml")
+        parse_policy(text, source="p.yaml", catalog=CATALOG)
 
 
 def test_a_missing_condition_or_taint_is_reported_once_at_the_rule() -> None:
     with pytest.raises(ConfigError) as caught:
-        parse_policy(HEADER + "rules:\n- name: lonely\n", source="p.yaml")
+        parse_policy(HEADER + "rules:\n- name: lonely\n", source="p.yaml", catalog=CATALOG)
     assert caught.value.errors == ["p.yaml:4: rules[0].condition: required", "p.yaml:4: rules[0].taint: required"]
 
 
 def test_a_list_where_a_mapping_belongs_is_one_error_not_one_per_missing_key() -> None:
     with pytest.raises(ConfigError) as caught:
-        parse_policy(HEADER + "rules:\n- condition: [KernelDeadlock]\n  taint: {key: x}\n", source="p.yaml")
+        parse_policy(HEADER + "rules:\n- condition: [KernelDeadlock]\n  taint: {key: x}\n", source="p.yaml",
+                     catalog=CATALOG)
     assert caught.value.errors == ["p.yaml:4: rules[0].condition: must be a mapping, got a list"]
 
 
 def test_an_unreadable_file_is_a_policy_error_naming_the_file(tmp_path: Path) -> None:
     missing = tmp_path / "nope.yaml"
     with pytest.raises(ConfigError) as caught:
-        load_policy(missing)
+        load_policy(missing, catalog=CATALOG)
     assert caught.value.errors[0].startswith(f"{missing}: cannot read the policy file")
 
 
@@ -367,12 +370,12 @@ def test_a_file_that_is_not_utf8_is_a_policy_error(tmp_path: Path) -> None:
     path = tmp_path / "latin1.yaml"
     path.write_bytes(HEADER.encode() + b"# caf\xe9\n")
     with pytest.raises(ConfigError, match="cannot read the policy file"):
-        load_policy(path)
+        load_policy(path, catalog=CATALOG)
 
 
 def test_a_non_printable_character_is_a_syntax_error_with_its_line() -> None:
     with pytest.raises(ConfigError, match=r"p\.yaml:3: <document>: YAML syntax error: unacceptable character"):
-        parse_policy(HEADER + "rules: \x07\n", source="p.yaml")
+        parse_policy(HEADER + "rules: \x07\n", source="p.yaml", catalog=CATALOG)
 
 
 # --- registries stay in step ----------------------------------------------------------------------------
@@ -387,7 +390,7 @@ def test_the_sink_types_accepted_are_the_ones_the_notifier_can_format() -> None:
 
 def _refused(text: str) -> list[str]:
     with pytest.raises(ConfigError) as caught:
-        parse_policy(text, source="p.yaml")
+        parse_policy(text, source="p.yaml", catalog=CATALOG)
     return caught.value.errors
 
 
@@ -425,7 +428,7 @@ def test_a_policy_file_over_the_size_bound_is_refused_before_parsing(tmp_path: P
     path = tmp_path / "big.yaml"
     path.write_bytes(HEADER.encode() + b"#" * (4 << 20))
     with pytest.raises(ConfigError) as caught:
-        load_policy(path)
+        load_policy(path, catalog=CATALOG)
     assert caught.value.errors == [f"{path}:1: <document>: cannot read the policy file: the file is larger than "
                                    "4 MiB, the bound on a config file"]
 
@@ -434,6 +437,6 @@ def test_binary_policy_bytes_are_refused_at_their_line(tmp_path: Path) -> None:
     path = tmp_path / "binary.yaml"
     path.write_bytes(HEADER.encode() + b"rules: \x00\xff\xfe")
     with pytest.raises(ConfigError) as caught:
-        load_policy(path)
+        load_policy(path, catalog=CATALOG)
     assert caught.value.errors == [f"{path}:3: <document>: cannot read the policy file: not UTF-8 text: byte 0xff at "
                                    "offset 66 (invalid start byte)"]

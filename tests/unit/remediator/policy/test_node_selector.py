@@ -9,6 +9,7 @@ from remediator.model import LabelSelector, SelectorRequirement
 from remediator.policy.loader import parse_policy
 from remediator.policy.node_selector import parse_selector
 from remediator.scheduling.selectors import matches_labels
+from remediator.strategies import CATALOG
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -54,17 +55,17 @@ def test_what_does_not_parse_is_named(text: str, problem: str) -> None:
 def test_the_policy_field_reports_file_line_and_field() -> None:
     text = "apiVersion: nodemedic.io/v1alpha1\nkind: RemediationPolicy\nnodeSelector: 'pool in (a'\n"
     with pytest.raises(ConfigError) as e:
-        parse_policy(text, source="p.yaml")
+        parse_policy(text, source="p.yaml", catalog=CATALOG)
     assert e.value.errors[0].startswith("p.yaml:3: nodeSelector: unbalanced '(' (a label selector such as")
     with pytest.raises(ConfigError) as e:
-        parse_policy(text.replace("'pool in (a'", "{pool: a}"), source="p.yaml")
+        parse_policy(text.replace("'pool in (a'", "{pool: a}"), source="p.yaml", catalog=CATALOG)
     assert e.value.errors[0].startswith("p.yaml:3: nodeSelector: must be a label selector string")
 
 
 def test_a_deschedulerpolicy_nodeselector_is_read_as_the_same_field() -> None:
     policy = parse_policy('apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nnodeSelector: "pool=a"\n'
-                          "profiles: []\n", source="d.yaml")
+                          "profiles: []\n", source="d.yaml", catalog=CATALOG)
     assert policy.node_selector == LabelSelector((("pool", "a"),))
     v1 = parse_policy('apiVersion: descheduler/v1alpha1\nkind: DeschedulerPolicy\nnodeSelector: "pool=a"\n'
-                      "strategies: {}\n", source="d1.yaml")
+                      "strategies: {}\n", source="d1.yaml", catalog=CATALOG)
     assert v1.node_selector == policy.node_selector

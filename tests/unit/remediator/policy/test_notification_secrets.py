@@ -13,6 +13,7 @@ from remediator.cli import main
 from remediator.policy.loader import load_policy, parse_policy
 from remediator.policy.secret_files import MAX_SECRET_BYTES
 from remediator.policy.source import PolicySource
+from remediator.strategies import CATALOG
 
 HEADER = "apiVersion: nodemedic.io/v1alpha1\nkind: RemediationPolicy\n"
 
@@ -23,7 +24,7 @@ def sinks(url: str, headers: str = "{}") -> str:
 
 def errors(text: str) -> list[str]:
     with pytest.raises(ConfigError) as e:
-        parse_policy(text, source="p.yaml")
+        parse_policy(text, source="p.yaml", catalog=CATALOG)
     return e.value.errors
 
 
@@ -32,7 +33,7 @@ def test_the_url_comes_from_a_file_and_a_header_from_the_environment(
     (tmp_path / "url").write_text("https://hooks.slack.com/services/T0/B0/s3cr3t\n")
     monkeypatch.setenv("ALERTS_TOKEN", "Bearer t0k3n")
     policy = parse_policy(sinks(f"{{file: {tmp_path / 'url'}}}", "{Authorization: {env: ALERTS_TOKEN}}"),
-                          source="p.yaml", secrets_dir=str(tmp_path))
+                          source="p.yaml", secrets_dir=str(tmp_path), catalog=CATALOG)
     (sink,) = policy.notifications.sinks
     assert (sink.url, sink.headers) == ("https://hooks.slack.com/services/T0/B0/s3cr3t",
                                         (("Authorization", "Bearer t0k3n"),))
@@ -70,8 +71,8 @@ def test_a_rotated_key_reloads_the_policy_and_a_removed_one_keeps_the_last_good(
     key.write_text("https://hooks.slack.com/services/T0/B0/old\n")
     policy_file = tmp_path / "policy.yaml"
     policy_file.write_text(sinks(f"{{file: {key}}}"))
-    source = PolicySource(str(policy_file), load_policy(policy_file, secrets_dir=str(tmp_path)),
-                          secrets_dir=str(tmp_path))
+    source = PolicySource(str(policy_file), load_policy(policy_file, secrets_dir=str(tmp_path), catalog=CATALOG),
+                          secrets_dir=str(tmp_path), catalog=CATALOG)
     assert source.policy.notifications.secret_files == (str(key),)
     assert source.poll() == (False, [])
 
@@ -92,7 +93,7 @@ def file_errors(path: str, secrets_dir: Path, field: str = "url") -> list[str]:
     text = sinks(f"{{file: '{path}'}}") if field == "url" else \
         sinks("https://h.example/x", f"{{Authorization: {{file: '{path}'}}}}")
     with pytest.raises(ConfigError) as e:
-        parse_policy(text, source="p.yaml", secrets_dir=str(secrets_dir))
+        parse_policy(text, source="p.yaml", secrets_dir=str(secrets_dir), catalog=CATALOG)
     return e.value.errors
 
 
@@ -127,7 +128,8 @@ def test_a_mounted_secret_s_links_inside_the_directory_are_followed(tmp_path: Pa
     (tmp_path / "..2026_01_01" / "url").write_text("https://h.example/k3y\n")
     (tmp_path / "..data").symlink_to("..2026_01_01")
     (tmp_path / "url").symlink_to("..data/url")
-    policy = parse_policy(sinks(f"{{file: {tmp_path / 'url'}}}"), source="p.yaml", secrets_dir=str(tmp_path))
+    policy = parse_policy(sinks(f"{{file: {tmp_path / 'url'}}}"), source="p.yaml", secrets_dir=str(tmp_path),
+                          catalog=CATALOG)
     assert policy.notifications.sinks[0].url == "https://h.example/k3y"
 
 
@@ -158,8 +160,8 @@ def test_a_rotated_key_that_became_a_fifo_keeps_the_last_good_policy_without_blo
     key.write_text("https://hooks.slack.com/services/T0/B0/old\n")
     policy_file = tmp_path / "policy.yaml"
     policy_file.write_text(sinks(f"{{file: {key}}}"))
-    source = PolicySource(str(policy_file), load_policy(policy_file, secrets_dir=str(tmp_path)),
-                          secrets_dir=str(tmp_path))
+    source = PolicySource(str(policy_file), load_policy(policy_file, secrets_dir=str(tmp_path), catalog=CATALOG),
+                          secrets_dir=str(tmp_path), catalog=CATALOG)
     key.unlink()
     os.mkfifo(key)
     changed, problems = source.poll()

@@ -24,6 +24,7 @@ from remediator.policy.repair import (
     RepairStep,
 )
 from remediator.policy.window import MaintenanceWindow
+from remediator.strategies import CATALOG
 
 ROOT = Path(__file__).resolve().parents[4]
 DEFAULT_POLICY = ROOT / "deploy" / "policy" / "default.yaml"
@@ -49,13 +50,13 @@ def ladder_policy(*steps: str, effect: str = "NoSchedule", condition: str = "Kub
 
 
 def ladder(text: str) -> tuple[RepairStep, ...]:
-    (rule,) = parse_policy(text, source="p.yaml").rules
+    (rule,) = parse_policy(text, source="p.yaml", catalog=CATALOG).rules
     return rule.repair
 
 
 def errors(text: str) -> list[str]:
     with pytest.raises(ConfigError) as caught:
-        parse_policy(text, source="p.yaml")
+        parse_policy(text, source="p.yaml", catalog=CATALOG)
     return caught.value.errors
 
 
@@ -96,7 +97,7 @@ def test_a_ladder_reads_as_its_steps_in_order(text: str, expected: tuple[RepairS
 
 def test_a_rule_without_a_ladder_has_none() -> None:
     text = HEADER + "rules:\n- condition: {type: KernelDeadlock}\n  taint: {key: nodemedic.io/k}\n"
-    (rule,) = parse_policy(text, source="p.yaml").rules
+    (rule,) = parse_policy(text, source="p.yaml", catalog=CATALOG).rules
     assert rule.repair == ()
 
 
@@ -211,7 +212,7 @@ def test_every_ladder_error_of_every_rule_is_reported_in_one_pass_in_line_order(
 
 
 def settings(text: str) -> RepairSettings:
-    return parse_policy(HEADER + text, source="p.yaml").repair
+    return parse_policy(HEADER + text, source="p.yaml", catalog=CATALOG).repair
 
 
 @pytest.mark.parametrize("text", ["", "repair:\n", "repair: {}\n"], ids=["absent", "null", "empty"])
@@ -222,7 +223,7 @@ def test_a_policy_without_repair_settings_gets_every_default(text: str) -> None:
 
 
 def test_ladders_without_a_repair_section_get_the_default_rails() -> None:
-    policy = parse_policy(ladder_policy("{action: reboot}", "{action: person}"), source="p.yaml")
+    policy = parse_policy(ladder_policy("{action: reboot}", "{action: person}"), source="p.yaml", catalog=CATALOG)
     assert policy.rules[0].repair and policy.repair == RepairSettings()
 
 
@@ -315,7 +316,7 @@ def _said(step: RepairStep) -> str:
 
 
 def test_the_shipped_policy_has_the_ladders_an_sre_would_accept_and_no_others() -> None:
-    policy = load_policy(DEFAULT_POLICY)
+    policy = load_policy(DEFAULT_POLICY, catalog=CATALOG)
     got = {rule.name: tuple(_said(s) for s in rule.repair) for rule in policy.rules if rule.repair}
     assert got == SHIPPED_LADDERS
     assert policy.repair == RepairSettings()
@@ -333,7 +334,7 @@ def test_the_shipped_commented_repair_section_loads_when_uncommented() -> None:
     block = re.search(r"^# repair:\n(?:#   .*\n)+", text, re.MULTILINE)
     assert block is not None
     uncommented = "".join(line[2:] + "\n" for line in block.group(0).splitlines())
-    got = parse_policy(text + uncommented, source="default.yaml").repair
+    got = parse_policy(text + uncommented, source="default.yaml", catalog=CATALOG).repair
     assert (got.max_concurrent, got.max_per_hour, got.max_unhealthy_percent, got.pool_labels) == (
         1, 6, 20.0, POOL_LABELS)  # the documented defaults
     assert got.window.describe() == "22:00-06:00 UTC, every day"
@@ -343,7 +344,7 @@ def test_the_shipped_commented_repair_section_loads_when_uncommented() -> None:
 def test_the_example_in_docs_repair_md_loads_as_it_reads() -> None:
     example = re.search(r"```yaml\n(.*?)```", REPAIR_DOC.read_text(), re.DOTALL)
     assert example is not None
-    policy = parse_policy(HEADER + example.group(1), source="repair.md")
+    policy = parse_policy(HEADER + example.group(1), source="repair.md", catalog=CATALOG)
     assert policy.rules[0].repair == (RepairStep(RESTART, 3 * M, "kubelet"), RepairStep(REBOOT, 15 * M),
                                       RepairStep(PERSON, dt.timedelta(0)))
     assert policy.repair.window.describe() == "22:00-06:00 UTC, every day"
@@ -366,13 +367,15 @@ def test_validate_prints_the_ladder_and_section_errors_and_exits_2(tmp_path: Pat
 def test_convert_keeps_the_ladders_and_the_repair_section_as_they_plan() -> None:
     text = ladder_policy("{action: restart, service: kubelet, wait: 2m}", "{action: reboot}", "{action: person}") + (
         "repair: {maxConcurrent: 2, window: {start: '22:00', end: '06:00'}, poolLabels: [pool]}\n")
-    converted = convert_policy(text, source="p.yaml")
-    assert parse_policy(converted, source="converted.yaml") == parse_policy(text, source="p.yaml")
+    converted = convert_policy(text, source="p.yaml", catalog=CATALOG)
+    assert parse_policy(converted, source="converted.yaml", catalog=CATALOG) == parse_policy(text, source="p.yaml",
+                                                                                             catalog=CATALOG)
 
 
 def test_a_converted_descheduler_policy_has_no_ladders_and_the_default_rails() -> None:
     text = "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles: []\n"
-    policy = parse_policy(convert_policy(text, source="d.yaml"), source="converted.yaml")
+    policy = parse_policy(convert_policy(text, source="d.yaml", catalog=CATALOG), source="converted.yaml",
+                          catalog=CATALOG)
     assert all(rule.repair == () for rule in policy.rules) and policy.repair == RepairSettings()
 
 
@@ -386,14 +389,15 @@ rules:
   repair: [{action: restart, service: kubelet, wait: 3m}, {action: reboot, wait: 15m}]
 strategies: []
 """
-    assert parse_policy(text.replace("strategies: []\n", ""), source="p.yaml").strategies  # the default drains
+    assert parse_policy(text.replace("strategies: []\n", ""), source="p.yaml",
+                        catalog=CATALOG).strategies  # the default drains
     with pytest.raises(ConfigError) as e:
-        parse_policy(text, source="p.yaml")
+        parse_policy(text, source="p.yaml", catalog=CATALOG)
     assert e.value.errors == ["p.yaml:4: rules[0].repair[1].action: reboot drains the node first, through the "
                               "RemovePodsViolatingNodeTaints strategy, which this policy does not run: add it to "
                               "`strategies`"]
     restart_only = text.replace(", {action: reboot, wait: 15m}", "")
-    assert parse_policy(restart_only, source="p.yaml").rules[0].repair[0].service == "kubelet"
+    assert parse_policy(restart_only, source="p.yaml", catalog=CATALOG).rules[0].repair[0].service == "kubelet"
 
 
 def test_the_shipped_commented_reboot_required_rule_loads_when_uncommented() -> None:
@@ -402,7 +406,8 @@ def test_the_shipped_commented_reboot_required_rule_loads_when_uncommented() -> 
     block = re.search(r"^# - name: reboot-required\n(?:#   .*\n)+", text, re.MULTILINE)
     assert block is not None
     uncommented = "".join(line[2:] + "\n" for line in block.group(0).splitlines())
-    (rule,) = [r for r in parse_policy(text.replace(block.group(0), uncommented), source="default.yaml").rules
+    (rule,) = [r for r in parse_policy(text.replace(block.group(0), uncommented), source="default.yaml",
+                                       catalog=CATALOG).rules
                if r.name == "reboot-required"]
     assert (rule.condition_type, rule.evict) == ("RebootRequired", False)
     assert rule.repair == (RepairStep(REBOOT, 15 * M), RepairStep(PERSON, dt.timedelta(0)))

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from nodemedic_common.config_errors import ConfigError
 from remediator.policy.loader import convert_policy, parse_policy
 from remediator.policy.safety import RISKS
+from remediator.strategies import CATALOG
 from tests.unit.fuzz.strategies import FUZZ
 
 HEADER = "apiVersion: nodemedic.io/v1alpha1\nkind: RemediationPolicy\n"
@@ -23,7 +24,7 @@ OWNED_KEYS = ["node.kubernetes.io/out-of-service", "node.kubernetes.io/not-ready
 
 def _errors(text: str) -> list[str]:
     with pytest.raises(ConfigError) as caught:
-        parse_policy(text, source="p.yaml")
+        parse_policy(text, source="p.yaml", catalog=CATALOG)
     return caught.value.errors
 
 
@@ -45,7 +46,7 @@ def test_included_taints_may_not_drain_for_a_taint_another_component_owns(key: s
 def test_excluding_another_components_taint_only_narrows_evictions_and_is_accepted() -> None:
     text = HEADER + ("strategies:\n- name: RemovePodsViolatingNodeTaints\n"
                      "  args: {excludedTaints: [node.kubernetes.io/unschedulable]}\n")
-    assert parse_policy(text, source="p.yaml").strategies[0].args.excluded_taints == (  # type: ignore[attr-defined]
+    assert parse_policy(text, source="p.yaml", catalog=CATALOG).strategies[0].args.excluded_taints == (  # type: ignore[attr-defined]
         "node.kubernetes.io/unschedulable",)
 
 
@@ -78,7 +79,7 @@ def test_a_rule_on_a_kubelet_condition_in_its_healthy_state_is_refused(condition
 def test_a_rule_on_a_kubelet_condition_in_an_unhealthy_state_is_accepted(condition: str, status: str) -> None:
     text = HEADER + (f"rules:\n- condition: {{type: {condition}, status: '{status}'}}\n"
                      "  taint: {key: nodemedic.io/x}\n")
-    assert parse_policy(text, source="p.yaml").rules[0].condition_status == status
+    assert parse_policy(text, source="p.yaml", catalog=CATALOG).rules[0].condition_status == status
 
 
 RISKY = {
@@ -101,13 +102,13 @@ def test_a_risky_setting_is_refused_unless_acknowledged_by_name(section: str, wh
     (error,) = _errors(HEADER + section)
     assert error.startswith(where) and error.endswith(f"add {risk} to safety.acknowledge")
     acknowledged = section + ("" if section.startswith("safety:") else "safety:\n") + f"  acknowledge: [{risk}]\n"
-    assert parse_policy(HEADER + acknowledged, source="p.yaml").safety.acknowledge == (risk,)
+    assert parse_policy(HEADER + acknowledged, source="p.yaml", catalog=CATALOG).safety.acknowledge == (risk,)
 
 
 def test_a_breaker_limited_by_count_or_percent_alone_needs_no_acknowledgement() -> None:
     for safety in ("{maxTaintedNodes: null, maxTaintedNodesPercent: 99}", "{maxTaintedNodes: 50, "
                                                                           "maxTaintedNodesPercent: null}"):
-        assert parse_policy(HEADER + f"safety: {safety}\n", source="p.yaml").safety.acknowledge == ()
+        assert parse_policy(HEADER + f"safety: {safety}\n", source="p.yaml", catalog=CATALOG).safety.acknowledge == ()
 
 
 def test_an_acknowledgement_of_a_risk_not_taken_or_unknown_is_refused() -> None:
@@ -128,7 +129,7 @@ profiles:
   plugins:
     deschedule: {enabled: [RemovePodsViolatingNodeTaints]}
 """
-    evictor = parse_policy(text, source="d.yaml").evictor
+    evictor = parse_policy(text, source="d.yaml", catalog=CATALOG).evictor
     assert evictor.evict_daemonset_pods and evictor.evict_system_critical_pods
-    converted = parse_policy(convert_policy(text, source="d.yaml"), source="c.yaml")
+    converted = parse_policy(convert_policy(text, source="d.yaml", catalog=CATALOG), source="c.yaml", catalog=CATALOG)
     assert converted.safety.acknowledge == ("evict-daemonset-pods", "evict-system-critical-pods")

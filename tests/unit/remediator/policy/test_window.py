@@ -10,6 +10,7 @@ import pytest
 from nodemedic_common.config_errors import ConfigError
 from remediator.policy.loader import parse_policy
 from remediator.policy.window import MaintenanceWindow
+from remediator.strategies import CATALOG
 
 BERLIN = zoneinfo.ZoneInfo("Europe/Berlin")
 HEAD = "apiVersion: nodemedic.io/v1alpha1\nkind: RemediationPolicy\n"
@@ -52,7 +53,7 @@ def test_the_next_opening_is_the_next_start_on_an_allowed_day() -> None:
 
 def test_a_policy_reads_the_window_and_dst_does_not_shift_local_hours() -> None:
     policy = parse_policy(HEAD + 'maintenanceWindow: {start: "01:00", end: "05:00", days: [Sun], '
-                                 'timeZone: Europe/Berlin}\n', source="p.yaml")
+                                 'timeZone: Europe/Berlin}\n', source="p.yaml", catalog=CATALOG)
     assert policy.window.describe() == "01:00-05:00 Europe/Berlin, Sun"
     assert policy.window.is_open(at("2026-07-05 01:30", BERLIN))  # summer time: UTC+2
     assert policy.window.is_open(at("2026-07-04 23:30"))
@@ -73,5 +74,5 @@ def test_a_policy_reads_the_window_and_dst_does_not_shift_local_hours() -> None:
 ], ids=["unquoted-time", "not-a-time", "no-end", "empty", "bad-day", "no-days", "bad-zone", "unknown-key"])
 def test_a_bad_window_is_refused_with_file_line_and_field(window: str, error: str) -> None:
     with pytest.raises(ConfigError) as e:
-        parse_policy(HEAD + f"maintenanceWindow: {window}\n", source="p.yaml")
+        parse_policy(HEAD + f"maintenanceWindow: {window}\n", source="p.yaml", catalog=CATALOG)
     assert any(m.startswith(error) for m in e.value.errors), e.value.errors

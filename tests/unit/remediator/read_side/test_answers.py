@@ -17,6 +17,7 @@ from remediator.read_side.plan_json import plan_json
 from remediator.read_side.status_answer import StatusAnswer
 from remediator.read_side.why_answer import FactLine, WhyAnswer
 from remediator.state.caches import snapshot_from_list
+from remediator.strategies import CATALOG
 from remediator.why import Fact
 
 TESTDATA = Path(__file__).resolve().parents[3] / "testdata"
@@ -27,7 +28,7 @@ POLICIES = sorted([*TESTDATA.glob("policies/good/*.yaml"), *TESTDATA.glob("polic
 @pytest.mark.parametrize("snapshot", sorted(TESTDATA.glob("snapshots/*.json")), ids=lambda p: p.stem)
 def test_every_testdata_plan_is_read_back_as_written(snapshot: Path) -> None:
     for policy_file in POLICIES:
-        policy = load_policy(str(policy_file))
+        policy = load_policy(str(policy_file), catalog=CATALOG)
         plan = make_plan(snapshot_from_list(json.loads(snapshot.read_text()), NOW), policy, PlannerMemory())
         doc = json.loads(json.dumps(plan_json(plan)))  # as it arrives
         answer = PlanAnswer.read(doc)

@@ -11,6 +11,7 @@ from remediator.policy.loader import parse_policy
 from remediator.policy.scheduler import SPREAD, SYSTEM, SchedulerSettings
 from remediator.scheduling.default_spread import default_spread, filter_skew, workload_selector
 from remediator.scheduling.topologyspread import SpreadIndex
+from remediator.strategies import CATALOG
 from tests.unit.remediator.scheduling.test_nodefit import cluster, node
 
 HOST, ZONE = "kubernetes.io/hostname", "topology.kubernetes.io/zone"
@@ -84,6 +85,7 @@ def test_the_selector_is_the_workloads_labels_without_the_per_pod_ones() -> None
 
 
 def test_a_descheduler_policy_reads_declared_constraints_only_as_descheduler_does() -> None:
-    policy = parse_policy("apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles: []\n", source="d.yaml")
+    policy = parse_policy("apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles: []\n", source="d.yaml",
+                          catalog=CATALOG)
     assert policy.scheduler.constraints_for("default-scheduler") == ()
     assert default_spread(foo("plain"), policy.scheduler.constraints_for) == ((), ())

@@ -16,7 +16,6 @@ from remediator.model import (
     PodAffinityTerm,
     PodRecord,
     SelectorRequirement,
-    Snapshot,
     SpreadConstraint,
     Taint,
     Toleration,
@@ -24,6 +23,7 @@ from remediator.model import (
 from remediator.scheduling.nodefit import FitResult, find_destination, pod_request_summary
 from remediator.scheduling.podaffinity import PodAffinityIndex
 from remediator.scheduling.topologyspread import SpreadIndex
+from remediator.state.snapshot import Snapshot
 
 NOW = dt.datetime(2025, 1, 1, tzinfo=dt.UTC)
 GI = 2**30

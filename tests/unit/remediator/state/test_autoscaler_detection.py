@@ -14,7 +14,6 @@ from prometheus_client import CollectorRegistry
 from nodemedic_common.kube_client import PARTIAL_METADATA
 from nodemedic_common.kube_errors import ApiError
 from remediator.alerts import metrics as metrics_mod
-from remediator.model import NodeAutoscaler
 from remediator.policy.autoscaler import AUTO, AddsNodes, AutoscalerSettings
 from remediator.policy.model import Policy
 from remediator.state.autoscaler_detection import (
@@ -26,6 +25,7 @@ from remediator.state.autoscaler_detection import (
     probe_cluster_autoscaler,
     probe_karpenter,
 )
+from remediator.state.snapshot import NodeAutoscaler
 
 LOG = logging.getLogger("test.autoscaler_detection")
 CA_STATUS = "/api/v1/namespaces/{}/configmaps/{}".format(*CLUSTER_AUTOSCALER_STATUS)

@@ -6,11 +6,12 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable
 
-from remediator.model import Condition, NodeRecord, OwnerRef, Plan, PodRecord, Snapshot
+from remediator.model import Condition, NodeRecord, OwnerRef, Plan, PodRecord
 from remediator.planner import PlannerMemory, make_plan
-from remediator.policy.evictor import EvictorArgs
+from remediator.policy.default_evictor import EvictorArgs
 from remediator.policy.limits import Limits
 from remediator.policy.model import Policy, StrategyConfig
+from remediator.state.snapshot import Snapshot
 
 NOW = dt.datetime(2024, 5, 1, 12, 0, 0, tzinfo=dt.UTC)
 GiB = 1 << 30

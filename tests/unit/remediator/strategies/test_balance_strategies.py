@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from remediator.cli import main
-from remediator.model import Effect, LabelSelector, NodeRecord, PdbRecord, PodRecord, Snapshot, SpreadConstraint, Taint
+from remediator.model import Effect, LabelSelector, NodeRecord, PdbRecord, PodRecord, SpreadConstraint, Taint
 from remediator.planner import make_plan
 from remediator.planning.memory import PlannerMemory
-from remediator.policy.evictor import EvictorArgs
+from remediator.policy.default_evictor import EvictorArgs
 from remediator.policy.fields import Namespaces
 from remediator.policy.limits import Limits
 from remediator.policy.loader import load_policy
@@ -26,6 +26,9 @@ from remediator.policy.model import Policy, StrategyConfig
 from remediator.policy.safety import Safety
 from remediator.read_side.plan_json import plan_json
 from remediator.state.caches import snapshot_from_list
+from remediator.state.snapshot import Snapshot
+from remediator.strategies import CATALOG
+from remediator.strategies.pod_scope import PodScope
 from remediator.strategies.remove_duplicates.args import RemoveDuplicatesArgs
 from remediator.strategies.remove_pods_violating_topology_spread_constraint.args import (
     RemovePodsViolatingTopologySpreadConstraintArgs,
@@ -99,7 +102,7 @@ CASES = [
     Case("dup-exclude-owner-kinds", THREE, replicas("batch", "n1", 3, kind="Job"),
          (dup(exclude_owner_kinds=("Job",)),), []),
     Case("dup-namespaces-exclude", THREE, replicas("web", "n1", 3, namespace="kube-system"),
-         (dup(namespaces=Namespaces(exclude=("kube-system",))),), []),
+         (dup(scope=PodScope(Namespaces(exclude=("kube-system",)))),), []),
     Case("dup-fewer-than-two-target-nodes", [node("n1"), node("n2", taints=(Taint("gpu", "", Effect.NO_SCHEDULE),))],
          replicas("web", "n1", 3), (dup(),), []),
     Case("dup-targets-are-the-nodes-the-replicas-tolerate",
@@ -215,12 +218,13 @@ CASES = [
                 + replicas("web", "a1", 2, start=2)
                 + [dataclasses.replace(p, labels={"app": "web", "tier": "x"}) for p in replicas("web", "b1", 1)],
                 ZONE_SKEW_1),
-         (tsc(label_selector=LabelSelector((("tier", "x"),))),),
+         (tsc(scope=PodScope(label_selector=LabelSelector((("tier", "x"),)))),),
          # the scheduler sees a 4, b 1; one in-scope pod of a moves
          ["web-a1-0"],
          differs="tsc-count: descheduler counts only the pods in scope (a 2, b 1: balanced) and evicts nothing"),
     Case("tsc-label-selector-scope", zone_nodes(("a1", "a"), ("b1", "b")),
-         spread(replicas("web", "a1", 4), ZONE_SKEW_1), (tsc(label_selector=LabelSelector((("app", "db"),))),), []),
+         spread(replicas("web", "a1", 4), ZONE_SKEW_1),
+         (tsc(scope=PodScope(label_selector=LabelSelector((("app", "db"),)))),), []),
     Case("tsc-pdb", zone_nodes(("a1", "a"), ("b1", "b"), ("c1", "c")),
          spread(replicas("web", "a1", 3) + replicas("web", "b1", 3), ZONE_SKEW_1), (tsc(),), ["web-b1-0"],
          pdbs=[PdbRecord("default", "web", WEB, disruptions_allowed=1)],
@@ -272,11 +276,11 @@ def test_every_difference_a_row_names_is_documented() -> None:
 
 
 def test_the_balance_policy_reads_descheduler_argument_names() -> None:
-    policy = load_policy(ROOT / "tests" / "testdata" / "policies" / "good" / "balance-strategies.yaml")
+    policy = load_policy(ROOT / "tests" / "testdata" / "policies" / "good" / "balance-strategies.yaml", catalog=CATALOG)
     assert policy.strategies == (
-        dup(exclude_owner_kinds=("Job",), namespaces=Namespaces(exclude=("kube-system",))),
+        dup(exclude_owner_kinds=("Job",), scope=PodScope(Namespaces(exclude=("kube-system",)))),
         tsc(constraints=("DoNotSchedule", "ScheduleAnyway"), topology_balance_node_fit=True,
-            namespaces=Namespaces(include=("web", "shop")), label_selector=LabelSelector((("tier", "frontend"),))),
+            scope=PodScope(Namespaces(include=("web", "shop")), LabelSelector((("tier", "frontend"),)))),
     )
 
 
@@ -339,7 +343,8 @@ def test_pods_without_a_uid_in_a_snapshot_keep_identities_of_their_own() -> None
     for item in doc["items"]:
         item["metadata"].pop("uid", None)
     plan = make_plan(snapshot_from_list(doc, dt.datetime(2026, 11, 24, 12, tzinfo=dt.UTC)),
-                      load_policy(ROOT / "tests" / "testdata" / "policies" / "good" / "balance-strategies.yaml"),
+                      load_policy(ROOT / "tests" / "testdata" / "policies" / "good" / "balance-strategies.yaml",
+                                  catalog=CATALOG),
                       PlannerMemory())
     assert [(e.strategy, e.pod.name) for e in plan.evictions] == [
         ("RemoveDuplicates", "cart-0"), ("RemovePodsViolatingTopologySpreadConstraint", "front-0")]

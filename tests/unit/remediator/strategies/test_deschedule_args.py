@@ -13,7 +13,9 @@ from remediator.cli import main
 from remediator.model import LabelSelector, SelectorRequirement
 from remediator.policy.fields import Namespaces
 from remediator.policy.loader import load_policy
+from remediator.strategies import CATALOG
 from remediator.strategies.pod_life_time.args import PodLifeTimeArgs
+from remediator.strategies.pod_scope import PodScope
 from remediator.strategies.remove_failed_pods.args import RemoveFailedPodsArgs
 from remediator.strategies.remove_pods_having_too_many_restarts.args import RemovePodsHavingTooManyRestartsArgs
 from remediator.strategies.remove_pods_violating_inter_pod_anti_affinity.args import (
@@ -24,13 +26,12 @@ from remediator.strategies.remove_pods_violating_node_affinity.args import (
     REQUIRED,
     RemovePodsViolatingNodeAffinityArgs,
 )
-from remediator.strategies.scope import PodScope
 
 GOOD = Path(__file__).parents[4] / "tests" / "testdata" / "policies" / "good"
 
 
 def test_every_argument_is_read_with_descheduler_names() -> None:
-    got = {s.name: s.args for s in load_policy(GOOD / "deschedule-strategies.yaml").strategies}
+    got = {s.name: s.args for s in load_policy(GOOD / "deschedule-strategies.yaml", catalog=CATALOG).strategies}
     assert got == {
         "RemovePodsViolatingNodeAffinity": RemovePodsViolatingNodeAffinityArgs(
             scope=PodScope(Namespaces(exclude=("kube-system",))), node_affinity_type=(REQUIRED, PREFERRED)),
@@ -91,7 +92,7 @@ strategies:
     - {type: Ready, minTimeSinceLastTransitionSeconds: 9223372037}
 """)
     with pytest.raises(ConfigError) as e:
-        load_policy(policy)
+        load_policy(policy, catalog=CATALOG)
     assert e.value.errors == [
         f"{policy}:6: strategies[0].args.maxPodLifeTimeSeconds: must be at least 0 and at most 9223372036, "
         "got 100000000000000",

@@ -7,11 +7,11 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 
-from remediator.model import MeasuredUsage, Snapshot
 from remediator.planner import PlannerMemory, make_plan
 from remediator.policy.limits import Limits
 from remediator.policy.measured_usage import KUBERNETES_METRICS, PROMETHEUS, MetricsUtilization
 from remediator.policy.model import Policy, StrategyConfig
+from remediator.state.snapshot import MeasuredUsage, Snapshot
 from remediator.strategies.high_node_utilization.args import HighNodeUtilizationArgs
 from remediator.strategies.low_node_utilization.args import LowNodeUtilizationArgs
 from tests.unit.remediator.strategies.cluster import GiB, evicted, node, pod, snapshot

@@ -23,7 +23,6 @@ from remediator.model import (
     OwnerRef,
     PdbRecord,
     PodRecord,
-    Snapshot,
     SpreadConstraint,
     Taint,
     Toleration,
@@ -31,12 +30,13 @@ from remediator.model import (
 from remediator.planner import make_plan
 from remediator.planning.memory import PlannerMemory
 from remediator.planning.owned_taints import OwnedTaint, render_owned, strategy_owner
-from remediator.policy.evictor import EvictorArgs
+from remediator.policy.default_evictor import EvictorArgs
 from remediator.policy.limits import Limits
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION, Policy, StrategyConfig
 from remediator.policy.rules import TaintRule
 from remediator.policy.safety import Safety
 from remediator.read_side.plan_json import plan_json
+from remediator.state.snapshot import Snapshot
 from remediator.strategies.high_node_utilization.args import HighNodeUtilizationArgs
 from remediator.strategies.high_node_utilization.consolidation import CONSOLIDATION_TAINT
 from remediator.strategies.high_node_utilization.plan import NAME as HNU

@@ -25,6 +25,7 @@ from nodemedic_common.kube_credentials import Credentials
 from remediator.policy.loader import parse_policy
 from remediator.state.measured import prometheus_query as prometheus
 from remediator.state.measured.reader import UsageReader
+from remediator.strategies import CATALOG
 
 TOKEN = "s3cr3t-prometheus-token"
 QUERY = 'avg by (instance) (1 - rate(node_cpu_seconds_total{mode="idle"}[1m]))'
@@ -90,7 +91,7 @@ strategies:
 metricsProviders:
 - source: Prometheus
   prometheus: {{url: '{url}', authToken: {auth}}}
-""", source="p.yaml", secrets_dir=secrets_dir)
+""", source="p.yaml", secrets_dir=secrets_dir, catalog=CATALOG)
 
 
 def test_a_query_answers_each_node_s_value_and_sends_the_token() -> None:

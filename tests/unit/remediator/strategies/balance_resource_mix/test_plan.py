@@ -6,16 +6,25 @@ import dataclasses
 import datetime as dt
 import random
 
-from remediator.model import Condition, LabelSelector, NodeRecord, OwnerRef, PdbRecord, PodRecord, Snapshot
+from remediator.model import Condition, LabelSelector, NodeRecord, OwnerRef, PdbRecord, Plan, PodRecord
 from remediator.planner import make_plan
 from remediator.planning.memory import PlannerMemory
 from remediator.policy.limits import Limits
 from remediator.policy.model import Policy, StrategyConfig
+from remediator.state.snapshot import Snapshot
 from remediator.strategies.balance_resource_mix.args import BalanceResourceMixArgs
 from remediator.strategies.balance_resource_mix.plan import deviation, total_deviation
+from remediator.strategies.balance_resource_mix.report import ResourceMix
 
 NOW = dt.datetime(2026, 5, 1, 12, 0, 0, tzinfo=dt.UTC)
 GiB = 1 << 30
+
+
+def resource_mix(plan: Plan) -> ResourceMix:
+    """The strategy's report in the plan (every plan with the strategy configured has one)."""
+    report = plan.reports["BalanceResourceMix"]
+    assert isinstance(report, ResourceMix)
+    return report
 
 
 def mixed_cluster(seed: int) -> Snapshot:
@@ -50,8 +59,7 @@ def policy(**args: object) -> Policy:
 def test_the_deviation_falls_on_a_mixed_cluster() -> None:
     snap = mixed_cluster(18)
     plan = make_plan(snap, policy(max_moves_per_cycle=8), PlannerMemory())
-    assert plan.resource_mix is not None
-    mix = plan.resource_mix
+    mix = resource_mix(plan)
     print(f"\nresource mix on 12 mixed nodes: total deviation {mix.before:.1f} -> {mix.after:.1f} points "
           f"({len(plan.evictions)} moves)")
     assert 0 < len(plan.evictions) <= 8
@@ -77,7 +85,7 @@ def test_a_pdb_without_room_and_the_move_limit_hold() -> None:
     snap.pdbs = [PdbRecord("default", "all", LabelSelector(), disruptions_allowed=0)]
     plan = make_plan(snap, policy(), PlannerMemory())
     assert plan.evictions == []
-    assert plan.resource_mix is not None and plan.resource_mix.after == plan.resource_mix.before
+    assert resource_mix(plan).after == resource_mix(plan).before
     assert len(make_plan(mixed_cluster(18), policy(max_moves_per_cycle=1), PlannerMemory()).evictions) == 1
 
 
@@ -87,4 +95,4 @@ def test_a_balanced_cluster_is_left_alone() -> None:
         first = snap.pods(n)[0]
         snap.pods_by_node[n] = [dataclasses.replace(first, requests={"cpu": 400, "memory": 16 * GiB // 10})]
     plan = make_plan(snap, policy(), PlannerMemory())
-    assert plan.evictions == [] and plan.resource_mix is not None and plan.resource_mix.before < 1e-6
+    assert plan.evictions == [] and resource_mix(plan).before < 1e-6

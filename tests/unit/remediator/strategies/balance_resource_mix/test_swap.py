@@ -7,10 +7,11 @@ import datetime as dt
 
 import pytest
 
-from remediator.model import Condition, LabelSelector, NodeRecord, OwnerRef, PdbRecord, PodRecord, Snapshot
+from remediator.model import Condition, LabelSelector, NodeRecord, OwnerRef, PdbRecord, PodRecord
 from remediator.planner import make_plan
 from remediator.planning.memory import PlannerMemory
-from tests.unit.remediator.strategies.balance_resource_mix.test_plan import NOW, GiB, policy
+from remediator.state.snapshot import Snapshot
+from tests.unit.remediator.strategies.balance_resource_mix.test_plan import NOW, GiB, policy, resource_mix
 
 # Two nodes of 4 cores / 16 GiB with room for 4 pods each, both full: A leans CPU (77.5 % cpu, 53 % memory), B
 # memory (35 % cpu, 75 % memory). Moving A's CPU-heavy pod to B would take B to 81 % memory, B's memory-heavy pod to
@@ -42,8 +43,7 @@ def test_when_no_single_move_fits_a_cpu_heavy_and_a_memory_heavy_pod_trade_nodes
     moved = {e.pod.name: e.reason.split("; to ")[1].split(" ")[0] for e in plan.evictions}
     assert moved == {"a-cpu": "B", "b-mem": "A"}
     assert all("by an exchange" in e.reason for e in plan.evictions)
-    mix = plan.resource_mix
-    assert mix is not None
+    mix = resource_mix(plan)
     print(f"\nexchange on two full nodes: total deviation {mix.before:.1f} -> {mix.after:.1f} points")
     assert mix.before == pytest.approx(64.375)
     assert mix.after == pytest.approx(0.625)
@@ -59,7 +59,7 @@ def test_one_budget_over_both_pods_allowing_one_disruption_stops_the_exchange() 
     snap.pdbs = [PdbRecord("default", "web", LabelSelector(match_labels=(("tier", "web"),)), disruptions_allowed=1)]
     plan = make_plan(snap, policy(), PlannerMemory())
     assert plan.evictions == []  # one of two would go alone otherwise
-    assert plan.resource_mix is not None and plan.resource_mix.after == plan.resource_mix.before
+    assert resource_mix(plan).after == resource_mix(plan).before
 
 
 def test_a_pod_whose_budget_is_spent_stays_and_its_node_trades_another_both_or_neither() -> None:

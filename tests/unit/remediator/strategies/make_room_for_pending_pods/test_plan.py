@@ -4,21 +4,15 @@ from __future__ import annotations
 
 import datetime as dt
 
-from remediator.model import (
-    Condition,
-    LabelSelector,
-    NodeRecord,
-    OwnerRef,
-    PdbRecord,
-    PodRecord,
-    Snapshot,
-)
+from remediator.model import Condition, LabelSelector, NodeRecord, OwnerRef, PdbRecord, Plan, PodRecord
 from remediator.planner import make_plan
 from remediator.planning.memory import PlannerMemory
 from remediator.policy.limits import Limits
 from remediator.policy.model import Policy, StrategyConfig
 from remediator.policy.safety import Safety
+from remediator.state.snapshot import Snapshot
 from remediator.strategies.make_room_for_pending_pods.args import MakeRoomForPendingPodsArgs
+from remediator.strategies.make_room_for_pending_pods.report import Fragmentation
 
 NOW = dt.datetime(2026, 5, 1, 12, 0, 0, tzinfo=dt.UTC)
 MB = 1000 * 1000
@@ -72,39 +66,45 @@ NODES = [node("node-1"), node("node-2"), node("node-3")]
 PENDING = pod("pending", "", 300, 600, unschedulable=UNSCHEDULABLE)
 
 
+def fragmentation(plan: Plan) -> Fragmentation:
+    """The strategy's report in the plan (every plan with the strategy configured has one)."""
+    report = plan.reports["MakeRoomForPendingPods"]
+    assert isinstance(report, Fragmentation)
+    return report
+
+
 def test_the_articles_cluster_gets_one_move_and_the_pending_pod_its_room() -> None:
     plan = make_plan(snapshot(NODES, [*article(), PENDING]), policy(), PlannerMemory())
     assert len(plan.evictions) == 1
     (e,) = plan.evictions
     assert e.strategy == "MakeRoomForPendingPods" and "for pending default/pending" in e.reason
-    assert plan.fragmentation is not None
-    assert [p.key for p in plan.fragmentation.pending] == ["default/pending"]
-    (made,) = plan.fragmentation.made_room
+    assert [p.key for p in fragmentation(plan).pending] == ["default/pending"]
+    (made,) = fragmentation(plan).made_room
     assert (made.pod, made.node, made.moved) == (PENDING, e.pod.node_name, (e.pod.key,))
-    assert plan.fragmentation.stranded == {"cpu": 700, "memory": 1900 * MB}
+    assert fragmentation(plan).stranded == {"cpu": 700, "memory": 1900 * MB}
 
 
 def test_a_pod_the_scheduler_has_not_refused_is_left_to_the_scheduler() -> None:
     waiting = pod("pending", "", 300, 600)  # no PodScheduled=False/Unschedulable yet
     plan = make_plan(snapshot(NODES, [*article(), waiting]), policy(), PlannerMemory())
-    assert plan.evictions == [] and plan.fragmentation is not None and plan.fragmentation.pending == ()
+    assert plan.evictions == [] and fragmentation(plan).pending == ()
 
 
 def test_a_real_shortage_is_the_autoscalers_business() -> None:
     big = pod("pending", "", 800, 600, unschedulable=UNSCHEDULABLE)  # 800m > the 700m free in all
     plan = make_plan(snapshot(NODES, [*article(), big]), policy(), PlannerMemory())
-    assert plan.evictions == [] and plan.fragmentation is not None and plan.fragmentation.pending == ()
+    assert plan.evictions == [] and fragmentation(plan).pending == ()
 
 
 def test_a_pod_bound_to_one_pool_is_judged_against_that_pool() -> None:
     nodes = [node("node-1"), node("node-2", {"pool": "b"}), node("node-3", {"pool": "b"})]
     pinned = pod("pending", "", 300, 600, unschedulable=UNSCHEDULABLE, node_selector={"pool": "b"})
     plan = make_plan(snapshot(nodes, [*article(), pinned]), policy(), PlannerMemory())
-    assert plan.fragmentation is not None and plan.fragmentation.pending == (pinned,)
-    assert plan.fragmentation.stranded == {"cpu": 500, "memory": 1500 * MB}  # node-2 and node-3 only
+    assert fragmentation(plan).pending == (pinned,)
+    assert fragmentation(plan).stranded == {"cpu": 500, "memory": 1500 * MB}  # node-2 and node-3 only
     (e,) = plan.evictions
-    assert plan.fragmentation.made_room[0].node in {"node-2", "node-3"}
-    assert e.pod.node_name == plan.fragmentation.made_room[0].node
+    assert fragmentation(plan).made_room[0].node in {"node-2", "node-3"}
+    assert e.pod.node_name == fragmentation(plan).made_room[0].node
 
 
 def test_higher_priority_pods_and_exhausted_pdbs_are_not_moved() -> None:

@@ -12,7 +12,7 @@ from remediator.policy.fields import Namespaces
 from remediator.policy.limits import Limits
 from remediator.strategies.pod_life_time.args import ConditionFilter, PodLifeTimeArgs
 from remediator.strategies.pod_life_time.plan import NAME
-from remediator.strategies.scope import PodScope
+from remediator.strategies.pod_scope import PodScope
 from tests.unit.remediator.strategies.cluster import cycle, evicted, node, pod, snapshot
 
 L = PodLifeTimeArgs

@@ -9,14 +9,15 @@ from dataclasses import dataclass, field
 import pytest
 
 from remediator.model import ContainerStatuses, PodRecord
-from remediator.policy.evictor import EvictorArgs
+from remediator.policy.default_evictor import EvictorArgs
 from remediator.policy.fields import Namespaces
 from remediator.policy.limits import Limits
 from remediator.read_side.plan_json import plan_json
 from remediator.strategies import STRATEGIES
+from remediator.strategies.pod_scope import PodScope
 from remediator.strategies.remove_pods_having_too_many_restarts.args import RemovePodsHavingTooManyRestartsArgs
 from remediator.strategies.remove_pods_having_too_many_restarts.plan import KIND, NAME, candidates
-from remediator.strategies.scope import PodScope
+from remediator.strategies.remove_pods_having_too_many_restarts.report import CrashLoopNodes
 from tests.unit.remediator.strategies.cluster import cycle, evicted, node, pod, snapshot
 
 
@@ -97,7 +98,9 @@ def test_a_node_holding_the_only_restarting_replicas_of_a_healthy_workload_is_na
     s = snapshot([node("bad"), node("n2"), node("n3")], web)
     p = cycle(s, NAME, T(10))
     assert evicted(p) == ["web-2", "web-1"]
-    [found] = p.crash_loop_nodes
+    report = p.reports[NAME]
+    assert isinstance(report, CrashLoopNodes)
+    [found] = report.nodes
     assert (found.node, found.owner, found.restarting, found.healthy_elsewhere) == (
         "bad", "ReplicaSet/web", ("web-1", "web-2"), 2)
     assert plan_json(p)["crashLoopNodes"] == [{"node": "bad", "namespace": "default", "owner": "ReplicaSet/web",

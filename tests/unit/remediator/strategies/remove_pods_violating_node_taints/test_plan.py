@@ -6,18 +6,11 @@ import datetime as dt
 
 import pytest
 
-from remediator.model import (
-    Condition,
-    Effect,
-    LabelSelector,
-    NodeRecord,
-    PodRecord,
-    Snapshot,
-    Taint,
-    Toleration,
-)
+from remediator.model import Condition, Effect, LabelSelector, NodeRecord, PodRecord, Taint, Toleration
 from remediator.policy.fields import Namespaces
+from remediator.state.snapshot import Snapshot
 from remediator.strategies import STRATEGIES, lookup
+from remediator.strategies.pod_scope import PodScope
 from remediator.strategies.remove_pods_violating_node_taints.args import RemovePodsViolatingNodeTaintsArgs
 from remediator.strategies.remove_pods_violating_node_taints.plan import KIND, NAME, candidates, plan
 
@@ -140,10 +133,11 @@ def test_terminal_and_terminating_pods_are_not_candidates(p: PodRecord) -> None:
 
 
 @pytest.mark.parametrize(("args", "expected"), [
-    (RemovePodsViolatingNodeTaintsArgs(namespaces=Namespaces(include=("team",))), ["team/b"]),
-    (RemovePodsViolatingNodeTaintsArgs(namespaces=Namespaces(exclude=("team",))), ["default/a"]),
-    (RemovePodsViolatingNodeTaintsArgs(label_selector=LabelSelector(match_labels=(("app", "web"),))), ["team/b"]),
-    (RemovePodsViolatingNodeTaintsArgs(label_selector=LabelSelector()), ["default/a", "team/b"]),
+    (RemovePodsViolatingNodeTaintsArgs(scope=PodScope(Namespaces(include=("team",)))), ["team/b"]),
+    (RemovePodsViolatingNodeTaintsArgs(scope=PodScope(Namespaces(exclude=("team",)))), ["default/a"]),
+    (RemovePodsViolatingNodeTaintsArgs(scope=PodScope(label_selector=LabelSelector(match_labels=(("app", "web"),)))),
+     ["team/b"]),
+    (RemovePodsViolatingNodeTaintsArgs(scope=PodScope(label_selector=LabelSelector())), ["default/a", "team/b"]),
 ], ids=["namespaces-include", "namespaces-exclude", "label-selector", "empty-selector-matches-all"])
 def test_namespaces_and_label_selector_limit_the_candidates(args: RemovePodsViolatingNodeTaintsArgs,
                                                             expected: list[str]) -> None:

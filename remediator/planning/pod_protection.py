@@ -19,10 +19,11 @@ from __future__ import annotations
 import datetime as dt
 
 from nodemedic_common.durations import format_duration, parse_duration, whole_seconds
-from remediator.model import TERMINAL_PHASES, PodRecord, Snapshot
-from remediator.policy.evictor import EvictorArgs
+from remediator.model import TERMINAL_PHASES, PodRecord
+from remediator.policy.default_evictor import EvictorArgs
 from remediator.policy.fields import Namespaces
 from remediator.scheduling.selectors import matches_labels
+from remediator.state.snapshot import Snapshot
 
 SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
 EVICT_ANNOTATION = "descheduler.alpha.kubernetes.io/evict"

@@ -7,7 +7,7 @@ import datetime as dt
 import pytest
 
 from remediator.model import OwnerRef, PlannedEviction, PodRecord, Protected
-from remediator.planning.limits import LimitState
+from remediator.planning.eviction_counts import LimitState
 from remediator.policy.limits import Limits
 
 NOW = dt.datetime(2024, 5, 1, 12, 0, 0, tzinfo=dt.UTC)

@@ -8,8 +8,9 @@ nodemedic does not act where the policy says it must not."""
 
 from __future__ import annotations
 
-from remediator.model import LabelSelector, Snapshot
+from remediator.model import LabelSelector
 from remediator.scheduling.selectors import matches_labels
+from remediator.state.snapshot import Snapshot
 
 
 def in_scope(snapshot: Snapshot, selector: LabelSelector | None) -> Snapshot:

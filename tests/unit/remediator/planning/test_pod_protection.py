@@ -7,10 +7,11 @@ import datetime as dt
 
 import pytest
 
-from remediator.model import LabelSelector, OwnerRef, PodRecord, SelectorRequirement, Snapshot
-from remediator.planning.defaultevictor import SYSTEM_CRITICAL_PRIORITY, protection
-from remediator.policy.evictor import EvictorArgs
+from remediator.model import LabelSelector, OwnerRef, PodRecord, SelectorRequirement
+from remediator.planning.pod_protection import SYSTEM_CRITICAL_PRIORITY, protection
+from remediator.policy.default_evictor import EvictorArgs
 from remediator.policy.fields import Namespaces
+from remediator.state.snapshot import Snapshot
 
 NOW = dt.datetime(2025, 1, 1, 12, 0, tzinfo=dt.UTC)
 RS = OwnerRef(kind="ReplicaSet", name="web-7d", uid="rs-1", controller=True)

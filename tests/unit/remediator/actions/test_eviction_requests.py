@@ -10,7 +10,7 @@ import logging
 import pytest
 
 from nodemedic_common.kube_errors import ApiError
-from remediator.actions.evictor import Outcome, evict, eviction_body
+from remediator.actions.eviction_requests import Outcome, evict, eviction_body
 from remediator.model import PlannedEviction, PodRecord
 from remediator.policy.eviction import EvictionSettings
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from remediator.model import LabelSelector, NodeRecord, PodRecord, Snapshot
+from remediator.model import LabelSelector, NodeRecord, PodRecord
 from remediator.policy.fields import Namespaces, read_label_selector, read_namespaces
 from remediator.policy.reader import Reader, Section
 from remediator.scheduling.selectors import matches_labels
+from remediator.state.snapshot import Snapshot
 
 SCOPE_KEYS = ("namespaces", "labelSelector")
 
