@@ -28,20 +28,20 @@ from remediator import __version__
 from remediator.alerts import metrics as metrics_mod
 from remediator.alerts.announcer import Alerts
 from remediator.alerts.notifier import Notifier
-from remediator.autoscaler_flags import status_taint_flags
-from remediator.controller import Controller
-from remediator.leader import LeaderElector, LeaseTimings
-from remediator.planner import PlannerMemory, make_plan
+from remediator.control.controller import Controller
+from remediator.control.leader import LeaderElector, LeaseTimings
+from remediator.control.planner import PlannerMemory, make_plan
+from remediator.control.policy_reload import PolicyReload
+from remediator.peer_config.autoscaler_flags import status_taint_flags
+from remediator.peer_config.scheduler_config import Connection, render
 from remediator.policy.autoscaler import AUTO
 from remediator.policy.loader import convert_policy, load_policy, validate_main
 from remediator.policy.secret_files import DEFAULT_SECRETS_DIR
 from remediator.policy.source import PolicySource
-from remediator.policy_reload import PolicyReload
 from remediator.read_side.plan_json import plan_json
 from remediator.read_side.plan_text import plan_lines
+from remediator.read_side.server import loop_health, routes
 from remediator.read_side.status_answer import StatusAnswer
-from remediator.scheduler_config import Connection, render
-from remediator.server import loop_health, routes
 from remediator.state.autoscaler_detection import AutoscalerDetector
 from remediator.state.caches import ClusterCache, snapshot_from_list
 from remediator.state.credentials import load_credentials
@@ -165,7 +165,7 @@ def _autoscaler_flag(value: str | None) -> frozenset[NodeAutoscaler] | None:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     # A one-shot process: no cyclic collection while a whole cluster is decoded and planned (it halves the time
-    # on 15,000 pods; see remediator/heap.py). Memory comes back when the process exits.
+    # on 15,000 pods; see remediator/state/heap.py). Memory comes back when the process exits.
     gc.disable()
     policy = _load_or_exit(args.policy, args.secrets_dir)
     now = parse_time(args.now) if args.now else dt.datetime.now(dt.UTC)

@@ -19,11 +19,11 @@ import time
 
 from hack.bench.lib.stats import summarize
 from hack.bench.plan_cycle import NOW, build  # the same generator, so the two benchmarks share their cluster
-from remediator.heap import HeapFreezer
-from remediator.model import NodeSelectorTerm, OwnerRef, PodRecord, SelectorRequirement
-from remediator.planner import PlannerMemory, make_plan
+from remediator.control.planner import PlannerMemory, make_plan
+from remediator.model.records import NodeSelectorTerm, OwnerRef, PodRecord, SelectorRequirement
 from remediator.policy.loader import parse_policy
 from remediator.scheduling.nodefit import pod_request_summary
+from remediator.state.heap import HeapFreezer
 from remediator.state.snapshot import Snapshot
 from remediator.strategies import CATALOG
 from remediator.strategies.make_room_for_pending_pods.report import Fragmentation

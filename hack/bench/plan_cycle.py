@@ -29,8 +29,8 @@ import time
 from collections import Counter
 
 from hack.bench.lib.stats import summarize
-from remediator.heap import HeapFreezer
-from remediator.model import (
+from remediator.control.planner import PlannerMemory, make_plan
+from remediator.model.records import (
     NO_STATUSES,
     Condition,
     ContainerStatuses,
@@ -49,9 +49,9 @@ from remediator.model import (
     Taint,
     Toleration,
 )
-from remediator.planner import PlannerMemory, make_plan
 from remediator.planning.owned_taints import OwnedTaint, render_owned
 from remediator.policy.loader import parse_policy
+from remediator.state.heap import HeapFreezer
 from remediator.state.records import pod_conditions
 from remediator.state.snapshot import Snapshot
 from remediator.strategies import CATALOG
@@ -276,7 +276,7 @@ def main() -> int:
     pods = sum(len(p) for p in snapshot.pods_by_node.values())
     print(f"cluster: {len(snapshot.nodes)} nodes, {pods} pods, {len(snapshot.pdbs)} PDBs "
           f"(built in {time.perf_counter() - t0:.1f} s, not timed)", flush=True)
-    HeapFreezer().maybe_freeze()  # as the remediator does once its caches are synced (remediator/heap.py)
+    HeapFreezer().maybe_freeze()  # as the remediator does once its caches are synced (remediator/state/heap.py)
     for total in args.total_limits.split(","):
         policy = parse_policy(POLICY % {"total": total}, source="bench-policy.yaml", catalog=CATALOG)
         times, cpu = [], []

@@ -16,7 +16,7 @@ from enum import StrEnum
 
 from nodemedic_common.kube_client import Kube
 from nodemedic_common.kube_errors import ApiError
-from remediator.model import PlannedEviction
+from remediator.model.plan import PlannedEviction
 from remediator.policy.eviction import EvictionSettings
 
 # The Status cause the API server attaches when a PodDisruptionBudget refuses an eviction (policy/v1

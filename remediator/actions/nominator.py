@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from nodemedic_common.kube_client import Kube
 from nodemedic_common.kube_errors import ApiError
-from remediator.model import PodRecord
+from remediator.model.records import PodRecord
 
 
 async def nominate(kube: Kube, pod: PodRecord, node: str) -> str | None:

@@ -15,7 +15,8 @@ from typing import Any
 
 from nodemedic_common.kube_client import Kube
 from nodemedic_common.kube_errors import ApiError
-from remediator.model import Effect, Taint, TaintChange
+from remediator.model.plan import TaintChange
+from remediator.model.records import Effect, Taint
 from remediator.planning.owned_taints import OwnedTaint, render_owned
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION
 

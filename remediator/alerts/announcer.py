@@ -13,7 +13,7 @@ from nodemedic_common.kube_client import Kube
 from nodemedic_common.kube_errors import ApiError
 from remediator.alerts.alert import Alert, AlertKind
 from remediator.alerts.notifier import Notifier
-from remediator.model import PodRecord
+from remediator.model.records import PodRecord
 
 COMPONENT = "nodemedic-remediator"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from remediator.alerts.metrics import Metrics
-from remediator.model import Plan
+from remediator.model.plan import Plan
 from remediator.read_side.plan_json import plan_json
 
 

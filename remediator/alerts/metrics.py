@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from remediator.alerts.dark_metrics import DarkMetrics, create_dark_metrics
 from remediator.alerts.repair_metrics import RepairMetrics, create_repair_metrics
-from remediator.model import StrategyReport
+from remediator.model.plan import StrategyReport
 from remediator.strategies import STRATEGIES
 
 

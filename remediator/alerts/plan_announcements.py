@@ -13,7 +13,7 @@ from collections.abc import Callable
 from remediator.alerts.alert import AlertKind
 from remediator.alerts.announcer import Alerts
 from remediator.alerts.metrics import Metrics
-from remediator.model import HoldReason, Plan
+from remediator.model.plan import HoldReason, Plan
 from remediator.repair.dark_decisions import Seen
 
 # Seconds a held taint is remembered after it was last held: one that comes back within this is not announced again

@@ -12,7 +12,8 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 
-from remediator.model import TERMINAL_PHASES, NodeRecord, PdbRecord, Plan, PlannedEviction, PodRecord, Protected, Taint
+from remediator.model.plan import Plan, PlannedEviction, Protected
+from remediator.model.records import TERMINAL_PHASES, NodeRecord, PdbRecord, PodRecord, Taint
 from remediator.planning.eviction_counts import LimitState
 from remediator.planning.memory import PlannerMemory
 from remediator.planning.rails import AUTOSCALER_TAINTS

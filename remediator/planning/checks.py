@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from nodemedic_common.durations import format_duration, whole_seconds
-from remediator.model import PodRecord
+from remediator.model.records import PodRecord
 from remediator.planning.books import Books
 from remediator.planning.memory import LOOP_GUARD
 from remediator.planning.pod_protection import protection

@@ -40,7 +40,7 @@ from nodemedic_common.repair_contract import (
     answered_id,
     parse_time,
 )
-from remediator.model import TERMINAL_PHASES, NodeRecord
+from remediator.model.records import TERMINAL_PHASES, NodeRecord
 from remediator.planning.owned_taints import OwnedTaint
 from remediator.planning.repair_rails import RATE_WINDOW, group_of, halted_groups, opted_out, started_within
 from remediator.policy.model import Policy

@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from nodemedic_common.durations import format_duration, whole_seconds
-from remediator.model import PodRecord
+from remediator.model.records import PodRecord
 from remediator.policy.limits import Limits
 
 

@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 
-from remediator.model import TERMINAL_PHASES, PlannedEviction, PodRecord, Protected, Taint
+from remediator.model.plan import PlannedEviction, Protected
+from remediator.model.records import TERMINAL_PHASES, PodRecord, Taint
 from remediator.planning.books import Accept, Books
 from remediator.planning.checks import Refusal, Verdict, rail_hold, walk
 from remediator.planning.new_node import who_adds

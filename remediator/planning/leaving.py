@@ -15,7 +15,7 @@ import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from remediator.model import PodRecord
+from remediator.model.records import PodRecord
 from remediator.state.snapshot import Snapshot
 
 

@@ -9,7 +9,8 @@ import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from remediator.model import PodRecord, SchedulerLoop
+from remediator.model.plan import SchedulerLoop
+from remediator.model.records import PodRecord
 from remediator.planning.leaving import Leaving, still_leaving
 from remediator.state.snapshot import Snapshot
 

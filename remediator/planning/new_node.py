@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from remediator.model import NodeRecord
+from remediator.model.records import NodeRecord
 from remediator.policy.autoscaler import AUTO, AddsNodes
 from remediator.state.snapshot import KARPENTER_NODEPOOL_LABEL, NodeAutoscaler
 

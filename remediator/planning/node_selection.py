@@ -8,7 +8,7 @@ nodemedic does not act where the policy says it must not."""
 
 from __future__ import annotations
 
-from remediator.model import LabelSelector
+from remediator.model.records import LabelSelector
 from remediator.scheduling.selectors import matches_labels
 from remediator.state.snapshot import Snapshot
 

@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from remediator.model import Effect, Taint, usable_time
+from remediator.model.records import Effect, Taint, usable_time
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION, STRATEGY_PREFIX
 from remediator.state.snapshot import Snapshot
 

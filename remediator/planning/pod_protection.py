@@ -19,7 +19,7 @@ from __future__ import annotations
 import datetime as dt
 
 from nodemedic_common.durations import format_duration, parse_duration, whole_seconds
-from remediator.model import TERMINAL_PHASES, PodRecord
+from remediator.model.records import TERMINAL_PHASES, PodRecord
 from remediator.policy.default_evictor import EvictorArgs
 from remediator.policy.fields import Namespaces
 from remediator.scheduling.selectors import matches_labels

@@ -7,7 +7,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from remediator.model import HoldReason, NodeRecord
+from remediator.model.plan import HoldReason
+from remediator.model.records import NodeRecord
 from remediator.policy.safety import Safety
 
 # Taints a node autoscaler puts on a node it is removing (or about to), or has not finished registering. Such a node

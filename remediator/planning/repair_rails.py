@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 
 from nodemedic_common.repair_contract import OPT_OUT_LABEL, RepairAction
-from remediator.model import TERMINAL_PHASES, NodeRecord, PodRecord
+from remediator.model.records import TERMINAL_PHASES, NodeRecord, PodRecord
 from remediator.planning.owned_taints import OwnedTaint, strategy_owned
 from remediator.planning.pod_protection import MIRROR_ANNOTATION
 from remediator.planning.rails import safety_hold

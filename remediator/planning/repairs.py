@@ -25,7 +25,7 @@ from nodemedic_common.repair_contract import (
     RepairAction,
     answered_id,
 )
-from remediator.model import NodeRecord, Taint
+from remediator.model.records import NodeRecord, Taint
 from remediator.planning.owned_taints import OwnedTaint, strategy_owned
 from remediator.planning.repair_rails import (
     ACTING,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from remediator.model import PodRecord
+from remediator.model.records import PodRecord
 from remediator.scheduling.nodefit import PODS
 
 Room = dict[str, int]

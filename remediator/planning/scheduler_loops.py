@@ -12,7 +12,8 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Set
 
-from remediator.model import Plan, PodRecord, SchedulerLoop
+from remediator.model.plan import Plan, SchedulerLoop
+from remediator.model.records import PodRecord
 from remediator.planning.memory import LOOP_GUARD, PlannerMemory
 from remediator.state.snapshot import Snapshot
 

@@ -12,7 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from nodemedic_common.durations import format_duration, whole_seconds
-from remediator.model import Held, HoldReason, NodeRecord, Taint, TaintChange
+from remediator.model.plan import Held, HoldReason, TaintChange
+from remediator.model.records import NodeRecord, Taint
 from remediator.planning.owned_taints import OwnedTaint, parse_owned, strategy_owned
 from remediator.planning.rails import safety_hold, tainted_limit
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION, Policy

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from remediator.model import PodRecord
+from remediator.model.records import PodRecord
 from remediator.planning.gate import Gate
 from remediator.policy.measured_usage import KUBERNETES_METRICS, METRIC_RESOURCE, MetricsUtilization
 from remediator.scheduling.nodefit import PODS

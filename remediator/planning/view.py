@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 
-from remediator.model import PlannedEviction, PodRecord, Taint
+from remediator.model.plan import PlannedEviction
+from remediator.model.records import PodRecord, Taint
 from remediator.planning.memory import Remembered
 from remediator.policy.scheduler import SchedulerSettings
 

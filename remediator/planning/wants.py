@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from remediator.model import StrategyReport
+from remediator.model.plan import StrategyReport
 from remediator.planning.memory import Remembered
 
 

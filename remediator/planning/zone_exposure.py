@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from remediator.model import PodRecord, ZoneExposure, ZoneMove
+from remediator.model.plan import ZoneExposure, ZoneMove
+from remediator.model.records import PodRecord
 from remediator.state.snapshot import Snapshot
 
 ZONE = "topology.kubernetes.io/zone"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from remediator.model import LabelSelector
+from remediator.model.records import LabelSelector
 from remediator.policy.fields import Namespaces, read_label_selector, read_namespaces
 from remediator.policy.reader import Reader, Section
 from remediator.policy.syntax import DNS_SUBDOMAIN

@@ -7,7 +7,7 @@ import datetime as dt
 from dataclasses import dataclass
 
 from nodemedic_common.durations import format_duration
-from remediator.model import LabelSelector, SelectorRequirement
+from remediator.model.records import LabelSelector, SelectorRequirement
 from remediator.policy.reader import Reader, Section, is_null
 from remediator.policy.syntax import label_value_problem, namespace_problem, qualified_name_problem
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from remediator.model import LabelSelector
+from remediator.model.records import LabelSelector
 from remediator.policy.autoscaler import AutoscalerSettings
 from remediator.policy.dark import DarkSettings
 from remediator.policy.default_evictor import EvictorArgs

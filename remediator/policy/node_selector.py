@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from remediator.model import LabelSelector, SelectorRequirement
+from remediator.model.records import LabelSelector, SelectorRequirement
 from remediator.policy.reader import Reader, Section, is_null
 from remediator.policy.syntax import label_value_problem, qualified_name_problem
 

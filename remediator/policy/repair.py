@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from nodemedic_common.durations import format_duration
 from nodemedic_common.repair_contract import SERVICES, RepairAction
-from remediator.model import Effect, LabelSelector
+from remediator.model.records import Effect, LabelSelector
 from remediator.policy.fields import read_label_selector
 from remediator.policy.reader import Reader, Section
 from remediator.policy.syntax import qualified_name_problem

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import yaml
 
-from remediator.model import Effect, Taint
+from remediator.model.records import Effect, Taint
 from remediator.policy.reader import Reader, Section
 from remediator.policy.repair import DISRUPTIVE, DRAINER, RepairStep, read_ladder
 from remediator.policy.syntax import label_value_problem, owned_taint_problem, qualified_name_problem

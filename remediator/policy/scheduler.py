@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from remediator.model import DefaultConstraint
+from remediator.model.records import DefaultConstraint
 from remediator.policy.reader import Reader, Section
 
 _SCHEDULER_KEYS = ("profile", "packingProfile", "otherSchedulers", "defaultConstraints", "zoneExposure")
@@ -60,7 +60,7 @@ class SchedulerSettings:
         if scheduler_name == self.profile and self.configured:
             return self.default_constraints
         if scheduler_name == self.packing_profile and self.configured:
-            return ()  # packing: the profile spreads nothing by default (scheduler_config.py)
+            return ()  # packing: the profile spreads nothing by default (peer_config/scheduler_config.py)
         if scheduler_name == DEFAULT_SCHEDULER or scheduler_name in self.other_schedulers:
             return SYSTEM
         return ()

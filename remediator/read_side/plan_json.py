@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from nodemedic_common.repair_contract import format_time
-from remediator.model import Plan, Protected, TaintChange
+from remediator.model.plan import Plan, Protected, TaintChange
 
 
 def plan_json(plan: Plan) -> dict[str, object]:

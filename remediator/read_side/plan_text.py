@@ -4,7 +4,7 @@ line's text from the cluster escaped: nodemedic_common/terminal_text.py)."""
 from __future__ import annotations
 
 from nodemedic_common.terminal_text import printable
-from remediator.model import Plan
+from remediator.model.plan import Plan
 from remediator.read_side.plan_json import plan_json
 
 

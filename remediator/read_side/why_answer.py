@@ -1,4 +1,4 @@
-"""/why/NODE: the facts the last plan decided on for one node (remediator/why.py), each with when it changes."""
+"""/why/NODE: the facts the last plan decided on for one node (why.py), each with when it changes."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from nodemedic_common.durations import format_duration, whole_seconds
 from remediator.read_side.fields import Fields
-from remediator.why import Fact
+from remediator.read_side.why import Fact
 
 
 def _stamp(t: dt.datetime) -> str:

@@ -16,7 +16,7 @@ scheduler and selects all of those pods already, so it changes no count.
 
 from __future__ import annotations
 
-from remediator.model import DefaultsOf, LabelSelector, PodRecord, SpreadConstraint
+from remediator.model.records import DefaultsOf, LabelSelector, PodRecord, SpreadConstraint
 
 SPREAD_OWNERS = frozenset({"ReplicaSet", "StatefulSet", "ReplicationController"})
 # Labels a controller sets that differ between pods of one workload (a StatefulSet pod's name and index) or between

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from remediator.model import TERMINAL_PHASES, Effect, NodeRecord, PodRecord, Taint
+from remediator.model.records import TERMINAL_PHASES, Effect, NodeRecord, PodRecord, Taint
 from remediator.scheduling.offering import Offering
 from remediator.scheduling.podaffinity import PodAffinityIndex
 from remediator.scheduling.selectors import pod_fits_node_selection

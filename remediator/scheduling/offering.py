@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
-from remediator.model import NodeRecord, PodRecord
+from remediator.model.records import NodeRecord, PodRecord
 
 
 class Offering:

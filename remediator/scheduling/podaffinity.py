@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from remediator.model import TERMINAL_PHASES, NodeRecord, PodAffinityTerm, PodRecord
+from remediator.model.records import TERMINAL_PHASES, NodeRecord, PodAffinityTerm, PodRecord
 from remediator.scheduling.selectors import matches_labels
 from remediator.state.snapshot import Snapshot
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from remediator.model import LabelSelector, NodeRecord, NodeSelectorTerm, PodRecord, SelectorRequirement
+from remediator.model.records import LabelSelector, NodeRecord, NodeSelectorTerm, PodRecord, SelectorRequirement
 
 _INT64 = re.compile(r"[+-]?[0-9]+")  # what strconv.ParseInt(s, 10, 64) accepts, range checked below
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1

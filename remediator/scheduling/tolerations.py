@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterable
 
-from remediator.model import Effect, Taint, Toleration
+from remediator.model.records import Effect, Taint, Toleration
 
 # Gt/Lt values must be plain decimal integers (no "+", no leading zeros) that fit in int64; anything else
 # never matches, so a mistyped taint value cannot suddenly become tolerated.

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from remediator.model import DefaultsOf, Effect, LabelSelector, NodeRecord, PodRecord, SpreadConstraint
+from remediator.model.records import DefaultsOf, Effect, LabelSelector, NodeRecord, PodRecord, SpreadConstraint
 from remediator.scheduling.default_spread import default_spread, filter_skew
 from remediator.scheduling.selectors import matches_labels, pod_fits_node_selection
 from remediator.scheduling.tolerations import untolerated

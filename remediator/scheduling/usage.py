@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from remediator.model import PodRecord
+from remediator.model.records import PodRecord
 from remediator.state.snapshot import Snapshot
 
 Percentages = dict[str, float]

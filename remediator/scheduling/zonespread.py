@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from remediator.model import NodeRecord, PodRecord
+from remediator.model.records import NodeRecord, PodRecord
 from remediator.state.snapshot import Snapshot
 
 ZONE = "topology.kubernetes.io/zone"

@@ -17,7 +17,7 @@ from typing import Any
 
 from nodemedic_common.informer import Informer
 from nodemedic_common.kube_client import Kube
-from remediator.model import NodeRecord, PdbRecord, PodRecord
+from remediator.model.records import NodeRecord, PdbRecord, PodRecord
 from remediator.state import records
 from remediator.state.snapshot import NodeAutoscaler, Snapshot
 

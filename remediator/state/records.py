@@ -1,4 +1,4 @@
-"""API JSON (as the API server or `kubectl get -o json` prints it) → the slim records of `model.py`.
+"""API JSON (as the API server or `kubectl get -o json` prints it) → the slim records of `model/records.py`.
 
 Shared by the watch caches and by `plan --snapshot`. Defensive on purpose: a field of the wrong type
 yields a default, never an exception, so one odd object cannot stop a remediation cycle.
@@ -10,7 +10,7 @@ import datetime as dt
 import functools
 from typing import Any
 
-from remediator.model import (
+from remediator.model.records import (
     EARLIEST_TIME,
     LATEST_TIME,
     NO_STATUSES,

@@ -1,6 +1,6 @@
 """One consistent view of the cluster for one planning cycle (`Snapshot`), as the caches build it (caches.py) and
-`plan --snapshot` reads it: the records of model.py, the measured usage and node autoscalers found, and the indexes
-the strategies share, each built on first use."""
+`plan --snapshot` reads it: the records of model/records.py, the measured usage and node autoscalers found, and the
+indexes the strategies share, each built on first use."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from remediator.model import NO_STATUSES, TERMINAL_PHASES, NodeRecord, PdbRecord, PodRecord
+from remediator.model.records import NO_STATUSES, TERMINAL_PHASES, NodeRecord, PdbRecord, PodRecord
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from remediator.model import LabelSelector, NodeRecord, PodRecord
+from remediator.model.records import LabelSelector, NodeRecord, PodRecord
 from remediator.policy.fields import Namespaces, read_label_selector, read_namespaces
 from remediator.policy.reader import Reader, Section
 from remediator.scheduling.selectors import matches_labels

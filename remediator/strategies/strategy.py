@@ -11,7 +11,8 @@ point before Balance.
 `taint`: the NoSchedule taint the strategy puts on nodes it works on (HighNodeUtilization's consolidation taint),
 declared here once: the planner owns it like a rule's (the owned-taints annotation, with "strategy:<name>" as its
 rule), passes every add through the same rails, window and breaker, takes it off when the strategy leaves the
-policy, and tells the autoscaler about it (autoscaler_flags.py); `taints(args)` says whether these args use it.
+policy, and tells the autoscaler about it (peer_config/autoscaler_flags.py); `taints(args)` says whether these args
+use it.
 `empties_nodes`: the strategy consolidates nodes for the autoscaler to remove, which a policy refuses when the
 autoscaler consolidates itself (policy/autoscaler.py: one consolidator).
 `packing`: what the strategy does that only a packing scheduler keeps (a MostAllocated profile: the policy's
@@ -32,7 +33,8 @@ from typing import Generic, Protocol, TypeVar
 
 from prometheus_client import CollectorRegistry
 
-from remediator.model import PlannedEviction, StrategyReport, Taint
+from remediator.model.plan import PlannedEviction, StrategyReport
+from remediator.model.records import Taint
 from remediator.planning.gate import Gate
 from remediator.planning.wants import NOTHING, Wants
 from remediator.policy.reader import Reader, Section

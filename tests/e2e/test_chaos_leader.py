@@ -6,7 +6,7 @@ r2 stands by), the node's KernelDeadlock condition holds, r1 taints the node and
 stay Pending while kube-scheduler is stopped: the PDB holds r1 in the middle of the remediation, and it is killed
 there with SIGKILL (no Lease release). kube-scheduler starts again. Then:
 - r2 leads within the Lease duration of the kill (it counts the lease from its read before r1's last renewal
-  landed, and wakes when the lease runs out: remediator/leader.py);
+  landed, and wakes when the lease runs out: remediator/control/leader.py);
 - no pod is evicted twice (the API server's audit log: granted evictions per pod);
 - every evicted pod is one `plan` named before the kill (to evict now, or deferred behind the PDB).
 """

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from remediator.model import PlannedEviction, PodRecord
+from remediator.model.plan import PlannedEviction
+from remediator.model.records import PodRecord
 from remediator.planning.gate import CYCLE, Gate
 from remediator.planning.wants import NOTHING, Wants
 from remediator.scheduling.usage import eviction_order, live_pods

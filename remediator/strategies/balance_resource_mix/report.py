@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Gauge
 
-from remediator.model import NodeNotice, Nomination, StrategyReport
+from remediator.model.plan import NodeNotice, Nomination, StrategyReport
 
 
 @dataclass(frozen=True)

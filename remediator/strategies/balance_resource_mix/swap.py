@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from remediator.model import PodRecord
+from remediator.model.records import PodRecord
 from remediator.planning.gate import Gate
 from remediator.scheduling.usage import eviction_order, live_pods
 from remediator.state.snapshot import Snapshot

@@ -7,6 +7,6 @@ the nodes back when the strategy leaves the policy, and the strategy reads which
 
 from __future__ import annotations
 
-from remediator.model import Taint
+from remediator.model.records import Taint
 
 CONSOLIDATION_TAINT = Taint(key="nodemedic.io/consolidating", value="true")

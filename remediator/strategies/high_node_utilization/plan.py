@@ -28,7 +28,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from nodemedic_common.durations import format_duration
-from remediator.model import PlannedEviction, PodRecord
+from remediator.model.plan import PlannedEviction
+from remediator.model.records import PodRecord
 from remediator.planning.gate import CYCLE, NODE, Gate
 from remediator.planning.pod_protection import MIRROR_ANNOTATION
 from remediator.planning.utilization import Utilization, describe_source

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from remediator.model import NodeRecord, PlannedEviction, PodRecord
+from remediator.model.plan import PlannedEviction
+from remediator.model.records import NodeRecord, PodRecord
 from remediator.planning.gate import CYCLE, NODE, Gate
 from remediator.planning.utilization import Utilization, describe_source
 from remediator.planning.wants import NOTHING, Wants

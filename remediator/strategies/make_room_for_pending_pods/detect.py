@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
-from remediator.model import NodeRecord, PodRecord, Taint
+from remediator.model.records import NodeRecord, PodRecord, Taint
 from remediator.scheduling.nodefit import PODS, placement_reason
 from remediator.state.snapshot import Snapshot
 

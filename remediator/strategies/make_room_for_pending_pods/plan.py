@@ -15,7 +15,8 @@ import datetime as dt
 import time
 from collections.abc import Iterator, Mapping, Sequence
 
-from remediator.model import PlannedEviction, PodRecord
+from remediator.model.plan import PlannedEviction
+from remediator.model.records import PodRecord
 from remediator.planning.gate import Gate
 from remediator.planning.memory import Remembered
 from remediator.planning.wants import Wants

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Gauge
 
-from remediator.model import NodeNotice, Nomination, PodRecord, StrategyReport
+from remediator.model.plan import NodeNotice, Nomination, StrategyReport
+from remediator.model.records import PodRecord
 
 EVENT_REASON = "NodemedicMakingRoom"  # the Event on a pending pod it nominates
 

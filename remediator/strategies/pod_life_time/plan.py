@@ -15,7 +15,8 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterator
 
-from remediator.model import PlannedEviction, PodCondition, PodRecord
+from remediator.model.plan import PlannedEviction
+from remediator.model.records import PodCondition, PodRecord
 from remediator.state.snapshot import Snapshot
 from remediator.strategies.pod_life_time.args import ConditionFilter, PodLifeTimeArgs
 from remediator.strategies.pod_scope import ready_nodes

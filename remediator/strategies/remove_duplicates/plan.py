@@ -20,7 +20,8 @@ from collections import Counter
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 
-from remediator.model import Effect, NodeRecord, PlannedEviction, PodRecord
+from remediator.model.plan import PlannedEviction
+from remediator.model.records import Effect, NodeRecord, PodRecord
 from remediator.planning.gate import CYCLE, NODE, Gate
 from remediator.planning.wants import NOTHING, Wants
 from remediator.scheduling.selectors import pod_fits_node_selection

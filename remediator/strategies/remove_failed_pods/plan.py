@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from remediator.model import PlannedEviction, PodRecord
+from remediator.model.plan import PlannedEviction
+from remediator.model.records import PodRecord
 from remediator.state.snapshot import Snapshot
 from remediator.strategies.pod_scope import ready_nodes
 from remediator.strategies.remove_failed_pods.args import RemoveFailedPodsArgs

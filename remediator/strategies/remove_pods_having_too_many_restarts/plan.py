@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from remediator.model import OwnerRef, PlannedEviction, PodRecord
+from remediator.model.plan import PlannedEviction
+from remediator.model.records import OwnerRef, PodRecord
 from remediator.planning.gate import Gate
 from remediator.planning.wants import Wants
 from remediator.state.snapshot import Snapshot

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Gauge
 
-from remediator.model import NodeNotice, Nomination, StrategyReport
+from remediator.model.plan import NodeNotice, Nomination, StrategyReport
 
 # The notification's kind (alerts/alert.py) and the Event's reason.
 ALERT_KIND = "CrashLoopNode"

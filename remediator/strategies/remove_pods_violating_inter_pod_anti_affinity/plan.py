@@ -11,7 +11,8 @@ gate's answer (`evicting`). Only the pods in scope count as the "other" pod, as 
 
 from __future__ import annotations
 
-from remediator.model import TERMINAL_PHASES, NodeRecord, PlannedEviction, PodAffinityTerm, PodRecord
+from remediator.model.plan import PlannedEviction
+from remediator.model.records import TERMINAL_PHASES, NodeRecord, PodAffinityTerm, PodRecord
 from remediator.planning.gate import Gate
 from remediator.planning.wants import NOTHING, Wants
 from remediator.scheduling.selectors import matches_labels

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from remediator.model import TERMINAL_PHASES, NodeRecord, PlannedEviction, PodRecord
+from remediator.model.plan import PlannedEviction
+from remediator.model.records import TERMINAL_PHASES, NodeRecord, PodRecord
 from remediator.planning.gate import Gate
 from remediator.planning.wants import NOTHING, Wants
 from remediator.scheduling.selectors import node_matches_terms, pod_fits_node_selection

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from remediator.model import Effect, NodeRecord, PlannedEviction, Taint
+from remediator.model.plan import PlannedEviction
+from remediator.model.records import Effect, NodeRecord, Taint
 from remediator.planning.gate import Gate
 from remediator.planning.wants import NOTHING, Wants
 from remediator.scheduling.tolerations import untolerated

@@ -30,7 +30,8 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from remediator.model import Effect, NodeRecord, PlannedEviction, PodRecord, SpreadConstraint
+from remediator.model.plan import PlannedEviction
+from remediator.model.records import Effect, NodeRecord, PodRecord, SpreadConstraint
 from remediator.planning.gate import CYCLE, Gate
 from remediator.planning.wants import NOTHING, Wants
 from remediator.policy.scheduler import SchedulerSettings

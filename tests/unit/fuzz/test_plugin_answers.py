@@ -14,9 +14,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from remediator.control.planner import PlannerMemory, make_plan
 from remediator.kubectl import render
 from remediator.kubectl.reach import Leader
-from remediator.planner import PlannerMemory, make_plan
 from remediator.policy.loader import load_policy
 from remediator.read_side.fields import Unreadable
 from remediator.read_side.plan_answer import PlanAnswer

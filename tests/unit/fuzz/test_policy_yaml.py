@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nodemedic_common.config_errors import ConfigError
-from remediator.planner import PlannerMemory, make_plan
+from remediator.control.planner import PlannerMemory, make_plan
 from remediator.policy.loader import parse_policy
 from remediator.read_side.plan_json import plan_json
 from remediator.state.caches import snapshot_from_list

@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from remediator.planner import PlannerMemory, make_plan
+from remediator.control.planner import PlannerMemory, make_plan
 from remediator.policy.loader import load_policy
 from remediator.read_side.plan_json import plan_json
 from remediator.state.caches import snapshot_from_list

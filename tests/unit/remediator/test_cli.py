@@ -12,7 +12,7 @@ from nodemedic_common.kube_client import Kube
 from nodemedic_common.kube_credentials import Credentials
 from nodemedic_common.kube_errors import ApiError
 from remediator.cli import main
-from remediator.leader import LeaseTimings
+from remediator.control.leader import LeaseTimings
 from remediator.state import live_cluster
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -11,7 +11,8 @@ import pytest
 
 from nodemedic_common.kube_errors import ApiError
 from remediator.actions.eviction_requests import Outcome, evict, eviction_body
-from remediator.model import PlannedEviction, PodRecord
+from remediator.model.plan import PlannedEviction
+from remediator.model.records import PodRecord
 from remediator.policy.eviction import EvictionSettings
 
 POD = PodRecord(namespace="ns", name="web-1", uid="uid-1", node_name="n1")

@@ -6,7 +6,7 @@ import asyncio
 
 from nodemedic_common.kube_errors import ApiError
 from remediator.actions.nominator import nominate
-from remediator.model import PodRecord
+from remediator.model.records import PodRecord
 
 POD = PodRecord(namespace="ns", name="wanted", uid="uid-w")
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import datetime as dt
 
 from remediator.actions.taintwriter import new_taint_list, owned_after
-from remediator.model import Effect, Taint, TaintChange
+from remediator.model.plan import TaintChange
+from remediator.model.records import Effect, Taint
 from remediator.planning.owned_taints import OwnedTaint
 
 NOW = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.UTC)

@@ -13,7 +13,7 @@ import pytest
 from nodemedic_common.kube_errors import ApiError
 from remediator.alerts.alert import Alert, AlertKind
 from remediator.alerts.announcer import COMPONENT, Alerts
-from remediator.model import PodRecord
+from remediator.model.records import PodRecord
 
 LOG = logging.getLogger("test.alerts")
 POD = PodRecord(namespace="shop", name="web-1", uid="uid-web-1", node_name="node-a")

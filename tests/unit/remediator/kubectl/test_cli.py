@@ -16,18 +16,18 @@ from prometheus_client import CollectorRegistry
 from nodemedic_common.kube_client import Kube
 from nodemedic_common.kube_credentials import Credentials
 from remediator import __version__
+from remediator.control.planner import PlannerMemory, make_plan
 from remediator.kubectl import cli, reach, render
-from remediator.model import Condition
-from remediator.planner import PlannerMemory, make_plan
+from remediator.model.records import Condition
 from remediator.planning.owned_taints import OwnedTaint, render_owned
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION
 from remediator.read_side.plan_answer import PlanAnswer
 from remediator.read_side.plan_json import plan_json
 from remediator.read_side.status_answer import StatusAnswer
+from remediator.read_side.why import why
 from remediator.read_side.why_answer import WhyAnswer
-from remediator.why import why
+from tests.unit.remediator.read_side.test_why import POLICY, TAINT
 from tests.unit.remediator.strategies.cluster import NOW, node, snapshot
-from tests.unit.remediator.test_why import POLICY, TAINT
 
 NS, LEADER = "ops", "nm-remediator-7d9f-abcde"
 STATUS = StatusAnswer("nm-7d9f_1a2b3c4d", leading=True, dry_run=False, mode="deployment", version=__version__,

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from remediator.model import LabelSelector, PdbRecord, Plan, PlannedEviction, PodRecord, SchedulerLoop
+from remediator.model.plan import Plan, PlannedEviction, SchedulerLoop
+from remediator.model.records import LabelSelector, PdbRecord, PodRecord
 from remediator.planning.books import Books
 from remediator.planning.checks import Verdict, rail_hold, walk
 from remediator.planning.memory import PlannerMemory

@@ -23,8 +23,8 @@ from nodemedic_common.repair_contract import (
     answer_message,
     format_time,
 )
-from remediator.model import Condition, Effect, NodeRecord, Taint
-from remediator.planner import PlannerMemory, make_plan
+from remediator.control.planner import PlannerMemory, make_plan
+from remediator.model.records import Condition, Effect, NodeRecord, Taint
 from remediator.planning.dark_nodes import plan_dark
 from remediator.policy.dark import DarkSettings
 from remediator.policy.model import Policy

@@ -6,7 +6,8 @@ import datetime as dt
 
 import pytest
 
-from remediator.model import OwnerRef, PlannedEviction, PodRecord, Protected
+from remediator.model.plan import PlannedEviction, Protected
+from remediator.model.records import OwnerRef, PodRecord
 from remediator.planning.eviction_counts import LimitState
 from remediator.policy.limits import Limits
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from remediator.model import LabelSelector, PdbRecord, Plan, PlannedEviction, PodRecord
+from remediator.model.plan import Plan, PlannedEviction
+from remediator.model.records import LabelSelector, PdbRecord, PodRecord
 from remediator.planning.books import Books
 from remediator.planning.checks import ORDER
 from remediator.planning.gate import CYCLE, NODE, Gate

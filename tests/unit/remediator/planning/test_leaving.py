@@ -9,8 +9,9 @@ import datetime as dt
 
 import pytest
 
-from remediator.model import Plan, PodRecord
-from remediator.planner import make_plan
+from remediator.control.planner import make_plan
+from remediator.model.plan import Plan
+from remediator.model.records import PodRecord
 from remediator.planning.memory import PlannerMemory
 from remediator.policy.limits import Limits
 from remediator.policy.model import Policy, StrategyConfig

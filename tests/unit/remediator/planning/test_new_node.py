@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from remediator.model import NodeRecord
+from remediator.model.records import NodeRecord
 from remediator.planning.new_node import who_adds
 from remediator.policy.autoscaler import AUTO, AddsNodes
 from remediator.state.snapshot import KARPENTER_NODEPOOL_LABEL, NodeAutoscaler

@@ -7,7 +7,7 @@ import datetime as dt
 
 import pytest
 
-from remediator.model import LabelSelector, OwnerRef, PodRecord, SelectorRequirement
+from remediator.model.records import LabelSelector, OwnerRef, PodRecord, SelectorRequirement
 from remediator.planning.pod_protection import SYSTEM_CRITICAL_PRIORITY, protection
 from remediator.policy.default_evictor import EvictorArgs
 from remediator.policy.fields import Namespaces

@@ -16,8 +16,8 @@ from nodemedic_common.repair_contract import (
     RepairAction,
     answer_message,
 )
-from remediator.model import Condition, Effect, LabelSelector, NodeRecord, OwnerRef, PodRecord, Taint
-from remediator.planner import PlannerMemory, make_plan
+from remediator.control.planner import PlannerMemory, make_plan
+from remediator.model.records import Condition, Effect, LabelSelector, NodeRecord, OwnerRef, PodRecord, Taint
 from remediator.planning.owned_taints import OwnedTaint, render_owned
 from remediator.planning.repairs import plan_repairs
 from remediator.planning.taints import plan_taints

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from remediator.model import PodRecord
-from remediator.planner import PlannerMemory, make_plan
+from remediator.control.planner import PlannerMemory, make_plan
+from remediator.model.records import PodRecord
 from remediator.planning.memory import LOOP_GUARD
 from remediator.policy.limits import Limits
 from remediator.policy.model import Policy, StrategyConfig

@@ -6,7 +6,8 @@ import datetime as dt
 
 import pytest
 
-from remediator.model import Condition, Effect, HoldReason, NodeRecord, Taint
+from remediator.model.plan import HoldReason
+from remediator.model.records import Condition, Effect, NodeRecord, Taint
 from remediator.planning.owned_taints import OwnedTaint, parse_owned, render_owned
 from remediator.planning.taints import plan_taints
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION, Policy

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from remediator.model import Plan, PlannedEviction
+from remediator.model.plan import Plan, PlannedEviction
 from remediator.planning.books import Books
 from remediator.planning.gate import Gate
 from remediator.planning.memory import PlannerMemory

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from remediator.model import OwnerRef, PodRecord, ZoneMove
+from remediator.model.plan import ZoneMove
+from remediator.model.records import OwnerRef, PodRecord
 from remediator.planning.zone_exposure import zone_exposure
 from tests.unit.remediator.strategies.cluster import node, pod, snapshot
 

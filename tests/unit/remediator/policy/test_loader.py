@@ -9,7 +9,7 @@ import pytest
 
 from nodemedic_common.config_errors import ConfigError
 from remediator.alerts import formats as notify_formats
-from remediator.model import Effect, LabelSelector, SelectorRequirement, Taint
+from remediator.model.records import Effect, LabelSelector, SelectorRequirement, Taint
 from remediator.policy.default_evictor import EvictorArgs
 from remediator.policy.eviction import EvictionSettings
 from remediator.policy.fields import Namespaces

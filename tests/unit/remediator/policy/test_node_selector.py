@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from nodemedic_common.config_errors import ConfigError
-from remediator.model import LabelSelector, SelectorRequirement
+from remediator.model.records import LabelSelector, SelectorRequirement
 from remediator.policy.loader import parse_policy
 from remediator.policy.node_selector import parse_selector
 from remediator.scheduling.selectors import matches_labels

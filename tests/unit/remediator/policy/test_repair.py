@@ -12,7 +12,7 @@ import pytest
 from nodemedic_common.config_errors import ConfigError
 from nodemedic_common.repair_contract import RepairAction
 from remediator.cli import main as cli_main
-from remediator.model import LabelSelector, SelectorRequirement
+from remediator.model.records import LabelSelector, SelectorRequirement
 from remediator.policy.loader import convert_policy, load_policy, parse_policy
 from remediator.policy.repair import (
     DEFAULT_WAITS,

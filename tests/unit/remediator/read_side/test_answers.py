@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from remediator.planner import PlannerMemory, make_plan
+from remediator.control.planner import PlannerMemory, make_plan
 from remediator.policy.loader import load_policy
 from remediator.read_side.fields import Unreadable
 from remediator.read_side.plan_answer import PlanAnswer
 from remediator.read_side.plan_json import plan_json
 from remediator.read_side.status_answer import StatusAnswer
+from remediator.read_side.why import Fact
 from remediator.read_side.why_answer import FactLine, WhyAnswer
 from remediator.state.caches import snapshot_from_list
 from remediator.strategies import CATALOG
-from remediator.why import Fact
 
 TESTDATA = Path(__file__).resolve().parents[3] / "testdata"
 NOW = dt.datetime(2026, 6, 1, 12, tzinfo=dt.UTC)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from remediator.model import Plan, PlannedEviction, Protected
+from remediator.model.plan import Plan, PlannedEviction, Protected
 from remediator.read_side.plan_text import plan_lines
 from tests.unit.remediator.strategies.cluster import pod
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from remediator.model import DefaultConstraint, LabelSelector, OwnerRef, PodRecord, SpreadConstraint
+from remediator.model.records import DefaultConstraint, LabelSelector, OwnerRef, PodRecord, SpreadConstraint
 from remediator.policy.loader import parse_policy
 from remediator.policy.scheduler import SPREAD, SYSTEM, SchedulerSettings
 from remediator.scheduling.default_spread import default_spread, filter_skew, workload_selector

@@ -7,7 +7,7 @@ import datetime as dt
 
 import pytest
 
-from remediator.model import (
+from remediator.model.records import (
     Condition,
     Effect,
     LabelSelector,

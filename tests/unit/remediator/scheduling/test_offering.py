@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from remediator.model import NodeRecord, PodRecord, Toleration
+from remediator.model.records import NodeRecord, PodRecord, Toleration
 from remediator.scheduling.nodefit import find_destination
 from remediator.scheduling.offering import Offering
 from tests.unit.remediator.scheduling.test_nodefit import BAD, HOME, cluster, node, pod

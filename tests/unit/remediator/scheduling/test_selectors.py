@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from remediator.model import LabelSelector, NodeRecord, NodeSelectorTerm, PodRecord, SelectorRequirement
+from remediator.model.records import LabelSelector, NodeRecord, NodeSelectorTerm, PodRecord, SelectorRequirement
 from remediator.scheduling.selectors import matches_labels, node_matches_terms, pod_fits_node_selection
 
 LABELS = {"app": "web", "tier": "front", "zone": "a"}

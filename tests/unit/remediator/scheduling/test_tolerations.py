@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from remediator.model import Effect, Taint, Toleration
+from remediator.model.records import Effect, Taint, Toleration
 from remediator.scheduling.tolerations import tolerated, tolerates, untolerated
 
 NS, PNS, NE = Effect.NO_SCHEDULE, Effect.PREFER_NO_SCHEDULE, Effect.NO_EXECUTE

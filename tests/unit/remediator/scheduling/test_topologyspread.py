@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from remediator.model import LabelSelector, NodeRecord, PodRecord, SpreadConstraint
+from remediator.model.records import LabelSelector, NodeRecord, PodRecord, SpreadConstraint
 from remediator.scheduling.topologyspread import SpreadIndex
 from tests.unit.remediator.scheduling.test_nodefit import cluster, node
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable
 
-from remediator.model import Condition, NodeRecord, OwnerRef, Plan, PodRecord
-from remediator.planner import PlannerMemory, make_plan
+from remediator.control.planner import PlannerMemory, make_plan
+from remediator.model.plan import Plan
+from remediator.model.records import Condition, NodeRecord, OwnerRef, PodRecord
 from remediator.policy.default_evictor import EvictorArgs
 from remediator.policy.limits import Limits
 from remediator.policy.model import Policy, StrategyConfig

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from remediator.cli import main
-from remediator.model import Effect, LabelSelector, NodeRecord, PdbRecord, PodRecord, SpreadConstraint, Taint
-from remediator.planner import make_plan
+from remediator.control.planner import make_plan
+from remediator.model.records import Effect, LabelSelector, NodeRecord, PdbRecord, PodRecord, SpreadConstraint, Taint
 from remediator.planning.memory import PlannerMemory
 from remediator.policy.default_evictor import EvictorArgs
 from remediator.policy.fields import Namespaces

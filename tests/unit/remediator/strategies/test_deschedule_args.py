@@ -10,7 +10,7 @@ import pytest
 
 from nodemedic_common.config_errors import ConfigError
 from remediator.cli import main
-from remediator.model import LabelSelector, SelectorRequirement
+from remediator.model.records import LabelSelector, SelectorRequirement
 from remediator.policy.fields import Namespaces
 from remediator.policy.loader import load_policy
 from remediator.strategies import CATALOG

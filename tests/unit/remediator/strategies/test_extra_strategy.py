@@ -19,10 +19,10 @@ import pytest
 
 from nodemedic_common.http_server import BoundedServer
 from remediator.cli import main
+from remediator.read_side.server import routes
 from remediator.read_side.status_answer import StatusAnswer
-from remediator.server import routes
 from remediator.strategies import STRATEGIES
-from tests.unit.remediator.test_controller import PODS, World, node
+from tests.unit.remediator.control.test_controller import PODS, World, node
 
 NAME = "CountPodsPerNode"
 # The strategy's folder: its args (none), its plan, its report with the report's JSON, gauge, `why` and notices.
@@ -57,7 +57,7 @@ FOLDER = {
 
         from prometheus_client import CollectorRegistry, Gauge
 
-        from remediator.model import NodeNotice, Nomination, StrategyReport
+        from remediator.model.plan import NodeNotice, Nomination, StrategyReport
 
 
         @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 
-from remediator.planner import PlannerMemory, make_plan
+from remediator.control.planner import PlannerMemory, make_plan
 from remediator.policy.limits import Limits
 from remediator.policy.measured_usage import KUBERNETES_METRICS, PROMETHEUS, MetricsUtilization
 from remediator.policy.model import Policy, StrategyConfig

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from remediator.model import (
+from remediator.control.planner import make_plan
+from remediator.model.records import (
     Condition,
     Effect,
     LabelSelector,
@@ -27,7 +28,6 @@ from remediator.model import (
     Taint,
     Toleration,
 )
-from remediator.planner import make_plan
 from remediator.planning.memory import PlannerMemory
 from remediator.planning.owned_taints import OwnedTaint, render_owned, strategy_owner
 from remediator.policy.default_evictor import EvictorArgs

@@ -7,8 +7,8 @@ import datetime as dt
 
 import pytest
 
-from remediator.model import Condition, LabelSelector, NodeRecord, OwnerRef, PdbRecord, PodRecord
-from remediator.planner import make_plan
+from remediator.control.planner import make_plan
+from remediator.model.records import Condition, LabelSelector, NodeRecord, OwnerRef, PdbRecord, PodRecord
 from remediator.planning.memory import PlannerMemory
 from remediator.state.snapshot import Snapshot
 from tests.unit.remediator.strategies.balance_resource_mix.test_plan import NOW, GiB, policy, resource_mix

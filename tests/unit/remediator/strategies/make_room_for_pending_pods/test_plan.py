@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 
-from remediator.model import Condition, LabelSelector, NodeRecord, OwnerRef, PdbRecord, Plan, PodRecord
-from remediator.planner import make_plan
+from remediator.control.planner import make_plan
+from remediator.model.plan import Plan
+from remediator.model.records import Condition, LabelSelector, NodeRecord, OwnerRef, PdbRecord, PodRecord
 from remediator.planning.memory import PlannerMemory
 from remediator.policy.limits import Limits
 from remediator.policy.model import Policy, StrategyConfig

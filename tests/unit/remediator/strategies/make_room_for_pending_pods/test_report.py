@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
-from remediator.model import PodRecord
+from remediator.model.records import PodRecord
 from remediator.strategies.make_room_for_pending_pods.report import Fragmentation, MadeRoom, report_metrics
 
 PENDING = PodRecord(namespace="default", name="pending", uid="uid-pending")

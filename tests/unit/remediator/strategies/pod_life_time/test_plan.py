@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from remediator.model import ContainerStatuses, LabelSelector, PodCondition, PodRecord
+from remediator.model.records import ContainerStatuses, LabelSelector, PodCondition, PodRecord
 from remediator.policy.fields import Namespaces
 from remediator.policy.limits import Limits
 from remediator.strategies.pod_life_time.args import ConditionFilter, PodLifeTimeArgs

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from remediator.model import ContainerStatuses, PodRecord
+from remediator.model.records import ContainerStatuses, PodRecord
 from remediator.strategies import STRATEGIES
 from remediator.strategies.remove_failed_pods.args import RemoveFailedPodsArgs
 from remediator.strategies.remove_failed_pods.plan import NAME

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from remediator.model import ContainerStatuses, PodRecord
+from remediator.model.records import ContainerStatuses, PodRecord
 from remediator.policy.default_evictor import EvictorArgs
 from remediator.policy.fields import Namespaces
 from remediator.policy.limits import Limits

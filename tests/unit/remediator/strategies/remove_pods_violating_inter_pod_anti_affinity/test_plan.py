@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from remediator.model import LabelSelector, PodAffinityTerm, PodRecord
+from remediator.model.records import LabelSelector, PodAffinityTerm, PodRecord
 from remediator.policy.limits import Limits
 from remediator.strategies.remove_pods_violating_inter_pod_anti_affinity.args import (
     RemovePodsViolatingInterPodAntiAffinityArgs,

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from remediator.model import NodeSelectorTerm, PodRecord, PreferredNodeTerm, SelectorRequirement
+from remediator.model.records import NodeSelectorTerm, PodRecord, PreferredNodeTerm, SelectorRequirement
 from remediator.policy.default_evictor import EvictorArgs
 from remediator.strategies.remove_pods_violating_node_affinity.args import (
     PREFERRED,

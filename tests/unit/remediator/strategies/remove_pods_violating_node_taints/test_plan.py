@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from remediator.model import Condition, Effect, LabelSelector, NodeRecord, PodRecord, Taint, Toleration
+from remediator.model.records import Condition, Effect, LabelSelector, NodeRecord, PodRecord, Taint, Toleration
 from remediator.policy.fields import Namespaces
 from remediator.state.snapshot import Snapshot
 from remediator.strategies import STRATEGIES, lookup

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import datetime as dt
 
-from remediator.model import DefaultConstraint, LabelSelector, Plan, PodRecord, SpreadConstraint
-from remediator.planner import PlannerMemory, make_plan
+from remediator.control.planner import PlannerMemory, make_plan
+from remediator.model.plan import Plan
+from remediator.model.records import DefaultConstraint, LabelSelector, PodRecord, SpreadConstraint
 from remediator.policy.limits import Limits
 from remediator.policy.model import Policy, StrategyConfig
 from remediator.policy.scheduler import SchedulerSettings

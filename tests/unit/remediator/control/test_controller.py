@@ -16,16 +16,16 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from nodemedic_common.kube_errors import ApiError
-from remediator import controller as controller_mod
 from remediator.alerts import metrics as metrics_mod
 from remediator.alerts import plan_announcements
 from remediator.alerts.announcer import Alerts
-from remediator.controller import RECENT_EVICTION_MEMORY, Controller
-from remediator.model import Plan
+from remediator.control import controller as controller_mod
+from remediator.control.controller import RECENT_EVICTION_MEMORY, Controller
+from remediator.control.policy_reload import PolicyReload
+from remediator.model.plan import Plan
 from remediator.policy import source as policy_source
 from remediator.policy.loader import load_policy
 from remediator.policy.source import PolicySource
-from remediator.policy_reload import PolicyReload
 from remediator.read_side.plan_json import plan_json
 from remediator.state.autoscaler_detection import KARPENTER_DISCOVERY, REDETECT, AutoscalerDetector
 from remediator.state.caches import ClusterCache

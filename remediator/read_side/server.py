@@ -1,5 +1,5 @@
 """`--listen`: /metrics (Prometheus), /healthz (caches synced and the loop alive), /plan (the current plan), /status
-(who this replica is, whether it leads, its policy) and /why/NODE (remediator/why.py): what `kubectl nodemedic` reads
+(who this replica is, whether it leads, its policy) and /why/NODE (read_side/why.py): what `kubectl nodemedic` reads
 through the API server's pod proxy. Served by nodemedic_common/http_server.py, which bounds clients; /plan is
 rendered once per plan, off the event loop (nodemedic_common/rendered_once.py).
 """
@@ -14,7 +14,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 
 from nodemedic_common.http_server import Answer, Handler
 from nodemedic_common.rendered_once import RenderedOnce
-from remediator.model import Plan
+from remediator.model.plan import Plan
 from remediator.read_side.plan_json import plan_json
 from remediator.read_side.status_answer import StatusAnswer
 from remediator.read_side.why_answer import WhyAnswer

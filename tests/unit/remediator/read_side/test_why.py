@@ -5,15 +5,16 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 
-from remediator.model import Condition, Effect, LabelSelector, PdbRecord, Plan, PlannedEviction, Protected, Taint
-from remediator.planner import PlannerMemory, make_plan
+from remediator.control.planner import PlannerMemory, make_plan
+from remediator.model.plan import Plan, PlannedEviction, Protected
+from remediator.model.records import Condition, Effect, LabelSelector, PdbRecord, Taint
 from remediator.planning.owned_taints import OwnedTaint, render_owned
 from remediator.policy.loader import parse_policy
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION
 from remediator.policy.safety import EXCLUDE_LABEL
+from remediator.read_side.why import why
 from remediator.read_side.why_answer import FactLine
 from remediator.strategies import CATALOG
-from remediator.why import why
 from tests.unit.remediator.strategies.cluster import NOW, node, pod, snapshot
 
 POLICY = parse_policy("""

@@ -10,7 +10,7 @@ import datetime as dt
 
 import pytest
 
-from remediator.model import TERMINAL_PHASES, PodRecord
+from remediator.model.records import TERMINAL_PHASES, PodRecord
 from remediator.scheduling.nodefit import PODS, pod_request_summary
 from remediator.scheduling.usage import live_pods
 from remediator.state.snapshot import Snapshot

@@ -13,12 +13,12 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter
 
 from nodemedic_common.http_server import BoundedServer, Handler
-from remediator import server
-from remediator.model import Plan
+from remediator.model.plan import Plan
+from remediator.read_side import server
 from remediator.read_side.plan_json import plan_json
+from remediator.read_side.server import loop_health, routes
 from remediator.read_side.status_answer import StatusAnswer
 from remediator.read_side.why_answer import FactLine, WhyAnswer
-from remediator.server import loop_health, routes
 
 
 def get(served: dict[str, Handler], *paths: str) -> tuple[int, str, str]:

@@ -29,21 +29,21 @@ from remediator.alerts.announcer import Alerts
 from remediator.alerts.dry_run import DryRunReport
 from remediator.alerts.metrics import Metrics
 from remediator.alerts.plan_announcements import PlanAnnouncements
-from remediator.heap import HeapFreezer
-from remediator.leader import LeaderElector
-from remediator.model import Plan, PlannedEviction, TaintChange
-from remediator.planner import PlannerMemory, make_plan
+from remediator.control.leader import LeaderElector
+from remediator.control.planner import PlannerMemory, make_plan
+from remediator.control.policy_reload import PolicyReload
+from remediator.model.plan import Plan, PlannedEviction, TaintChange
 from remediator.planning import owned_taints
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION
-from remediator.policy_reload import PolicyReload
+from remediator.read_side.why import why
 from remediator.read_side.why_answer import WhyAnswer
 from remediator.repair.state import LadderState, StateError, parse_state
 from remediator.state.autoscaler_detection import AutoscalerDetector
 from remediator.state.caches import ClusterCache
+from remediator.state.heap import HeapFreezer
 from remediator.state.measured.reader import UsageReader
 from remediator.state.snapshot import Snapshot
 from remediator.strategies import lookup
-from remediator.why import why
 
 MIN_CYCLE_INTERVAL = 0.2  # seconds between planning cycles at most
 RECENT_EVICTION_MEMORY = 600.0  # seconds a pod we evicted is never planned again (the cache may lag)
@@ -76,7 +76,7 @@ class Controller:
         self.replacing: dict[str, LadderState] = {}  # node -> its ladder, while the node autoscaler replaces it
 
     def why(self, node: str) -> WhyAnswer:
-        """/why/NODE: every fact the last plan decided on for `node` (remediator/why.py)."""
+        """/why/NODE: every fact the last plan decided on for `node` (remediator/read_side/why.py)."""
         if self.snapshot is None:
             return WhyAnswer.before_planning(node)
         return WhyAnswer.of(node, self.snapshot.now, why(node, self.snapshot, self.policy.current, self.plan))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from remediator.model import DefaultConstraint
+from remediator.model.records import DefaultConstraint
 from remediator.policy.model import Policy
 from remediator.policy.scheduler import DEFAULT_SCHEDULER
 from remediator.strategies import STRATEGIES

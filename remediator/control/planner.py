@@ -10,8 +10,8 @@ searched again.
 
 from __future__ import annotations
 
-from remediator.heap import collection_paused
-from remediator.model import Held, HoldReason, NodeRecord, Plan, Protected, Taint, TaintChange
+from remediator.model.plan import Held, HoldReason, Plan, Protected, TaintChange
+from remediator.model.records import NodeRecord, Taint
 from remediator.planning.books import Books
 from remediator.planning.dark_nodes import plan_dark
 from remediator.planning.gate import Gate
@@ -25,6 +25,7 @@ from remediator.planning.taints import TaintPlan, plan_taints
 from remediator.planning.wants import Wants
 from remediator.planning.zone_exposure import zone_exposure
 from remediator.policy.model import Policy
+from remediator.state.heap import collection_paused
 from remediator.state.snapshot import Snapshot
 from remediator.strategies import KINDS, STRATEGIES, Strategy, lookup
 

@@ -11,7 +11,8 @@ import datetime as dt
 from dataclasses import dataclass
 
 from nodemedic_common.durations import format_duration, whole_seconds
-from remediator.model import Condition, NodeRecord, Plan, PodRecord
+from remediator.model.plan import Plan
+from remediator.model.records import Condition, NodeRecord, PodRecord
 from remediator.planning.owned_taints import parse_owned, strategy_owned
 from remediator.planning.pod_protection import MIRROR_ANNOTATION
 from remediator.planning.rails import safety_hold

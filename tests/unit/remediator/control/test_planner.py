@@ -7,8 +7,17 @@ import datetime as dt
 
 import pytest
 
-from remediator.model import Condition, Effect, LabelSelector, NodeRecord, OwnerRef, PodRecord, Taint, Toleration
-from remediator.planner import PlannerMemory, make_plan
+from remediator.control.planner import PlannerMemory, make_plan
+from remediator.model.records import (
+    Condition,
+    Effect,
+    LabelSelector,
+    NodeRecord,
+    OwnerRef,
+    PodRecord,
+    Taint,
+    Toleration,
+)
 from remediator.planning.owned_taints import OwnedTaint, render_owned
 from remediator.policy.autoscaler import AutoscalerSettings
 from remediator.policy.default_evictor import EvictorArgs

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from remediator.autoscaler_flags import status_taint_flags
 from remediator.cli import main
+from remediator.peer_config.autoscaler_flags import status_taint_flags
 from remediator.policy.loader import parse_policy
 from remediator.strategies import CATALOG
 

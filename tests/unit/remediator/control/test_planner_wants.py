@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import datetime as dt
 
-from remediator import planner
-from remediator.model import HoldReason, Plan, Taint
+from remediator.control import planner
+from remediator.model.plan import HoldReason, Plan
+from remediator.model.records import Taint
 from remediator.planning.gate import Gate
 from remediator.planning.memory import PlannerMemory
 from remediator.planning.wants import NodeCause, Wants

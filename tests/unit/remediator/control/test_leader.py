@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from nodemedic_common.kube_errors import ApiError
-from remediator.leader import LeaderElector, LeaseTimings
+from remediator.control.leader import LeaderElector, LeaseTimings
 
 LOG = logging.getLogger("test.leader")
 PATH = "/apis/coordination.k8s.io/v1/namespaces/ops/leases/nm"

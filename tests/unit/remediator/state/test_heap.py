@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from remediator.heap import collection_paused
+from remediator.state.heap import collection_paused
 
 
 @pytest.fixture
