@@ -1,0 +1,98 @@
+"""remove_pods_violating_topology_spread_constraint/plan.py: descheduler's balanceDomains arithmetic
+(`descheduler_moves`), and one planning cycle through the real gate on declared constraints: what an eviction says,
+which constraints are balanced (`constraints`), which pods move first, which nodes count as domains, and the pods in
+scope. test_defaults.py covers the scheduler's default constraints, test_balance_strategies.py the scenario table."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from remediator.model.plan import Plan
+from remediator.model.records import LabelSelector, NodeRecord, PodRecord, SpreadConstraint, Taint
+from remediator.policy.fields import Namespaces
+from remediator.strategies.pod_scope import PodScope
+from remediator.strategies.remove_pods_violating_topology_spread_constraint.args import (
+    RemovePodsViolatingTopologySpreadConstraintArgs,
+)
+from remediator.strategies.remove_pods_violating_topology_spread_constraint.plan import NAME, descheduler_moves
+from tests.unit.remediator.strategies.cluster import cycle, evicted, node, pod, snapshot
+
+ZONE = "topology.kubernetes.io/zone"
+WEB = LabelSelector(match_labels=(("app", "web"),))
+SKEW_1 = SpreadConstraint(max_skew=1, topology_key=ZONE, selector=WEB)
+ZONES = [node(f"n-{z}", labels={ZONE: z}) for z in ("a", "b", "c")]
+
+
+def web(i: int, zone: str, *, spread: SpreadConstraint = SKEW_1, soft: bool = False, **kw: object) -> PodRecord:
+    declared = {"soft_spread": (spread,)} if soft else {"hard_spread": (spread,)}
+    return pod(f"web-{i}", f"n-{zone}", owner_name="web", labels={"app": "web"}, **declared, **kw)  # type: ignore[arg-type]
+
+
+def run(pods: list[PodRecord], nodes: list[NodeRecord] = ZONES, **kw: object) -> Plan:
+    return cycle(snapshot(nodes, pods), NAME, RemovePodsViolatingTopologySpreadConstraintArgs(**kw))  # type: ignore[arg-type]
+
+
+def test_the_domain_arithmetic_moves_from_the_fullest_to_each_emptier_domain_in_turn() -> None:
+    assert list(descheduler_moves([("a", 0), ("b", 0), ("c", 6)], 2, 1)) == [("c", "a", 2), ("c", "b", 2)]
+
+
+def test_the_domain_arithmetic_moves_nothing_within_max_skew_or_with_one_domain() -> None:
+    assert list(descheduler_moves([("a", 2), ("b", 3), ("c", 3)], 8 / 3, 1)) == []
+    assert list(descheduler_moves([("a", 1), ("b", 5)], 3, 4)) == []
+    assert list(descheduler_moves([("a", 9)], 9, 1)) == []
+
+
+def test_an_overfilled_zone_gives_a_pod_to_the_emptiest_and_the_eviction_says_the_counts() -> None:
+    plan = run([web(0, "a"), web(1, "b"), web(2, "c"), web(3, "c"), web(4, "c")])
+    assert [(e.pod.node_name, e.destination) for e in plan.evictions] == [("n-c", "n-a")]
+    assert plan.evictions[0].reason.startswith(
+        "DoNotSchedule spread on topology.kubernetes.io/zone: c holds 3 matching pods, a 1 (maxSkew 1)")
+
+
+def test_schedule_anyway_constraints_are_balanced_only_when_listed() -> None:
+    pods = [web(i, z, soft=True) for i, z in enumerate("abccc")]
+    assert evicted(run(pods)) == []
+    plan = run(pods, constraints=("ScheduleAnyway",))
+    assert len(plan.evictions) == 1 and plan.evictions[0].reason.startswith("ScheduleAnyway spread")
+
+
+def test_pods_without_node_selection_then_the_lowest_priority_move_first() -> None:
+    pods = [web(0, "a"), web(1, "c", priority=5), web(2, "c", priority=1), web(3, "c", node_selector={ZONE: "c"}),
+            web(4, "c", priority=0)]
+    assert evicted(run(pods)) == ["web-4", "web-2"]
+
+
+def test_nodes_without_the_topology_key_or_not_ready_are_no_domain() -> None:
+    """Only zone c is a domain: a single domain is always balanced."""
+    nodes = [node("n-a"), node("n-b", ready=False, labels={ZONE: "b"}), node("n-c", labels={ZONE: "c"})]
+    assert evicted(run([web(i, "c") for i in range(4)], nodes)) == []
+
+
+def test_a_node_the_declaring_pod_cannot_go_to_is_no_domain() -> None:
+    """nodeAffinityPolicy Honor (the default): zone a's node does not match the pods' selector, so b and c, each
+    within maxSkew of the other, are the only domains."""
+    nodes = [node("n-a", labels={ZONE: "a"}), node("n-b", labels={ZONE: "b", "pool": "x"}),
+             node("n-c", labels={ZONE: "c", "pool": "x"})]
+    pods = [web(i, z, node_selector={"pool": "x"}) for i, z in enumerate("bcc")]
+    assert evicted(run(pods, nodes)) == []
+
+
+def test_a_tainted_node_counts_as_a_domain_unless_the_constraint_honors_taints() -> None:
+    """nodeTaintsPolicy Ignore (the default): zone a's tainted node is a domain holding 0, which no pod can reach,
+    and the scheduler's spread filter refuses b (it would hold 2 to a's 0); Honor: a is no domain, c gives b one."""
+    nodes = [dataclasses.replace(ZONES[0], taints=(Taint("dedicated", "x"),)), *ZONES[1:]]
+    ignored = run([web(i, z) for i, z in enumerate("bccc")], nodes)
+    assert evicted(ignored) == []
+    assert {p.pod.name: p.why for p in ignored.protected}["web-1"].endswith(
+        "1 current node, 1 topology spread, 1 untolerated taint dedicated")
+    honor = dataclasses.replace(SKEW_1, honor_node_taints=True)
+    honored = run([web(i, z, spread=honor) for i, z in enumerate("bccc")], nodes)
+    assert [(e.pod.name, e.destination) for e in honored.evictions] == [("web-1", "n-b")]
+
+
+def test_a_constraint_without_a_selector_or_declared_out_of_scope_is_not_balanced() -> None:
+    none = dataclasses.replace(SKEW_1, selector=None)
+    assert evicted(run([web(i, z, spread=none) for i, z in enumerate("accc")])) == []
+    pods = [web(i, z, namespace="shop") for i, z in enumerate("accc")]
+    assert evicted(run(pods, scope=PodScope(Namespaces(exclude=("shop",))))) == []
+    assert evicted(run(pods)) != []
