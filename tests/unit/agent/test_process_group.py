@@ -44,8 +44,8 @@ def test_signal_group_kills_the_grandchildren_too() -> None:
         return grandchild
 
     grandchild = asyncio.run(scenario())
-    deadline = asyncio.run(_gone_within(grandchild, 10.0))
-    assert deadline, f"pid {grandchild} outlived its killed process group"
+    gone = asyncio.run(_gone_within(grandchild, 10.0))
+    assert gone, f"pid {grandchild} outlived its killed process group"
 
 
 async def _gone_within(pid: int, within: float) -> bool:

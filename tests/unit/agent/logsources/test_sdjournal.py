@@ -43,14 +43,21 @@ def test_candidates_follows_an_absolute_symlink_inside_the_host_root_not_on_this
     assert sdjournal.candidates(tmp_path) == (str(real), sdjournal.SONAME)
 
 
-def test_candidates_follows_a_relative_symlink_and_lists_a_shared_target_once(tmp_path: Path) -> None:
+def test_candidates_follows_a_relative_symlink_to_its_file(tmp_path: Path) -> None:
     real = tmp_path / "usr/lib64/libsystemd.so.0.35.0"
     real.parent.mkdir(parents=True)
     real.write_bytes(b"")
     (tmp_path / "usr/lib64" / sdjournal.SONAME).symlink_to("libsystemd.so.0.35.0")
-    (tmp_path / "lib64").symlink_to("usr/lib64")  # merged /usr: both folders hold the same file
-    assert sdjournal.candidates(tmp_path).count(str(real)) == 1
-    assert sdjournal.candidates(tmp_path)[-1] == sdjournal.SONAME
+    assert sdjournal.candidates(tmp_path) == (str(real), sdjournal.SONAME)
+
+
+def test_candidates_lists_one_path_once_even_when_two_folders_name_it(tmp_path: Path) -> None:
+    library = tmp_path / "usr/lib" / sdjournal.SONAME
+    library.parent.mkdir(parents=True)
+    library.write_bytes(b"")
+    (tmp_path / "usr/lib64").mkdir()
+    (tmp_path / "usr/lib64" / sdjournal.SONAME).symlink_to(f"/usr/lib/{sdjournal.SONAME}")
+    assert sdjournal.candidates(tmp_path) == (str(library), sdjournal.SONAME)
 
 
 def test_candidates_skips_a_dangling_symlink_and_a_symlink_loop(tmp_path: Path) -> None:
