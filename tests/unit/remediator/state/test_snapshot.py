@@ -1,0 +1,109 @@
+"""`snapshot`: the per-cycle indexes a `Snapshot` builds on first use and keeps: a node's pods, the notable pods per
+node (container statuses or a terminal phase, node affinity, anti-affinity, spreading), and the live pods by
+namespace and by label value (finished and terminating pods left out)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from remediator.model.records import (
+    ContainerStatuses,
+    LabelSelector,
+    NodeRecord,
+    NodeSelectorTerm,
+    PodAffinityTerm,
+    PodRecord,
+    PreferredNodeTerm,
+    SpreadConstraint,
+)
+from remediator.state.snapshot import LivePods, MeasuredUsage, Snapshot
+
+NOW = dt.datetime(2026, 5, 1, 12, 0, tzinfo=dt.UTC)
+
+
+def _pod(name: str, node: str = "n1", namespace: str = "shop", phase: str = "Running", **fields: object) -> PodRecord:
+    return PodRecord(namespace=namespace, name=name, uid=f"uid-{name}", node_name=node, phase=phase,
+                     **fields)  # type: ignore[arg-type]
+
+
+def _snapshot(pods: list[PodRecord]) -> Snapshot:
+    by_node: dict[str, list[PodRecord]] = {}
+    for p in pods:
+        by_node.setdefault(p.node_name, []).append(p)
+    return Snapshot(now=NOW, nodes={n: NodeRecord(n) for n in by_node}, pods_by_node=by_node, pods_by_owner={})
+
+
+def test_a_nodes_pods_are_its_list_and_an_unknown_node_has_none() -> None:
+    a, b = _pod("a"), _pod("b", "n2")
+    s = _snapshot([a, b])
+    assert s.pods("n1") == [a] and s.pods("n2") == [b]
+    assert s.pods("absent") == []
+
+
+def test_a_new_snapshot_measures_nothing_and_found_no_autoscaler() -> None:
+    s = _snapshot([])
+    assert s.measured == MeasuredUsage() and s.measured.nodes == {} and s.measured.scores == {}
+    assert s.autoscalers == frozenset() and s.pending == []
+
+
+def test_notable_pods_are_sorted_by_node_into_each_list_they_belong_to() -> None:
+    selector = LabelSelector()
+    plain = _pod("plain")
+    restarting = _pod("restarting", containers=ContainerStatuses(restarts=3))
+    init_waiting = _pod("init-waiting", "n2", init_containers=ContainerStatuses(waiting=("CrashLoopBackOff",)))
+    failed = _pod("failed", phase="Failed")
+    required = _pod("required", required_node_affinity=(NodeSelectorTerm(),))
+    preferred = _pod("preferred", "n2", preferred_node_affinity=(PreferredNodeTerm(1, NodeSelectorTerm()),))
+    anti = _pod("anti", required_anti_affinity=(PodAffinityTerm(selector, ("shop",), False, "zone"),))
+    hard = _pod("hard", hard_spread=(SpreadConstraint(1, "zone", selector),))
+    soft = _pod("soft", "n2", soft_spread=(SpreadConstraint(1, "zone", selector),))
+    s = _snapshot([plain, restarting, init_waiting, failed, required, preferred, anti, hard, soft])
+    notable = s.notable()
+    assert notable.statuses == {"n1": [restarting, failed], "n2": [init_waiting]}
+    assert notable.node_affinity == {"n1": [required], "n2": [preferred]}
+    assert notable.anti_affinity == {"n1": [anti]}
+    assert notable.spreading == {"n1": [hard], "n2": [soft]}
+
+
+def test_notable_pods_are_built_once_per_snapshot() -> None:
+    s = _snapshot([_pod("a", phase="Succeeded")])
+    first = s.notable()
+    s.pods_by_node["n1"].append(_pod("late", phase="Failed"))
+    assert s.notable() is first
+    assert [p.name for p in first.statuses["n1"]] == ["a"]
+
+
+def test_live_pods_by_namespace_leave_out_finished_and_terminating_pods() -> None:
+    running = _pod("running")
+    pending = _pod("pending", "n2", phase="Pending")
+    other_namespace = _pod("other", namespace="ops")
+    done = _pod("done", phase="Succeeded")
+    failed = _pod("failed", phase="Failed")
+    terminating = _pod("terminating", terminating=True)
+    s = _snapshot([running, pending, other_namespace, done, failed, terminating])
+    live = s.live()
+    assert live is s.live()
+    assert live.in_namespace("shop") == [running, pending]
+    assert live.in_namespace("ops") == [other_namespace]
+    assert live.in_namespace("nowhere") == []
+
+
+def test_live_pods_by_label_value_match_the_key_and_value_in_that_namespace_only() -> None:
+    web1 = _pod("web1", labels={"app": "web"})
+    web2 = _pod("web2", "n2", labels={"app": "web", "tier": "front"})
+    db = _pod("db", labels={"app": "db"})
+    unlabelled = _pod("unlabelled")
+    elsewhere = _pod("elsewhere", namespace="ops", labels={"app": "web"})
+    finished = _pod("finished", phase="Succeeded", labels={"app": "web"})
+    live = LivePods({"n1": [web1, db, unlabelled, elsewhere, finished], "n2": [web2]})
+    assert live.labelled("shop", "app", "web") == [web1, web2]
+    assert live.labelled("shop", "app", "db") == [db]
+    assert live.labelled("shop", "app", "cache") == []
+    assert live.labelled("shop", "tier", "front") == [web2]
+    assert live.labelled("ops", "app", "web") == [elsewhere]
+    assert live.labelled("shop", "missing", "") == []
+
+
+def test_a_label_with_an_empty_value_is_indexed_under_the_empty_value() -> None:
+    empty = _pod("empty", labels={"canary": ""})
+    assert LivePods({"n1": [empty]}).labelled("shop", "canary", "") == [empty]
