@@ -38,7 +38,7 @@ from remediator.policy.autoscaler import AUTO
 from remediator.policy.loader import convert_policy, load_policy, validate_main
 from remediator.policy.secret_files import DEFAULT_SECRETS_DIR
 from remediator.policy.source import PolicySource
-from remediator.read_side.plan_json import plan_json
+from remediator.read_side.plan_answer import PlanAnswer
 from remediator.read_side.plan_text import plan_lines
 from remediator.read_side.server import loop_health, routes
 from remediator.read_side.status_answer import StatusAnswer
@@ -218,7 +218,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     snapshot.measured = measured
     plan = make_plan(snapshot, policy, PlannerMemory())
     if args.json:
-        print(json.dumps(plan_json(plan), indent=1))
+        print(json.dumps(PlanAnswer.of(plan).to_json(), indent=1))
     else:
         print("\n".join(plan_lines(plan)))
     return 0

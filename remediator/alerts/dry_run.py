@@ -6,7 +6,8 @@ import logging
 
 from remediator.alerts.metrics import Metrics
 from remediator.model.plan import Plan
-from remediator.read_side.plan_json import plan_json
+from remediator.read_side.plan_answer import PlanAnswer
+from remediator.read_side.plan_sections import DarkSection, RepairSection
 
 
 class DryRunReport:
@@ -15,7 +16,7 @@ class DryRunReport:
         self.seen: set[str] = set()
 
     def report(self, plan: Plan) -> None:
-        doc = plan_json(plan)
+        doc = PlanAnswer.of(plan).to_json()
         actions: list[tuple[str, dict[str, object]]] = []
         taints_doc = doc["taints"]
         assert isinstance(taints_doc, dict)
@@ -24,9 +25,10 @@ class DryRunReport:
         assert isinstance(evictions, list)
         actions += [("evict", a) for a in evictions]
         # A repair step: its id is new every cycle (it names the second it would start), so it is left out of the key.
-        actions += [("repair", {k: v for k, v in a.items() if k != "id"}) for a in plan.repair.starts_json()]
+        actions += [("repair", {k: v for k, v in s.to_json().items() if k != "id"})
+                    for s in RepairSection.of(plan.repair).starts]
         # A dark node freed: its detail names how long it has been dark, a different text every cycle.
-        dark = plan.dark.to_json()
+        dark = DarkSection.of(plan.dark).to_json()
         for kind, key in (("fence", "fence"), ("replace", "deleteNodeClaim"), ("unfence", "unfence")):
             entries = dark[key]
             assert isinstance(entries, list)

@@ -12,7 +12,8 @@ from nodemedic_common.terminal_text import printable
 from remediator.kubectl.reach import Leader
 from remediator.planning.owned_taints import parse_owned, strategy_owned
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION
-from remediator.read_side.plan_answer import PlanAnswer, RepairSection
+from remediator.read_side.plan_answer import PlanAnswer
+from remediator.read_side.plan_sections import DarkSection, RepairSection
 from remediator.read_side.status_answer import StatusAnswer
 from remediator.read_side.why_answer import WhyAnswer
 
@@ -46,15 +47,15 @@ def status(leader: Leader, doc: StatusAnswer, plan: PlanAnswer, nodes: list[dict
         lines += table([("NODE", "TAINT", "SINCE", "WHY"), *((t.node, t.taint, t.since, t.cause) for t in tainted)])
     else:
         lines.append("tainted nodes: none")
-    repair = plan.repair
+    repair = plan.repair or RepairSection()
     person = list(repair.needs_a_person)
     under = {w.node for w in repair.waiting} | {s.node for s in repair.starts}
     lines.append(f"repair      {len(under - set(person))} node(s) in repair"
                  + (f"; a person needed for {', '.join(person)}" if person else "")
-                 + (f"; halted in {', '.join(sorted(repair.halted))}" if repair.halted else ""))
-    silent = plan.dark.silent
+                 + (f"; halted in {', '.join(sorted(group for group, _ in repair.halted))}" if repair.halted else ""))
+    silent = (plan.dark or DarkSection()).silent
     if silent:
-        seen = Counter(n.what for n in silent)
+        seen = Counter(n.seen for n in silent)
         waiting = [n.node for n in silent if n.needs_evidence]
         lines.append("silent      " + ", ".join(f"{k} {v}" for k, v in sorted(seen.items()))
                      + (f"; evidence needed for {', '.join(waiting)} (kubectl nodemedic fence NODE --confirm)"
@@ -78,7 +79,7 @@ class _Tainted:
 
 def _actions(plan: PlanAnswer) -> list[Row]:
     """(action, pod or taint, node, why) for the plan's evictions, protections, deferrals and holds."""
-    rows = [("evict", f"{e.namespace}/{e.name}", e.node, e.why) for e in plan.evictions]
+    rows = [("evict", f"{e.namespace}/{e.name}", e.node, f"{e.strategy}: {e.reason}") for e in plan.evictions]
     rows += [("protect", f"{p.namespace}/{p.name}", p.node, p.why) for p in plan.protected]
     rows += [("defer", f"{p.namespace}/{p.name}", p.node, p.why) for p in plan.deferred]
     rows += [("hold", h.key, h.node, h.why) for h in plan.held]
@@ -87,19 +88,20 @@ def _actions(plan: PlanAnswer) -> list[Row]:
 
 def _repairs(repair: RepairSection) -> list[Row]:
     """(action, step, node, why) for the repair ladders' steps to start, ladders that end, and the ones that wait."""
-    rows = [("repair", s.what, s.node, s.why) for s in repair.starts]
-    rows += [("repaired" if e.repaired else "unrepaired", e.what, e.node, e.why) for e in repair.ends]
-    rows += [("repair-wait", w.what, w.node, w.why) for w in repair.waiting]
+    rows = [("repair", f"{s.action} {s.service}".strip(), s.node, f"step {s.step} of {s.rule}: {s.cause}")
+            for s in repair.starts]
+    rows += [("repaired" if e.repaired else "unrepaired", e.rule, e.node, e.result) for e in repair.ends]
+    rows += [("repair-wait", w.step, w.node, w.why + (f" (until {w.until})" if w.until else ""))
+             for w in repair.waiting]
     return rows
 
 
-def _dark(plan: PlanAnswer) -> list[Row]:
+def _dark(dark: DarkSection) -> list[Row]:
     """(action, what, node, why) for silent nodes, the fences, NodeClaims deleted and fences ended."""
-    dark = plan.dark
-    rows = [("fence", f.what, f.node, f.why) for f in dark.fences]
-    rows += [("replace", c.what, c.node, c.why) for c in dark.claim_deletes]
-    rows += [("unfence", u.what, u.node, u.why) for u in dark.unfences]
-    rows += [("silent", n.what, n.node, n.why) for n in dark.silent]
+    rows = [("fence", f.what, f.node, f.detail) for f in dark.fences]
+    rows += [("replace", c.what, c.node, c.detail) for c in dark.claim_deletes]
+    rows += [("unfence", "out-of-service" if u.taint else "confirmation", u.node, u.why) for u in dark.unfences]
+    rows += [("silent", n.seen, n.node, n.why) for n in dark.silent]
     return rows
 
 
@@ -136,8 +138,8 @@ def plan(doc: PlanAnswer) -> str:
               + "; ".join(f"{m.pods} from {m.source} to {m.target}" for m in z.moves))
              for z in doc.zone_exposure]
     rows += [("loop", f"{loop.namespace}/{loop.owner}", loop.node, loop.note) for loop in doc.scheduler_loops]
-    rows += _repairs(doc.repair)
-    rows += _dark(doc)
+    rows += _repairs(doc.repair or RepairSection())
+    rows += _dark(doc.dark or DarkSection())
     if not rows:
         return "the plan is empty: nothing to taint, untaint or evict"
     return "\n".join(table([("ACTION", "WHAT", "NODE", "WHY"), *rows], indent=""))

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypeAlias, TypeVar
 
 from nodemedic_common.json_kinds import json_kind
 
 T = TypeVar("T")
+JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
 
 
 class Unreadable(Exception):
@@ -86,10 +87,15 @@ class Fields:
             out.append(item)
         return tuple(out)
 
-    def names(self, key: str) -> tuple[str, ...]:
-        """The keys of the object under `key`; none when absent."""
+    def text_map(self, key: str) -> tuple[tuple[str, str], ...]:
+        """The (key, string) pairs of the object under `key`, in its order; none when absent."""
         section = self.section(key)
-        return () if section is None else tuple(section.doc)
+        return () if section is None else tuple((k, section.text(k)) for k in section.doc)
+
+    def integer_map(self, key: str) -> tuple[tuple[str, int], ...]:
+        """The (key, integer) pairs of the object under `key`, in its order; none when absent."""
+        section = self.section(key)
+        return () if section is None else tuple((k, section.integer(k)) for k in section.doc)
 
     def _list(self, key: str) -> list[object]:
         value = self.doc.get(key)
@@ -98,3 +104,26 @@ class Fields:
         if not isinstance(value, list):
             raise self._refuse(key, value, "a list")
         return value
+
+
+def json_value(value: object, path: str) -> JsonValue:
+    """`value` checked to be JSON all the way down (what a part of an answer carried as it came must be)."""
+    try:
+        return _json_value(value, path)
+    except RecursionError:
+        raise Unreadable(f"{path}: nested too deep") from None
+
+
+def _json_value(value: object, path: str) -> JsonValue:
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list):
+        return [_json_value(item, f"{path}[{i}]") for i, item in enumerate(value)]
+    if isinstance(value, dict):
+        out: dict[str, JsonValue] = {}
+        for k, item in value.items():
+            if not isinstance(k, str):
+                raise Unreadable(f"{path}: a key that is not a string")
+            out[k] = _json_value(item, f"{path}: {k}")
+        return out
+    raise Unreadable(f"{path}: {type(value).__name__}, not a JSON value")

@@ -1,210 +1,82 @@
-"""/plan as `kubectl nodemedic` reads it: the parts it shows, typed and checked (plan_json.py writes the answer).
+"""/plan and `nodemedic-remediator plan --json`: the plan as one typed answer, made from the plan (`of`), written as
+the JSON document people and `kubectl nodemedic` read (`to_json`), and read back by the plugin (`read`).
 
-Every list and section may be absent (a leader of another version may not send it) and extra keys are allowed;
-what is read must have its shape, or the answer is Unreadable with the place named.
+Every list and section may be absent when read (a leader of another version may not send it) and extra keys are
+allowed; what is read must have its shape, or the answer is Unreadable with the place named. Every key that is not
+one of the plan's own is a strategy's report (or a newer leader's section), carried as the JSON it is.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
-from remediator.read_side.fields import Fields
+from remediator.model.plan import Plan
+from remediator.read_side.fields import Fields, JsonValue, json_value
+from remediator.read_side.plan_rows import Breaker, EvictionRow, ExposureRow, HeldRow, LoopRow, PodRow, TaintRow
+from remediator.read_side.plan_sections import DarkSection, RepairSection
 
-
-@dataclass(frozen=True)
-class TaintRow:
-    node: str
-    key: str
-    effect: str
-    cause: str
-
-    @staticmethod
-    def read(f: Fields) -> TaintRow:
-        return TaintRow(f.text("node"), f.text("key"), f.text("effect"), f.text("cause"))
-
-
-@dataclass(frozen=True)
-class PodRow:
-    """An eviction (`why` is "STRATEGY: REASON"), or a pod protected or deferred and why."""
-
-    namespace: str
-    name: str
-    node: str
-    why: str
-
-    @staticmethod
-    def read(f: Fields) -> PodRow:
-        return PodRow(f.text("namespace"), f.text("name"), f.text("node"), f.text("why"))
-
-    @staticmethod
-    def read_eviction(f: Fields) -> PodRow:
-        return PodRow(f.text("namespace"), f.text("name"), f.text("node"), f"{f.text('strategy')}: {f.text('reason')}")
-
-
-@dataclass(frozen=True)
-class HeldRow:
-    node: str
-    key: str
-    why: str
-
-    @staticmethod
-    def read(f: Fields) -> HeldRow:
-        return HeldRow(f.text("node"), f.text("key"), f.text("why"))
-
-
-@dataclass(frozen=True)
-class Breaker:
-    open: bool
-    tainted_limit: int | None  # None: not said
-
-    @staticmethod
-    def read(f: Fields | None) -> Breaker:
-        if f is None:
-            return Breaker(False, None)
-        return Breaker(f.flag("open"), None if f.doc.get("taintedLimit") is None else f.integer("taintedLimit"))
-
-
-@dataclass(frozen=True)
-class ZoneMoveRow:
-    source: str
-    target: str
-    pods: int
-
-    @staticmethod
-    def read(f: Fields) -> ZoneMoveRow:
-        return ZoneMoveRow(f.text("from"), f.text("to"), f.integer("pods"))
-
-
-@dataclass(frozen=True)
-class ExposureRow:
-    namespace: str
-    workload: str
-    surviving: float
-    best: float
-    moves: tuple[ZoneMoveRow, ...]
-
-    @staticmethod
-    def read(f: Fields) -> ExposureRow:
-        return ExposureRow(f.text("namespace"), f.text("workload"), f.number("surviving"), f.number("best"),
-                           f.rows("moves", ZoneMoveRow.read))
-
-
-@dataclass(frozen=True)
-class LoopRow:
-    namespace: str
-    owner: str
-    node: str
-    note: str
-
-    @staticmethod
-    def read(f: Fields) -> LoopRow:
-        return LoopRow(f.text("namespace"), f.text("owner"), f.text("node"), f.text("note"))
-
-
-@dataclass(frozen=True)
-class RepairRow:
-    """A repair ladder's step to start (`what` = action and service), end (`what` = rule) or waiting (the step)."""
-
-    node: str
-    what: str
-    why: str
-    repaired: bool = False  # of an ending ladder
-
-    @staticmethod
-    def read_start(f: Fields) -> RepairRow:
-        service = f.optional_text("service") or ""
-        return RepairRow(f.text("node"), f"{f.text('action')} {service}".strip(),
-                         f"step {f.integer('step')} of {f.text('rule')}: {f.text('cause')}")
-
-    @staticmethod
-    def read_end(f: Fields) -> RepairRow:
-        return RepairRow(f.text("node"), f.text("rule"), f.text("result"), f.flag("repaired"))
-
-    @staticmethod
-    def read_waiting(f: Fields) -> RepairRow:
-        until = f.optional_text("until")
-        return RepairRow(f.text("node"), f.text("step"), f.text("why") + (f" (until {until})" if until else ""))
-
-
-@dataclass(frozen=True)
-class RepairSection:
-    starts: tuple[RepairRow, ...] = ()
-    ends: tuple[RepairRow, ...] = ()
-    waiting: tuple[RepairRow, ...] = ()
-    needs_a_person: tuple[str, ...] = ()  # nodes
-    halted: tuple[str, ...] = ()  # groups
-
-    @staticmethod
-    def read(f: Fields | None) -> RepairSection:
-        if f is None:
-            return RepairSection()
-        return RepairSection(f.rows("start", RepairRow.read_start), f.rows("end", RepairRow.read_end),
-                             f.rows("waiting", RepairRow.read_waiting), f.texts("needsAPerson"), f.names("halted"))
-
-
-@dataclass(frozen=True)
-class DarkRow:
-    """A silent node (`what` = how it is seen), a fence (its evidence), a NodeClaim deleted, a fence ended."""
-
-    node: str
-    what: str
-    why: str
-    needs_evidence: bool = False
-
-    @staticmethod
-    def read_silent(f: Fields) -> DarkRow:
-        return DarkRow(f.text("node"), f.text("seen"), f.text("why"), f.flag("needsEvidence"))
-
-    @staticmethod
-    def read_fence(f: Fields) -> DarkRow:
-        return DarkRow(f.text("node"), f.text("evidence"), f.text("detail"))
-
-    @staticmethod
-    def read_claim(f: Fields) -> DarkRow:
-        return DarkRow(f.text("node"), f.text("nodeClaim"), f.text("detail"))
-
-    @staticmethod
-    def read_unfence(f: Fields) -> DarkRow:
-        return DarkRow(f.text("node"), "out-of-service" if f.flag("taint") else "confirmation", f.text("why"))
-
-
-@dataclass(frozen=True)
-class DarkSection:
-    silent: tuple[DarkRow, ...] = ()
-    fences: tuple[DarkRow, ...] = ()
-    claim_deletes: tuple[DarkRow, ...] = ()
-    unfences: tuple[DarkRow, ...] = ()
-
-    @staticmethod
-    def read(f: Fields | None) -> DarkSection:
-        if f is None:
-            return DarkSection()
-        return DarkSection(f.rows("nodes", DarkRow.read_silent), f.rows("fence", DarkRow.read_fence),
-                           f.rows("deleteNodeClaim", DarkRow.read_claim), f.rows("unfence", DarkRow.read_unfence))
+# The plan's own keys; every other key is a report.
+_OWN_KEYS = frozenset({"taints", "evictions", "protected", "deferred", "held", "breaker", "zoneExposure",
+                       "schedulerLoops", "repair", "darkNodes"})
 
 
 @dataclass(frozen=True)
 class PlanAnswer:
     taints_add: tuple[TaintRow, ...] = ()
     taints_remove: tuple[TaintRow, ...] = ()
-    evictions: tuple[PodRow, ...] = ()
+    evictions: tuple[EvictionRow, ...] = ()
     protected: tuple[PodRow, ...] = ()
     deferred: tuple[PodRow, ...] = ()
     held: tuple[HeldRow, ...] = ()
-    breaker: Breaker = Breaker(False, None)
-    zone_exposure: tuple[ExposureRow, ...] = ()
+    breaker: Breaker = field(default_factory=Breaker)
+    zone_exposure: tuple[ExposureRow, ...] = ()  # the exposed workloads only
     scheduler_loops: tuple[LoopRow, ...] = ()
-    repair: RepairSection = RepairSection()
-    dark: DarkSection = DarkSection()
+    repair: RepairSection | None = None  # None: no ladder in the plan (the section is left out)
+    dark: DarkSection | None = None  # None: no silent node nor fence ending (left out)
+    reports: Mapping[str, JsonValue] = field(default_factory=dict)  # each strategy's report under its JSON key
+
+    @staticmethod
+    def of(plan: Plan) -> PlanAnswer:
+        repair, dark = plan.repair, plan.dark
+        has_repair = bool(repair.in_repair or repair.waiting or repair.ends or repair.unreadable or repair.halted)
+        return PlanAnswer(
+            taints_add=tuple(TaintRow.of(c) for c in plan.taints_add),
+            taints_remove=tuple(TaintRow.of(c) for c in plan.taints_remove),
+            evictions=tuple(EvictionRow.of(e) for e in plan.evictions),
+            protected=tuple(PodRow.of(p) for p in plan.protected), deferred=tuple(PodRow.of(p) for p in plan.deferred),
+            held=tuple(HeldRow.of(h) for h in plan.held), breaker=Breaker(plan.breaker_open, plan.tainted_limit),
+            zone_exposure=tuple(ExposureRow.of(z) for z in plan.zone_exposure if z.exposed(plan.min_surviving_share)),
+            scheduler_loops=tuple(LoopRow.of(loop) for loop in plan.scheduler_loops),
+            repair=RepairSection.of(repair) if has_repair else None,
+            dark=DarkSection.of(dark) if dark.nodes or dark.unfences else None,
+            reports={r.json_key: json_value(r.to_json(), f"/plan: {r.json_key}") for r in plan.reports.values()})
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "taints": {"add": [c.to_json() for c in self.taints_add],
+                       "remove": [c.to_json() for c in self.taints_remove]},
+            "evictions": [e.to_json() for e in self.evictions],
+            "protected": [p.to_json() for p in self.protected], "deferred": [p.to_json() for p in self.deferred],
+            "held": [h.to_json() for h in self.held], "breaker": self.breaker.to_json(),
+            "zoneExposure": [z.to_json() for z in self.zone_exposure],
+            "schedulerLoops": [loop.to_json() for loop in self.scheduler_loops],
+            **({} if self.repair is None else {"repair": self.repair.to_json()}),
+            **({} if self.dark is None else {"darkNodes": self.dark.to_json()}),
+            **self.reports,
+        }
 
     @staticmethod
     def read(doc: object) -> PlanAnswer:
         f = Fields.of(doc, "/plan")
         taints = f.section("taints") or Fields({}, "/plan: taints")
+        repair, dark = f.section("repair"), f.section("darkNodes")
         return PlanAnswer(
             taints_add=taints.rows("add", TaintRow.read), taints_remove=taints.rows("remove", TaintRow.read),
-            evictions=f.rows("evictions", PodRow.read_eviction), protected=f.rows("protected", PodRow.read),
+            evictions=f.rows("evictions", EvictionRow.read), protected=f.rows("protected", PodRow.read),
             deferred=f.rows("deferred", PodRow.read), held=f.rows("held", HeldRow.read),
             breaker=Breaker.read(f.section("breaker")), zone_exposure=f.rows("zoneExposure", ExposureRow.read),
-            scheduler_loops=f.rows("schedulerLoops", LoopRow.read), repair=RepairSection.read(f.section("repair")),
-            dark=DarkSection.read(f.section("darkNodes")))
+            scheduler_loops=f.rows("schedulerLoops", LoopRow.read),
+            repair=None if repair is None else RepairSection.read(repair),
+            dark=None if dark is None else DarkSection.read(dark),
+            reports={k: json_value(v, f"/plan: {k}") for k, v in f.doc.items() if k not in _OWN_KEYS})

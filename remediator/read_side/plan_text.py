@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from nodemedic_common.terminal_text import printable
 from remediator.model.plan import Plan
-from remediator.read_side.plan_json import plan_json
+from remediator.read_side.plan_answer import PlanAnswer
 
 
 def plan_lines(plan: Plan) -> list[str]:
@@ -13,7 +13,7 @@ def plan_lines(plan: Plan) -> list[str]:
 
 
 def _lines(plan: Plan) -> list[str]:
-    doc = plan_json(plan)
+    doc = PlanAnswer.of(plan).to_json()
     taints = doc["taints"]
     assert isinstance(taints, dict)
     lines = []

@@ -15,7 +15,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from nodemedic_common.http_server import Answer, Handler
 from nodemedic_common.rendered_once import RenderedOnce
 from remediator.model.plan import Plan
-from remediator.read_side.plan_json import plan_json
+from remediator.read_side.plan_answer import PlanAnswer
 from remediator.read_side.status_answer import StatusAnswer
 from remediator.read_side.why_answer import WhyAnswer
 
@@ -24,7 +24,7 @@ JSON = "application/json; charset=utf-8"
 
 def routes(*, registry: CollectorRegistry, healthy: Callable[[], tuple[bool, str]], plan: Callable[[], Plan],
            status: Callable[[], StatusAnswer], why: Callable[[str], WhyAnswer]) -> dict[str, Handler]:
-    plan_body: RenderedOnce[Plan] = RenderedOnce(lambda p: json.dumps(plan_json(p), indent=1).encode())
+    plan_body: RenderedOnce[Plan] = RenderedOnce(lambda p: json.dumps(PlanAnswer.of(p).to_json(), indent=1).encode())
 
     async def metrics(_: str) -> Answer:
         return Answer(200, CONTENT_TYPE_LATEST, generate_latest(registry))

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from nodemedic_common.fence_contract import Evidence
-from nodemedic_common.repair_contract import format_time
 
 
 class Seen(StrEnum):
@@ -72,20 +71,3 @@ class DarkPlan:
 
     def count(self, seen: Seen) -> int:
         return sum(1 for n in self.nodes.values() if n.seen == seen)
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "nodes": [{"node": n.node, "seen": str(n.seen), "why": n.why,
-                       **({"kubeletSilentSince": format_time(n.kubelet_silent_since)} if n.kubelet_silent_since
-                          else {}),
-                       **({"agentHeard": format_time(n.agent_heard)} if n.agent_heard else {}),
-                       **({"needsEvidence": True} if n.needs_evidence else {}),
-                       **({"halted": True} if n.halted else {})}
-                      for n in sorted(self.nodes.values(), key=lambda n: n.node)],
-            "fence": [{"node": f.node, "evidence": str(f.evidence), "detail": f.detail, "frees": list(f.pods)}
-                      for f in self.fences],
-            "deleteNodeClaim": [{"node": c.node, "nodeClaim": c.claim, "detail": c.detail, "frees": list(c.pods)}
-                                for c in self.claim_deletes],
-            "unfence": [{"node": u.node, "why": u.why, "taint": u.taint} for u in self.unfences],
-            "halted": dict(self.halted),
-        }

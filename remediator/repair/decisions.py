@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from nodemedic_common.repair_contract import RepairAction, format_time
+from nodemedic_common.repair_contract import RepairAction
 from remediator.repair.state import LadderState
 
 
@@ -58,23 +58,3 @@ class RepairPlan:
 
     def needs_a_person(self) -> list[str]:
         return sorted(n for n, s in self.in_repair.items() if s.action == RepairAction.PERSON)
-
-    def starts_json(self) -> list[dict[str, object]]:
-        return [{"node": s.node, "rule": s.state.rule, "step": s.state.step + 1, "action": str(s.state.action),
-                 **({"service": s.state.service} if s.state.service else {}),
-                 **({"nodeClaim": s.claim} if s.claim else {}), "id": s.state.id, "cause": s.cause}
-                for s in self.starts]
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "start": self.starts_json(),
-            "end": [{"node": e.node, "rule": e.state.rule, "repaired": e.repaired, "result": e.result}
-                    for e in self.ends],
-            "waiting": [{"node": w.node, "rule": w.rule, "step": w.step, "why": w.why,
-                         **({"until": format_time(w.until)} if w.until else {}),
-                         **({"halted": True} if w.halted else {})}
-                        for w in self.waiting],
-            "needsAPerson": self.needs_a_person(),
-            "halted": dict(self.halted),
-            "unreadable": dict(self.unreadable),
-        }

@@ -1,7 +1,8 @@
 """Fuzz: whatever a leader (or anything answering on its port) sends for /plan, /status or /why, `kubectl nodemedic`
 reads it into its typed answer and words it, or refuses it with the one error it reports as "the leader answered
 something this plugin does not understand" (Unreadable); never another exception, never a control character on the
-terminal. Inputs: random JSON, and mutants of real answers (every section the plugin reads filled in)."""
+terminal; and a plan it reads is written back as the same answer. Inputs: random JSON, and mutants of real
+answers (every section the plugin reads filled in)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,6 @@ from remediator.kubectl.reach import Leader
 from remediator.policy.loader import load_policy
 from remediator.read_side.fields import Unreadable
 from remediator.read_side.plan_answer import PlanAnswer
-from remediator.read_side.plan_json import plan_json
 from remediator.read_side.status_answer import StatusAnswer
 from remediator.read_side.why_answer import WhyAnswer
 from remediator.state.caches import snapshot_from_list
@@ -37,7 +37,7 @@ def _plan(snapshot: str, policy: str) -> dict[str, Any]:
     doc = json.loads((ROOT / "tests/testdata/snapshots" / snapshot).read_text())
     policy_file = str(ROOT / "tests/testdata/policies" / policy)
     plan = make_plan(snapshot_from_list(doc, NOW), load_policy(policy_file, catalog=CATALOG), PlannerMemory())
-    out: dict[str, Any] = _trimmed(json.loads(json.dumps(plan_json(plan))))
+    out: dict[str, Any] = _trimmed(json.loads(json.dumps(PlanAnswer.of(plan).to_json())))
     return out
 
 
@@ -54,9 +54,10 @@ def _trimmed(doc: Any) -> Any:
 PLANS = [_plan("deschedule-strategies.json", "good/deschedule-demo.yaml"),
          _plan("repair-ladder.json", "good/full.yaml"), _plan("dark-nodes.json", "good/full.yaml"),
          _plan("balance-strategies.json", "good/balance-strategies.yaml"),
-         {"zoneExposure": [{"namespace": "shop", "workload": "Deployment/d", "surviving": 0.5, "best": 0.667,
-                            "moves": [{"from": "zone-c", "to": "zone-a", "pods": 1}]}],
-          "schedulerLoops": [{"namespace": "shop", "owner": "ReplicaSet/e-1", "node": "n1", "note": "loop"}],
+         {"zoneExposure": [{"namespace": "shop", "workload": "Deployment/d", "perZone": {"zone-a": 1, "zone-c": 3},
+                            "surviving": 0.5, "best": 0.667, "moves": [{"from": "zone-c", "to": "zone-a", "pods": 1}]}],
+          "schedulerLoops": [{"namespace": "shop", "owner": "ReplicaSet/e-1", "node": "n1",
+                              "since": "2026-06-01T11:00:00Z", "until": "2026-06-01T13:00:00Z", "note": "loop"}],
           "held": [{"node": "n1", "key": "k", "effect": "NoSchedule", "rule": "r", "why": "breaker"}],
           "protected": [{"namespace": "a", "name": "p", "node": "n1", "why": "pdb"}]}]
 STATUS = {"identity": "nm-7d9f_1", "leading": True, "dryRun": False, "mode": "deployment", "version": "0.1.0",
@@ -70,6 +71,8 @@ def read_and_word(path: str, doc: Any) -> str:
     """What the plugin prints for `doc` as the answer to `path`."""
     if path == "/plan":
         plan = PlanAnswer.read(doc)
+        written = json.dumps(plan.to_json())  # as text: a NaN is not equal to itself
+        assert json.dumps(PlanAnswer.read(json.loads(written)).to_json()) == written
         return render.plan(plan) + "\n" + render.status(LEADER, StatusAnswer.read(STATUS), plan, [])
     if path == "/status":
         return render.status(LEADER, StatusAnswer.read(doc), PlanAnswer(), [])

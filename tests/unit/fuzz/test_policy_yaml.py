@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from nodemedic_common.config_errors import ConfigError
 from remediator.control.planner import PlannerMemory, make_plan
 from remediator.policy.loader import parse_policy
-from remediator.read_side.plan_json import plan_json
+from remediator.read_side.plan_answer import PlanAnswer
 from remediator.state.caches import snapshot_from_list
 from remediator.strategies import CATALOG
 from tests.unit.fuzz.seeds import CLUSTER, NOW
@@ -69,4 +69,4 @@ def test_a_mutated_policy_loads_or_is_refused_with_file_and_line_and_a_loaded_on
             assert where == SOURCE and line.isdigit(), message
         return
     plan = make_plan(SNAPSHOT, policy, PlannerMemory())
-    json.dumps(plan_json(plan), allow_nan=False)  # what `plan --json` prints
+    json.dumps(PlanAnswer.of(plan).to_json(), allow_nan=False)  # what `plan --json` prints

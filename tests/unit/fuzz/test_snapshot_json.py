@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from remediator.control.planner import PlannerMemory, make_plan
 from remediator.policy.loader import load_policy
-from remediator.read_side.plan_json import plan_json
+from remediator.read_side.plan_answer import PlanAnswer
 from remediator.state.caches import snapshot_from_list
 from remediator.strategies import CATALOG
 from tests.unit.fuzz.seeds import CLUSTER, NOW
@@ -32,5 +32,5 @@ def test_any_snapshot_document_plans_without_raising(doc: Any) -> None:
         assert not isinstance(doc, dict) or not isinstance(doc.get("items"), list | None), e
         return
     plan = make_plan(snapshot, POLICY, PlannerMemory())
-    json.dumps(plan_json(plan), allow_nan=False)
+    json.dumps(PlanAnswer.of(plan).to_json(), allow_nan=False)
     assert {e.pod.node_name for e in plan.evictions} <= set(snapshot.nodes)

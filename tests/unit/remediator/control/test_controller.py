@@ -26,7 +26,7 @@ from remediator.model.plan import Plan
 from remediator.policy import source as policy_source
 from remediator.policy.loader import load_policy
 from remediator.policy.source import PolicySource
-from remediator.read_side.plan_json import plan_json
+from remediator.read_side.plan_answer import PlanAnswer
 from remediator.state.autoscaler_detection import KARPENTER_DISCOVERY, REDETECT, AutoscalerDetector
 from remediator.state.caches import ClusterCache
 from remediator.state.snapshot import KARPENTER_NODEPOOL_LABEL
@@ -659,7 +659,7 @@ def test_a_ladder_goes_from_restart_to_reboot_after_the_drain_and_ends_with_a_pe
     w.clock.advance(1)
     w.cycle()  # the restart failed; the reboot waits for the drain (the pods were evicted but are still cached)
     assert json.loads(w.api.nodes["sick"]["metadata"]["annotations"]["nodemedic.io/repair"])["action"] == "restart"
-    assert any(w["why"].startswith("draining first") for w in w.controller.plan.repair.to_json()["waiting"])
+    assert any(w.why.startswith("draining first") for w in w.controller.plan.repair.waiting)
     w.cache._reset_pods([p for p in PODS if p["spec"]["nodeName"] != "sick"])
     w.clock.advance(1)
     w.cycle()
@@ -697,7 +697,7 @@ def test_a_dry_run_reports_a_repair_step_and_writes_nothing(tmp_path: Path) -> N
     w = World(tmp_path, nodes=[sick, node("well")], pods=PODS, policy=LADDER_POLICY, dry_run=True)
     w.cycle()
     assert w.api.writes == []
-    assert w.metric("nodemedic_dry_run_actions_total", action="repair") == 1, plan_json(w.controller.plan)
+    assert w.metric("nodemedic_dry_run_actions_total", action="repair") == 1, PlanAnswer.of(w.controller.plan).to_json()
 
 
 def test_a_replace_step_deletes_the_nodes_nodeclaim(tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ from remediator.policy.model import OWNED_TAINTS_ANNOTATION, Policy, StrategyCon
 from remediator.policy.rules import TaintRule
 from remediator.policy.safety import Safety
 from remediator.policy.window import MaintenanceWindow
-from remediator.read_side.plan_json import plan_json
+from remediator.read_side.plan_answer import PlanAnswer
 from remediator.state.snapshot import KARPENTER_NODEPOOL_LABEL, NodeAutoscaler, Snapshot
 from remediator.strategies.remove_pods_violating_node_taints.args import RemovePodsViolatingNodeTaintsArgs
 from remediator.strategies.remove_pods_violating_node_taints.plan import NAME
@@ -211,7 +211,7 @@ def test_the_plan_carries_the_timers_and_breaker_state() -> None:
 
 def test_the_plan_json_has_the_documented_keys() -> None:
     s = snap([node("sick", sick=True), node("ok")], [pod("web"), pod("ds", owner="DaemonSet")])
-    doc = plan_json(make_plan(s, policy(), PlannerMemory()))
+    doc = PlanAnswer.of(make_plan(s, policy(), PlannerMemory())).to_json()
     assert set(doc) == {"taints", "evictions", "protected", "deferred", "held", "breaker", "crashLoopNodes",
                         "zoneExposure", "schedulerLoops"}
     assert doc["taints"] == {"add": [{"node": "sick", "key": DEADLOCK.key, "value": "true", "effect": "NoSchedule",

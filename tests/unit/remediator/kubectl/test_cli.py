@@ -22,7 +22,6 @@ from remediator.model.records import Condition
 from remediator.planning.owned_taints import OwnedTaint, render_owned
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION
 from remediator.read_side.plan_answer import PlanAnswer
-from remediator.read_side.plan_json import plan_json
 from remediator.read_side.status_answer import StatusAnswer
 from remediator.read_side.why import why
 from remediator.read_side.why_answer import WhyAnswer
@@ -48,7 +47,7 @@ def cluster() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
          "spec": {"taints": [{"key": TAINT.key, "value": "true", "effect": "NoSchedule"}]},
          "status": {"conditions": [{"type": "Ready", "status": "True"}, DEADLOCK]}},
         {"metadata": {"name": "well-1"}, "spec": {}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}]}
-    return nodes, plan_json(plan), WhyAnswer.of("sick-1", NOW, why("sick-1", s, POLICY, plan)).to_json()
+    return nodes, PlanAnswer.of(plan).to_json(), WhyAnswer.of("sick-1", NOW, why("sick-1", s, POLICY, plan)).to_json()
 
 
 def api(*, args: list[str], holder: str = f"{LEADER}_1a2b3c4d", proxy_status: int = 200) -> web.Application:
@@ -183,9 +182,10 @@ def test_plan_as_a_table_and_as_json() -> None:
 
 def test_plan_names_exposed_workloads_with_their_moves_and_scheduler_loops() -> None:
     doc = PlanAnswer.read({
-        "zoneExposure": [{"namespace": "shop", "workload": "Deployment/d", "surviving": 0.5, "best": 0.667,
-                          "moves": [{"from": "zone-c", "to": "zone-a", "pods": 1}]}],
+        "zoneExposure": [{"namespace": "shop", "workload": "Deployment/d", "perZone": {"zone-a": 1, "zone-c": 3},
+                          "surviving": 0.5, "best": 0.667, "moves": [{"from": "zone-c", "to": "zone-a", "pods": 1}]}],
         "schedulerLoops": [{"namespace": "shop", "owner": "ReplicaSet/e-1", "node": "n1",
+                            "since": "2026-06-01T11:00:00Z", "until": "2026-06-01T13:00:00Z",
                             "note": "the scheduler disagrees with the policy"}]})
     rows = [line.split(None, 3) for line in render.plan(doc).splitlines()[1:]]
     assert rows == [["exposed", "shop/Deployment/d", "-", "50% survive its worst zone's loss; 67% after 1 from zone-c "

@@ -29,6 +29,7 @@ from remediator.planning.dark_nodes import plan_dark
 from remediator.policy.dark import DarkSettings
 from remediator.policy.model import Policy
 from remediator.policy.repair import RepairSettings
+from remediator.read_side.plan_sections import DarkSection
 from remediator.repair.dark_decisions import DarkPlan, Seen
 from remediator.repair.state import LadderState
 from remediator.state.snapshot import Snapshot
@@ -196,6 +197,6 @@ def test_the_planner_carries_the_dark_plan_and_wakes_for_it() -> None:
     s = fleet(dark(claim="c1"))
     p = make_plan(s, Policy(dark=DarkSettings(replace_after=15 * MIN)), PlannerMemory())
     assert p.dark.nodes["n1"].seen == Seen.DARK and p.next_check == NOW + 5 * MIN + dt.timedelta(seconds=1)
-    assert p.dark.to_json()["nodes"] == [{"node": "n1", "seen": "dark", "why": p.dark.nodes["n1"].why,
-                                          "kubeletSilentSince": "2026-11-28T11:50:01Z",
-                                          "agentHeard": "2026-11-28T11:48:00Z"}]
+    assert DarkSection.of(p.dark).to_json()["nodes"] == [{"node": "n1", "seen": "dark", "why": p.dark.nodes["n1"].why,
+                                                          "kubeletSilentSince": "2026-11-28T11:50:01Z",
+                                                          "agentHeard": "2026-11-28T11:48:00Z"}]

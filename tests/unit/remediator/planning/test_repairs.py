@@ -26,7 +26,7 @@ from remediator.policy.repair import RepairSettings, RepairStep
 from remediator.policy.rules import TaintRule
 from remediator.policy.safety import Safety
 from remediator.policy.window import MaintenanceWindow
-from remediator.read_side.plan_json import plan_json
+from remediator.read_side.plan_answer import PlanAnswer
 from remediator.repair.decisions import RepairPlan
 from remediator.repair.state import parse_state
 from remediator.state.snapshot import Snapshot
@@ -265,11 +265,11 @@ def test_a_ladder_whose_rule_lost_its_ladder_ends() -> None:
 
 def test_nothing_is_looked_at_without_ladders() -> None:
     plan = repairs(snap(sick()), policy(replace(RULE, repair=())))
-    assert plan.to_json()["start"] == [] and plan.halted == {}
+    assert plan.starts == [] and plan.halted == {}
 
 
 def test_the_plan_json_shows_every_step_it_would_take() -> None:
-    doc = plan_json(make_plan(snap(sick()), policy(), PlannerMemory()))
+    doc = PlanAnswer.of(make_plan(snap(sick()), policy(), PlannerMemory())).to_json()
     repair = doc["repair"]
     assert isinstance(repair, dict)
     assert repair["start"] == [{"node": "n1", "rule": "kubelet-unhealthy", "step": 1, "action": "restart",

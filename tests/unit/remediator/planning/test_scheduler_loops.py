@@ -10,7 +10,7 @@ from remediator.model.records import PodRecord
 from remediator.planning.memory import LOOP_GUARD
 from remediator.policy.limits import Limits
 from remediator.policy.model import Policy, StrategyConfig
-from remediator.read_side.plan_json import plan_json
+from remediator.read_side.plan_answer import PlanAnswer
 from remediator.strategies.remove_pods_violating_topology_spread_constraint.args import (
     RemovePodsViolatingTopologySpreadConstraintArgs,
 )
@@ -40,7 +40,7 @@ def test_two_replacements_back_on_the_node_they_left_hold_the_workload() -> None
     assert (loop.owner, loop.node, loop.until) == ("ReplicaSet/d-7d9f", "n-a", NOW + LOOP_GUARD)
     assert {p.pod.name for p in plan.deferred} >= {"d-0", "d-1"}
     assert all("the scheduler disagrees with the policy" in p.why for p in plan.deferred)
-    assert plan_json(plan)["schedulerLoops"][0]["note"].startswith("the scheduler disagrees with the policy: pods of")
+    assert PlanAnswer.of(plan).scheduler_loops[0].note.startswith("the scheduler disagrees with the policy: pods of")
     later = snapshot(NODES, pods)
     later.now = NOW + LOOP_GUARD
     assert make_plan(later, POLICY, memory).scheduler_loops == [] and "uid-d-7d9f" not in memory.loops

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from remediator.read_side.fields import Fields, Unreadable
+from remediator.read_side.fields import Fields, Unreadable, json_value
 
 
 def refusal(doc: object, read: str, key: str) -> str:
@@ -37,9 +37,31 @@ def test_rows_are_read_each_with_its_index_in_the_path() -> None:
 
 def test_absent_sections_read_as_empty_and_extra_keys_are_allowed() -> None:
     f = Fields.of({"new": {"from": "a newer leader"}}, "/x")
-    assert f.rows("rows", lambda row: row.text("a")) == () and f.texts("t") == () and f.names("n") == ()
+    assert f.rows("rows", lambda row: row.text("a")) == () and f.texts("t") == () and f.text_map("n") == ()
     assert f.section("s") is None and f.optional_text("t") is None and f.flag("on") is False
 
 
 def test_a_number_too_large_for_a_float_is_refused() -> None:
     assert refusal({"n": 10**400}, "number", "n") == "/x: n is too large a number"
+
+
+def test_an_object_of_strings_or_integers_is_read_as_its_pairs_in_order() -> None:
+    f = Fields.of({"m": {"b": "2", "a": "1"}, "n": {"z": 3}}, "/x")
+    assert f.text_map("m") == (("b", "2"), ("a", "1")) and f.integer_map("n") == (("z", 3),)
+    assert refusal({"m": {"a": 1}}, "text_map", "m") == "/x: m: a is a number, not a string"
+    assert refusal({"n": {"z": 1.5}}, "integer_map", "n") == "/x: n: z is a number, not an integer"
+    assert refusal({"m": []}, "text_map", "m") == "/x: m: a list, not an object"
+
+
+def test_a_json_value_is_carried_as_it_is_and_anything_else_refused() -> None:
+    value = {"a": [1, 2.5, None, True, "s", {"b": []}]}
+    assert json_value(value, "/x") == value
+    with pytest.raises(Unreadable, match=r"^/x: a\[1\]: tuple, not a JSON value$"):
+        json_value({"a": [1, ()]}, "/x")
+    with pytest.raises(Unreadable, match=r"^/x: a key that is not a string$"):
+        json_value({1: "a"}, "/x")
+    deep: object = []
+    for _ in range(5000):
+        deep = [deep]
+    with pytest.raises(Unreadable, match=r"^/x: nested too deep$"):
+        json_value(deep, "/x")

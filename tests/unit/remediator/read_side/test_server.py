@@ -14,8 +14,7 @@ from prometheus_client import CollectorRegistry, Counter
 
 from nodemedic_common.http_server import BoundedServer, Handler
 from remediator.model.plan import Plan
-from remediator.read_side import server
-from remediator.read_side.plan_json import plan_json
+from remediator.read_side.plan_answer import PlanAnswer
 from remediator.read_side.server import loop_health, routes
 from remediator.read_side.status_answer import StatusAnswer
 from remediator.read_side.why_answer import FactLine, WhyAnswer
@@ -66,18 +65,19 @@ def test_plan_serves_the_current_plan_as_json() -> None:
     plan = Plan(breaker_open=True, tainted_limit=3)
     status, content_type, body = get(make(plan=lambda: plan), "/plan")
     assert (status, content_type) == (200, "application/json; charset=utf-8")
-    assert body == json.dumps(plan_json(plan), indent=1)
+    assert body == json.dumps(PlanAnswer.of(plan).to_json(), indent=1)
 
 
 def test_plan_is_rendered_once_per_plan_however_many_ask(monkeypatch: pytest.MonkeyPatch) -> None:
     """The probe's finding: each GET /plan serialised the plan again, 24 at once stalled the loop 10.7 s."""
     rendered: list[Plan] = []
+    of = PlanAnswer.of
 
-    def counted(plan: Plan) -> dict[str, object]:
+    def counted(plan: Plan) -> PlanAnswer:
         rendered.append(plan)
-        return plan_json(plan)
+        return of(plan)
 
-    monkeypatch.setattr(server, "plan_json", counted)
+    monkeypatch.setattr(PlanAnswer, "of", counted)
     plans = [Plan(tainted_limit=1), Plan(tainted_limit=2)]
     current = iter([plans[0]] * 5 + [plans[1]] * 3)
     _, _, body = get(make(plan=lambda: next(current)), *["/plan"] * 8)

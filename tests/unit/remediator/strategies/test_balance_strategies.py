@@ -24,7 +24,7 @@ from remediator.policy.limits import Limits
 from remediator.policy.loader import load_policy
 from remediator.policy.model import Policy, StrategyConfig
 from remediator.policy.safety import Safety
-from remediator.read_side.plan_json import plan_json
+from remediator.read_side.plan_answer import PlanAnswer
 from remediator.state.caches import snapshot_from_list
 from remediator.state.snapshot import Snapshot
 from remediator.strategies import CATALOG
@@ -245,7 +245,7 @@ def test_scenario(case: Case) -> None:
     policy = Policy(evictor=EvictorArgs(), strategies=case.strategies, limits=Limits(owner_cooldown=dt.timedelta(0)),
                     safety=Safety(max_tainted_nodes=None, max_tainted_nodes_percent=None))
     plan = make_plan(snapshot, policy, PlannerMemory())
-    assert [e.pod.name for e in plan.evictions] == case.evicted, plan_json(plan)
+    assert [e.pod.name for e in plan.evictions] == case.evicted, PlanAnswer.of(plan).to_json()
     protected = {p.pod.name: p.why for p in plan.protected}
     deferred = {p.pod.name: p.why for p in plan.deferred}
     for name, why in case.protected.items():

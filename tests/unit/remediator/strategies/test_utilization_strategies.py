@@ -35,7 +35,7 @@ from remediator.policy.limits import Limits
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION, Policy, StrategyConfig
 from remediator.policy.rules import TaintRule
 from remediator.policy.safety import Safety
-from remediator.read_side.plan_json import plan_json
+from remediator.read_side.plan_answer import PlanAnswer
 from remediator.state.snapshot import Snapshot
 from remediator.strategies.high_node_utilization.args import HighNodeUtilizationArgs
 from remediator.strategies.high_node_utilization.consolidation import CONSOLIDATION_TAINT
@@ -291,7 +291,7 @@ def test_scenario(case: Case) -> None:
     policy = Policy(rules=case.rules, evictor=EvictorArgs(), strategies=case.strategies, limits=case.limits,
                     safety=case.safety)
     plan = make_plan(snapshot, policy, case.memory)
-    assert [e.pod.name for e in plan.evictions] == case.evicted, plan_json(plan)
+    assert [e.pod.name for e in plan.evictions] == case.evicted, PlanAnswer.of(plan).to_json()
     consolidation = CONSOLIDATION_TAINT.identity()
     assert [c.node for c in plan.taints_add if c.taint.identity() == consolidation] == case.taints_add
     assert [c.node for c in plan.taints_remove if c.taint.identity() == consolidation] == case.taints_remove

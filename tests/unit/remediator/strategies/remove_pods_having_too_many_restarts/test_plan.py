@@ -12,7 +12,7 @@ from remediator.model.records import ContainerStatuses, PodRecord
 from remediator.policy.default_evictor import EvictorArgs
 from remediator.policy.fields import Namespaces
 from remediator.policy.limits import Limits
-from remediator.read_side.plan_json import plan_json
+from remediator.read_side.plan_answer import PlanAnswer
 from remediator.strategies import STRATEGIES
 from remediator.strategies.pod_scope import PodScope
 from remediator.strategies.remove_pods_having_too_many_restarts.args import RemovePodsHavingTooManyRestartsArgs
@@ -103,8 +103,9 @@ def test_a_node_holding_the_only_restarting_replicas_of_a_healthy_workload_is_na
     [found] = report.nodes
     assert (found.node, found.owner, found.restarting, found.healthy_elsewhere) == (
         "bad", "ReplicaSet/web", ("web-1", "web-2"), 2)
-    assert plan_json(p)["crashLoopNodes"] == [{"node": "bad", "namespace": "default", "owner": "ReplicaSet/web",
-                                              "pods": ["web-1", "web-2"], "healthyElsewhere": 2}]
+    assert PlanAnswer.of(p).to_json()["crashLoopNodes"] == [
+        {"node": "bad", "namespace": "default", "owner": "ReplicaSet/web", "pods": ["web-1", "web-2"],
+         "healthyElsewhere": 2}]
 
 
 @pytest.mark.parametrize(("pods", "why"), [

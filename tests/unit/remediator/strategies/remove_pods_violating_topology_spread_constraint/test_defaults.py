@@ -11,7 +11,7 @@ from remediator.model.records import DefaultConstraint, LabelSelector, PodRecord
 from remediator.policy.limits import Limits
 from remediator.policy.model import Policy, StrategyConfig
 from remediator.policy.scheduler import SchedulerSettings
-from remediator.read_side.plan_json import plan_json
+from remediator.read_side.plan_answer import PlanAnswer
 from remediator.strategies.remove_pods_violating_topology_spread_constraint.args import (
     RemovePodsViolatingTopologySpreadConstraintArgs,
 )
@@ -38,7 +38,7 @@ def plan(pods: list[PodRecord], *, constraints: tuple[str, ...], scheduler: Sche
 
 def test_a_plain_deployment_placed_one_two_three_moves_one_pod_from_the_fullest_zone() -> None:
     p = plan(ONE_TWO_THREE, constraints=("DoNotSchedule", "ScheduleAnyway"), scheduler=ZONE_ONE)
-    assert len(p.evictions) == 1 and p.evictions[0].pod.node_name == "n-c", plan_json(p)
+    assert len(p.evictions) == 1 and p.evictions[0].pod.node_name == "n-c", PlanAnswer.of(p).to_json()
     assert p.evictions[0].destination == "n-a"
     assert "ScheduleAnyway spread on topology.kubernetes.io/zone: c holds 3" in p.evictions[0].reason
 
@@ -55,7 +55,7 @@ def test_an_unconfigured_default_scheduler_tolerates_the_skew_its_own_defaults_a
     assert evicted(plan(ONE_TWO_THREE, constraints=("DoNotSchedule", "ScheduleAnyway"), scheduler=second)) == []
     moved = plan([d(i, z, scheduler_name="nodemedic-spread") for i, z in enumerate("abbccc")],
                  constraints=("DoNotSchedule", "ScheduleAnyway"), scheduler=second)
-    assert len(moved.evictions) == 1, plan_json(moved)
+    assert len(moved.evictions) == 1, PlanAnswer.of(moved).to_json()
 
 
 def test_node_fit_says_it_cannot_predict_a_scheduler_it_does_not_know() -> None:
@@ -65,5 +65,5 @@ def test_node_fit_says_it_cannot_predict_a_scheduler_it_does_not_know() -> None:
     p = plan(pods, constraints=("DoNotSchedule",), scheduler=ZONE_ONE)
     assert {pr.pod.name: pr.why for pr in p.protected}.get("d-3", "").endswith(
         "schedulerName 'mystery' is not a scheduler nodemedic knows (scheduler.profile, packingProfile, "
-        "otherSchedulers): where it would place the pod cannot be predicted"), plan_json(p)
+        "otherSchedulers): where it would place the pod cannot be predicted"), PlanAnswer.of(p).to_json()
     assert [e.pod.name for e in p.evictions] == ["d-4"], "a pod of a known scheduler of the same zone moves instead"
