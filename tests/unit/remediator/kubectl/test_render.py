@@ -40,7 +40,8 @@ def test_a_table_aligns_its_columns_strips_trailing_space_and_escapes_control_ch
 
 
 def test_status_in_dry_run_with_an_open_breaker_of_unknown_limit_and_no_taints() -> None:
-    plan = PlanAnswer.read({"breaker": {"open": True}, "held": [{"node": "n1", "key": "k", "why": "breaker"}]})
+    held = {"node": "n1", "key": "k", "effect": "NoSchedule", "rule": "r", "why": "breaker"}
+    plan = PlanAnswer.read({"breaker": {"open": True}, "held": [held]})
     lines = render.status(LEADER, STATUS, plan, []).splitlines()
     assert lines[0] == "leader      nm-7d9f (Lease ops/nm, renewed ?)"
     assert lines[1] == "policy      /etc/p.yaml (sha256 abc)"
@@ -102,8 +103,10 @@ def test_an_empty_plan_says_so() -> None:
 
 def test_a_plan_lists_taints_then_untaints_then_repair_steps_in_order() -> None:
     doc = PlanAnswer.read({
-        "taints": {"add": [{"node": "n1", "key": "k1", "effect": "NoSchedule", "cause": "c1"}],
-                   "remove": [{"node": "n2", "key": "k2", "effect": "NoExecute", "cause": "recovered"}]},
+        "taints": {"add": [{"node": "n1", "key": "k1", "value": "", "effect": "NoSchedule", "rule": "r1",
+                            "cause": "c1"}],
+                   "remove": [{"node": "n2", "key": "k2", "value": "", "effect": "NoExecute", "rule": "r2",
+                               "cause": "recovered"}]},
         "repair": {"start": [{"node": "n3", "rule": "r", "step": 1, "action": "restart", "service": "kubelet",
                               "id": "x", "cause": "c"}],
                    "end": [{"node": "n4", "rule": "r", "result": "it answers", "repaired": True},
