@@ -1,10 +1,11 @@
 """The chart's NetworkPolicy enforced by a real implementation: kube-router's network policy controller alone
 (`--run-firewall`, neither its router nor its service proxy), built from the Go module proxy, on the real node
-(hack/kcp/realnode.py: kubelet, containerd, the bridge CNI). A stand-in for the remediator (an HTTP server on the
-chart's port, with the labels of the chart's remediator pods) runs there beside three clients: a scraper (the
-default `networkPolicy.scrapers`: a `app.kubernetes.io/name: prometheus` pod in namespace `monitoring`), an
-impostor (the same label in another namespace) and an outsider. Without the policy all three reach the port; with
-the policy the chart renders, only the scraper does, and an address in `networkPolicy.apiServerCIDRs` is admitted.
+(hack/kcp/realnode.py: kubelet, containerd, the bridge CNI). The chart is installed as it ships (its policy off at
+first), the remediator's pods on the real node; beside them three clients: a scraper (the default
+`networkPolicy.scrapers`: a `app.kubernetes.io/name: prometheus` pod in namespace `monitoring`), an impostor (the same
+label in another namespace) and an outsider, each asking the remediator's /healthz. Without the policy all three
+get an answer; with the policy the chart renders, only the scraper does, and an address in
+`networkPolicy.apiServerCIDRs` is admitted.
 
 The API server's pod proxy reaches the pod in every case here: this API server runs in the real node's own host
 network, and a node's own traffic to its pods is always admitted (so are the kubelet's probes); on a cluster whose
@@ -116,19 +117,57 @@ def kubectl(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[st
 
 
 def reaches(cluster: LocalCluster, client_pod: str, address: str) -> bool:
-    """Whether `client_pod` ("namespace/name") gets an HTTP answer from `address`."""
+    """Whether `client_pod` ("namespace/name") gets an HTTP answer (any status) from the remediator at `address`."""
     namespace, name = client_pod.split("/")
-    probe = (f"import urllib.request\ntry:\n    urllib.request.urlopen('http://{address}/', timeout=3)\n"
-             "    print('reached')\nexcept OSError as e:\n    print('refused', e)")
+    probe = ("import urllib.error, urllib.request\n"
+             f"try:\n    urllib.request.urlopen('http://{address}/healthz', timeout=3)\n    print('reached')\n"
+             "except urllib.error.HTTPError:\n    print('reached')\n"  # an answer, whatever its status
+             "except OSError as e:\n    print('refused', e)")
     done = kubectl(cluster, "exec", "-n", namespace, name, "--", "python3", "-c", probe)
     assert done.returncode == 0, done.stderr
     return done.stdout.startswith("reached")
 
 
-def through_the_proxy(cluster: LocalCluster, namespace: str, port: int) -> bool:
-    done = kubectl(cluster, "get", "--raw", f"/api/v1/namespaces/{namespace}/pods/remediator:{port}/proxy/",
+def through_the_proxy(cluster: LocalCluster, namespace: str, pod: str, port: int) -> bool:
+    done = kubectl(cluster, "get", "--raw", f"/api/v1/namespaces/{namespace}/pods/{pod}:{port}/proxy/healthz",
                    "--request-timeout=10s")
-    return done.returncode == 0 and "<html" in done.stdout.lower()
+    return done.returncode == 0 and done.stdout.strip() == "ok"
+
+
+def cordoned(core: client.CoreV1Api, nodes: list[str], on: bool) -> None:
+    for node in nodes:
+        core.patch_node(node, {"spec": {"unschedulable": on}})
+
+
+def installed_remediator(cluster: LocalCluster, core: client.CoreV1Api, namespace: str) -> client.V1Pod:
+    """The chart as it ships in `namespace` (one remediator replica, the NetworkPolicy off for now, the agent on no
+    node: its shipped repair commands would reboot this machine), the kwok node cordoned meanwhile so the remediator
+    runs on the real node; its pod once Ready."""
+    kwok = [n.metadata.name for n in core.list_node().items if n.metadata.name != realnode.NAME]
+    cordoned(core, kwok, True)
+    repository, tag = image.reference().rsplit(":", 1)
+    try:
+        done = subprocess.run([str(paths.binary("helm")), "install", "nodemedic", str(CHART), "-n", namespace,
+                               f"--set=image.repository={repository}", f"--set=image.tag={tag}",
+                               "--set=image.pullPolicy=Never", "--set=remediator.replicas=1",
+                               "--set=networkPolicy.enabled=false",
+                               "--set-string=agent.nodeSelector.nodemedic\\.io/e2e-no-agent=true",
+                               f"--kubeconfig={cluster.kubeconfig}"],
+                              capture_output=True, text=True, timeout=180, check=False)
+        assert done.returncode == 0, done.stderr[-3000:]
+
+        def ready_remediator() -> client.V1Pod | None:
+            for p in core.list_namespaced_pod(namespace, label_selector="app.kubernetes.io/component=remediator").items:
+                if p.status.phase == "Running" and any(c.type == "Ready" and c.status == "True"
+                                                       for c in p.status.conditions or []):
+                    return p
+            return None
+
+        pod = wait_until(ready_remediator, timeout=180, what="the chart's remediator pod Ready on the real node")
+    finally:
+        cordoned(core, kwok, False)
+    assert pod.spec.node_name == realnode.NAME
+    return pod
 
 
 def test_only_the_scrapers_and_the_listed_addresses_reach_the_remediator_s_port(enforced: LocalCluster) -> None:
@@ -138,14 +177,12 @@ def test_only_the_scrapers_and_the_listed_addresses_reach_the_remediator_s_port(
     rendered = chart(namespace=namespace)
     deployment = next(d for d in rendered if d["kind"] == "Deployment")["spec"]["template"]
     port = next(p["containerPort"] for p in deployment["spec"]["containers"][0]["ports"] if p["name"] == "metrics")
-    # The chart's remediator pod labels; an HTTP server on its port stands in for the program.
-    core.create_namespaced_pod(namespace, pod("remediator", deployment["metadata"]["labels"],
-                                              ["python3", "-m", "http.server", str(port)]))
+    remediator = installed_remediator(enforced, core, namespace)
     idle = ["sleep", "3600"]
     core.create_namespaced_pod("monitoring", pod("scraper", {"app.kubernetes.io/name": "prometheus"}, idle))
     core.create_namespaced_pod(namespace, pod("impostor", {"app.kubernetes.io/name": "prometheus"}, idle))
     core.create_namespaced_pod(namespace, pod("outsider", {}, idle))
-    address = f"{running(core, namespace, 'remediator')}:{port}"
+    address = f"{remediator.status.pod_ip}:{port}"
     outsider_ip = running(core, namespace, "outsider")
     running(core, namespace, "impostor")
     running(core, "monitoring", "scraper")
@@ -154,7 +191,7 @@ def test_only_the_scrapers_and_the_listed_addresses_reach_the_remediator_s_port(
 
     def who_reaches() -> dict[str, bool]:
         return {who: reaches(enforced, c, address) for who, c in clients.items()} | {
-            "API server's proxy": through_the_proxy(enforced, namespace, port)}
+            "API server's proxy": through_the_proxy(enforced, namespace, remediator.metadata.name, port)}
 
     everyone = {"scraper": True, "impostor": True, "outsider": True, "API server's proxy": True}
     wait_until(lambda: who_reaches() == everyone, timeout=60, what="every client reaching the port, no policy yet")
