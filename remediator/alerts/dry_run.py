@@ -6,8 +6,8 @@ import logging
 
 from remediator.alerts.metrics import Metrics
 from remediator.model.plan import Plan
-from remediator.read_side.plan_answer import PlanAnswer
-from remediator.read_side.plan_sections import DarkSection, RepairSection
+from remediator.read_side.plan_rows import EvictionRow, TaintRow
+from remediator.read_side.plan_sections import FreeingRow, RepairStartRow, UnfenceRow
 
 
 class DryRunReport:
@@ -16,23 +16,20 @@ class DryRunReport:
         self.seen: set[str] = set()
 
     def report(self, plan: Plan) -> None:
-        doc = PlanAnswer.of(plan).to_json()
-        actions: list[tuple[str, dict[str, object]]] = []
-        taints_doc = doc["taints"]
-        assert isinstance(taints_doc, dict)
-        actions += [("taint", a) for a in taints_doc["add"]] + [("untaint", a) for a in taints_doc["remove"]]
-        evictions = doc["evictions"]
-        assert isinstance(evictions, list)
-        actions += [("evict", a) for a in evictions]
-        # A repair step: its id is new every cycle (it names the second it would start), so it is left out of the key.
-        actions += [("repair", {k: v for k, v in s.to_json().items() if k != "id"})
-                    for s in RepairSection.of(plan.repair).starts]
+        # Each action as /plan writes it (its row's JSON), built from the plan's items only.
+        actions: list[tuple[str, dict[str, object]]] = [
+            *(("taint", TaintRow.of(c).to_json()) for c in plan.taints_add),
+            *(("untaint", TaintRow.of(c).to_json()) for c in plan.taints_remove),
+            *(("evict", EvictionRow.of(e).to_json()) for e in plan.evictions),
+            # A repair step: its id is new every cycle (it names the second it would start): left out of the key.
+            *(("repair", {k: v for k, v in RepairStartRow.of(s).to_json().items() if k != "id"})
+              for s in plan.repair.starts),
+        ]
         # A dark node freed: its detail names how long it has been dark, a different text every cycle.
-        dark = DarkSection.of(plan.dark).to_json()
-        for kind, key in (("fence", "fence"), ("replace", "deleteNodeClaim"), ("unfence", "unfence")):
-            entries = dark[key]
-            assert isinstance(entries, list)
-            actions += [(kind, {k: v for k, v in a.items() if k not in ("detail", "why")}) for a in entries]
+        dark = [*(("fence", FreeingRow.of(f).to_json("evidence")) for f in plan.dark.fences),
+                *(("replace", FreeingRow.of(c).to_json("nodeClaim")) for c in plan.dark.claim_deletes),
+                *(("unfence", UnfenceRow.of(u).to_json()) for u in plan.dark.unfences)]
+        actions += [(kind, {k: v for k, v in a.items() if k not in ("detail", "why")}) for kind, a in dark]
         current: set[str] = set()
         for kind, action in actions:
             # The action, not its explanation: a cause says "for 1h0m5s" and changes every cycle.

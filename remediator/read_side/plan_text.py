@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from nodemedic_common.terminal_text import printable
 from remediator.model.plan import Plan
-from remediator.read_side.plan_answer import PlanAnswer
+from remediator.read_side.plan_rows import EvictionRow, HeldRow, PodRow, TaintRow
 
 
 def plan_lines(plan: Plan) -> list[str]:
@@ -13,14 +13,13 @@ def plan_lines(plan: Plan) -> list[str]:
 
 
 def _lines(plan: Plan) -> list[str]:
-    doc = PlanAnswer.of(plan).to_json()
-    taints = doc["taints"]
-    assert isinstance(taints, dict)
-    lines = []
-    for section, rows in (("taint", taints["add"]), ("untaint", taints["remove"]), ("evict", doc["evictions"]),
-                          ("protected", doc["protected"]), ("deferred", doc["deferred"]), ("held", doc["held"])):
-        assert isinstance(rows, list)
-        lines += [f"{section:<10} " + "  ".join(f"{k}={v}" for k, v in row.items()) for row in rows]
+    rows = [*(("taint", TaintRow.of(c).to_json()) for c in plan.taints_add),
+            *(("untaint", TaintRow.of(c).to_json()) for c in plan.taints_remove),
+            *(("evict", EvictionRow.of(e).to_json()) for e in plan.evictions),
+            *(("protected", PodRow.of(p).to_json()) for p in plan.protected),
+            *(("deferred", PodRow.of(p).to_json()) for p in plan.deferred),
+            *(("held", HeldRow.of(h).to_json()) for h in plan.held)]
+    lines = [f"{section:<10} " + "  ".join(f"{k}={v}" for k, v in row.items()) for section, row in rows]
     lines += [f"{'exposed':<10} {z.describe()}" for z in plan.zone_exposure if z.exposed(plan.min_surviving_share)]
     lines += [f"{'loop':<10} {loop.describe()}" for loop in plan.scheduler_loops]
     lines += [f"{'repair':<10} node={start.node}  {start.describe()}" for start in plan.repair.starts]
