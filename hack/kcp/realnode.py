@@ -358,11 +358,26 @@ def _remove_iptables_leftovers(tool: str) -> None:
         _sh(tool, "-t", table, "-X", chain)
 
 
-def _rmdir_cgroups() -> None:
-    for top in CGROUP_ROOT.glob("*/kubepods"):
-        for d in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
-            d.rmdir()
-        top.rmdir()
+def _rmdir_cgroups(root: Path = CGROUP_ROOT, timeout: float = 20) -> None:
+    """Remove the pods' cgroups, deepest first. containerd's clean-up of the shims `stop` killed (`runc delete`, in
+    processes that outlive containerd) removes some of them at the same time: a directory gone under the walk is
+    what was wanted (CI, stop 46: a FileNotFoundError here kept the lock and failed every later real-node test); one
+    still busy, a process not yet reaped, is tried again until the deadline, then named."""
+    deadline = time.monotonic() + timeout
+    while tops := [t for t in root.glob("*/kubepods") if t.is_dir()]:
+        busy = []
+        for top in tops:
+            for directory, _, _ in os.walk(top, topdown=False):  # os.walk passes over what vanishes while it walks
+                try:
+                    os.rmdir(directory)
+                except FileNotFoundError:
+                    continue
+                except OSError as e:
+                    busy.append(f"{directory}: {e.strerror}")
+        if busy and time.monotonic() > deadline:
+            raise RuntimeError(f"pod cgroups not removable after {timeout:g}s: {'; '.join(busy[:5])}")
+        if busy:
+            time.sleep(0.1)
 
 
 def stop(state_dir: Path, stop_process: Callable[[str], str], log: Log) -> list[str]:

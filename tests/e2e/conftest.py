@@ -61,7 +61,11 @@ def _started(name: str, node_count: int, *, scheduler_config: Callable[[Path], s
         owned.up(node_count, scheduler_config=config_path, audit=audit, timeout=180, real_nodes=real_nodes,
                  admission_config=admission_config, kwok_metrics=kwok_metrics)
     except Exception as e:  # noqa: BLE001 - any start-up failure fails the tests with its message
-        owned.down()
+        try:
+            owned.down()
+        except Exception as cleanup:  # noqa: BLE001 - told beside the start-up failure, which it must not hide
+            pytest.fail(f"the local control plane failed to start: {e}; stopping what started failed too: {cleanup}",
+                        pytrace=False)
         pytest.fail(f"the local control plane failed to start: {e}", pytrace=False)
     api = config.new_client_from_config(config_file=str(owned.kubeconfig))
     try:

@@ -66,27 +66,29 @@ def enforced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]
     if shutil.which("ipset") is None:
         pytest.fail("ipset not found: kube-router's policies need it (`hack/cluster build` installs it)", pytrace=False)
     binary = kube_router()
-    with _started(f"pytest-{os.getpid()}-netpol-{secrets.token_hex(2)}", 1, real_nodes=1) as cluster:
-        log = tmp_path_factory.mktemp("kube-router") / "kube-router.log"
-        with log.open("w") as out:
-            process = subprocess.Popen(
-                [str(binary), "--run-firewall=true", "--run-router=false", "--run-service-proxy=false",
-                 f"--kubeconfig={cluster.kubeconfig}", f"--hostname-override={realnode.NAME}",
-                 f"--service-cluster-ip-range={SERVICE_RANGE}", "--health-port=0", "--iptables-sync-period=5s"],
-                stdout=out, stderr=subprocess.STDOUT)
-        try:
-            wait_until(lambda: process.poll() is not None or kube_router_chains(), timeout=60,
-                       what="kube-router's chains in the filter table")
-            assert process.poll() is None, log.read_text()[-3000:]
-            yield cluster
-        finally:
-            process.terminate()
-            process.wait(30)
-            # Removes most of its chains and ipsets; its service proxy's clean-up then fails on this kernel (no IPVS).
-            subprocess.run([str(binary), "--cleanup-config"], capture_output=True, timeout=60, check=False)
-    # The real node's own clean-up has removed every KUBE-* chain left, so no rule holds the ipsets any more.
-    for name in kube_router_ipsets():
-        subprocess.run(["ipset", "destroy", name], capture_output=True, timeout=30, check=False)
+    try:
+        with _started(f"pytest-{os.getpid()}-netpol-{secrets.token_hex(2)}", 1, real_nodes=1) as cluster:
+            log = tmp_path_factory.mktemp("kube-router") / "kube-router.log"
+            with log.open("w") as out:
+                process = subprocess.Popen(
+                    [str(binary), "--run-firewall=true", "--run-router=false", "--run-service-proxy=false",
+                     f"--kubeconfig={cluster.kubeconfig}", f"--hostname-override={realnode.NAME}",
+                     f"--service-cluster-ip-range={SERVICE_RANGE}", "--health-port=0", "--iptables-sync-period=5s"],
+                    stdout=out, stderr=subprocess.STDOUT)
+            try:
+                wait_until(lambda: process.poll() is not None or kube_router_chains(), timeout=60,
+                           what="kube-router's chains in the filter table")
+                assert process.poll() is None, log.read_text()[-3000:]
+                yield cluster
+            finally:
+                process.terminate()
+                process.wait(30)
+                # Removes most of its chains and ipsets; its service proxy's clean-up then fails here (no IPVS).
+                subprocess.run([str(binary), "--cleanup-config"], capture_output=True, timeout=60, check=False)
+    finally:
+        # The real node's own clean-up has removed every KUBE-* chain left, so no rule holds the ipsets any more.
+        for name in kube_router_ipsets():
+            subprocess.run(["ipset", "destroy", name], capture_output=True, timeout=30, check=False)
     assert kube_router_chains() == [] and kube_router_ipsets() == []
 
 
