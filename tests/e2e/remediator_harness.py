@@ -117,7 +117,11 @@ def start_remediator(tmp: Path, kubeconfig: Path, policy: str, *, name: str, lea
             raise AssertionError(f"remediator {name} exited with {proc.returncode}:\n{rp.log()[-3000:]}")
         return rp.healthy()
 
-    wait_until(up, timeout=30, what=f"remediator {name} /healthz")
+    try:
+        wait_until(up, timeout=30, what=f"remediator {name} /healthz")
+    except BaseException:
+        rp.stop()  # never handed to the caller's clean-up: a process left running fails the cluster's `down`
+        raise
     return rp
 
 
