@@ -108,3 +108,11 @@ def below_floor(value: dt.timedelta, floor: dt.timedelta, why: str) -> str | Non
     if value >= floor:
         return None
     return f"must be at least {format_duration(floor)} ({why}), got {format_duration(value)}"
+
+
+def above_ceiling(value: dt.timedelta, ceiling: dt.timedelta, why: str) -> str | None:
+    """The message for a setting over the largest value that does no harm ("must be at most 30m0s (why), got
+    8760h0m0s"), or None; the twin of `below_floor`."""
+    if value <= ceiling:
+        return None
+    return f"must be at most {format_duration(ceiling)} ({why}), got {format_duration(value)}"

@@ -5,9 +5,12 @@
 started last). The nodes Karpenter launches carry the annotation `kwok.x-k8s.io/node=fake`, which the project's
 kwok manages, so they become Ready and run pods through the same stages as the static nodes.
 
-Out of cluster Karpenter reads its kubeconfig only from KUBECONFIG (it has no --kubeconfig flag), needs leader
-election off (no in-cluster namespace) and binds its metrics and health ports on every interface: they are picked
-free, like the control plane's.
+Out of cluster Karpenter reads its kubeconfig only from KUBECONFIG (it has no --kubeconfig flag), needs the namespace
+of its leader election named (it has no in-cluster one) and binds its metrics and health ports on every interface:
+they are picked free, like the control plane's. Leader election stays on, as Karpenter ships: its Lease
+kube-system/karpenter-leader-election, renewed every few seconds, is how nodemedic's `addsNodes: auto` tells a
+running Karpenter from CRDs left behind (remediator/state/autoscaler_detection.py). A restarted Karpenter takes the
+Lease over once the last one's expires (15s: it is killed, not released).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from hack.kcp.ports import free_port
 INSTANCE_TYPE = "c-4x-amd64-linux"  # 4 CPU, 8Gi, 64 pods; allocatable 3900m after kwok's kube-reserved 100m
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
 NODECLAIMS = "/apis/karpenter.sh/v1/nodeclaims"
+LEADER_ELECTION_NAMESPACE = "kube-system"  # where its Lease karpenter-leader-election is kept
 CRD_KINDS = ("nodepools.karpenter.sh", "nodeclaims.karpenter.sh", "kwoknodeclasses.karpenter.kwok.sh")
 
 
@@ -134,7 +138,7 @@ def start(cluster: Cluster, options: Options = Options(), timeout: float = 60.0)
     cluster.ports["karpenter_health"] = free_port()
     env = dict(os.environ,
                KUBECONFIG=str(cluster.kubeconfig),
-               DISABLE_LEADER_ELECTION="true",
+               LEADER_ELECTION_NAMESPACE=LEADER_ELECTION_NAMESPACE,
                METRICS_PORT=str(cluster.ports["karpenter_metrics"]),
                HEALTH_PROBE_PORT=str(cluster.ports["karpenter_health"]),
                LOG_LEVEL=options.log_level,

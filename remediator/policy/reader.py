@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from nodemedic_common.durations import below_floor, parse_duration
+from nodemedic_common.durations import above_ceiling, below_floor, parse_duration
 from remediator.policy.secret_files import DEFAULT_SECRETS_DIR
 
 DOCUMENT = "<document>"  # the field path of errors about the file as a whole
@@ -206,8 +206,9 @@ class Reader:
 
     def optional_duration(self, m: Section, key: str, default: dt.timedelta | None, *,
                           nullable: bool = True, positive: bool = False,
-                          floor: tuple[dt.timedelta, str] | None = None) -> dt.timedelta | None:
-        """A duration; `floor` is the smallest value that does no harm and why (docs/bounds.md)."""
+                          floor: tuple[dt.timedelta, str] | None = None,
+                          ceiling: tuple[dt.timedelta, str] | None = None) -> dt.timedelta | None:
+        """A duration; `floor` is the smallest value that does no harm and why, `ceiling` the largest (bounds.md)."""
         node = m.values.get(key)
         if node is None:
             return default
@@ -228,11 +229,15 @@ class Reader:
         if floor is not None and (problem := below_floor(result, *floor)):
             self.error(node, m.at(key), problem)
             return default
+        if ceiling is not None and (problem := above_ceiling(result, *ceiling)):
+            self.error(node, m.at(key), problem)
+            return default
         return result
 
     def duration(self, m: Section, key: str, default: dt.timedelta, *, positive: bool = False,
-                 floor: tuple[dt.timedelta, str] | None = None) -> dt.timedelta:
-        got = self.optional_duration(m, key, default, nullable=False, positive=positive, floor=floor)
+                 floor: tuple[dt.timedelta, str] | None = None,
+                 ceiling: tuple[dt.timedelta, str] | None = None) -> dt.timedelta:
+        got = self.optional_duration(m, key, default, nullable=False, positive=positive, floor=floor, ceiling=ceiling)
         return default if got is None else got
 
     def strings(self, parent: Section, key: str, check: Callable[[str], str | None]) -> tuple[str, ...] | None:

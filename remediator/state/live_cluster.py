@@ -48,7 +48,7 @@ async def read_live_cluster(kubeconfig: str, policy: Policy, now: dt.datetime, s
         # metadata of the wrong shape is refused by snapshot_from_list afterwards, with the item named
         nodes = [str(m.get("name")) for o in items if o["kind"] == "Node" and isinstance(m := o.get("metadata"), dict)]
         measured = await usage.read(policy, nodes, now)
-        probes = await detect(kube) if detect_autoscalers else {}
+        probes = await detect(kube, now, policy.autoscaler.active_within) if detect_autoscalers else {}
     finally:
         await usage.close()
         await kube.close()

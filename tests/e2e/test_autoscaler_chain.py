@@ -197,9 +197,11 @@ def test_a_hung_task_line_on_a_karpenter_node_ends_with_the_node_removed_and_its
                      for e in events_once(chain.core, chain.namespace, "NodemedicEvicted", len(on_sick)))
     assert evicted == on_sick
     watch.assert_held(may_remove={sick})
-    assert [e.get("evidence") for e in r.log_events()
-            if e.get("msg") == "node autoscaler detected" and e.get("autoscaler") == "karpenter"] == [
-        "the API serves karpenter.sh/v1 nodepools"], "the remediator found Karpenter itself, once"
+    # By its work, not its CRDs: the Lease the running Karpenter's leader renews (hack/kcp/karpenter.py).
+    found = [str(e.get("evidence")) for e in r.log_events()
+             if e.get("msg") == "node autoscaler detected" and e.get("autoscaler") == "karpenter"]
+    assert len(found) == 1, f"the remediator found Karpenter itself, once: {found}"
+    assert found[0].startswith("Lease kube-system/karpenter-leader-election (held by "), found
     assert r.metric("nodemedic_autoscaler_detected", autoscaler="karpenter") == 1
     print(f"\nchain: kernel line → condition {t_detected - t0:.1f}s → taint {t_tainted - t_detected:.1f}s → "
           f"pods serving elsewhere {t_moved - t_tainted:.1f}s (on new {sorted(replacements)}) → node removed "

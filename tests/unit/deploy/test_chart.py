@@ -18,7 +18,7 @@ from remediator import cli as remediator_cli
 from remediator.actions.eviction_requests import Outcome
 from remediator.policy.autoscaler import AUTO
 from remediator.policy.loader import load_policy, validate_main
-from remediator.state.autoscaler_detection import CLUSTER_AUTOSCALER_STATUS
+from remediator.state.autoscaler_detection import CLUSTER_AUTOSCALER_STATUS, KARPENTER_LEASE
 from remediator.strategies import CATALOG
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -249,6 +249,16 @@ def test_the_remediator_may_get_the_one_configmap_that_shows_cluster_autoscaler_
     granted = [rule for d in objs if d["kind"] in ("Role", "ClusterRole") and "remediator" in d["metadata"]["name"]
                for rule in d["rules"] if "configmaps" in rule["resources"]]
     assert granted == role["rules"], "no other grant on ConfigMaps"
+
+
+def test_the_remediator_may_list_only_karpenters_leader_lease_across_namespaces() -> None:
+    """Karpenter is counted on while its leader's Lease is fresh (state/autoscaler_detection.py), wherever it runs:
+    `list` narrowed by name, which the API server allows only with that metadata.name field selector."""
+    objs = docs(manifests.MANIFESTS / "nodemedic.yaml")
+    (role,) = [d for d in objs if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "nodemedic-remediator"]
+    assert [r for r in role["rules"] if "leases" in r["resources"]] == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": [KARPENTER_LEASE],
+         "verbs": ["list"]}]
 
 
 def test_the_agent_may_watch_nodes_and_sees_the_hosts_pids_because_the_default_config_has_repair_on() -> None:

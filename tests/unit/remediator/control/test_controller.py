@@ -27,7 +27,7 @@ from remediator.policy import source as policy_source
 from remediator.policy.loader import load_policy
 from remediator.policy.source import PolicySource
 from remediator.read_side.plan_answer import PlanAnswer
-from remediator.state.autoscaler_detection import KARPENTER_DISCOVERY, REDETECT, AutoscalerDetector
+from remediator.state.autoscaler_detection import KARPENTER_DISCOVERY, LEASES, REDETECT, AutoscalerDetector
 from remediator.state.caches import ClusterCache
 from remediator.state.snapshot import KARPENTER_NODEPOOL_LABEL
 from remediator.strategies import CATALOG
@@ -558,14 +558,19 @@ def test_a_loader_failure_that_is_not_a_policy_error_is_still_counted_and_announ
 class Discovery:
     """The API as the autoscaler detection sees it: Karpenter's NodePools served, or not (404 for anything else)."""
 
-    def __init__(self, karpenter: bool) -> None:
-        self.karpenter = karpenter
+    def __init__(self, karpenter: bool, clock: Clock) -> None:
+        self.karpenter, self.clock = karpenter, clock
         self.asked: list[str] = []
 
     async def request(self, method: str, path: str, **_: Any) -> Any:
         self.asked.append(path)
         if self.karpenter and path == KARPENTER_DISCOVERY:
             return {"kind": "APIResourceList", "resources": [{"name": "nodepools"}]}
+        if self.karpenter and path == LEASES:  # its leader renews the Lease every few seconds: just now
+            renewed = self.clock.wall().astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            return {"kind": "LeaseList", "items": [{"metadata": {"name": "karpenter-leader-election",
+                                                                 "namespace": "karpenter"},
+                                                    "spec": {"holderIdentity": "k-1", "renewTime": renewed}}]}
         raise ApiError(404, method, path, '{"kind": "Status", "code": 404, "reason": "NotFound", "message": "gone"}')
 
 
@@ -578,9 +583,9 @@ def test_the_controller_counts_on_the_karpenter_it_detects_says_so_once_and_expo
     full = node("full")
     full["status"]["allocatable"]["cpu"] = "50m"
     w = World(tmp_path, nodes=[sick, full], pods=[pod("a", "sick")])
-    api = Discovery(karpenter=False)
+    api = Discovery(karpenter=False, clock=w.clock)
     w.controller.autoscalers = AutoscalerDetector(api, gauge=w.metrics.autoscaler_detected,  # type: ignore[arg-type]
-                                                  log=LOG, monotonic=w.clock.monotonic)
+                                                  log=LOG, monotonic=w.clock.monotonic, clock=w.clock.wall)
     with caplog.at_level(logging.INFO, logger=LOG.name):
         w.cycle()
         assert w.api.evicted == [] and w.metric("nodemedic_autoscaler_detected", autoscaler="karpenter") == 0
@@ -588,7 +593,7 @@ def test_the_controller_counts_on_the_karpenter_it_detects_says_so_once_and_expo
         w.watch_nodes()
         w.clock.advance(REDETECT - 1)
         w.cycle()
-        assert w.api.evicted == [] and len(api.asked) == 2
+        assert w.api.evicted == [] and len(api.asked) == 2  # discovery 404: no Lease asked for
         w.clock.advance(1)
         w.cycle()
         w.clock.advance(1)

@@ -61,3 +61,32 @@ def test_a_descheduler_policy_counts_only_on_the_nodes_there_are_and_convert_say
                                                                                      catalog=CATALOG)
     opted_in = parse_policy(converted.replace("addsNodes: false", "addsNodes: auto"), source="c.yaml", catalog=CATALOG)
     assert opted_in.autoscaler.adds_nodes == AUTO
+
+
+@pytest.mark.parametrize(("value", "seconds"), [(None, 300), ("1m", 60), ("30m", 1800), ("10m", 600), (120, 120)],
+                         ids=["default", "floor", "ceiling", "10m", "seconds"])
+def test_active_within_is_a_duration_from_1m_to_30m_and_5m_by_default(value: object, seconds: int) -> None:
+    section = "" if value is None else f"autoscaler: {{activeWithin: {value}}}\n"
+    got = parse_policy(HEADER + section, source="p.yaml", catalog=CATALOG).autoscaler.active_within
+    assert got.total_seconds() == seconds
+
+
+@pytest.mark.parametrize(("value", "error"), [
+    ("8760h", "must be at most 30m0s (an autoscaler silent longer is gone, and the pods drained for its nodes would "
+              "wait Pending), got 8760h0m0s"),
+    ("30m1s", "must be at most 30m0s (an autoscaler silent longer is gone, and the pods drained for its nodes would "
+              "wait Pending), got 30m1s"),
+    ("10s", "must be at least 1m0s (a live autoscaler stamps its status every 10s-1m and would be counted on and "
+            "off), got 10s"),
+    ("0", "must be at least 1m0s (a live autoscaler stamps its status every 10s-1m and would be counted on and "
+          "off), got 0s"),
+    ("-5m", "must not be negative, got '-5m'"),
+    ("soon", "not a duration: 'soon'; use a number with a unit h, m, s or ms (30s, 5m, 1h30m, 500ms) or a number of "
+             "seconds"),
+], ids=["a-year", "just-over", "too-short", "zero", "negative", "not-a-duration"])
+def test_an_active_within_that_would_count_on_a_dead_autoscaler_or_flicker_a_live_one_is_an_error_at_its_line(
+        value: str, error: str) -> None:
+    text = HEADER + f"autoscaler:\n  addsNodes: auto\n  activeWithin: {value}\n"
+    with pytest.raises(ConfigError) as caught:
+        parse_policy(text, source="p.yaml", catalog=CATALOG)
+    assert caught.value.errors == [f"p.yaml:5: autoscaler.activeWithin: {error}"]
