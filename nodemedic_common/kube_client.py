@@ -21,6 +21,7 @@ from typing import Any
 import aiohttp
 from prometheus_client import CollectorRegistry, Counter
 
+from nodemedic_common import bounded_json
 from nodemedic_common.kube_credentials import Credentials
 from nodemedic_common.kube_errors import ApiError, TooLarge, WatchExpired, WatchLineTooLong
 from nodemedic_common.lines import MAX_WATCH_LINE, LineTooLong, bounded_lines
@@ -80,7 +81,7 @@ class Kube:
                 if resp.status >= 400:
                     raise _failed(resp.status, method, path, text)
                 try:
-                    return json.loads(raw) if raw else None
+                    return bounded_json.loads(raw) if raw else None
                 except ValueError as e:  # a proxy's HTML page, a truncated or binary body: an answer, not the API's
                     raise ApiError(resp.status, method, path, f"the answer is not JSON ({e}): {text[:200]!r}") from None
         except (aiohttp.ClientError, TimeoutError) as e:
@@ -160,7 +161,7 @@ def _failed(status: int, method: str, path: str, text: str) -> ApiError:
 def _event(line: bytes, path: str) -> dict[str, Any]:
     """One watch line as an event with an object; an ERROR event raised as the failure its Status says."""
     try:
-        event = json.loads(line)
+        event = bounded_json.loads(line)
     except ValueError:
         raise ApiError(0, "WATCH", path, f"not JSON: {line[:100]!r}") from None
     if not isinstance(event, dict) or not isinstance(event.get("object"), dict):

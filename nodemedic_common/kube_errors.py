@@ -3,7 +3,7 @@ list+watch loop to relist, and one CredentialsError for credentials that cannot 
 
 from __future__ import annotations
 
-import json
+from nodemedic_common import bounded_json
 
 
 class ApiError(Exception):
@@ -15,7 +15,7 @@ class ApiError(Exception):
         self.status = status
         self.body = body
         try:
-            doc = json.loads(body)
+            doc = bounded_json.loads(body)
         except ValueError:
             doc = None
         if not isinstance(doc, dict):

@@ -16,7 +16,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from nodemedic_common import logs
+from nodemedic_common import bounded_json, logs
 from nodemedic_common.config_errors import ConfigError
 from nodemedic_common.durations import parse_go_duration
 from nodemedic_common.http_server import BoundedServer
@@ -177,7 +177,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.snapshot:
         try:
             with open(args.snapshot) as f:
-                doc = json.load(f)
+                doc = bounded_json.loads(f.read())
         except (OSError, ValueError) as e:
             print(f"{args.snapshot}: {e}", file=sys.stderr)
             return 2

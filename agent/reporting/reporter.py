@@ -29,6 +29,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from agent.model import ConditionReport, EventReport
 from agent.reporting.conditions import ConditionBook
 from agent.reporting.node_capacity import NodeCapacity
+from nodemedic_common import bounded_json
 from nodemedic_common.kube_client import Kube
 from nodemedic_common.kube_errors import ApiError
 
@@ -70,7 +71,7 @@ class StateFile:
 
     def load(self) -> set[str]:
         try:
-            data = json.loads(self.path.read_text())
+            data = bounded_json.loads(self.path.read_text())
             return {str(t) for t in data.get("writtenTypes", [])}
         except (OSError, ValueError, AttributeError):
             return set()

@@ -31,6 +31,8 @@ class Metrics:
     autoscaler_detected: Gauge
     zone_surviving: Gauge
     zone_surviving_best: Gauge
+    zone_exposed: Gauge
+    zone_exposed_omitted: Gauge
     scheduler_loops: Counter
     scheduler_loop_held: Gauge
     repair: RepairMetrics
@@ -66,11 +68,18 @@ def create(registry: CollectorRegistry) -> Metrics:
                                   "autoscaler.addsNodes: auto counts on (state/autoscaler_detection.py)",
                                   ["autoscaler"], registry=r),
         zone_surviving=Gauge("nodemedic_workload_zone_loss_surviving_ratio",
-                             "Share of a replicated workload's live replicas outside the zone holding most of them: "
-                             "what survives that zone's loss", ["namespace", "workload"], registry=r),
+                             "Share of an exposed workload's live replicas outside the zone holding most of them: "
+                             "what survives that zone's loss (exposed workloads only, at most "
+                             "scheduler.zoneExposure.maxSeries of them)", ["namespace", "workload"], registry=r),
         zone_surviving_best=Gauge("nodemedic_workload_zone_loss_surviving_ratio_best",
                                   "The same share with the workload's replicas spread as evenly as the cluster's "
                                   "zones allow", ["namespace", "workload"], registry=r),
+        zone_exposed=Gauge("nodemedic_zone_exposed_workloads",
+                           "Replicated workloads below scheduler.zoneExposure.minSurvivingShare while a better spread "
+                           "exists, with a series or not", registry=r),
+        zone_exposed_omitted=Gauge("nodemedic_zone_exposed_workloads_omitted",
+                                   "Exposed workloads without a nodemedic_workload_zone_loss_surviving_ratio series: "
+                                   "more than scheduler.zoneExposure.maxSeries are exposed", registry=r),
         scheduler_loops=Counter("nodemedic_scheduler_loops_total",
                                 "Workloads whose replacements the scheduler kept placing back on the nodes a balance "
                                 "strategy moved them off: the scheduler disagrees with the policy", registry=r),

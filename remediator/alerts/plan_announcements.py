@@ -13,6 +13,7 @@ from collections.abc import Callable
 from remediator.alerts.alert import AlertKind
 from remediator.alerts.announcer import Alerts
 from remediator.alerts.metrics import Metrics
+from remediator.alerts.zone_exposure_gauges import ZoneExposureGauges
 from remediator.model.plan import HoldReason, Plan
 from remediator.repair.dark_decisions import Seen
 
@@ -27,7 +28,7 @@ class PlanAnnouncements:
         self.held_seen: dict[tuple[str, str, HoldReason], float] = {}  # (node, taint, reason) -> when last held
         self.breaker_was_open = False
         self.notices_seen: set[tuple[str, tuple[str, ...]]] = set()  # (strategy, notice key) of the reports' notices
-        self.exposure_series: set[tuple[str, str]] = set()  # (namespace, workload) in the exposure gauges
+        self.exposure_gauges = ZoneExposureGauges(metrics)
         self.exposed: set[tuple[str, str]] = set()  # (namespace, workload) below the threshold, announced
         self.loops_seen: set[str] = set()  # owner uids of scheduler loops announced
         self.dark_seen: set[tuple[str, str]] = set()  # (node, reason) of the dark nodes announced
@@ -63,18 +64,13 @@ class PlanAnnouncements:
                                        details=dict(n.details))
         self.notices_seen = set(current)
 
-    async def zone_exposure(self, plan: Plan, *, write: bool) -> None:
-        """The exposure gauges for every replicated workload (dry-run too), and an Event on the workload when it
-        falls below the policy's share (Warning) or is back above it (Normal), when `write`."""
+    async def zone_exposure(self, plan: Plan, *, write: bool, max_series: int) -> None:
+        """The exposure gauges of the exposed workloads, at most `max_series` of them (dry-run too), and an Event on
+        the workload when it falls below the policy's share (Warning) or is back above it (Normal), when `write`."""
         current = {(z.namespace, z.workload): z for z in plan.zone_exposure}
-        for key in self.exposure_series - set(current):
-            self.metrics.zone_surviving.remove(*key)
-            self.metrics.zone_surviving_best.remove(*key)
-        for key, z in current.items():
-            self.metrics.zone_surviving.labels(*key).set(z.surviving)
-            self.metrics.zone_surviving_best.labels(*key).set(z.best)
-        self.exposure_series = set(current)
-        exposed = {key for key, z in current.items() if z.exposed(plan.min_surviving_share)}
+        below = {key: z for key, z in current.items() if z.exposed(plan.min_surviving_share)}
+        self.exposure_gauges.show(below, max_series)
+        exposed = set(below)
         for key in sorted(exposed - self.exposed) if write else ():
             z = current[key]
             await self._on_workload(z.namespace, z.workload, type_="Warning", reason="NodemedicZoneExposure",

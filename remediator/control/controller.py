@@ -156,7 +156,8 @@ class Controller:
         self.metrics.breaker_open.set(1 if plan.breaker_open else 0)
         if self.leading():
             await self.announcements.notices(plan, write=not self.dry_run)
-            await self.announcements.zone_exposure(plan, write=not self.dry_run)
+            await self.announcements.zone_exposure(plan, write=not self.dry_run,
+                                                   max_series=self.policy.current.scheduler.max_exposure_series)
             await self.announcements.scheduler_loops(plan, write=not self.dry_run)
             await self.announcements.dark_nodes(plan, write=not self.dry_run)
         for strategy, report in plan.reports.items():

@@ -3,8 +3,7 @@ leading remediator behind the proxy (a silent leader is not the API server's fau
 
 from __future__ import annotations
 
-import json
-
+from nodemedic_common import bounded_json
 from nodemedic_common.kube_errors import ApiError
 
 
@@ -37,7 +36,7 @@ def proxied(e: ApiError, pod: str, port: str, path: str, timeout: float) -> HopF
 def _from_api_server(body: str) -> bool:
     """A Kubernetes Status object: the API server (or its proxy) speaking, not the remediator."""
     try:
-        doc = json.loads(body)
+        doc = bounded_json.loads(body)
     except ValueError:
         return False
     return isinstance(doc, dict) and doc.get("kind") == "Status"

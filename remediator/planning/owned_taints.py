@@ -12,6 +12,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from nodemedic_common import bounded_json
 from remediator.model.records import Effect, Taint, usable_time
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION, STRATEGY_PREFIX
 from remediator.state.snapshot import Snapshot
@@ -30,7 +31,7 @@ def parse_owned(annotation: str | None) -> tuple[list[OwnedTaint], str | None]:
     if not annotation:
         return [], None
     try:
-        doc = json.loads(annotation)
+        doc = bounded_json.loads(annotation)
         if not isinstance(doc, list):
             raise ValueError("not a JSON list")
         out = []

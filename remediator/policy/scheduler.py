@@ -13,7 +13,8 @@ Without the section, the cluster's scheduler is taken as kube-scheduler unconfig
 constraints). A DeschedulerPolicy is read with `defaultConstraints: []` (descheduler.py): descheduler reads
 declared constraints only.
 `zoneExposure.minSurvivingShare`: a workload whose replicas surviving the loss of its worst zone fall below this
-share, while a better spread is possible, is named in the plan and gets an Event.
+share, while a better spread is possible, is named in the plan and gets an Event. `zoneExposure.maxSeries`: how many
+of those exposed workloads get their own gauge series (alerts/zone_exposure_gauges.py); the rest are counted.
 """
 
 from __future__ import annotations
@@ -25,12 +26,13 @@ from remediator.policy.reader import Reader, Section
 
 _SCHEDULER_KEYS = ("profile", "packingProfile", "otherSchedulers", "defaultConstraints", "zoneExposure")
 _CONSTRAINT_KEYS = ("maxSkew", "topologyKey", "whenUnsatisfiable")
-_EXPOSURE_KEYS = ("minSurvivingShare",)
+_EXPOSURE_KEYS = ("minSurvivingShare", "maxSeries")
 DEFAULT_SCHEDULER = "default-scheduler"
 PACKING_PROFILE = "nodemedic-packing"
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
 WHEN = ("DoNotSchedule", "ScheduleAnyway")
+MAX_EXPOSURE_SERIES = 10_000  # 20,000 series: ~2 MB of /metrics, rendered on the leader's event loop at each scrape
 
 
 # nodemedic's: spread every replicated workload across zones and nodes, one pod of skew at most. ScheduleAnyway: a
@@ -48,6 +50,8 @@ class SchedulerSettings:
     other_schedulers: tuple[str, ...] = ()
     default_constraints: tuple[DefaultConstraint, ...] = SPREAD
     min_surviving_share: float = 0.6
+    # Exposed workloads with their own series: each is two series on every scrape of the leader's /metrics.
+    max_exposure_series: int = 500
     configured: bool = False  # the policy has the section: `profile` runs scheduler-config's configuration
 
     def known(self) -> frozenset[str]:
@@ -91,9 +95,10 @@ def read_scheduler(r: Reader, top: Section, *, packs: bool) -> SchedulerSettings
             r.wrong(node, exposure.at("minSurvivingShare"), "a number from 0 to 1", got)
         else:
             share = float(got)
+    max_series = r.integer(exposure, "maxSeries", d.max_exposure_series, maximum=MAX_EXPOSURE_SERIES)
     return SchedulerSettings(profile=profile, packing_profile=packing, other_schedulers=tuple(dict.fromkeys(others)),
                              default_constraints=_constraints(r, m, d.default_constraints), min_surviving_share=share,
-                             configured=configured)
+                             max_exposure_series=max_series, configured=configured)
 
 
 def _constraints(r: Reader, m: Section, default: tuple[DefaultConstraint, ...]) -> tuple[DefaultConstraint, ...]:

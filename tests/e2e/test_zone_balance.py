@@ -99,10 +99,15 @@ def test_the_default_scheduler_skews_the_example_and_nodemedic_repairs_it_within
           f"lowest {min(during)} (minAvailable {ex.D_REPLICAS - 1})")
     assert ex.skew(after) <= 1 and evicted >= 1
     assert during and min(during) >= ex.D_REPLICAS - 1
-    gauge_after = wait_until(lambda: (v := r.metric(SURVIVING, namespace=namespace, workload="Deployment/svc-d"))
-                             and v > gauge_before and v, timeout=30, what="the exposure gauge after the repair")
-    print(f"zone-example exposure after: {SURVIVING}{{workload=Deployment/svc-d}} {gauge_after:.3f}")
-    assert gauge_after == pytest.approx(ex.surviving(after), abs=1e-3)
+    # Spread within skew 1 is as good as the zones allow: no longer exposed, so its series go (the gauges are the
+    # exposed workloads') and the plan names it no more.
+    wait_until(lambda: not any(line.startswith(SURVIVING) and f'namespace="{namespace}"' in line
+                               for line in r.metrics().splitlines())
+               and not [z for z in r.plan()["zoneExposure"] if z["namespace"] == namespace],
+               timeout=30, what="svc-d's exposure series and plan entry gone after the repair")
+    print(f"zone-example exposure after: {SURVIVING}{{workload=Deployment/svc-d}} gone (exposed no more); "
+          f"{ex.surviving(after):.3f} of its replicas survive the loss of its worst zone")
+    assert ex.surviving(after) > gauge_before
     # A rolling update under the default scheduler, nodemedic still running: where the new revision lands, and
     # where it ends. Either nodemedic repairs whatever the scheduler skewed again, or the scheduler puts each moved pod
     # straight back (its resource scores outweigh the spread, the article's point; CI saw it do so five times in a row)

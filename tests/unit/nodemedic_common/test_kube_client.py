@@ -112,8 +112,9 @@ def test_an_error_event_other_than_410_is_an_api_error_with_its_code() -> None:
     asyncio.run(answering("/api/v1/pods", answer, body))
 
 
-@pytest.mark.parametrize("line", [b"<html>", b'["not", "an", "event"]', b'{"type": "ADDED", "object": null}'],
-                         ids=["not JSON", "a list", "no object"])
+@pytest.mark.parametrize("line", [b"<html>", b'["not", "an", "event"]', b'{"type": "ADDED", "object": null}',
+                                  b'{"type": "ADDED", "object": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"],
+                         ids=["not JSON", "a list", "no object", "nested past the decoder"])
 def test_a_watch_line_that_is_not_an_event_is_an_api_error(line: bytes) -> None:
     async def answer(request: web.Request) -> web.StreamResponse:
         resp = web.StreamResponse()
@@ -129,8 +130,9 @@ def test_a_watch_line_that_is_not_an_event_is_an_api_error(line: bytes) -> None:
     asyncio.run(answering("/api/v1/pods", answer, body))
 
 
-@pytest.mark.parametrize("body", [b"<html>gateway</html>", b'{"items": [', b"\xff\xfe\x00binary"],
-                         ids=["HTML", "truncated JSON", "binary"])
+@pytest.mark.parametrize("body", [b"<html>gateway</html>", b'{"items": [', b"\xff\xfe\x00binary",
+                                  b'{"items": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"],
+                         ids=["HTML", "truncated JSON", "binary", "nested past the decoder"])
 def test_a_2xx_answer_that_is_not_json_is_an_api_error_not_a_decode_error(body: bytes) -> None:
     async def answer(request: web.Request) -> web.Response:
         return web.Response(body=body, content_type="application/json")

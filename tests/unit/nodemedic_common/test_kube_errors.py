@@ -31,3 +31,9 @@ def test_any_other_body_is_kept_short_as_the_message_with_no_reason(body: str) -
 def test_the_watch_errors_are_api_errors(kind: type[ApiError]) -> None:
     with pytest.raises(ApiError, match=r"^WATCH /api/v1/pods: HTTP 410: too old"):
         raise kind(410, "WATCH", "/api/v1/pods", "too old")
+
+
+def test_a_body_nested_past_the_decoder_is_kept_as_the_message_not_a_recursion_error() -> None:
+    body = "[" * 100_000 + "]" * 100_000
+    e = ApiError(500, "GET", "/api/v1/nodes", body)
+    assert e.message == body[:300] and e.reason == ""

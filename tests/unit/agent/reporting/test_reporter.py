@@ -200,3 +200,10 @@ def test_accepted_returns_only_once_a_write_of_that_version_went_through(tmp_pat
     asyncio.run(asyncio.wait_for(main(), 20))
     patches = [b for m, _, b in kube.calls if m == "PATCH"]
     assert patches[-1]["status"]["conditions"][0]["status"] == "True"
+
+
+@pytest.mark.parametrize("text", ["not json", "[1]", "[" * 100_000 + "]" * 100_000],
+                         ids=["not JSON", "a list", "nested past the decoder"])
+def test_an_unreadable_state_file_remembers_no_types(tmp_path: Path, text: str) -> None:
+    (tmp_path / "state.json").write_text(text)
+    assert StateFile(tmp_path / "state.json").load() == set()

@@ -153,11 +153,14 @@ def _exposure(surviving: float, workload: str = "Deployment/web") -> ZoneExposur
 def test_zone_exposure_sets_the_gauges_and_announces_crossing_the_threshold_each_way() -> None:
     a, alerts, r, _ = _announcements()
     labels = {"namespace": "shop", "workload": "Deployment/web"}
-    asyncio.run(a.zone_exposure(Plan(zone_exposure=[_exposure(0.25)], min_surviving_share=0.4), write=True))
+    asyncio.run(a.zone_exposure(Plan(zone_exposure=[_exposure(0.25)], min_surviving_share=0.4), write=True,
+                                max_series=500))
     assert r.get_sample_value("nodemedic_workload_zone_loss_surviving_ratio", labels) == 0.25
     assert r.get_sample_value("nodemedic_workload_zone_loss_surviving_ratio_best", labels) == 0.5
-    asyncio.run(a.zone_exposure(Plan(zone_exposure=[_exposure(0.25)], min_surviving_share=0.4), write=True))
-    asyncio.run(a.zone_exposure(Plan(zone_exposure=[_exposure(0.5)], min_surviving_share=0.4), write=True))
+    asyncio.run(a.zone_exposure(Plan(zone_exposure=[_exposure(0.25)], min_surviving_share=0.4), write=True,
+                                max_series=500))
+    asyncio.run(a.zone_exposure(Plan(zone_exposure=[_exposure(0.5)], min_surviving_share=0.4), write=True,
+                                max_series=500))
     assert alerts.reasons() == ["NodemedicZoneExposure", "NodemedicZoneExposureCleared"]
     warning, cleared = alerts.calls[0][1], alerts.calls[1][1]
     assert warning["message"].startswith("below 40%: shop/Deployment/web: 25% of 4 replicas")
@@ -170,8 +173,8 @@ def test_zone_exposure_sets_the_gauges_and_announces_crossing_the_threshold_each
 def test_a_workload_gone_from_the_plan_loses_its_series_and_is_cleared_as_having_no_replicas() -> None:
     a, alerts, r, _ = _announcements()
     rc = _exposure(0.25, "ReplicationController/old")
-    asyncio.run(a.zone_exposure(Plan(zone_exposure=[rc], min_surviving_share=0.4), write=True))
-    asyncio.run(a.zone_exposure(Plan(min_surviving_share=0.4), write=True))
+    asyncio.run(a.zone_exposure(Plan(zone_exposure=[rc], min_surviving_share=0.4), write=True, max_series=500))
+    asyncio.run(a.zone_exposure(Plan(min_surviving_share=0.4), write=True, max_series=500))
     labels = {"namespace": "shop", "workload": "ReplicationController/old"}
     assert r.get_sample_value("nodemedic_workload_zone_loss_surviving_ratio", labels) is None
     assert alerts.calls[0][1]["involved"]["apiVersion"] == "v1"
@@ -181,11 +184,11 @@ def test_a_workload_gone_from_the_plan_loses_its_series_and_is_cleared_as_having
 def test_zone_exposure_in_dry_run_sets_the_gauges_but_announces_nothing_and_remembers_nothing() -> None:
     a, alerts, r, _ = _announcements()
     plan = Plan(zone_exposure=[_exposure(0.25)], min_surviving_share=0.4)
-    asyncio.run(a.zone_exposure(plan, write=False))
+    asyncio.run(a.zone_exposure(plan, write=False, max_series=500))
     assert alerts.calls == []
     assert r.get_sample_value("nodemedic_workload_zone_loss_surviving_ratio",
                               {"namespace": "shop", "workload": "Deployment/web"}) == 0.25
-    asyncio.run(a.zone_exposure(plan, write=True))
+    asyncio.run(a.zone_exposure(plan, write=True, max_series=500))
     assert alerts.reasons() == ["NodemedicZoneExposure"]
 
 
@@ -238,3 +241,15 @@ def test_dark_nodes_in_dry_run_announce_nothing_and_remember_nothing() -> None:
     assert alerts.calls == []
     asyncio.run(a.dark_nodes(plan, write=True))
     assert alerts.reasons() == ["NodemedicDarkNode"]
+
+
+def test_a_workload_not_exposed_has_no_exposure_series() -> None:
+    a, _, r, _ = _announcements()
+    spread = ZoneExposure("shop", "Deployment/spread", (), surviving=0.5, best=0.5, moves=())
+    plan = Plan(zone_exposure=[_exposure(0.25), spread], min_surviving_share=0.6)
+    asyncio.run(a.zone_exposure(plan, write=True, max_series=500))
+    assert r.get_sample_value("nodemedic_workload_zone_loss_surviving_ratio",
+                              {"namespace": "shop", "workload": "Deployment/spread"}) is None
+    assert r.get_sample_value("nodemedic_workload_zone_loss_surviving_ratio",
+                              {"namespace": "shop", "workload": "Deployment/web"}) == 0.25
+    assert r.get_sample_value("nodemedic_zone_exposed_workloads") == 1

@@ -55,8 +55,10 @@ def test_an_error_the_leader_itself_answered_is_the_leaders_cut_to_200_character
     assert len(said) == len("the leader nm-remediator-abc answered /plan with HTTP 500: ") + 200
 
 
-def test_a_json_answer_that_is_not_a_status_object_is_the_leaders() -> None:
-    said = _proxied(ApiError(503, "GET", "/x", json.dumps({"error": "not leading"})))
+@pytest.mark.parametrize("body", [json.dumps({"error": "not leading"}), "[" * 100_000 + "]" * 100_000],
+                         ids=["an object", "nested past the decoder"])
+def test_a_json_answer_that_is_not_a_status_object_is_the_leaders(body: str) -> None:
+    said = _proxied(ApiError(503, "GET", "/x", body))
     assert said.startswith("the leader nm-remediator-abc answered /plan with HTTP 503")
 
 

@@ -83,6 +83,12 @@ def test_an_unreadable_annotation_owns_nothing_and_says_why(annotation: str, why
     assert why in error
 
 
+def test_an_annotation_nested_past_the_decoder_owns_nothing_and_says_where() -> None:
+    owned, error = parse_owned("[" * 100_000 + "]" * 100_000)
+    assert owned == []
+    assert error is not None and "NestedTooDeep: line 1, column 257: JSON nested deeper than 256 levels" in error
+
+
 def test_one_bad_entry_makes_the_whole_annotation_own_nothing() -> None:
     good = json.loads(render_owned([_owned(BAD, "disk")]))
     bad = json.loads(_item(effect="Never"))

@@ -95,7 +95,7 @@ def test_every_field_of_the_full_policy_lands_in_its_dataclass_field() -> None:
             profile="nodemedic-spread", packing_profile="default-scheduler", other_schedulers=("team-scheduler",),
             default_constraints=(DefaultConstraint(1, "topology.kubernetes.io/zone", "DoNotSchedule"),
                                  DefaultConstraint(2, "kubernetes.io/hostname", "ScheduleAnyway")),
-            min_surviving_share=0.5, configured=True),
+            min_surviving_share=0.5, max_exposure_series=200, configured=True),
     )
     assert load_policy(GOOD / "full.yaml", catalog=CATALOG) == expected
 
@@ -168,6 +168,7 @@ def test_the_shipped_default_policy_explains_its_choices_in_comments() -> None:
 # file -> what its first error must contain right after the file name: ":LINE: field.path"
 BAD_FILES = {
     "syntax-error.yaml": ":6: <document>: YAML syntax error",
+    "zone-exposure-too-many-series.yaml": ":5: scheduler.zoneExposure.maxSeries: must be at least 0 and at most 10000",
     "not-a-mapping.yaml": ":2: <document>: must be a mapping",
     "empty.yaml": ":1: <document>: the file is empty",
     "two-documents.yaml": ":5: <document>: a policy file holds exactly one YAML document",
