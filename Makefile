@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 # hack/ is the package `hack`: its scripts run as modules from the repository root (`python -m hack.bench.chain`),
 # so `hack.kcp`, `agent` and `tests` resolve from this checkout as they do in the tests (hack/cluster does the same).
 
-.PHONY: demo test setup build lint unit e2e package bench-cluster bench-remediator bench-agent bench-agent-npd bench-agent-npd-node bench-plan bench-descheduler bench-chain bench-repair bench-dark
+.PHONY: demo test setup build lint unit e2e package bench-cluster bench-remediator bench-agent bench-agent-npd bench-agent-npd-node bench-plan bench-descheduler bench-chain bench-repair bench-dark bench-healthz
 
 # The demo builds only what it runs (the control plane, kubectl, Karpenter); `make build` builds everything.
 demo: setup
@@ -67,6 +67,11 @@ bench-agent-npd: build
 # cgroups, at steady state. Needs the real node free (hack/kcp/realnode.py).
 bench-agent-npd-node: build
 	$(BIN)/python -m hack.bench.agent_vs_npd_on_node --seconds 120
+
+# The kubelet check's healthz probe against a hostile local server (issue 42's smuggling answers): RSS and open
+# descriptors at the first and the last run, and how the runs ended.
+bench-healthz: setup
+	$(BIN)/python -m hack.bench.healthz_smuggling --runs 100
 
 bench-plan: setup
 	$(BIN)/python -m hack.bench.plan_cycle

@@ -18,7 +18,8 @@ import pytest
 
 from agent.bounds import bounded, field_problems
 from agent.model import CheckTiming
-from agent.services.healthz import HEALTHZ_URL, MAX_LINE, RECHECK_INTERVAL, REQUEST_TIMEOUT, HealthzProbe, ProbeTiming
+from agent.services.healthz import HEALTHZ_URL, RECHECK_INTERVAL, REQUEST_TIMEOUT, HealthzProbe, ProbeTiming
+from agent.services.http_answer import MAX_LINE
 
 TIMEOUT = dt.timedelta(seconds=2)
 SECOND = dt.timedelta(seconds=1)
@@ -146,6 +147,48 @@ def test_a_healthy_answer_of_unknown_length_is_healthy_without_reading_to_the_en
 def test_an_answer_the_probe_cannot_read_is_a_failed_probe_that_says_why(reply: bytes, expected: str) -> None:
     server = Server(lambda n: reply, close_after=lambda n: True)
     assert probes(server, 1) == [expected]
+
+
+@pytest.mark.parametrize(("reply", "expected"), [
+    (b"HTTP/1.1 \xb200 OK\r\nContent-Length: 2\r\n\r\nok",
+     "ProbeError: the answer is not HTTP/1: b'HTTP/1.1 \\xb200 OK\\r\\n'"),
+    (b"HTTP/1.1 200 OK\r\nContent-Length: \xb2\r\n\r\nok",
+     "ProbeError: the answer has a Content-Length that is not a number: '\u00b2'"),
+    (b"HTTP/1.1 500 Oops\r\nTransfer-Encoding: chunked\r\n\r\n-5\r\nhello\r\n0\r\n\r\n",
+     "ProbeError: the answer has a chunk size that is not a number: b'-5\\r\\n'"),
+], ids=["status-superscript-two", "length-superscript-two", "chunk-size-negative"])
+def test_a_number_that_is_not_ascii_digits_is_a_failed_probe_not_a_crash(reply: bytes, expected: str) -> None:
+    assert probes(Server(lambda n: reply), 2) == [expected] * 2
+
+
+def test_answers_sent_ahead_are_never_read_as_the_next_probes_answers() -> None:
+    sick = answer("500 Internal Server Error", b"sick")
+    server = Server(lambda n: answer() * 6 if n == 0 else sick)  # five answers nobody asked for, then the truth
+    results = probes(server, 3)
+    assert results[0] is not None and results[0].startswith("ProbeError: the server sent 200 byte(s) past its answer")
+    assert results[1:] == ["HTTP 500 'sick'"] * 2
+    assert len(server.requests) == 3
+
+
+@pytest.mark.parametrize("interim", [b"HTTP/1.1 100 Continue\r\n\r\n", b"HTTP/1.1 199 Hm\r\nX: y\r\n\r\n"],
+                         ids=["100-continue", "199"])
+def test_interim_answers_are_passed_over_and_each_probe_reads_its_own_answer(interim: bytes) -> None:
+    sick = answer("500 Internal Server Error", b"sick")
+    server = Server(lambda n: interim + (answer() if n % 2 == 0 else sick))
+    assert probes(server, 4) == [None, "HTTP 500 'sick'", None, "HTTP 500 'sick'"]
+    assert server.connections == 1
+
+
+@pytest.mark.parametrize(("reply", "surplus"), [
+    (b"HTTP/1.1 204 No Content\r\n\r\n" + answer(), len(answer())),
+    (answer() + b"xyz", 3),
+], ids=["204-then-200", "three-bytes"])
+def test_bytes_past_an_answer_fail_the_probe_and_drop_its_connection(reply: bytes, surplus: int) -> None:
+    server = Server(lambda n: reply)
+    results = probes(server, 3)
+    assert all(r is not None and r.startswith(f"ProbeError: the server sent {surplus} byte(s) past its answer")
+               for r in results), results
+    assert server.connections == 3
 
 
 def test_an_endpoint_that_never_answers_fails_within_the_request_timeout() -> None:
