@@ -144,7 +144,8 @@ def _keys(values: dict[str, Any], schema: dict[str, Any], path: str = "") -> lis
     missing += [f"{path}{k}: no default in values.yaml" for k in props if k not in values and k != "global"]
     for k, prop in props.items():
         sub = schema_defs()[prop["$ref"].rsplit("/", 1)[1]] if "$ref" in prop else prop
-        if k in values and isinstance(values[k], dict) and sub.get("additionalProperties") is False:
+        if k in values and isinstance(values[k], dict) and sub.get("additionalProperties") is False \
+                and "patternProperties" not in sub:  # a map of label keys, not an object of the chart's
             missing += _keys(values[k], sub, f"{path}{k}.")
     return missing
 

@@ -39,6 +39,15 @@ names (required: binding the namespace's "default" account would hand these righ
 {{- include "nodemedic.serviceAccountName" (dict "root" . "component" "remediator") -}}
 {{- end -}}
 
+{{/* The release namespace, refused unless a Kubernetes namespace name (a DNS-1123 label): helm checks the release
+name but not the namespace, which every object, RBAC subject, CEL expression and PromQL matcher of the chart names. */}}
+{{- define "nodemedic.namespace" -}}
+{{- if not (and (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" .Release.Namespace) (le (len .Release.Namespace) 63)) -}}
+{{- fail (printf "the release namespace %q is not a Kubernetes namespace name (at most 63 of a-z, 0-9 and '-', starting and ending with a letter or digit)" .Release.Namespace) -}}
+{{- end -}}
+{{- .Release.Namespace -}}
+{{- end -}}
+
 {{/* The remediator's Lease, one per release (passed as --lease-name). */}}
 {{- define "nodemedic.leaseName" -}}{{ include "nodemedic.remediator.name" . }}{{- end -}}
 
@@ -49,17 +58,18 @@ names (required: binding the namespace's "default" account would hand these righ
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end -}}
 
+{{/* Every inserted string is quoted: a release named `on`, `null` or `123` (valid names) must stay a string. */}}
 {{- define "nodemedic.labels" -}}
-helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
-app.kubernetes.io/name: {{ include "nodemedic.name" . }}
-app.kubernetes.io/instance: {{ .Release.Name }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | quote }}
+app.kubernetes.io/name: {{ include "nodemedic.name" . | quote }}
+app.kubernetes.io/instance: {{ .Release.Name | quote }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
-app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/managed-by: {{ .Release.Service | quote }}
 {{- end -}}
 
 {{- define "nodemedic.selectorLabels" -}}
-app.kubernetes.io/name: {{ include "nodemedic.name" . }}
-app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/name: {{ include "nodemedic.name" . | quote }}
+app.kubernetes.io/instance: {{ .Release.Name | quote }}
 {{- end -}}
 
 {{- define "nodemedic.agent.selectorLabels" -}}
@@ -102,12 +112,16 @@ app.kubernetes.io/component: remediator
 
 {{/* The agent ServiceAccount's user name, as the API server sees it. */}}
 {{- define "nodemedic.agent.username" -}}
-system:serviceaccount:{{ .Release.Namespace }}:{{ include "nodemedic.agent.serviceAccountName" . }}
+system:serviceaccount:{{ include "nodemedic.namespace" . }}:{{ include "nodemedic.agent.serviceAccountName" . }}
 {{- end -}}
 
-{{/* A file's text as the body of a `|` block indented by .indent, without whitespace on its blank lines. */}}
-{{- define "nodemedic.fileBlock" -}}
-{{- regexReplaceAll "(?m)^[ \t]+$" (.content | trimAll "\n" | nindent (int .indent)) "" -}}
+{{/* A file's text as a ConfigMap holds it: without leading or trailing blank lines, without whitespace on its blank
+lines, ending in one newline (empty stays empty). The ConfigMaps write their data with toYaml, never into a block
+scalar by hand: a first line that starts with spaces, a carriage return or a line separator in the text would end
+such a block early and turn the rest into keys of the object. */}}
+{{- define "nodemedic.fileText" -}}
+{{- $text := regexReplaceAll "(?m)^[ \t]+$" (. | trimAll "\n") "" -}}
+{{- if $text }}{{ $text }}{{ "\n" }}{{ end -}}
 {{- end -}}
 
 {{/* How the remediator runs: "deployment" (the controller) or "cronjob" (one cycle per run); anything else fails. */}}
