@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from agent.bounds import field_problems
-from agent.checks.runtime import (
+from agent.checks import runtime
+from agent.checks.cri_wire import (
     DATA,
     END_HEADERS,
     END_STREAM,
-    FREQUENT_RESTART,
     GOAWAY,
     HEADERS,
     PADDED,
@@ -26,14 +26,10 @@ from agent.checks.runtime import (
     PREFACE,
     RST_STREAM,
     SETTINGS,
-    UNHEALTHY,
     VERSION_PATH,
-    Config,
-    ContainerRuntimeCheck,
-    _frame,
-    _hpack_int,
-    parse_version,
+    frame,
 )
+from agent.checks.runtime import FREQUENT_RESTART, UNHEALTHY, Config, ContainerRuntimeCheck
 from agent.host import HostRoot
 from agent.model import ConditionReport, Observation, Status
 from agent.services.restarts import CommandError, RestartConfig
@@ -42,6 +38,7 @@ NOW = dt.datetime(2024, 5, 1, 12, 0, 0, tzinfo=dt.UTC)
 MINUTE = dt.timedelta(minutes=1)
 CONTAINERD = "/run/containerd/containerd.sock"
 FAST = dt.timedelta(milliseconds=300)  # probe timeout for the hanging server: the test waits this long, no more
+HANG_GUARD = 10  # seconds: a probe that outlives its timeout this long fails the test instead of hanging it
 
 
 def proto_string(field: int, value: str) -> bytes:
@@ -53,6 +50,11 @@ VERSION_RESPONSE = (proto_string(1, "0.1.0") + proto_string(2, "containerd") + p
                     + proto_string(4, "v1"))
 GRPC_MESSAGE = b"\x00" + len(VERSION_RESPONSE).to_bytes(4, "big") + VERSION_RESPONSE
 STATUS_200 = b"\x88"  # HPACK static table index 8: ":status: 200"
+# Servers that never read and write without end (until the client goes): each frame repeated.
+FLOODS = {"flood-16k-pings": frame(PING, 0, 0, bytes(16384)) + frame(SETTINGS, 0, 0),
+          "flood-pings": frame(PING, 0, 0, bytes(8)) + frame(SETTINGS, 0, 0),
+          "flood-settings": frame(SETTINGS, 0, 0, bytes(6)),
+          "oversize": b"\xff\xff\xff" + bytes((PING, 0)) + bytes(4) + bytes(65536)}
 
 
 def decode_literals(block: bytes) -> dict[str, str]:
@@ -86,11 +88,19 @@ class FakeRuntime:
             if self.mode == "http1":
                 writer.write(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
                 return
+            if self.mode == "deaf":  # neither reads nor writes
+                await asyncio.Event().wait()
+            if self.mode in FLOODS:
+                writer.write(frame(SETTINGS, 0, 0))
+                with contextlib.suppress(ConnectionError):
+                    while True:
+                        writer.write(FLOODS[self.mode] * 8)
+                        await writer.drain()
             assert await reader.readexactly(len(PREFACE)) == PREFACE
             if self.mode == "hang":
                 await reader.read()  # until the client gives up and closes
                 return
-            writer.write(_frame(SETTINGS, 0, 0, b"\x00\x03\x00\x00\x00\x64"))  # MAX_CONCURRENT_STREAMS=100
+            writer.write(frame(SETTINGS, 0, 0, b"\x00\x03\x00\x00\x00\x64"))  # MAX_CONCURRENT_STREAMS=100
             while True:  # read the client's frames up to the end of its request
                 header = await reader.readexactly(9)
                 payload = await reader.readexactly(int.from_bytes(header[:3], "big"))
@@ -111,18 +121,18 @@ class FakeRuntime:
 
     def answer(self) -> bytes:
         if self.mode == "ok":
-            return (_frame(HEADERS, END_HEADERS, 1, STATUS_200) + _frame(PING, 0, 0, bytes(8))
-                    + _frame(DATA, 0, 1, GRPC_MESSAGE) + _frame(HEADERS, END_HEADERS | END_STREAM, 1, b"\x00"))
+            return (frame(HEADERS, END_HEADERS, 1, STATUS_200) + frame(PING, 0, 0, bytes(8))
+                    + frame(DATA, 0, 1, GRPC_MESSAGE) + frame(HEADERS, END_HEADERS | END_STREAM, 1, b"\x00"))
         if self.mode == "split-padded":  # the message in two DATA frames, the first one padded
             first, rest = GRPC_MESSAGE[:7], GRPC_MESSAGE[7:]
-            return (_frame(HEADERS, END_HEADERS, 1, STATUS_200)
-                    + _frame(DATA, PADDED, 1, bytes((3,)) + first + bytes(3)) + _frame(DATA, END_STREAM, 1, rest))
+            return (frame(HEADERS, END_HEADERS, 1, STATUS_200)
+                    + frame(DATA, PADDED, 1, bytes((3,)) + first + bytes(3)) + frame(DATA, END_STREAM, 1, rest))
         if self.mode == "trailers-only":
-            return _frame(HEADERS, END_HEADERS | END_STREAM, 1, STATUS_200)
+            return frame(HEADERS, END_HEADERS | END_STREAM, 1, STATUS_200)
         if self.mode == "reset":
-            return _frame(RST_STREAM, 0, 1, (2).to_bytes(4, "big"))
+            return frame(RST_STREAM, 0, 1, (2).to_bytes(4, "big"))
         assert self.mode == "goaway"
-        return _frame(GOAWAY, 0, 0, (1).to_bytes(4, "big") + (11).to_bytes(4, "big"))
+        return frame(GOAWAY, 0, 0, (1).to_bytes(4, "big") + (11).to_bytes(4, "big"))
 
 
 @pytest.fixture
@@ -145,7 +155,7 @@ def health(root: Path, mode: str | None, config: Config | None = None, host_sock
         path = root / host_socket.lstrip("/")
         path.parent.mkdir(parents=True, exist_ok=True)
         server = await asyncio.start_unix_server(fake.handle, path=str(path))
-        async with server:
+        async with server, asyncio.timeout(HANG_GUARD):
             return await check.observe(NOW)
 
     observation = asyncio.run(main())
@@ -180,6 +190,44 @@ def test_a_runtime_that_does_not_answer_properly_is_unhealthy(root: Path, mode: 
     assert (report.status, report.reason) == (Status.TRUE, "ContainerRuntimeUnhealthy")
     assert report.message.startswith(f"{CONTAINERD}: " if mode != "hang" else CONTAINERD)
     assert fragment in report.message
+
+
+@pytest.mark.parametrize(("mode", "fragment"), [
+    ("flood-16k-pings", "sent a PING frame of 16384 octets, not 8 (FRAME_SIZE_ERROR)"),
+    ("flood-pings", "sent more than 64 frames or 64 KiB without answering the Version call"),
+    ("flood-settings", "sent more than 64 frames or 64 KiB without answering the Version call"),
+    ("oversize", "sent a frame of 16777215 octets, more than the 16384 allowed (FRAME_SIZE_ERROR)"),
+], ids=["16k-pings", "pings", "settings", "oversize-frame"])
+def test_a_server_that_floods_and_never_reads_fails_the_probe_and_its_socket_is_closed(
+        root: Path, monkeypatch: pytest.MonkeyPatch, mode: str, fragment: str) -> None:
+    sockets = record_client_sockets(monkeypatch)
+    report, _ = health(root, mode, Config())  # the default 5 s timeout: the flood, not the timeout, ends it
+    assert (report.status, report.reason) == (Status.TRUE, "ContainerRuntimeUnhealthy")
+    assert report.message == f"{CONTAINERD}: {fragment}"
+    assert [s.fileno() for s in sockets] == [-1]
+
+
+def test_a_probe_whose_writes_the_server_never_reads_still_ends_at_its_timeout(
+        root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sockets = record_client_sockets(monkeypatch)
+    monkeypatch.setattr(runtime, "version_request", lambda: bytes(8 << 20))  # more than any socket buffer holds
+    report, _ = health(root, "deaf")
+    assert report.message == f"{CONTAINERD} did not answer a CRI Version call within 300ms"
+    assert [s.fileno() for s in sockets] == [-1]
+
+
+def record_client_sockets(monkeypatch: pytest.MonkeyPatch) -> list[socket.socket]:
+    """The probe's connections, as they are opened: each one's socket, to see it closed afterwards."""
+    sockets: list[socket.socket] = []
+    connect = asyncio.open_unix_connection
+
+    async def recording(path: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        reader, writer = await connect(path)
+        sockets.append(writer.get_extra_info("socket"))
+        return reader, writer
+
+    monkeypatch.setattr(asyncio, "open_unix_connection", recording)
+    return sockets
 
 
 def test_a_missing_socket_is_unhealthy_and_a_socket_nobody_listens_on_too(root: Path) -> None:
@@ -229,26 +277,6 @@ def test_crio_is_found_through_an_absolute_var_run_link_that_stays_under_the_hos
     assert report.status is Status.FALSE
     assert report.message.endswith("on /var/run/crio/crio.sock")
     assert HostRoot(root).resolve("/var/run/../run/crio/crio.sock") == root / "run/crio/crio.sock"
-
-
-@pytest.mark.parametrize(("value", "prefix_bits", "encoded"), [
-    (10, 5, bytes([10])),
-    (1337, 5, bytes([31, 154, 10])),
-    (42, 8, bytes([42])),
-    (127, 7, bytes([127, 0])),
-], ids=["fits-prefix", "rfc7541-c.1.2", "full-byte", "exactly-the-limit"])
-def test_hpack_integers_follow_rfc_7541(value: int, prefix_bits: int, encoded: bytes) -> None:
-    assert _hpack_int(value, prefix_bits) == encoded
-
-
-@pytest.mark.parametrize(("message", "fields"), [
-    (VERSION_RESPONSE, {1: "0.1.0", 2: "containerd", 3: "v1.7.13", 4: "v1"}),
-    (b"\x08\x96\x01" + proto_string(2, "crio"), {2: "crio"}),
-    (proto_string(2, "containerd")[:-3], {2: "contain"}),
-    (b"\x0d\x00\x00", {}),
-], ids=["full", "skips-varints", "truncated", "unknown-wire-type"])
-def test_version_answers_are_parsed_best_effort(message: bytes, fields: dict[int, str]) -> None:
-    assert parse_version(message) == fields
 
 
 class FakeSystemctl:
