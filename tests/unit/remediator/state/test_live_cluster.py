@@ -81,7 +81,10 @@ def test_the_cluster_is_read_as_one_list_with_each_item_given_its_kind(tmp_path:
 
 
 def test_autoscalers_found_are_kept_and_a_probe_without_an_answer_is_said_why(tmp_path: Path) -> None:
+    lease = {"metadata": {"name": "karpenter-leader-election", "namespace": "kube-system"},
+             "spec": {"holderIdentity": "karpenter-1", "renewTime": "2026-05-01T11:59:58.000000Z"}}
     routes = {**_lists(), "/apis/karpenter.sh/v1": {"kind": "APIResourceList", "resources": [{"name": "nodepools"}]},
+              "/apis/coordination.k8s.io/v1/leases": {"kind": "LeaseList", "items": [lease]},
               "/api/v1/namespaces/kube-system/configmaps/cluster-autoscaler-status": 500}
     live, _ = _read(tmp_path, routes, Policy(), detect=True)
     assert live.autoscalers == frozenset({NodeAutoscaler.KARPENTER})
