@@ -12,8 +12,11 @@ from __future__ import annotations
 import re
 
 # C0 (newline and tab included: a value is one cell of one line), DEL, C1, and the Unicode format characters that
-# reorder or hide text: bidi embeddings, overrides and isolates, the marks, the line and paragraph separators.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# reorder or hide text: bidi embeddings, overrides and isolates, the marks, the line and paragraph separators. Also
+# lone surrogates (a file name's bytes that are not UTF-8, or a JSON "\udcff"), which no UTF-8 output can encode
+# (a strict stdout raises), and U+FFFE/U+FFFF, which a YAML reader refuses in a file the text is written to.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+                      "\ud800-\udfff\ufffe\uffff]")
 
 
 def printable(text: str) -> str:

@@ -12,6 +12,7 @@ import os
 import socket
 import sys
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -24,6 +25,7 @@ from nodemedic_common.kube_client import Kube
 from nodemedic_common.kube_errors import ApiError, CredentialsError
 from nodemedic_common.listen import listen_flag
 from nodemedic_common.tasks import cancelled, run_until_signal
+from nodemedic_common.terminal_text import printable
 from remediator import __version__
 from remediator.alerts import metrics as metrics_mod
 from remediator.alerts.announcer import Alerts
@@ -38,6 +40,7 @@ from remediator.policy.autoscaler import AUTO
 from remediator.policy.loader import convert_policy, load_policy, validate_main
 from remediator.policy.secret_files import DEFAULT_SECRETS_DIR
 from remediator.policy.source import PolicySource
+from remediator.policy.syntax import dns_subdomain_problem, namespace_problem
 from remediator.read_side.plan_answer import PlanAnswer
 from remediator.read_side.plan_text import plan_lines
 from remediator.read_side.server import loop_health, routes
@@ -226,17 +229,18 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_convert(args: argparse.Namespace) -> int:
     """A DeschedulerPolicy (or a nodemedic policy) as the nodemedic policy it is read as, to add rules to."""
+    source = printable(args.policy)  # in messages and the header: a newline in the name would start YAML keys
     try:
         with open(args.policy, encoding="utf-8") as f:
             text = f.read()
-        converted = convert_policy(text, source=args.policy, secrets_dir=args.secrets_dir, catalog=CATALOG)
+        converted = convert_policy(text, source=source, secrets_dir=args.secrets_dir, catalog=CATALOG)
     except (OSError, UnicodeDecodeError) as e:
-        print(f"{args.policy}: cannot read the policy file: {e}", file=sys.stderr)
+        print(f"{source}: cannot read the policy file: {e}", file=sys.stderr)
         return 2
     except ConfigError as e:
         print("\n".join(e.errors), file=sys.stderr)
         return 2
-    header = (f"# nodemedic RemediationPolicy converted from {os.path.basename(args.policy)} by nodemedic-remediator "
+    header = (f"# nodemedic RemediationPolicy converted from {os.path.basename(source)} by nodemedic-remediator "
               f"convert: it plans as the original does.\n# Add condition -> taint rules under `rules:` "
               f"(docs/remediator.md).\n")
     if args.output:
@@ -249,7 +253,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 def cmd_autoscaler_flags(args: argparse.Namespace) -> int:
     flags = status_taint_flags(_load_or_exit(args.policy, args.secrets_dir))
-    print(f"# cluster-autoscaler flags for the taints {args.policy} may put on nodes (docs/autoscalers.md):")
+    print(f"# cluster-autoscaler flags for the taints {printable(args.policy)} may put on nodes "
+          "(docs/autoscalers.md):")
     print("\n".join(flags) if flags else "# none: the policy owns no taint")
     return 0
 
@@ -289,6 +294,19 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def _name(problem: Callable[[str], str | None], *, empty: bool = False) -> Callable[[str], str]:
+    """A flag naming a Lease or a namespace: it goes into the API's URL paths and the scheduler's configuration."""
+    def check(text: str) -> str:
+        if not (empty and text == "") and (why := problem(text)):
+            raise argparse.ArgumentTypeError(why)
+        return text
+    return check
+
+
+_LEASE, _NAMESPACE = _name(lambda s: dns_subdomain_problem(s, "Lease name")), _name(namespace_problem)
+_LEASE_OR_DEFAULT = _name(lambda s: dns_subdomain_problem(s, "Lease name"), empty=True)
+
+
 def _secrets_dir_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--secrets-dir", default=DEFAULT_SECRETS_DIR,
                         help="the only directory the policy's {file: PATH} secrets and authToken.file are read from "
@@ -299,8 +317,9 @@ def _scheduler_config_flags(sched: argparse.ArgumentParser) -> None:
     sched.add_argument("--policy", required=True)
     _secrets_dir_flag(sched)
     sched.add_argument("--kubeconfig", default="", help="clientConnection.kubeconfig (default: in-cluster)")
-    sched.add_argument("--lease-namespace", default="kube-system", help="where the scheduler's Lease lives")
-    sched.add_argument("--lease-name", default="",
+    sched.add_argument("--lease-namespace", default="kube-system", type=_NAMESPACE,
+                       help="where the scheduler's Lease lives")
+    sched.add_argument("--lease-name", default="", type=_LEASE_OR_DEFAULT,
                        help="its Lease (default: kube-scheduler for default-scheduler, else nodemedic-scheduler)")
     sched.add_argument("--no-leader-elect", action="store_true", help="one scheduler replica, no Lease")
     sched.add_argument("--output", "-o", help="file to write (default: stdout); the chart's second scheduler's "
@@ -321,8 +340,8 @@ def main(argv: list[str] | None = None) -> int:
                      help="one cycle, then exit 0 (or 1 with the reason): for a Job or CronJob; no leader election")
     run.add_argument("--sync-timeout", type=_seconds, default=120.0,
                      help="with --once: seconds to wait for the first LIST of nodes, pods and PDBs")
-    run.add_argument("--lease-namespace", default="kube-system")
-    run.add_argument("--lease-name", default=LEASE_NAME,
+    run.add_argument("--lease-namespace", default="kube-system", type=_NAMESPACE)
+    run.add_argument("--lease-name", default=LEASE_NAME, type=_LEASE,
                      help="the Lease replicas elect a leader with (one per installation)")
     run.add_argument("--listen", default=":8080", type=listen_flag, help="metrics, /healthz and /plan ('' to disable)")
     run.add_argument("--identity", default="")

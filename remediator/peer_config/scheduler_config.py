@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from nodemedic_common.terminal_text import printable
 from remediator.model.records import DefaultConstraint
 from remediator.policy.model import Policy
 from remediator.policy.scheduler import DEFAULT_SCHEDULER
@@ -37,7 +38,10 @@ class Connection:
 
 
 def render(policy: Policy, source: str, connection: Connection) -> str:
+    """`source`: the policy file's name, as the comments say it (escaped: a newline in it would end the comment and
+    start YAML keys of the file's choosing)."""
     s = policy.scheduler
+    source = printable(source)
     lines = [
         f"# KubeSchedulerConfiguration from {source} (nodemedic-remediator scheduler-config): the scheduler places",
         "# pods as nodemedic's policy plans them, so replacements of the pods it moves stay where it moved them.",
@@ -67,7 +71,7 @@ def render(policy: Policy, source: str, connection: Connection) -> str:
 
 def _spread_profile(name: str, constraints: tuple[DefaultConstraint, ...], *, packing: bool) -> list[str]:
     who = ("the cluster's default profile: every pod without a schedulerName" if name == DEFAULT_SCHEDULER
-           else f"pods with schedulerName: {name} (a second scheduler)")
+           else f"pods with schedulerName: {printable(name)} (a second scheduler)")
     lines = [
         f"# Spreading: {who}.",
         f"- schedulerName: {_q(name)}",
@@ -96,7 +100,7 @@ def _spread_profile(name: str, constraints: tuple[DefaultConstraint, ...], *, pa
 
 def _packing_profile(name: str) -> list[str]:
     return [
-        f"# Packing, for pods with schedulerName: {name}: {_packers()},",
+        f"# Packing, for pods with schedulerName: {printable(name)}: {_packers()},",
         "# and only a scheduler that fills the fullest node first keeps the replacements off the emptier nodes",
         "# (descheduler #668). No default spreading here: it would pull replacements back apart.",
         f"- schedulerName: {_q(name)}",

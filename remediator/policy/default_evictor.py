@@ -8,12 +8,11 @@ from dataclasses import dataclass
 from remediator.model.records import LabelSelector
 from remediator.policy.fields import Namespaces, read_label_selector, read_namespaces
 from remediator.policy.reader import Reader, Section
-from remediator.policy.syntax import DNS_SUBDOMAIN
+from remediator.policy.syntax import INT32, dns_subdomain_problem
 
 _EVICTOR_KEYS = ("evictLocalStoragePods", "evictDaemonSetPods", "evictSystemCriticalPods", "evictFailedBarePods",
                  "ignorePvcPods", "priorityThreshold", "labelSelector", "namespaces", "minReplicas", "minPodAge",
                  "nodeFit", "honorSafeToEvict", "protectedStorageClasses")
-_INT32 = (-(2**31), 2**31 - 1)
 
 
 @dataclass(frozen=True)
@@ -43,10 +42,9 @@ def read_evictor(r: Reader, top: Section) -> EvictorArgs:
     m = r.section(top, "evictor", _EVICTOR_KEYS)
     d = EvictorArgs()
     p = r.section(m, "priorityThreshold", ("value", "name"))
-    threshold = r.optional_integer(p, "value", d.priority_threshold, minimum=_INT32[0], maximum=_INT32[1])
+    threshold = r.optional_integer(p, "value", d.priority_threshold, minimum=INT32[0], maximum=INT32[1])
     threshold_name = r.text(p, "name", d.priority_threshold_name,
-                            check=lambda s: None if DNS_SUBDOMAIN.fullmatch(s) else
-                            f"invalid PriorityClass name {s!r}: must be a lowercase DNS subdomain")
+                            check=lambda s: dns_subdomain_problem(s, "PriorityClass name"))
     if "value" in p.values and "name" in p.values:
         r.error(p.where(), p.path, "value and name are mutually exclusive; give one of them")
     ignore_pvc_pods = r.flag(m, "ignorePvcPods", d.ignore_pvc_pods)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from remediator.policy.fields import MIN_BACKOFF, check_backoff
 from remediator.policy.reader import Reader, Section
+from remediator.policy.syntax import INT64
 
 _EVICTION_KEYS = ("retryDeadline", "initialBackoff", "maxBackoff", "gracePeriodSeconds")
 
@@ -26,7 +27,8 @@ def read_eviction(r: Reader, top: Section) -> EvictionSettings:
         retry_deadline=r.duration(m, "retryDeadline", d.retry_deadline),
         initial_backoff=r.duration(m, "initialBackoff", d.initial_backoff, floor=MIN_BACKOFF),
         max_backoff=r.duration(m, "maxBackoff", d.max_backoff),
-        grace_period_seconds=r.optional_integer(m, "gracePeriodSeconds", d.grace_period_seconds),
+        # DeleteOptions.gracePeriodSeconds is an int64: more is refused by the API server at every eviction.
+        grace_period_seconds=r.optional_integer(m, "gracePeriodSeconds", d.grace_period_seconds, maximum=INT64[1]),
     )
     check_backoff(r, m, settings.initial_backoff, settings.max_backoff)
     return settings

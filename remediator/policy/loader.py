@@ -14,6 +14,7 @@ import yaml
 
 from nodemedic_common.config_errors import ConfigError
 from nodemedic_common.inputs import Problem, read_text, yaml_problem
+from nodemedic_common.terminal_text import printable
 from remediator.policy import descheduler, descheduler_v1alpha1
 from remediator.policy.autoscaler import read_autoscaler
 from remediator.policy.dark import read_dark
@@ -158,9 +159,10 @@ def _sections(r: Reader, top: Section, catalog: StrategyCatalog, *, from_desched
 
 def load_policy(path: str | os.PathLike[str], *, catalog: StrategyCatalog,
                 secrets_dir: str = DEFAULT_SECRETS_DIR) -> Policy:
-    source = os.fspath(path)
+    # Messages name the file escaped: a newline or terminal control in its name must not forge lines of their own.
+    path, source = os.fspath(path), printable(os.fspath(path))
     try:
-        text = read_text(source)
+        text = read_text(path)
     except OSError as e:
         raise ConfigError([f"{source}: cannot read the policy file: {e}"]) from None
     if isinstance(text, Problem):
@@ -177,5 +179,5 @@ def validate_main(path: str, *, catalog: StrategyCatalog, secrets_dir: str = DEF
             print(message, file=sys.stderr)
         return 2
     strategies = ", ".join(s.name for s in policy.strategies) or "none"
-    print(f"OK: {path}: {len(policy.rules)} rules, strategies: {strategies}")
+    print(f"OK: {printable(path)}: {len(policy.rules)} rules, strategies: {strategies}")
     return 0

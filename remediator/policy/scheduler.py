@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from remediator.model.records import DefaultConstraint
 from remediator.policy.reader import Reader, Section
+from remediator.policy.syntax import INT32, dns_subdomain_problem, qualified_name_problem
 
 _SCHEDULER_KEYS = ("profile", "packingProfile", "otherSchedulers", "defaultConstraints", "zoneExposure")
 _CONSTRAINT_KEYS = ("maxSkew", "topologyKey", "whenUnsatisfiable")
@@ -71,9 +72,9 @@ class SchedulerSettings:
 
 
 def _name_problem(value: str) -> str | None:
-    if not value or len(value) > 253 or not all(c.isalnum() or c in "-." for c in value) or not value[0].isalnum():
-        return f"must be a DNS subdomain name (a schedulerName), got {value!r}"
-    return None
+    # kube-scheduler itself only wants a profile's name non-empty, but the API server refuses a pod whose
+    # spec.schedulerName is not a DNS subdomain: a profile named otherwise is one no pod can choose.
+    return dns_subdomain_problem(value, "schedulerName")
 
 
 def read_scheduler(r: Reader, top: Section, *, packs: bool) -> SchedulerSettings:
@@ -109,10 +110,11 @@ def _constraints(r: Reader, m: Section, default: tuple[DefaultConstraint, ...]) 
     seen: dict[tuple[str, str], str] = {}
     for node, path in items:
         c = r.mapping(node, path, _CONSTRAINT_KEYS)
-        skew = r.integer(c, "maxSkew", 0, minimum=1)
+        # As kube-scheduler checks its PodTopologySpreadArgs: maxSkew an int32 above 0, topologyKey a label key.
+        skew = r.integer(c, "maxSkew", 0, minimum=1, maximum=INT32[1])
         if "maxSkew" not in c.values:
             r.error(c.where(), c.at("maxSkew"), "required")
-        key = r.text(c, "topologyKey", required=True)
+        key = r.text(c, "topologyKey", required=True, check=qualified_name_problem)
         when = r.text(c, "whenUnsatisfiable", required=True,
                       check=lambda v: None if v in WHEN else f"must be one of {', '.join(WHEN)}, got {v!r}")
         if not (skew and key and when):

@@ -7,6 +7,10 @@ import re
 _LABEL_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+# The integer fields of Kubernetes objects and component configurations: a value past them is refused when decoded
+# (kube-scheduler: "cannot unmarshal number ... of type int32"), not when the policy is read, unless checked here.
+INT32 = (-(2**31), 2**31 - 1)  # maxSkew, exit codes, a PriorityClass value
+INT64 = (-(2**63), 2**63 - 1)  # an eviction's gracePeriodSeconds
 
 
 def qualified_name_problem(key: str) -> str | None:
@@ -24,6 +28,14 @@ def label_value_problem(value: str) -> str | None:
     if value and (len(value) > 63 or not _LABEL_NAME.fullmatch(value)):
         return (f"invalid value {value!r}: at most 63 characters of A-Z, a-z, 0-9, '-', '_', '.', "
                 "starting and ending with a letter or digit")
+    return None
+
+
+def dns_subdomain_problem(name: str, what: str) -> str | None:
+    """Names the API server checks as DNS-1123 subdomains (most object names, a pod's spec.schedulerName)."""
+    if len(name) > 253 or not DNS_SUBDOMAIN.fullmatch(name):
+        return (f"invalid {what} {name!r}: must be a lowercase DNS subdomain: at most 253 characters of a-z, 0-9, "
+                "'-' and '.', each dot-separated part starting and ending with a letter or digit")
     return None
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from nodemedic_common.durations import MAX_SECONDS
 from remediator.policy.reader import Reader, Section
+from remediator.policy.syntax import INT32
 from remediator.strategies.pod_scope import SCOPE_KEYS, PodScope, read_scope
 
 # descheduler's podLifeTimeAllowedStates: pod phases, pod status reasons, container waiting/terminated reasons.
@@ -19,7 +20,6 @@ _CONDITION_KEYS = ("type", "status", "reason", "minTimeSinceLastTransitionSecond
 # A pod condition's status is one of these (core/v1 ConditionStatus); descheduler would take any text and then
 # match nothing, as a typo ("true") silently does there.
 CONDITION_STATUSES = ("True", "False", "Unknown")
-INT32 = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ def read_args(r: Reader, strategy: Section) -> PodLifeTimeArgs:
         including_ephemeral_containers=r.flag(m, "includingEphemeralContainers", False),
         owner_kinds_include=include,
         owner_kinds_exclude=exclude,
-        exit_codes=r.integers(m, "exitCodes", minimum=-INT32 - 1, maximum=INT32) or (),
+        exit_codes=r.integers(m, "exitCodes", minimum=INT32[0], maximum=INT32[1]) or (),
     )
     given = {"maxPodLifeTimeSeconds", "states", "conditions", "exitCodes"} & set(m.values)
     if not given and m.present:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from remediator.policy.reader import Reader, Section
+from remediator.policy.syntax import INT32
 from remediator.strategies.pod_scope import SCOPE_KEYS, PodScope, read_scope
 
 _KEYS = (*SCOPE_KEYS, "reasons", "exitCodes", "excludeOwnerKinds", "minPodLifetimeSeconds", "includingInitContainers")
-INT32 = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ def read_args(r: Reader, strategy: Section) -> RemoveFailedPodsArgs:
     return RemoveFailedPodsArgs(
         scope=read_scope(r, m),
         reasons=r.strings(m, "reasons", _nonempty) or (),
-        exit_codes=r.integers(m, "exitCodes", minimum=-INT32 - 1, maximum=INT32) or (),
+        exit_codes=r.integers(m, "exitCodes", minimum=INT32[0], maximum=INT32[1]) or (),
         exclude_owner_kinds=r.strings(m, "excludeOwnerKinds", _nonempty) or (),
         min_pod_lifetime_seconds=r.integer(m, "minPodLifetimeSeconds", d.min_pod_lifetime_seconds),
         including_init_containers=r.flag(m, "includingInitContainers", d.including_init_containers),

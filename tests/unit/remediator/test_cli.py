@@ -48,6 +48,16 @@ def test_run_refuses_bad_lease_timings_with_exit_2_before_starting(capsys: pytes
                    "a standby could take over while the leader still acts\n")
 
 
+@pytest.mark.parametrize(("flag", "value"), [("--lease-name", "a/../../b"), ("--lease-namespace", "Kube_System")])
+def test_run_refuses_a_lease_the_api_server_would_refuse_before_starting(
+        capsys: pytest.CaptureFixture[str], flag: str, value: str) -> None:
+    """The Lease's namespace and name go into URL paths: a "/" would make the election ask for another path."""
+    with pytest.raises(SystemExit) as exited:
+        main(["run", "--policy", POLICY, flag, value, "--listen", ""])
+    assert exited.value.code == 2
+    assert f"argument {flag}: invalid " in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("command", ["run", "plan"])
 def test_a_missing_kubeconfig_is_named_with_exit_2_and_no_traceback(
         command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

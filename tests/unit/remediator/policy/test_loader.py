@@ -266,6 +266,10 @@ BAD_FILES = {
     "dark-replace-too-soon.yaml": ":6: darkNodes.replaceAfter: must be at least 1m0s (a kubelet restarting",
     "dark-zero-percent.yaml": ":5: darkNodes.maxDarkPercent: must be above 0: at 0 any dark node would look like a "
                               "partition",
+    # Past what the Kubernetes object the value goes into holds: refused there at every use, so refused here.
+    "eviction-grace-period-over-int64.yaml": ":5: eviction.gracePeriodSeconds: must be at least 0 and at most "
+                                             "9223372036854775807, got 9223372036854775808",
+    "priority-class-name-too-long.yaml": ":6: evictor.priorityThreshold.name: invalid PriorityClass name",
 }
 
 
@@ -358,6 +362,18 @@ def test_a_list_where_a_mapping_belongs_is_one_error_not_one_per_missing_key() -
         parse_policy(HEADER + "rules:\n- condition: [KernelDeadlock]\n  taint: {key: x}\n", source="p.yaml",
                      catalog=CATALOG)
     assert caught.value.errors == ["p.yaml:4: rules[0].condition: must be a mapping, got a list"]
+
+
+def test_a_file_name_with_a_line_break_is_named_on_one_line(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """A name must not forge a line of validate's output ("OK", or an error of another file)."""
+    path = tmp_path / "p\nOK: other.yaml"
+    path.write_text(HEADER + "rules: []\n")
+    assert validate_main(str(path), catalog=CATALOG) == 0
+    assert capsys.readouterr().out.count("\n") == 1
+    path.write_text(HEADER + "rules: 1\n")
+    assert validate_main(str(path), catalog=CATALOG) == 2
+    assert capsys.readouterr().err == f"{tmp_path}/p\\nOK: other.yaml:3: rules: must be a list, got integer 1\n"
 
 
 def test_an_unreadable_file_is_a_policy_error_naming_the_file(tmp_path: Path) -> None:
