@@ -313,7 +313,11 @@ class Controller:
         for c in plan.taints_add:
             if c.node in evicting:
                 wanted[c.node].add(c.taint.identity())
+        started = time.perf_counter()
         unseen = await wait_until_seen(self.cache.nodes, wanted, within=self.taint_seen_within)
+        if seen := sorted(set(wanted) - unseen):
+            self.log.info("new taints seen in the node watch", extra={
+                "nodes": seen, "waited_ms": round((time.perf_counter() - started) * 1000)})
         for node in sorted(unseen):
             self.log.warning("new taint not seen in the node watch in time; the node's evictions wait for the next "
                              "cycle", extra={"node": node, "waited_s": self.taint_seen_within})
