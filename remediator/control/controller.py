@@ -32,6 +32,7 @@ from remediator.alerts.plan_announcements import PlanAnnouncements
 from remediator.control.leader import LeaderElector
 from remediator.control.planner import PlannerMemory, make_plan
 from remediator.control.policy_reload import PolicyReload
+from remediator.control.taints_seen import TAINT_SEEN_WITHIN, wait_until_seen
 from remediator.model.plan import Plan, PlannedEviction, TaintChange
 from remediator.planning import owned_taints
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION
@@ -53,11 +54,13 @@ class Controller:
     def __init__(self, *, kube: Kube, cache: ClusterCache, policy: PolicyReload, alerts: Alerts, metrics: Metrics,
                  log: logging.Logger, elector: LeaderElector | None, dry_run: bool, usage: UsageReader | None = None,
                  autoscalers: AutoscalerDetector | None = None, resync: float = 10.0,
+                 taint_seen_within: float = TAINT_SEEN_WITHIN,
                  clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
                  monotonic: Callable[[], float] = time.monotonic) -> None:
         self.kube, self.cache, self.policy, self.alerts, self.metrics = kube, cache, policy, alerts, metrics
         self.log, self.elector, self.dry_run = log, elector, dry_run
         self.resync = resync
+        self.taint_seen_within = taint_seen_within  # how long evictions wait for a new taint in the node watch
         self.clock, self.monotonic = clock, monotonic
         self.usage = usage  # measured usage for metricsUtilization; None: requests only
         self.autoscalers = autoscalers  # the node autoscalers addsNodes: auto counts on; None: none looked for
@@ -186,6 +189,7 @@ class Controller:
     async def _apply(self, plan: Plan, now: dt.datetime) -> None:
         failed_nodes = await self._apply_taints(plan, now)
         await self.announcements.held(plan)
+        failed_nodes |= await self._await_taints_seen(plan, failed_nodes)
         # Nominate each pending pod for the node its evictions free before evicting (actions/nominator.py says
         # why); a pod that cannot be nominated gets no evictions: the room would go to whoever comes first.
         skip: set[str] = set()
@@ -206,7 +210,8 @@ class Controller:
             task.add_done_callback(self.background.discard)
         for e in plan.evictions:
             if e.pod.node_name in failed_nodes or e.pod.key in skip:
-                continue  # its taint did not land (evicting now would only invite the pod back), or no nomination
+                continue  # its taint did not land or is not seen yet (evicting now would only invite the pod back),
+                # or no nomination
             self._start_eviction(e, now)
         tainted = sum(1 for n in self.cache.nodes.values() if OWNED_TAINTS_ANNOTATION in n.annotations
                       and owned_taints.parse_owned(n.annotations[OWNED_TAINTS_ANNOTATION])[0])
@@ -298,6 +303,25 @@ class Controller:
                                        message=f"removed {c.taint.key}:{c.taint.effect}: {c.cause}",
                                        details={"rule": ",".join(c.rules), "taint": c.taint.key})
         return failed
+
+    async def _await_taints_seen(self, plan: Plan, failed: set[str]) -> set[str]:
+        """The nodes this plan has just tainted and evicts from whose taints our node watch does not show within
+        `taint_seen_within`: their evictions wait for the next cycle. Until the watch shows a taint, kube-scheduler
+        may not have it either and would bind the replacements back on the node (control/taints_seen.py)."""
+        evicting = {e.pod.node_name for e in plan.evictions} - failed
+        wanted: dict[str, set[tuple[str, str]]] = defaultdict(set)
+        for c in plan.taints_add:
+            if c.node in evicting:
+                wanted[c.node].add(c.taint.identity())
+        started = time.perf_counter()
+        unseen = await wait_until_seen(self.cache.nodes, wanted, within=self.taint_seen_within)
+        if seen := sorted(set(wanted) - unseen):
+            self.log.info("new taints seen in the node watch", extra={
+                "nodes": seen, "waited_ms": round((time.perf_counter() - started) * 1000)})
+        for node in sorted(unseen):
+            self.log.warning("new taint not seen in the node watch in time; the node's evictions wait for the next "
+                             "cycle", extra={"node": node, "waited_s": self.taint_seen_within})
+        return unseen
 
     def _start_eviction(self, e: PlannedEviction, now: dt.datetime) -> None:
         # The cool-down (and a balance move's loop guard) starts when we decide, not when the eviction lands.

@@ -8,6 +8,7 @@ workload may drop below its minimum.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import secrets
 import shutil
@@ -186,6 +187,7 @@ def test_a_hung_task_line_on_a_karpenter_node_ends_with_the_node_removed_and_its
     after = chain.serving_when("web", lambda p: len(p) == 4 and sick not in p.values(), 120,
                                "the 4 pods serving again, none on the sick node")
     t_moved = time.monotonic()
+    pods_then = chain.core.list_namespaced_pod(chain.namespace, label_selector="app=web").items  # the node still there
     wait_until(lambda: chain.gone(sick), timeout=NODE_GONE, what=f"Karpenter removing {sick}")
     t_removed = time.monotonic()
     watch.stop()
@@ -195,7 +197,16 @@ def test_a_hung_task_line_on_a_karpenter_node_ends_with_the_node_removed_and_its
     assert all(watch.added[n] > t0 for n in replacements)
     evicted = sorted(e.involved_object.name
                      for e in events_once(chain.core, chain.namespace, "NodemedicEvicted", len(on_sick)))
-    assert evicted == on_sick
+    tainted_at = taint_logged(r, sick)
+    assert evicted == on_sick, "\n".join([f"evicted {evicted}, on {sick} at the start {on_sick}",
+                                          *eviction_evidence(chain, r, "web", tainted_at)])
+    # The remediator evicts only once its own node watch shows the taint (remediator/control/taints_seen.py): by
+    # then kube-scheduler has been sent it too, and no replacement may be bound to the sick node.
+    late = {p: t for p, t in scheduled_to(chain.core, chain.namespace, sick).items() if t >= tainted_at}
+    late |= {p.metadata.name: p.metadata.creation_timestamp for p in pods_then if p.spec.node_name == sick
+             and p.metadata.creation_timestamp >= tainted_at.replace(microsecond=0)}  # stamped in whole seconds
+    assert not late, "\n".join([f"pods bound to {sick} after its taint ({tainted_at}): {late}",
+                                 *eviction_evidence(chain, r, "web", tainted_at)])
     watch.assert_held(may_remove={sick})
     # By its work, not its CRDs: the Lease the running Karpenter's leader renews (hack/kcp/karpenter.py).
     found = [str(e.get("evidence")) for e in r.log_events()
@@ -206,7 +217,45 @@ def test_a_hung_task_line_on_a_karpenter_node_ends_with_the_node_removed_and_its
     print(f"\nchain: kernel line → condition {t_detected - t0:.1f}s → taint {t_tainted - t_detected:.1f}s → "
           f"pods serving elsewhere {t_moved - t_tainted:.1f}s (on new {sorted(replacements)}) → node removed "
           f"{t_removed - t_moved:.1f}s; total {t_removed - t0:.1f}s; fewest serving web pods "
-          f"{watch.fewest[(chain.namespace, 'web')]} (PDB minAvailable 3)")
+          f"{watch.fewest[(chain.namespace, 'web')]} (PDB minAvailable 3); remediator log: taint → first eviction "
+          f"{(min(t for t, _, _ in evictions_logged(r)) - tainted_at).total_seconds() * 1000:.0f} ms")
+
+
+def taint_logged(r: RemediatorProcess, node: str) -> dt.datetime:
+    """When the remediator logged the NodemedicTainted of `node` (just after its taint PATCH returned)."""
+    times = [dt.datetime.fromisoformat(str(e["time"])) for e in r.log_events()
+             if e.get("event") == "NodemedicTainted" and e.get("node") == node]
+    assert times, f"no NodemedicTainted of {node} in the remediator's log"
+    return min(times)
+
+
+def evictions_logged(r: RemediatorProcess) -> list[tuple[dt.datetime, str, str]]:
+    """(when, pod, "evicted from NODE by ...") for each NodemedicEvicted line of the remediator's log."""
+    return [(dt.datetime.fromisoformat(str(e["time"])), str(e.get("pod")), str(e.get("msg")))
+            for e in r.log_events() if e.get("event") == "NodemedicEvicted"]
+
+
+def scheduled_to(core: client.CoreV1Api, namespace: str, node: str) -> dict[str, dt.datetime]:
+    """pod -> when kube-scheduler bound it to `node`, from its Scheduled Events (kept after the pod is gone)."""
+    out = {}
+    for e in core.list_namespaced_event(namespace, field_selector="reason=Scheduled").items:
+        when = e.event_time or e.last_timestamp or e.first_timestamp
+        if (e.message or "").endswith(f" to {node}") and when is not None:
+            out[e.involved_object.name] = when
+    return out
+
+
+def eviction_evidence(chain: Chain, r: RemediatorProcess, app: str, tainted_at: dt.datetime) -> list[str]:
+    """What tells an eviction of a replacement bound back to the sick node from any other cause: the remediator's own
+    account of each eviction (pod, node), the app's pods (node, created), and every binding kube-scheduler made."""
+    lines = [f"taint logged {tainted_at.isoformat()}"]
+    lines += [f"remediator {when.isoformat()}: {pod} {msg}" for when, pod, msg in evictions_logged(r)]
+    for p in chain.core.list_namespaced_pod(chain.namespace, label_selector=f"app={app}").items:
+        lines.append(f"pod {p.metadata.name} on {p.spec.node_name} created {p.metadata.creation_timestamp}"
+                     + (" (terminating)" if p.metadata.deletion_timestamp else ""))
+    for e in chain.core.list_namespaced_event(chain.namespace, field_selector="reason=Scheduled").items:
+        lines.append(f"scheduler {e.event_time or e.last_timestamp or e.first_timestamp}: {e.message}")
+    return lines
 
 
 def test_high_node_utilization_empties_an_idle_karpenter_node_and_karpenter_removes_it(

@@ -1,0 +1,43 @@
+"""Evictions from a node wait until the remediator's own node watch shows the taints it has just written there.
+
+Why: kube-scheduler places pods from its informer's copy of the nodes. Evict a pod as soon as the taint PATCH
+returns and its ReplicaSet's replacement (created a few hundred ms later) may be scheduled by a scheduler whose watch
+has not yet delivered the taint: it is bound into the room the eviction just freed on the sick node, and is evicted
+in turn (an extra disruption, PDB budget spent; tests/e2e/test_autoscaler_chain.py saw it once on a loaded machine).
+The API server sends each change to all its watchers alike, so once our own watch shows the taint, kube-scheduler has
+been sent it too, before any replacement pod exists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Collection, Mapping
+
+from remediator.model.records import NodeRecord
+
+TAINT_SEEN_WITHIN = 10.0  # seconds a node's evictions wait for its new taints to show in the node watch
+POLL_INTERVAL = 0.02  # seconds between looks at the cache (the informers fill it meanwhile)
+
+
+def unseen(nodes: Mapping[str, NodeRecord], wanted: Mapping[str, Collection[tuple[str, str]]]) -> set[str]:
+    """The nodes of `wanted` whose record in `nodes` lacks one of the taint identities (key, effect) asked for; a
+    node gone from the cache counts as unseen (its evictions wait for the next plan)."""
+    missing = set()
+    for node, identities in wanted.items():
+        record = nodes.get(node)
+        if record is None or not set(identities) <= {t.identity() for t in record.taints}:
+            missing.add(node)
+    return missing
+
+
+async def wait_until_seen(nodes: Mapping[str, NodeRecord], wanted: Mapping[str, Collection[tuple[str, str]]], *,
+                          within: float = TAINT_SEEN_WITHIN) -> set[str]:
+    """Wait until `nodes` (a cache the watch keeps filling) shows every node's wanted taints, for at most `within`
+    seconds; return the nodes still without them. No wait at all when all are there already."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    missing = unseen(nodes, wanted)
+    while missing and (left := deadline - loop.time()) > 0:
+        await asyncio.sleep(min(POLL_INTERVAL, left))
+        missing = unseen(nodes, wanted)
+    return missing
