@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.bounds import ZERO, Bounds, bounded, normal_absolute_path
-from agent.checks.cri_wire import MAX_FRAME, ProbeError, VersionReply, version_request
 from agent.host import HostRoot
 from agent.model import CheckTiming, ConditionReport, Observation, Status
+from agent.services.cri_wire import MAX_FRAME, ProbeError, VersionReply, version_request
 from agent.services.restarts import CommandRunner, RestartConfig, RestartMonitor, run_command
 from nodemedic_common.durations import format_duration
 

@@ -57,8 +57,8 @@ def _cri_answers() -> bool:
     """containerd answers a CRI Version call: its socket answers `ctr version` earlier, before the CRI plugin has
     initialised, and a kubelet started then exits ("server is not initialized yet"; seen in CI after a restart
     under load). The call is the agent's own probe (the project is installed wherever the real node runs)."""
-    from agent.checks.cri_wire import ProbeError  # noqa: PLC0415 - only the real node needs the agent here
     from agent.checks.runtime import probe  # noqa: PLC0415 - only the real node needs the agent here
+    from agent.services.cri_wire import ProbeError  # noqa: PLC0415 - only the real node needs the agent here
 
     try:
         asyncio.run(asyncio.wait_for(probe(SOCKET), 5))

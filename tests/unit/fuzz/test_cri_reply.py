@@ -10,7 +10,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent.checks.cri_wire import (
+from agent.services.cri_wire import (
     ACK,
     DATA,
     END_HEADERS,

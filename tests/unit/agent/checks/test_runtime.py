@@ -15,7 +15,10 @@ import pytest
 
 from agent.bounds import field_problems
 from agent.checks import runtime
-from agent.checks.cri_wire import (
+from agent.checks.runtime import FREQUENT_RESTART, UNHEALTHY, Config, ContainerRuntimeCheck
+from agent.host import HostRoot
+from agent.model import ConditionReport, Observation, Status
+from agent.services.cri_wire import (
     DATA,
     END_HEADERS,
     END_STREAM,
@@ -29,9 +32,6 @@ from agent.checks.cri_wire import (
     VERSION_PATH,
     frame,
 )
-from agent.checks.runtime import FREQUENT_RESTART, UNHEALTHY, Config, ContainerRuntimeCheck
-from agent.host import HostRoot
-from agent.model import ConditionReport, Observation, Status
 from agent.services.restarts import CommandError, RestartConfig
 
 NOW = dt.datetime(2024, 5, 1, 12, 0, 0, tzinfo=dt.UTC)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.checks.cri_wire import (
+from agent.services.cri_wire import (
     ACK,
     CONTINUATION,
     DATA,
