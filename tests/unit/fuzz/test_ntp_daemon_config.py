@@ -45,20 +45,29 @@ hosts = st.one_of(st.sampled_from(["127.0.0.1", "0x7f.1", "2130706433", "127.1",
                                    "localhost.", "ntp.localhost", "0", "::", "::1%lo", "128.0.0.1", "0x80.1",
                                    "ntp.example.org", "2001:db8::1", "fe80::1%eth0", "bad!host", "[::1]"]),
                   st.text("0123456789abcdefx.:%", min_size=1, max_size=20))
-words = st.one_of(paths, hosts, st.sampled_from(["iburst", "noselect", "port", "123", "0", "-4", "-6", "#", "="]))
+TARGETS = DIRS + [f"{d}/*.conf" for d in DIRS] + MAIN
+words = st.one_of(paths, st.sampled_from(TARGETS), hosts,
+                  st.sampled_from(["iburst", "noselect", "port", "123", "0", "-4", "-6", "#", "="]))
 directives = st.sampled_from(["server", "pool", "peer", "include", "confdir", "sourcedir", "includefile", "NTP=",
                               "FallbackNTP=", "[Time]", "refclock", "#", "!"])
+includes = st.builds(lambda d, ws: " ".join([d, *ws]),
+                     st.sampled_from(["include", "confdir", "sourcedir", "includefile"]),
+                     st.lists(st.sampled_from(TARGETS), min_size=1, max_size=8))
 lines = st.one_of(
+    includes, includes,  # twice as likely: following includes is where the work is
     st.builds(lambda d, ws: " ".join([d, *ws]), directives, st.lists(words, max_size=6)),
     st.builds(lambda d, w, k: " ".join([d] + [w] * k), directives, st.sampled_from(["d", "*.conf", "/d", "a.conf"]),
               st.integers(1, 40_000)),  # one line past the byte bound
     st.text(max_size=40))
-texts = st.one_of(st.lists(lines, max_size=12).map("\n".join),
+texts = st.one_of(st.lists(lines, min_size=1, max_size=12).map("\n".join),
                   st.builds(lambda d, w, k: f"{d} {w}\n" * k, directives, st.sampled_from(["d/*.conf", "a.conf", "d"]),
                             st.integers(1, 8000)))  # the same line again and again
 entries = st.tuples(st.one_of(st.sampled_from(MAIN), paths),
                     st.sampled_from(["file", "file", "file", "dir", "link", "fifo", "many"]), texts, paths)
-TIGHT = {"MAX_FOLLOWED": 3, "MAX_LOOKUP_STEPS": 40, "MAX_ENTRIES_LISTED": 12, "MAX_FILES": 3, "MAX_DIR_ENTRIES": 5}
+BOUNDS = ("MAX_FOLLOWED", "MAX_LOOKUP_STEPS", "MAX_ENTRIES_LISTED", "MAX_FILES", "MAX_DIR_ENTRIES")
+tight_bounds = st.fixed_dictionaries({"MAX_FOLLOWED": st.integers(0, 12), "MAX_LOOKUP_STEPS": st.integers(0, 80),
+                                      "MAX_ENTRIES_LISTED": st.integers(0, 40), "MAX_FILES": st.integers(0, 6),
+                                      "MAX_DIR_ENTRIES": st.integers(0, 12)})
 
 
 @pytest.fixture(scope="module")
@@ -121,14 +130,16 @@ class Work:
 
 
 @TREES
-@given(tree=st.lists(entries, max_size=14), tight=st.booleans())
+@given(main=st.sampled_from(MAIN), text=texts, tree=st.lists(entries, max_size=14),
+       tight=st.one_of(st.none(), tight_bounds))
 def test_the_reader_never_raises_and_its_work_stays_within_its_bounds(
-        scratch: Path, tree: list[tuple[str, str, str, str]], tight: bool) -> None:
+        scratch: Path, main: str, text: str, tree: list[tuple[str, str, str, str]],
+        tight: dict[str, int] | None) -> None:
     root = Path(tempfile.mkdtemp(dir=scratch))
     try:
-        for entry in tree:
+        for entry in [(main, "file", text, ""), *tree]:  # a daemon's main file first, so most trees are read
             build(root, *entry)
-        bounds = TIGHT if tight else {name: getattr(config_files, name) for name in TIGHT}
+        bounds = tight or {name: getattr(config_files, name) for name in BOUNDS}
         work = Work()
         with contextlib.ExitStack() as patches:
             for name, value in bounds.items():
