@@ -14,11 +14,13 @@ behind egress rules that block public NTP, and the daemon's servers are the ones
 server that does not answer is only noted, never NTPServerUnreachable: the daemon may keep time by other means
 (chrony on a PTP hardware clock, with its distribution's pool lines left unreachable), the kernel's sync state
 already says whether it does, and a check that says NTPServerUnreachable on every node of a fleet teaches people to
-ignore it. When no file names a server, only the kernel's sync state is judged, and the message says so. Only the
-first timing.timeout // query_timeout of the daemon's servers are tried, so the check ends before the supervisor
-cancels it, and the message says when some were left out. Validation cannot hold an interval under 16 s against
-servers it does not know yet, so they are asked at most every MIN_QUERY_INTERVAL; in between, the last answer
-stands.
+ignore it. When no file names a server, only the kernel's sync state is judged, and the message says so. When
+its files ask for more work than the reader's bounds allow, or a read left running by a cancelled observation has
+not ended (one read at a time), the daemon's servers are unknown: Unknown unless the kernel's state is a problem.
+Only the first timing.timeout // query_timeout of the daemon's servers are tried, so the check ends before the
+supervisor cancels it, and the message says when some were left out. Validation cannot hold an interval under 16 s
+against servers it does not know yet, so they are asked at most every MIN_QUERY_INTERVAL; in between, the last
+answer stands.
 
 True when any problem is found; the reason names the gravest one: ClockOffsetTooLarge (the clock is measurably
 wrong), then ClockUnsynchronized (it may drift), then NTPServerUnreachable (it could not be verified).
@@ -40,7 +42,7 @@ import ntplib
 from agent.bounds import POSITIVE, Bounds, FieldProblem, bounded
 from agent.host import HostRoot
 from agent.model import CheckTiming, ConditionReport, Observation, Status
-from agent.sensors.ntp_daemon_servers import LOOKED_FOR, find_daemon_servers
+from agent.sensors.ntp_daemon_servers import LOOKED_FOR, DaemonServers, find_daemon_servers
 from nodemedic_common.durations import below_floor, format_duration
 
 CONDITION = "NTPProblem"
@@ -174,6 +176,7 @@ class NTPProblem:
         self._query = query
         self._last: tuple[object, ConditionReport] | None = None  # (finding, report) for _keep_message
         self._last_query: tuple[dt.datetime, tuple[str, ...], Measured] | None = None  # (when, servers, result)
+        self._reading: tuple[dt.datetime, asyncio.Future[DaemonServers]] | None = None  # the last read: (began, it)
 
     async def observe(self, now: dt.datetime) -> Observation:
         problems: list[tuple[str, str]] = []  # (reason, message), gravest first once sorted
@@ -183,7 +186,7 @@ class NTPProblem:
         if self._config.servers:
             self._judge_offset(await self._measure(self._config.servers), problems, notes)
         else:
-            context = await self._judge_daemon_servers(now, problems, notes)
+            context = await self._judge_daemon_servers(now, problems, unknown, notes)
         if self._config.kernel_sync:
             self._judge_kernel(problems, unknown, notes)
         if problems:
@@ -208,15 +211,20 @@ class NTPProblem:
         self._last = (key, report)
         return report
 
-    async def _judge_daemon_servers(self, now: dt.datetime, problems: list[tuple[str, str]],
+    async def _judge_daemon_servers(self, now: dt.datetime, problems: list[tuple[str, str]], unknown: list[str],
                                     notes: list[str]) -> object:
         """The offset against the servers of the node's own time daemon. Returns what the message says about them,
         so a changed file rewrites it."""
-        # Read again at every observation rather than cached by mtime: a few small files, within fixed bounds, and
-        # telling a change by stat would take as many calls, plus every confdir's (a new file changes no mtime of
-        # the files already seen).
-        found = await asyncio.get_running_loop().run_in_executor(None, find_daemon_servers, self._host)
+        found = await self._read_daemon_servers(now)
+        if isinstance(found, str):
+            unknown.append(found)
+            return found
         remarks = [f"skipped {_listed(found.notes, '; ')}"] if found.notes else []
+        if found.refused:
+            unknown.append(f"the time daemon's NTP servers are unknown: its configuration was not read to the end "
+                           f"({found.refused})")
+            notes.extend(remarks)
+            return found
         if not found.servers:
             notes.extend([f"no NTP server in the time daemon configuration (read {_listed(found.read)})" if found.read
                           else f"no time daemon configuration found (looked for {LOOKED_FOR})", *remarks,
@@ -235,6 +243,22 @@ class NTPProblem:
             self._judge_offset(result, problems, notes, origin=origin)
         notes.extend(remarks)
         return found, isinstance(result, list)
+
+    async def _read_daemon_servers(self, now: dt.datetime) -> DaemonServers | str:
+        """find_daemon_servers in an executor thread, or why it is not read. Nothing stops the thread once it runs,
+        so when an observation is cancelled (its timeout) the read is left to end on its own, and no second read
+        starts while it runs: reads never pile up, whatever the files make each cost."""
+        # Read again at every observation rather than cached by mtime: a few small files, within fixed bounds, and
+        # telling a change by stat would take as many calls, plus every confdir's (a new file changes no mtime of
+        # the files already seen).
+        if self._reading is not None and not self._reading[1].done():
+            return (f"the time daemon's NTP servers are unknown: the read of its configuration begun at "
+                    f"{self._reading[0].isoformat(timespec='seconds')} has not ended; no other read is begun beside "
+                    "it")
+        reading = asyncio.get_running_loop().run_in_executor(None, find_daemon_servers, self._host)
+        reading.add_done_callback(_retrieve)  # a read left running may fail with no one awaiting it: no log noise
+        self._reading = (now, reading)
+        return await asyncio.shield(reading)  # cancelled, the observation leaves the read running, and known
 
     async def _measure_at_most_every_minpoll(self, now: dt.datetime, servers: tuple[str, ...]) -> Measured:
         """`_measure`, or its last result while that is younger than MIN_QUERY_INTERVAL: validation holds only
@@ -295,6 +319,11 @@ class NTPProblem:
 
 
 _GRAVITY = ("ClockOffsetTooLarge", "ClockUnsynchronized", "NTPServerUnreachable")
+
+
+def _retrieve(reading: asyncio.Future[DaemonServers]) -> None:
+    if not reading.cancelled():
+        reading.exception()
 
 
 def _listed(items: tuple[str, ...], separator: str = ", ", most: int = 3) -> str:

@@ -30,6 +30,7 @@ from agent.checks.ntp import (
 )
 from agent.host import HostRoot
 from agent.model import Check, CheckTiming, ConditionReport, Status
+from agent.sensors.ntp_daemon_servers import DaemonServers
 
 NOW = dt.datetime(2024, 5, 1, 12, 0, 0, tzinfo=dt.UTC)
 SYNCED = KernelClock(state=0, status=0x2001)  # TIME_OK, STA_PLL | STA_NANO
@@ -244,6 +245,62 @@ def test_skipped_time_daemon_files_are_noted_in_the_message(tmp_path: Path) -> N
     report = observe(make(FakeSources(), Config(), HostRoot(tmp_path)))
     assert report.status is Status.FALSE
     assert "skipped /etc/chrony/chrony.conf: not a text file; kernel sync state only" in report.message
+
+
+@pytest.mark.parametrize(("clock", "status", "reason"), [
+    pytest.param(SYNCED, Status.UNKNOWN, "BadSensorData", id="kernel-synchronised"),
+    pytest.param(UNSYNCED, Status.TRUE, "ClockUnsynchronized", id="kernel-unsynchronised"),
+])
+def test_a_time_daemon_configuration_over_the_readers_bounds_leaves_its_servers_unknown(
+        tmp_path: Path, clock: KernelClock, status: Status, reason: str) -> None:
+    host = chrony_host(tmp_path, "ntp-a.internal")
+    (tmp_path / "etc/chrony/chrony.conf").write_text("server ntp-a.internal\nconfdir" + " d" * 30_000 + "\n")
+    fake = FakeSources(clock=clock)
+    report = observe(make(fake, Config(), host))
+    assert (report.status, report.reason, fake.asked) == (status, reason, [])
+    assert ("the time daemon's NTP servers are unknown: its configuration was not read to the end "
+            "(/etc/chrony/chrony.conf:2: more than 64 includes and directories to follow in one read)"
+            in report.message)
+
+
+def test_a_read_left_running_by_a_cancelled_observation_is_never_joined_by_a_second(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The read runs in an executor thread, which cancelling the observation (its timeout) cannot stop: a new read
+    each interval beside it would pile threads up behind a slow host."""
+    started, release = threading.Event(), threading.Event()
+    reads: list[HostRoot] = []
+
+    def slow(host: HostRoot) -> DaemonServers:
+        reads.append(host)
+        started.set()
+        release.wait(timeout=60)
+        return DaemonServers(daemon="chrony", servers=("ntp-a.internal",), files=("/etc/chrony.conf",))
+
+    monkeypatch.setattr(ntp, "find_daemon_servers", slow)
+    check = make(FakeSources(), Config())
+    later = NOW + dt.timedelta(minutes=1)
+
+    async def scenario() -> tuple[ConditionReport, ConditionReport]:
+        first = asyncio.create_task(check.observe(NOW))
+        assert await asyncio.get_running_loop().run_in_executor(None, started.wait, 60)
+        first.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await first
+        (while_running,) = (await check.observe(later)).conditions
+        release.set()
+        deadline = time.monotonic() + 60
+        while (after := (await check.observe(later)).conditions[0]).status is Status.UNKNOWN:
+            assert time.monotonic() < deadline, "the first read never ended"
+            await asyncio.sleep(0.01)
+        return while_running, after
+
+    while_running, after = asyncio.run(scenario())
+    assert (while_running.status, while_running.reason) == (Status.UNKNOWN, "BadSensorData")
+    assert while_running.message == (
+        "the time daemon's NTP servers are unknown: the read of its configuration begun at 2024-05-01T12:00:00+00:00 "
+        "has not ended; no other read is begun beside it; kernel clock state TIME_OK, STA_UNSYNC clear")
+    assert after.message.startswith("offset +10.0 ms against ntp-a.internal (limit 500 ms; from chrony ")
+    assert len(reads) == 2  # the first, and one more once it had ended
 
 
 def test_the_kernel_state_can_be_left_out_where_something_else_keeps_the_clock() -> None:

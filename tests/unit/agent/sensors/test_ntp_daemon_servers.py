@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from agent.host import HostRoot
+from agent.sensors.config_files import MAX_FILE_BYTES, MAX_FILES, MAX_FOLLOWED
 from agent.sensors.ntp_daemon_servers import (
-    MAX_FILE_BYTES,
-    MAX_FILES,
     MAX_INCLUDE_DEPTH,
     DaemonServers,
     find_daemon_servers,
@@ -376,3 +375,56 @@ def test_an_unreadable_or_wrong_directory_is_noted_and_the_other_files_still_rea
 def test_server_names_take_the_checks_syntax_and_loopback_is_none(host: str, port: str | None,
                                                                   name: str | None) -> None:
     assert server_name(host, port) == name
+
+
+def test_every_spelling_of_the_node_itself_is_left_out_of_a_daemons_servers(tmp_path: Path) -> None:
+    write(tmp_path, "/etc/chrony.conf", """\
+        server 0x7f.1
+        server 2130706433
+        pool 127.1 iburst
+        server 0177.0.0.1
+        server ::ffff:127.0.0.1
+        server localhost.
+        server ntp.localhost
+        server 0.0.0.0 port 1123
+        server 128.0.0.1
+        server 0x80.1
+        server ntp.example.org
+        """)
+    assert find(tmp_path).servers == ("128.0.0.1", "0x80.1", "ntp.example.org")
+
+
+def hostile_confdir_line() -> str:
+    return "confdir" + " d" * ((MAX_FILE_BYTES - 100) // 2) + "\n"  # one line just under the byte bound
+
+
+@pytest.mark.parametrize(("files", "refused"), [
+    pytest.param({"/etc/chrony.conf": hostile_confdir_line()}, "/etc/chrony.conf:1", id="confdir-d-d-d"),
+    pytest.param({"/etc/chrony.conf": "include /etc/inc/*.conf\n",
+                  **{f"/etc/inc/{i:02}.conf": hostile_confdir_line() for i in range(31)}},
+                 "/etc/inc/00.conf:1", id="confdir-d-d-d-in-31-included-files"),
+    pytest.param({"/etc/chrony.conf": "include d/*.conf\n" * 3800}, "/etc/chrony.conf:65", id="include-repeated"),
+    pytest.param({"/etc/chrony.conf": "confdir " + " ".join(f"a{i}" for i in range(10_000)) + "\n"},
+                 "/etc/chrony.conf:1", id="confdir-of-distinct-directories"),
+    pytest.param({"/etc/ntp.conf": "".join(f"includefile /etc/missing/{i}.conf\n" for i in range(3000))},
+                 "/etc/ntp.conf:65", id="includefile-repeated"),
+])
+def test_a_config_asking_for_unbounded_work_is_refused_naming_the_line_and_the_bound(
+        tmp_path: Path, files: dict[str, str], refused: str) -> None:
+    """The issue's inputs: before the work bounds, 16 s to minutes of listing the same directory again and again in
+    an executor thread nothing could stop."""
+    for i in range(1000):
+        write(tmp_path, f"/etc/d/e{i:04}", "")
+    for path, text in files.items():
+        write(tmp_path, path, text)
+    found = find(tmp_path)
+    assert (found.servers, found.refused) == ((), f"{refused}: more than {MAX_FOLLOWED} includes and directories to "
+                                                  "follow in one read")
+
+
+def test_a_refused_read_names_no_server_even_those_found_before(tmp_path: Path) -> None:
+    write(tmp_path, "/etc/chrony.conf", "server ntp-a.internal\n" + "include /etc/x.conf\n" * (MAX_FOLLOWED + 1))
+    write(tmp_path, "/etc/ntp.conf", "server ntpd.internal\n")
+    found = find(tmp_path)
+    assert (found.daemon, found.servers, found.read) == ("", (), ("/etc/chrony.conf",))
+    assert found.refused.startswith(f"/etc/chrony.conf:{MAX_FOLLOWED + 2}: more than")
