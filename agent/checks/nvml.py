@@ -16,7 +16,13 @@ Events, for counters that only grow (the first look is the baseline; a counter t
 the new baseline): the aggregate uncorrectable ECC count, remapped rows, retired pages, NVLink replay/recovery/CRC
 errors, PCIe replays; the software power cap engaging; and every Xid the driver posts to NVML's event set
 (reason `NvidiaXid`, worded like the kernel line so `agent/reporting/xid_pairs.py` reports an Xid seen in both the
-kernel log and NVML once).
+kernel log and NVML once; an Xid for a GPU whose bus id NVML could not tell, or for a GPU the check did not list, is
+worded so that it says so, and is not paired); the Xid event set failing, once until it answers again.
+
+NVML's answers are distrusted (`agent/sensors/nvml_answers.py`): a value of the wrong shape, or any exception from
+the binding, is that GPU's signal Unknown (its label and the words in the message); the other GPUs' verdicts stand.
+A GPU is tracked under its NVML index and whatever identity NVML told (`Gpu.key`), so GPUs whose bus id or UUID could
+not be read never share counters or links.
 
 No NVIDIA library below the host root: no report, and the next look in `absent_every`. A library but no driver
 loaded: the same.
@@ -44,6 +50,7 @@ SLOWDOWN = "GPUHardwareSlowdown"
 FABRIC = "GPUFabricDegraded"
 XID = "NvidiaXid"
 _DRIVER_NOT_LOADED = 9
+_MAX_GPUS = 256  # more than any node holds: a larger count is no GPU count
 _XID_EVENT = 0x8  # nvmlEventTypeXidCriticalError
 _SW_POWER_CAP = 0x4
 _HW_SLOWDOWNS = {0x8: "HW slowdown", 0x40: "HW thermal slowdown", 0x80: "HW power brake"}
@@ -83,9 +90,9 @@ class _Verdict:
     failures: list[str] = field(default_factory=list)
     checked: int = 0
 
-    def add(self, value: object, problem: tuple[str, str] | None = None) -> None:
+    def add(self, label: str, value: object, problem: tuple[str, str] | None = None) -> None:
         if isinstance(value, nv.Failed):
-            self.failures.append(value.why)
+            self.failures.append(f"{label}: {value.why}")
         elif not isinstance(value, nv.Unsupported):
             self.checked += 1
             if problem is not None:
@@ -110,13 +117,15 @@ class NvmlCheck:
         self._host = host
         self._load = load
         self._nvml: Any = None
-        self._gpus: list[tuple[nv.Gpu, Any]] = []  # after nvmlInit: every GPU and its handle
+        self._gpus: list[tuple[nv.Gpu, nv.Value[Any]]] = []  # after nvmlInit: every GPU and its handle (or why not)
         self._events: Any = None  # the Xid event set, None where no GPU can post Xids
+        self._events_failed: str | None = None  # why waiting on the event set failed at the last look
         self._next_look: dt.datetime | None = None  # while there is no NVML: when to look again
-        self._counters: dict[tuple[str, str], int] = {}  # (GPU UUID, counter) -> last value
-        self._links_up: dict[str, set[int]] = {}  # GPU UUID -> links seen active
-        self._slowed: dict[str, int] = {}  # GPU UUID -> looks in a row with a hardware slowdown
-        self._capped: set[str] = set()  # GPU UUIDs under the software power cap at the last look
+        # all under `Gpu.key` (index and identity): a GPU without a readable UUID shares nothing with another
+        self._counters: dict[tuple[nv.GpuKey, str], int] = {}  # (GPU, counter) -> last value
+        self._links_up: dict[nv.GpuKey, set[int]] = {}  # GPU -> links seen active
+        self._slowed: dict[nv.GpuKey, int] = {}  # GPU -> looks in a row with a hardware slowdown
+        self._capped: set[nv.GpuKey] = set()  # GPUs under the software power cap at the last look
 
     @property
     def timing(self) -> CheckTiming:
@@ -130,15 +139,16 @@ class NvmlCheck:
                 return Observation(self.name, now)
             try:
                 started = await asyncio.to_thread(self._start)
-            except self._errors() as exc:
+            except _StartFailed as exc:
                 self._next_look = now + self._config.absent_every
                 return Observation(self.name, now, error=f"NVML: {exc}")
             if not started:
                 self._next_look = now + self._config.absent_every
                 return Observation(self.name, now)
-        readings, xids = await asyncio.to_thread(self._look)
+        readings, (xids, events_failed) = await asyncio.to_thread(self._look)
         return Observation(self.name, now, conditions=self._conditions(readings),
-                           events=tuple(self._events_from(readings)) + tuple(self._xid_events(xids)))
+                           events=(*self._events_from(readings), *self._xid_events(xids),
+                                   *self._event_set_failure(events_failed)))
 
     async def close(self) -> None:
         """Free the event set and let NVML go (see `HoldsResources`)."""
@@ -150,29 +160,30 @@ class NvmlCheck:
         nv.ask(nvml, nvml.nvmlShutdown)
         self._gpus, self._events = [], None
 
-    def _errors(self) -> tuple[type[BaseException], ...]:
-        return (self._nvml.NVMLError,) if self._nvml is not None else ()
-
     def _start(self) -> bool:
         """Load the binding and list the GPUs; False when there is nothing to watch (no library, no driver, no
-        GPU). Raises the binding's NVMLError for a driver that is there but broken."""
+        GPU). Raises _StartFailed for a driver that is there but broken. A GPU without a handle (lost) is listed
+        all the same: its signals are Unknown, the others' are read."""
         if self._nvml is None:
             self._nvml = self._load(self._host, self._config.library_dirs)
             if self._nvml is None:
                 return False
         nvml = self._nvml
-        try:
-            nvml.nvmlInit()
-        except nvml.NVMLError as exc:
-            if getattr(exc, "value", None) == _DRIVER_NOT_LOADED:
+        if isinstance(init := nv.ask(nvml, nvml.nvmlInit), nv.Failed):
+            if init.code == _DRIVER_NOT_LOADED:
                 return False
-            raise
+            raise _StartFailed(init.why)
+        count = nv.ask(nvml, nvml.nvmlDeviceGetCount)
+        if not (nv.is_count(count) and count <= _MAX_GPUS):
+            nv.ask(nvml, nvml.nvmlShutdown)  # NVML counts its inits: one left behind per try would never end
+            raise _StartFailed(count.why if isinstance(count, nv.Failed) else
+                               f"nvmlDeviceGetCount answered {nv.shown(count)}, no GPU count")
         gpus = []
-        for index in range(nvml.nvmlDeviceGetCount()):
-            handle = nvml.nvmlDeviceGetHandleByIndex(index)
+        for index in range(count):
+            handle = nv.ask(nvml, nvml.nvmlDeviceGetHandleByIndex, index)
             gpus.append((nv.identify(nvml, index, handle), handle))
         if not gpus:
-            nvml.nvmlShutdown()
+            nv.ask(nvml, nvml.nvmlShutdown)
             return False
         self._gpus = gpus
         self._events = self._xid_set()
@@ -184,15 +195,15 @@ class NvmlCheck:
         if isinstance(event_set, nv.Unsupported | nv.Failed):
             return None
         registered = [nv.ask(nvml, nvml.nvmlDeviceRegisterEvents, handle, _XID_EVENT, event_set)
-                      for _, handle in self._gpus]
+                      for _, handle in self._gpus if not isinstance(handle, nv.Unsupported | nv.Failed)]
         if all(isinstance(r, nv.Unsupported | nv.Failed) for r in registered):
             nv.ask(nvml, nvml.nvmlEventSetFree, event_set)
             return None
         return event_set
 
-    def _look(self) -> tuple[list[nv.Reading], list[tuple[int, int]]]:
+    def _look(self) -> tuple[list[nv.Reading], tuple[list[nv.Xid], nv.Failed | None]]:
         readings = [nv.read(self._nvml, gpu, handle) for gpu, handle in self._gpus]
-        xids = nv.drain_xids(self._nvml, self._events) if self._events is not None else []
+        xids = nv.drain_xids(self._nvml, self._events) if self._events is not None else ([], None)
         return readings, xids
 
     # --- conditions -------------------------------------------------------------------------------------
@@ -201,13 +212,13 @@ class NvmlCheck:
         for r in readings:
             label = r.gpu.label
             dbe = r.volatile_dbe
-            verdicts[ECC].add(dbe, ("VolatileDoubleBitECC",
+            verdicts[ECC].add(label, dbe, ("VolatileDoubleBitECC",
                                     f"{label}: {dbe} uncorrectable ECC errors since the driver loaded"
                                     f"{_aggregate(r.aggregate_dbe)}") if isinstance(dbe, int) and dbe else None)
             self._remap(r, verdicts[REMAP_PENDING], verdicts[REMAP_FAILED])
-            verdicts[NVLINK_DOWN].add(r.links, self._links_down(r))
-            verdicts[SLOWDOWN].add(r.clock_events, self._slowdown(r))
-            verdicts[FABRIC].add(r.fabric, _fabric_problem(r))
+            verdicts[NVLINK_DOWN].add(label, r.links, self._links_down(r))
+            verdicts[SLOWDOWN].add(label, r.clock_events, self._slowdown(r))
+            verdicts[FABRIC].add(label, r.fabric, _fabric_problem(r))
         reports = (
             verdicts[ECC].report(ECC, "NoUncorrectableECC", "no uncorrectable ECC error since the driver loaded"),
             verdicts[REMAP_PENDING].report(REMAP_PENDING, "NoRemapPending", "no remapped row or page awaits a reset"),
@@ -224,19 +235,19 @@ class NvmlCheck:
         if isinstance(rows, nv.RemappedRows):
             counts = (f"{rows.uncorrectable} rows remapped for uncorrectable and {rows.correctable} for correctable "
                       "errors")
-            pending.add(rows, ("RowRemapPending", f"{label}: {counts}, waiting for a GPU reset")
+            pending.add(label, rows, ("RowRemapPending", f"{label}: {counts}, waiting for a GPU reset")
                         if rows.pending else None)
-            failed.add(rows, ("RowRemapFailure", f"{label}: a row could not be remapped ({counts}): no spare rows "
-                              "left, the GPU needs replacing") if rows.failure else None)
+            failed.add(label, rows, ("RowRemapFailure", f"{label}: a row could not be remapped ({counts}): no spare "
+                                     "rows left, the GPU needs replacing") if rows.failure else None)
             return
-        failed.add(rows)
-        pending.add(r.retired_pending, ("RetiredPagesPending", f"{label}: retired pages wait for a GPU reset"
+        failed.add(label, rows)
+        pending.add(label, r.retired_pending, ("RetiredPagesPending", f"{label}: retired pages wait for a GPU reset"
                                         f"{_retired(r.retired_pages)}") if r.retired_pending is True else None)
 
     def _links_down(self, r: nv.Reading) -> tuple[str, str] | None:
         if not isinstance(r.links, dict):
             return None
-        up = self._links_up.setdefault(r.gpu.uuid, set())
+        up = self._links_up.setdefault(r.gpu.key, set())
         up |= {n for n, link in r.links.items() if link.active}
         down = sorted(n for n in up if n in r.links and not r.links[n].active)
         if not down:
@@ -247,7 +258,7 @@ class NvmlCheck:
         if not isinstance(r.clock_events, int):
             return None
         causes = [words for bit, words in _HW_SLOWDOWNS.items() if r.clock_events & bit]
-        streak = self._slowed[r.gpu.uuid] = self._slowed.get(r.gpu.uuid, 0) + 1 if causes else 0
+        streak = self._slowed[r.gpu.key] = self._slowed.get(r.gpu.key, 0) + 1 if causes else 0
         if streak < self._config.slowdown_polls:
             return None
         reason = "PowerBrake" if r.clock_events & 0x80 else "ThermalSlowdown" if r.clock_events & 0x40 else (
@@ -257,7 +268,7 @@ class NvmlCheck:
     # --- events -----------------------------------------------------------------------------------------
     def _events_from(self, readings: list[nv.Reading]) -> Iterable[EventReport]:
         for r in readings:
-            label, uuid = r.gpu.label, r.gpu.uuid
+            label, uuid = r.gpu.label, r.gpu.key
             if (grew := self._grew(uuid, "aggregate DBE", r.aggregate_dbe)) is not None:
                 yield EventReport("GPUUncorrectableECC", f"{label}: aggregate uncorrectable ECC errors {grew}")
             if isinstance(r.remapped_rows, nv.RemappedRows):
@@ -276,20 +287,20 @@ class NvmlCheck:
             return
         rising = [f"link {n} {name} {grew}" for n, link in sorted(r.links.items())
                   for name, value in link.errors.items()
-                  if (grew := self._grew(r.gpu.uuid, f"NVLink {n} {name}", value)) is not None]
+                  if (grew := self._grew(r.gpu.key, f"NVLink {n} {name}", value)) is not None]
         if rising:
             yield EventReport("GPUNVLinkErrors", f"{r.gpu.label}: NVLink errors: {', '.join(rising)}")
 
     def _power_cap(self, r: nv.Reading) -> Iterable[EventReport]:
         if not isinstance(r.clock_events, int):
             return
-        capped, uuid = bool(r.clock_events & _SW_POWER_CAP), r.gpu.uuid
+        capped, uuid = bool(r.clock_events & _SW_POWER_CAP), r.gpu.key
         if capped and uuid not in self._capped:
             yield EventReport("GPUPowerCapped", f"{r.gpu.label}: clocks lowered to stay under the power limit "
                                                 "(software power cap)")
         (self._capped.add if capped else self._capped.discard)(uuid)
 
-    def _grew(self, uuid: str, counter: str, value: object) -> str | None:
+    def _grew(self, uuid: nv.GpuKey, counter: str, value: object) -> str | None:
         """"from A to B" when `counter` rose since the last look; None at the first look, or when it did not."""
         if not isinstance(value, int):
             return None
@@ -299,14 +310,37 @@ class NvmlCheck:
             return None
         return f"rose from {before} to {value}"
 
-    def _xid_events(self, xids: list[tuple[int, int]]) -> Iterable[EventReport]:
+    def _xid_events(self, xids: list[nv.Xid]) -> Iterable[EventReport]:
         by_index = {gpu.index: gpu for gpu, _ in self._gpus}
-        for index, code in xids:
-            gpu = by_index.get(index)
+        for xid in xids:
+            code = xid.code if isinstance(xid.code, int) else f"(its code unreadable: {_why(xid.code)})"
+            gpu = by_index.get(xid.index) if isinstance(xid.index, int) else None
             if gpu is None:
-                yield EventReport(XID, f"Xid {code} on an unidentified GPU, from NVML's event set")
-                continue
-            yield EventReport(XID, f"NVRM: Xid (PCI:{gpu.kernel_pci}): {code}, {gpu.label}, from NVML's event set")
+                which = (f"NVML index {xid.index}, not one of the {len(by_index)} GPUs listed"
+                         if isinstance(xid.index, int) else f"NVML could not tell which: {_why(xid.index)}")
+                yield EventReport(XID, f"Xid {code} on an unidentified GPU ({which}), from NVML's event set")
+            elif gpu.kernel_pci is None or not isinstance(xid.code, int):  # not worded to pair with a kernel line
+                yield EventReport(XID, f"Xid {code} on {gpu.label}, from NVML's event set; not paired with the "
+                                       f"kernel log's line: {'; '.join(gpu.unreadable) or 'its code unreadable'}")
+            else:
+                yield EventReport(XID, f"NVRM: Xid (PCI:{gpu.kernel_pci}): {code}, {gpu.label}, "
+                                       "from NVML's event set")
+
+    def _event_set_failure(self, failed: nv.Failed | None) -> Iterable[EventReport]:
+        """Said once each time waiting on the event set starts failing: Xids then reach the node only through
+        the kernel log (the `gpu-monitor` check), and the next look tries the set again."""
+        why, self._events_failed = self._events_failed, failed.why if failed is not None else None
+        if failed is not None and why is None:
+            yield EventReport("NVMLEventSetFailed", f"NVML's Xid event set failed ({failed.why}): Xids are read "
+                                                    "from the kernel log only until it answers again")
+
+
+class _StartFailed(Exception):
+    """NVML is there but could not list the GPUs: the driver's words."""
+
+
+def _why(value: object) -> str:
+    return value.why if isinstance(value, nv.Failed) else "not supported"
 
 
 def _aggregate(value: object) -> str:

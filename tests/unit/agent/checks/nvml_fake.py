@@ -1,10 +1,13 @@
 """A fake of the NVML calls the `nvml` check makes, answering as `pynvml` does: values, or the binding's own
 `NVMLError` with NVML's code. Each GPU's answers are plain fields a test changes between looks; a call named in
-`errors` raises that code instead (NOT_SUPPORTED for a driver or board without it, GPU_IS_LOST, ...)."""
+`errors` raises that code instead (NOT_SUPPORTED for a driver or board without it, GPU_IS_LOST, ...), and a call
+named in `answers` answers that instead, whatever it is, or raises it when it is an exception: the hostile answers
+(a bus id in no PCI form, a UUID pynvml cannot decode, a count of another type) a driver or binding can give."""
 
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,8 +21,8 @@ DRIVER_NOT_LOADED = pynvml.NVML_ERROR_DRIVER_NOT_LOADED
 
 @dataclass
 class FakeGpu:
-    bus_id: str = "00000000:3B:00.0"
-    uuid: str = "GPU-11111111-2222-3333-4444-555555555555"
+    bus_id: str | bytes = "00000000:3B:00.0"  # the `busId` field of NVML's PCI info
+    uuid: Any = "GPU-11111111-2222-3333-4444-555555555555"
     volatile_dbe: int = 0
     aggregate_dbe: int = 0
     remapped_rows: tuple[int, int, int, int] = (0, 0, 0, 0)  # correctable, uncorrectable, pending, failure
@@ -31,12 +34,13 @@ class FakeGpu:
     clock_events: int = 0
     fabric: tuple[int, int, int] = (0, 0, 0)  # state, status, healthMask; state 0 = not supported
     errors: dict[str, int] = field(default_factory=dict)  # call name -> NVML error code it raises
+    answers: dict[str, Any] = field(default_factory=dict)  # call name -> its whole answer, or an exception raised
 
 
 @dataclass
 class _Data:
     device: Any
-    eventData: int  # the binding's field name
+    eventData: Any  # the binding's field name
 
 
 class FakeNvml:
@@ -47,8 +51,11 @@ class FakeNvml:
         self.gpus = list(gpus)
         self.init_error = init_error
         self.xid_supported = xid_supported
-        self.pending_xids: list[tuple[int, int]] = []  # (GPU index, Xid) waiting in the event set
+        self.pending_xids: list[tuple[Any, Any]] = []  # (GPU index, Xid) waiting in the event set
+        self.count: Any = None  # what nvmlDeviceGetCount answers instead of the number of GPUs
+        self.event_wait_error: BaseException | None = None  # raised by nvmlEventSetWait_v2 instead of an event
         self.initialized = False
+        self.inits = self.shutdowns = 0
         self.event_sets_freed = 0
         self.calls = 0
 
@@ -59,68 +66,86 @@ class FakeNvml:
             raise pynvml.NVMLError(gpu.errors[call])
         return gpu
 
+    def _answer(self, handle: int, call: str, usual: Callable[[FakeGpu], Any]) -> Any:
+        gpu = self._gpu(handle, call)
+        if call not in gpu.answers:
+            return usual(gpu)
+        answer = gpu.answers[call]
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
     def nvmlInit(self) -> None:
         if self.init_error is not None:
             raise pynvml.NVMLError(self.init_error)
         self.initialized = True
+        self.inits += 1
 
     def nvmlShutdown(self) -> None:
         self.initialized = False
+        self.shutdowns += 1
 
-    def nvmlDeviceGetCount(self) -> int:
-        return len(self.gpus)
+    def nvmlDeviceGetCount(self) -> Any:
+        return len(self.gpus) if self.count is None else self.count
 
     def nvmlDeviceGetHandleByIndex(self, index: int) -> int:
-        return index
+        if index >= len(self.gpus):
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        return self._answer(index, "nvmlDeviceGetHandleByIndex", lambda gpu: index)
 
-    def nvmlDeviceGetIndex(self, handle: int) -> int:
+    def nvmlDeviceGetIndex(self, handle: Any) -> Any:
         return handle
 
     def nvmlDeviceGetPciInfo(self, handle: int) -> Any:
-        info = pynvml.nvmlPciInfo_t()
-        info.busId = self._gpu(handle, "nvmlDeviceGetPciInfo").bus_id.encode()
-        return info
+        def info(gpu: FakeGpu) -> Any:
+            answer = pynvml.nvmlPciInfo_t()
+            answer.busId = gpu.bus_id.encode() if isinstance(gpu.bus_id, str) else gpu.bus_id
+            return answer
+        return self._answer(handle, "nvmlDeviceGetPciInfo", info)
 
-    def nvmlDeviceGetUUID(self, handle: int) -> str:
-        return self._gpu(handle, "nvmlDeviceGetUUID").uuid
+    def nvmlDeviceGetUUID(self, handle: int) -> Any:
+        return self._answer(handle, "nvmlDeviceGetUUID", lambda gpu: gpu.uuid)
 
-    def nvmlDeviceGetTotalEccErrors(self, handle: int, error_type: int, counter_type: int) -> int:
-        gpu = self._gpu(handle, "nvmlDeviceGetTotalEccErrors")
+    def nvmlDeviceGetTotalEccErrors(self, handle: int, error_type: int, counter_type: int) -> Any:
         assert error_type == pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED
-        return gpu.volatile_dbe if counter_type == pynvml.NVML_VOLATILE_ECC else gpu.aggregate_dbe
+        return self._answer(handle, "nvmlDeviceGetTotalEccErrors", lambda gpu: gpu.volatile_dbe
+                            if counter_type == pynvml.NVML_VOLATILE_ECC else gpu.aggregate_dbe)
 
-    def nvmlDeviceGetRemappedRows(self, handle: int) -> tuple[int, int, int, int]:
-        return self._gpu(handle, "nvmlDeviceGetRemappedRows").remapped_rows
+    def nvmlDeviceGetRemappedRows(self, handle: int) -> Any:
+        return self._answer(handle, "nvmlDeviceGetRemappedRows", lambda gpu: gpu.remapped_rows)
 
-    def nvmlDeviceGetRetiredPages(self, handle: int, cause: int) -> list[int]:
-        pages = self._gpu(handle, "nvmlDeviceGetRetiredPages").retired_pages
-        return pages if cause == pynvml.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR else []
+    def nvmlDeviceGetRetiredPages(self, handle: int, cause: int) -> Any:
+        return self._answer(handle, "nvmlDeviceGetRetiredPages", lambda gpu: gpu.retired_pages
+                            if cause == pynvml.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR else [])
 
-    def nvmlDeviceGetRetiredPagesPendingStatus(self, handle: int) -> int:
-        return self._gpu(handle, "nvmlDeviceGetRetiredPagesPendingStatus").retired_pending
+    def nvmlDeviceGetRetiredPagesPendingStatus(self, handle: int) -> Any:
+        return self._answer(handle, "nvmlDeviceGetRetiredPagesPendingStatus", lambda gpu: gpu.retired_pending)
 
-    def nvmlDeviceGetNvLinkState(self, handle: int, link: int) -> int:
-        gpu = self._gpu(handle, "nvmlDeviceGetNvLinkState")
-        if not gpu.nvlinks:
-            raise pynvml.NVMLError(NOT_SUPPORTED)
-        if link >= len(gpu.nvlinks):
-            raise pynvml.NVMLError(pynvml.NVML_ERROR_INVALID_ARGUMENT)
-        return gpu.nvlinks[link]
+    def nvmlDeviceGetNvLinkState(self, handle: int, link: int) -> Any:
+        def state(gpu: FakeGpu) -> int:
+            if not gpu.nvlinks:
+                raise pynvml.NVMLError(NOT_SUPPORTED)
+            if link >= len(gpu.nvlinks):
+                raise pynvml.NVMLError(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+            return gpu.nvlinks[link]
+        return self._answer(handle, "nvmlDeviceGetNvLinkState", state)
 
-    def nvmlDeviceGetNvLinkErrorCounter(self, handle: int, link: int, counter: int) -> int:
-        return self._gpu(handle, "nvmlDeviceGetNvLinkErrorCounter").nvlink_errors.get((link, counter), 0)
+    def nvmlDeviceGetNvLinkErrorCounter(self, handle: int, link: int, counter: int) -> Any:
+        return self._answer(handle, "nvmlDeviceGetNvLinkErrorCounter",
+                            lambda gpu: gpu.nvlink_errors.get((link, counter), 0))
 
-    def nvmlDeviceGetPcieReplayCounter(self, handle: int) -> int:
-        return self._gpu(handle, "nvmlDeviceGetPcieReplayCounter").pcie_replays
+    def nvmlDeviceGetPcieReplayCounter(self, handle: int) -> Any:
+        return self._answer(handle, "nvmlDeviceGetPcieReplayCounter", lambda gpu: gpu.pcie_replays)
 
-    def nvmlDeviceGetCurrentClocksEventReasons(self, handle: int) -> int:
-        return self._gpu(handle, "nvmlDeviceGetCurrentClocksEventReasons").clock_events
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle: int) -> Any:
+        return self._answer(handle, "nvmlDeviceGetCurrentClocksEventReasons", lambda gpu: gpu.clock_events)
 
-    def nvmlDeviceGetGpuFabricInfoV(self, handle: int, info: Any) -> int:
-        gpu = self._gpu(handle, "nvmlDeviceGetGpuFabricInfoV")
-        struct = info._obj  # what ctypes.byref points at
-        struct.state, struct.status, struct.healthMask = gpu.fabric
-        return pynvml.NVML_SUCCESS
+    def nvmlDeviceGetGpuFabricInfoV(self, handle: int, info: Any) -> Any:
+        def fill(gpu: FakeGpu) -> int:
+            struct = info._obj  # what ctypes.byref points at
+            struct.state, struct.status, struct.healthMask = gpu.fabric
+            return pynvml.NVML_SUCCESS
+        return self._answer(handle, "nvmlDeviceGetGpuFabricInfoV", fill)
 
     def nvmlEventSetCreate(self) -> object:
         return ctypes.c_void_p(1)
@@ -132,6 +157,8 @@ class FakeNvml:
 
     def nvmlEventSetWait_v2(self, event_set: object, timeout_ms: int) -> _Data:
         assert timeout_ms == 0, "the check never blocks on the event set"
+        if self.event_wait_error is not None:
+            raise self.event_wait_error
         if not self.pending_xids:
             raise pynvml.NVMLError(pynvml.NVML_ERROR_TIMEOUT)
         index, xid = self.pending_xids.pop(0)

@@ -5,11 +5,13 @@ an NVML error makes it Unknown, never a crash."""
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import dataclasses
 import datetime as dt
 from pathlib import Path
 from typing import Any
 
+import pynvml
 import pytest
 
 from agent.bounds import field_problems
@@ -26,6 +28,7 @@ from agent.checks.nvml import (
 )
 from agent.host import HostRoot
 from agent.model import Observation, Status
+from agent.reporting.xid_pairs import xid_key
 from tests.unit.agent.checks.nvml_fake import (
     DRIVER_NOT_LOADED,
     FUNCTION_NOT_FOUND,
@@ -291,3 +294,129 @@ def test_config_errors_name_the_field() -> None:
 
 def problems(config: object) -> list[str]:
     return [str(problem) for problem in field_problems(config)]
+
+
+# --- hostile answers: a GPU's unreadable identity or values are that GPU's Unknown, never a crash or a mix-up ----
+@pytest.mark.parametrize("bad", [{"errors": {"nvmlDeviceGetPciInfo": GPU_IS_LOST}}, {"bus_id": "unknown PCI id"},
+                                 {"bus_id": "3B00"}, {"bus_id": b"00000000:3B:\xff0.0"}],
+                         ids=["pci-info-lost", "placeholder", "no-colon", "not-utf8"])
+def test_an_xid_on_a_gpu_whose_bus_id_is_unreadable_is_told_and_the_conditions_stand(bad: dict[str, Any]) -> None:
+    fake = FakeNvml(FakeGpu(bus_id="00000000:1A:00.0", uuid="GPU-a", volatile_dbe=1), FakeGpu(uuid="GPU-b", **bad))
+    check = check_of(fake)
+    look(check)
+    fake.pending_xids = [(1, 79), (0, 13)]
+    obs = look(check)  # before: ValueError out of kernel_pci: the Xids lost, all six conditions Unknown
+    assert obs.error == "" and status(obs, ECC) is Status.TRUE and status(obs, REMAP_FAILED) is Status.FALSE
+    unpaired, paired = (e.message for e in obs.events)
+    assert unpaired.startswith("Xid 79 on GPU 1 (bus id unreadable, GPU-b), from NVML's event set; not paired with "
+                               "the kernel log's line: bus id: ")
+    assert xid_key(unpaired) is None  # the kernel log's own line for it is reported too, not taken for this one
+    assert xid_key(paired) == ("0000:1a:00", 13)
+
+
+def test_gpus_without_a_readable_uuid_never_share_links_or_counters() -> None:
+    no_uuid = {"nvmlDeviceGetUUID": GPU_IS_LOST}
+    fake = FakeNvml(FakeGpu(bus_id="00000000:1A:00.0", nvlinks=[1, 1], pcie_replays=100, errors=no_uuid),
+                    FakeGpu(bus_id="00000000:3B:00.0", nvlinks=[0, 0], pcie_replays=5, errors=no_uuid))
+    check = check_of(fake)
+    for _ in range(3):  # before: GPUNVLinkDown=True for GPU 1 (GPU 0's links), "PCIe replays rose from 5 to 100"
+        obs = look(check)
+        assert status(obs, NVLINK_DOWN) is Status.FALSE and obs.events == ()
+    fake.gpus[1].nvlinks, fake.gpus[1].pcie_replays = [1, 1], 6
+    look(check)
+    fake.gpus[1].nvlinks = [1, 0]
+    obs = look(check)
+    assert condition(obs, NVLINK_DOWN).message == ("GPU 1 (00000000:3B:00.0, UUID unreadable): NVLink 1 inactive, "
+                                                   "active before")
+
+
+def test_gpus_answering_the_same_uuid_are_still_two_gpus() -> None:
+    fake = FakeNvml(FakeGpu(bus_id="00000000:1A:00.0", uuid="", nvlinks=[1], pcie_replays=100),
+                    FakeGpu(bus_id="00000000:3B:00.0", uuid="", nvlinks=[0], pcie_replays=5),
+                    FakeGpu(bus_id="00000000:5E:00.0", uuid="GPU-twin", pcie_replays=1),
+                    FakeGpu(bus_id="00000000:5E:00.0", uuid="GPU-twin", pcie_replays=9))
+    check = check_of(fake)
+    look(check)
+    obs = look(check)
+    assert status(obs, NVLINK_DOWN) is Status.FALSE and obs.events == ()
+
+
+def test_a_gpu_lost_before_the_listing_is_unknown_while_the_others_are_judged() -> None:
+    fake = FakeNvml(FakeGpu(bus_id="00000000:1A:00.0", uuid="GPU-a", volatile_dbe=3),
+                    FakeGpu(answers={"nvmlDeviceGetHandleByIndex": pynvml.NVMLError(GPU_IS_LOST)}))
+    obs = look(check_of(fake))  # before: "NVML: GPU is lost", no GPU watched, one nvmlInit left per try
+    assert obs.error == "" and status(obs, ECC) is Status.TRUE
+    remap = condition(obs, REMAP_PENDING)
+    assert (remap.status, remap.message) == (Status.UNKNOWN, "GPU 1 (bus id unreadable, UUID unreadable): no handle: "
+                                                             "nvmlDeviceGetHandleByIndex: GPU is lost")
+
+
+@pytest.mark.parametrize(("call", "answer", "type_"), [
+    ("nvmlDeviceGetRemappedRows", (0, 0, 1), REMAP_FAILED),
+    ("nvmlDeviceGetTotalEccErrors", ctypes.ArgumentError("wrong type"), ECC),
+    ("nvmlDeviceGetNvLinkState", 7, NVLINK_DOWN),
+    ("nvmlDeviceGetCurrentClocksEventReasons", "0x8", SLOWDOWN),
+], ids=["rows-shape", "ctypes-error", "link-state", "clock-text"])
+def test_an_answer_of_another_shape_is_that_gpu_s_unknown_and_another_gpu_s_problem_still_wins(
+        call: str, answer: Any, type_: str) -> None:
+    bad = FakeGpu(bus_id="00000000:1A:00.0", uuid="GPU-bad", nvlinks=[1], answers={call: answer})
+    found = condition(look(check_of(FakeNvml(bad))), type_)  # before: a ValueError/ArgumentError out of the look
+    assert (found.status, found.reason) == (Status.UNKNOWN, "NVMLError")
+    assert found.message.startswith(f"GPU 0 (00000000:1A:00.0, GPU-bad): {call}: ")
+    problem = FakeGpu(volatile_dbe=1, remapped_rows=(0, 1, 0, 1), nvlinks=[1], clock_events=0x8)
+    check = check_of(FakeNvml(bad, problem), slowdown_polls=1)
+    look(check)
+    problem.nvlinks = [0]
+    assert status(look(check), type_) is Status.TRUE
+
+
+def test_an_xid_on_a_gpu_nvml_cannot_name_says_which_it_could_not_tell() -> None:
+    fake = FakeNvml(FakeGpu())
+    check = check_of(fake)
+    look(check)
+    fake.pending_xids = [(5, 79), (-1, 48), (0, None)]
+    assert [e.message for e in look(check).events] == [
+        "Xid 79 on an unidentified GPU (NVML index 5, not one of the 1 GPUs listed), from NVML's event set",
+        "Xid 48 on an unidentified GPU (NVML could not tell which: nvmlDeviceGetIndex: answered -1, not a count), "
+        "from NVML's event set",
+        "Xid (its code unreadable: nvmlEventSetWait_v2: answered None, not a count) on GPU 0 (00000000:3B:00.0, "
+        "GPU-11111111-2222-3333-4444-555555555555), from NVML's event set; not paired with the kernel log's line: "
+        "its code unreadable"]
+
+
+def test_a_failing_xid_event_set_is_said_once_until_it_answers_again() -> None:
+    fake = FakeNvml(FakeGpu())
+    check = check_of(fake)
+    fake.event_wait_error = pynvml.NVMLError(GPU_IS_LOST)
+    said = [(e.reason, e.message) for e in look(check).events]  # before: nothing, the Xids silently unread
+    assert said == [("NVMLEventSetFailed", "NVML's Xid event set failed (nvmlEventSetWait_v2: GPU is lost): Xids "
+                                           "are read from the kernel log only until it answers again")]
+    assert look(check).events == ()
+    fake.event_wait_error = None
+    assert look(check).events == ()
+    fake.event_wait_error = pynvml.NVMLError(GPU_IS_LOST)
+    assert [e.reason for e in look(check).events] == ["NVMLEventSetFailed"]
+
+
+@pytest.mark.parametrize("count", [-1, "2", 1.0, 10**6, pynvml.NVMLError(GPU_IS_LOST), UnicodeError("x")])
+def test_a_gpu_count_that_is_no_count_is_an_error_and_nvml_is_let_go(count: Any) -> None:
+    fake = FakeNvml(FakeGpu())
+    fake.count = count
+    if isinstance(count, BaseException):
+        fake.nvmlDeviceGetCount = lambda: _raise(count)  # type: ignore[method-assign]
+    obs = look(check_of(fake))
+    assert obs.error.startswith("NVML: ") and obs.conditions == ()
+    assert (fake.inits, fake.shutdowns) == (1, 1)  # before: an nvmlInit left behind on every try
+
+
+def test_a_binding_exception_from_nvml_init_is_an_error_not_a_crash() -> None:
+    fake = FakeNvml(FakeGpu())
+
+    def nvmlInit() -> None:  # the binding's own failure, not an NVMLError
+        raise OSError("cannot open shared object")
+    fake.nvmlInit = nvmlInit  # type: ignore[method-assign]
+    assert look(check_of(fake)).error == "NVML: nvmlInit: OSError: cannot open shared object"
+
+
+def _raise(exc: BaseException) -> Any:
+    raise exc
