@@ -1,11 +1,14 @@
 """Evictions from a node wait until the remediator's own node watch shows the taints it has just written there.
 
 Why: kube-scheduler places pods from its informer's copy of the nodes. Evict a pod as soon as the taint PATCH
-returns and its ReplicaSet's replacement (created a few hundred ms later) may be scheduled by a scheduler whose watch
-has not yet delivered the taint: it is bound into the room the eviction just freed on the sick node, and is evicted
-in turn (an extra disruption, PDB budget spent; tests/e2e/test_autoscaler_chain.py saw it once on a loaded machine).
-The API server sends each change to all its watchers alike, so once our own watch shows the taint, kube-scheduler has
-been sent it too, before any replacement pod exists.
+returns, and the ReplicaSet's replacement may be scheduled by a scheduler whose watch has not yet delivered the taint:
+once the evicted pod is deleted (at once with a grace period of 0) it could be bound into the room it left on the sick
+node, and be evicted in turn (an extra disruption, PDB budget spent). Measured on the local control plane (600
+evictions a few µs to 150 ms after the taint, with and without CPU load), the scheduler once judged a replacement
+before it had the taint, but no replacement was ever bound to the tainted node: the evicted pod still held its room
+then. This closes that window rather than a failure seen (an unexplained chain-test failure led to it). The API
+server sends each change to all its watchers alike, so once our own watch shows the taint, kube-scheduler has been
+sent it too. It costs nothing when the watch is prompt (10-77 ms in that measurement).
 """
 
 from __future__ import annotations
