@@ -109,6 +109,13 @@ def qualified_at(spells: list[Spell], t: float) -> bool:
                if end >= t - 1.0)  # the watch sees a flip back to False up to ~1 s late
 
 
+def recovered_at(spells: list[Spell], t: float) -> bool:
+    """True when, by time `t`, the condition had been False for RECOVER_AFTER without a break (in the spell covering
+    t): the only time the remediator may remove its taint."""
+    return any(status == "False" and start + RECOVER_AFTER <= t and start <= t for start, end, status in spells
+               if end >= t - 1.0)  # the watch sees a flip back to True up to ~1 s late
+
+
 def test_a_condition_flapping_on_a_fifth_of_500_nodes_stays_within_for_recover_after_and_the_breaker(
         tmp_path: Path, figures: Figures) -> None:
     rng = random.Random(19)
@@ -155,14 +162,24 @@ def test_a_condition_flapping_on_a_fifth_of_500_nodes_stays_within_for_recover_a
         finally:
             flapper.stop.set()
             r.stop()
+        # The flapper stops before the remediator: each node keeps its last status until the remediator has stopped,
+        # and a False spell that reaches recoverAfter in between is a recovery the remediator rightly acts on (CI saw
+        # two such untaints in the last second of the window, counted as never recovered).
+        stopped = time.time()
+        for spells in flapper.spells.values():
+            if spells:
+                start, _, status = spells[-1]
+                spells[-1] = (start, stopped, status)
 
         events = r.log_events()
         adds = [(e["node"], dt.datetime.fromisoformat(e["time"]).timestamp()) for e in events
                 if e.get("event") == "NodemedicTainted"]
-        removes = [e["node"] for e in events if e.get("event") == "NodemedicUntainted"]
+        removes = [(e["node"], dt.datetime.fromisoformat(e["time"]).timestamp()) for e in events
+                   if e.get("event") == "NodemedicUntainted"]
         breaker_events = [e["node"] for e in events if e.get("event") == "NodemedicCircuitBreakerOpen"]
         held = set(breaker_events)
         premature = [(n, t) for n, t in adds if not qualified_at(flapper.spells[n], t)]
+        unrecovered = [(n, t) for n, t in removes if not recovered_at(flapper.spells[n], t)]
         added = Counter(n for n, _ in adds)
         recoveries = {n: sum(1 for s, e, st in flapper.spells[n] if st == "False" and e - s >= RECOVER_AFTER)
                       for n in flapping}
@@ -185,7 +202,7 @@ def test_a_condition_flapping_on_a_fifth_of_500_nodes_stays_within_for_recover_a
         figures("taints added (allowed: at most one per node, 20 nodes at once)", len(adds))
         figures("taints added before `for` had passed", len(premature))
         figures("nodes tainted more often than recoverAfter allows", len(too_many))
-        figures("taints removed (recoverAfter never satisfied)", len(removes))
+        figures("taints removed / before recoverAfter was satisfied", f"{len(removes)} / {len(unrecovered)}")
         figures("most nodes tainted at once (gauge) / at the end (Nodes)", f"{most_tainted:g} / {len(tainted_now)}")
         figures("nodes held by the breaker / breaker Events", f"{len(held)} / {len(breaker_events)}")
         figures("evictions / pods evicted twice / from untainted nodes",
@@ -194,7 +211,7 @@ def test_a_condition_flapping_on_a_fifth_of_500_nodes_stays_within_for_recover_a
         figures("remediator writes", ", ".join(f"{k} {v}" for k, v in sorted(writes.items())))
         figures("remediator LISTs after start", sum(1 for c in mine if c.verb == "list"))
 
-        assert premature == [] and too_many == {} and removes == [], (premature, too_many, removes)
+        assert premature == [] and too_many == {} and unrecovered == [], (premature, too_many, unrecovered)
         assert most_tainted <= MAX_TAINTED and len(tainted_now) <= MAX_TAINTED
         assert len(adds) == len(set(added)) <= MAX_TAINTED
         assert qualified - set(added) <= held, "a node that qualified was neither tainted nor held by the breaker"
