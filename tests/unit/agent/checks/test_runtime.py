@@ -33,6 +33,7 @@ from agent.services.cri_wire import (
     frame,
 )
 from agent.services.restarts import CommandError, RestartConfig
+from tests.unit.agent.services.cri_replies import GRPC_MESSAGE, STATUS_200
 
 NOW = dt.datetime(2024, 5, 1, 12, 0, 0, tzinfo=dt.UTC)
 MINUTE = dt.timedelta(minutes=1)
@@ -41,15 +42,6 @@ FAST = dt.timedelta(milliseconds=300)  # probe timeout for the hanging server: t
 HANG_GUARD = 10  # seconds: a probe that outlives its timeout this long fails the test instead of hanging it
 
 
-def proto_string(field: int, value: str) -> bytes:
-    raw = value.encode()
-    return bytes((field << 3 | 2, len(raw))) + raw
-
-
-VERSION_RESPONSE = (proto_string(1, "0.1.0") + proto_string(2, "containerd") + proto_string(3, "v1.7.13")
-                    + proto_string(4, "v1"))
-GRPC_MESSAGE = b"\x00" + len(VERSION_RESPONSE).to_bytes(4, "big") + VERSION_RESPONSE
-STATUS_200 = b"\x88"  # HPACK static table index 8: ":status: 200"
 # Servers that never read and write without end (until the client goes): each frame repeated.
 FLOODS = {"flood-16k-pings": frame(PING, 0, 0, bytes(16384)) + frame(SETTINGS, 0, 0),
           "flood-pings": frame(PING, 0, 0, bytes(8)) + frame(SETTINGS, 0, 0),

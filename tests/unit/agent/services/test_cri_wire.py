@@ -29,17 +29,8 @@ from agent.services.cri_wire import (
     parse_version,
     version_request,
 )
+from tests.unit.agent.services.cri_replies import GRPC_MESSAGE, STATUS_200, VERSION_RESPONSE, proto_string
 
-
-def proto_string(field: int, value: str) -> bytes:
-    raw = value.encode()
-    return bytes((field << 3 | 2, len(raw))) + raw
-
-
-VERSION_RESPONSE = (proto_string(1, "0.1.0") + proto_string(2, "containerd") + proto_string(3, "v1.7.13")
-                    + proto_string(4, "v1"))
-GRPC_MESSAGE = b"\x00" + len(VERSION_RESPONSE).to_bytes(4, "big") + VERSION_RESPONSE
-STATUS_200 = b"\x88"  # HPACK static table index 8: ":status: 200"
 SERVER_SETTINGS = frame(SETTINGS, 0, 0, b"\x00\x03\x00\x00\x00\x64")  # MAX_CONCURRENT_STREAMS=100
 RESPONSE = frame(HEADERS, END_HEADERS, 1, STATUS_200)
 # What containerd's gRPC server sends: its SETTINGS, a window update, the ACK of ours, a BDP ping, the answer.
