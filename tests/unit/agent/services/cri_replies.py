@@ -1,4 +1,4 @@
-"""A containerd's answer to the CRI Version call, as bytes: shared by the wire reader's and the runtime check's tests."""
+"""A containerd's answer to the CRI Version call, as bytes: shared by the wire reader's and the runtime tests."""
 
 from __future__ import annotations
 
