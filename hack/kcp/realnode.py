@@ -276,13 +276,20 @@ def start_again(state_dir: Path, name: str, start_process: Callable[[str, list[s
     _wait(SERVING[name][0], SERVING[name][1], deadline, start_process(name, argv))
 
 
-def _pod_pids() -> list[int]:
+def _pod_pids(root: Path = CGROUP_ROOT) -> list[int]:
+    """The processes in the pods' cgroups. Walked with os.walk, which passes over a directory removed under it:
+    pathlib's recursive glob raises instead, and containerd's shim clean-up removes containers' cgroups while `stop`
+    looks for their processes (CI, stop 47: the FileNotFoundError kept the lock and failed every later real-node
+    test)."""
     pids: set[int] = set()
-    for procs_file in CGROUP_ROOT.glob("*/kubepods/**/cgroup.procs"):
-        try:
-            pids |= {int(p) for p in procs_file.read_text().split()}
-        except (OSError, ValueError):
-            continue
+    for top in [t for t in root.glob("*/kubepods") if t.is_dir()]:
+        for directory, _, files in os.walk(top):
+            if "cgroup.procs" not in files:
+                continue
+            try:
+                pids |= {int(p) for p in Path(directory, "cgroup.procs").read_text().split()}
+            except (OSError, ValueError):
+                continue
     return sorted(pids)
 
 

@@ -80,3 +80,23 @@ def test_a_pod_cgroup_still_busy_past_the_deadline_is_named(tmp_path, monkeypatc
     monkeypatch.setattr(realnode.os, "rmdir", busy)
     with pytest.raises(RuntimeError, match=r"not removable after 0\.2s: .*podY: Device or resource busy"):
         realnode._rmdir_cgroups(tmp_path, timeout=0.2)
+
+
+def test_pod_processes_are_found_while_containers_cgroups_vanish_under_the_walk(tmp_path, monkeypatch) -> None:
+    """containerd's shim clean-up removes a container's cgroup while `stop` looks for the pods' processes (CI, stop
+    47: pathlib's recursive glob raised FileNotFoundError there)."""
+    pod = tmp_path / "cpuset" / "kubepods" / "besteffort" / "podX"
+    (pod / "gone").mkdir(parents=True)
+    (pod / "kept").mkdir()
+    (pod / "kept" / "cgroup.procs").write_text("41\n42\n")
+    (pod / "gone" / "cgroup.procs").write_text("43\n")
+    real_scandir = realnode.os.scandir
+
+    def scandir_racing(path):  # type: ignore[no-untyped-def]
+        if str(path).endswith("gone"):  # runc removes it between its parent's listing and its own
+            (pod / "gone" / "cgroup.procs").unlink()
+            (pod / "gone").rmdir()
+        return real_scandir(path)
+
+    monkeypatch.setattr(realnode.os, "scandir", scandir_racing)
+    assert realnode._pod_pids(tmp_path) == [41, 42]
