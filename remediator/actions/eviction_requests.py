@@ -23,6 +23,10 @@ from remediator.policy.eviction import EvictionSettings
 # DisruptionBudgetCause).
 DISRUPTION_BUDGET_CAUSE = "DisruptionBudget"
 RETRYABLE = frozenset({0, 429, 500, 503, 504})  # 0: no answer at all (connection error, timeout)
+# Answers that do not say whether the eviction was carried out: the API server may have deleted the pod and the answer
+# been lost on the way (a timeout, a dropped connection) or failed after the write (500, 503, 504). A 429 says it was
+# not.
+UNKNOWN_FATE = frozenset({0, 500, 503, 504})
 
 
 class Outcome(StrEnum):
@@ -70,6 +74,7 @@ async def evict(
     backoff = settings.initial_backoff.total_seconds()
     path = f"/api/v1/namespaces/{e.pod.namespace}/pods/{e.pod.name}/eviction"
     attempts = 0
+    unanswered = ""  # the last attempt whose answer left the pod's fate unknown
     while True:
         if not may_act():
             return EvictionResult(e, Outcome.ABORTED, attempts, "not the leader any more", time.monotonic() - start)
@@ -81,7 +86,12 @@ async def evict(
             # A Conflict means our UID precondition failed: the API server retries its own resourceVersion
             # conflicts, so the pod we planned for is gone (a replacement may carry its name).
             if err.status == 404 or (err.status == 409 and err.reason == "Conflict"):
+                if unanswered:  # most likely our own eviction, whose answer was lost: it is announced as one
+                    return EvictionResult(e, Outcome.EVICTED, attempts, f"the pod is gone after an attempt whose "
+                                          f"answer was lost ({unanswered})", time.monotonic() - start)
                 return EvictionResult(e, Outcome.GONE, attempts, err.message, time.monotonic() - start)
+            if err.status in UNKNOWN_FATE:
+                unanswered = f"attempt {attempts}: {err.message}"
             if err.status not in RETRYABLE:
                 return EvictionResult(e, Outcome.FAILED, attempts, err.message, time.monotonic() - start)
             if time.monotonic() + backoff > deadline:

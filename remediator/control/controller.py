@@ -342,9 +342,13 @@ class Controller:
             self.recently_evicted[e.pod.uid] = self.monotonic()
         else:
             self.memory.forget_eviction(e.pod.uid)  # not made: the pod stays, and counts where it is again
+        if result.outcome == Outcome.GONE:  # someone else removed it: no Event of ours, but the log says so
+            self.log.info("pod gone before its eviction", extra={"pod": e.pod.key, "node": e.pod.node_name,
+                                                                "strategy": e.strategy, "detail": result.detail})
         if result.outcome == Outcome.EVICTED:
             await self.alerts.pod(e.pod, kind=AlertKind.EVICTED, type_="Normal", reason="NodemedicEvicted",
-                                  message=f"evicted from {e.pod.node_name} by {e.strategy}: {e.reason}",
+                                  message=f"evicted from {e.pod.node_name} by {e.strategy}: {e.reason}"
+                                          + (f" ({result.detail})" if result.detail else ""),
                                   details={"strategy": e.strategy, "attempts": str(result.attempts)})
         elif result.outcome == Outcome.REFUSED:
             await self.alerts.pod(e.pod, kind=AlertKind.EVICTION_REFUSED, type_="Warning",

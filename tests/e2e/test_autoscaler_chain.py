@@ -247,14 +247,21 @@ def scheduled_to(core: client.CoreV1Api, namespace: str, node: str) -> dict[str,
 
 def eviction_evidence(chain: Chain, r: RemediatorProcess, app: str, tainted_at: dt.datetime) -> list[str]:
     """What tells an eviction of a replacement bound back to the sick node from any other cause: the remediator's own
-    account of each eviction (pod, node), the app's pods (node, created), and every binding kube-scheduler made."""
+    account of each eviction (pod, node) and of each retry or pod found gone, the app's pods (node, created), and every
+    Event on a pod of the namespace: kube-scheduler's bindings, and whoever else removed one (Karpenter's drain,
+    kube-controller-manager's taint eviction)."""
     lines = [f"taint logged {tainted_at.isoformat()}"]
     lines += [f"remediator {when.isoformat()}: {pod} {msg}" for when, pod, msg in evictions_logged(r)]
+    lines += [f"remediator {e.get('time')}: {e.get('pod')} {e.get('msg')} {e.get('error') or e.get('detail') or ''}"
+              for e in r.log_events() if e.get("msg") in ("eviction retry", "pod gone before its eviction")]
     for p in chain.core.list_namespaced_pod(chain.namespace, label_selector=f"app={app}").items:
         lines.append(f"pod {p.metadata.name} on {p.spec.node_name} created {p.metadata.creation_timestamp}"
                      + (" (terminating)" if p.metadata.deletion_timestamp else ""))
-    for e in chain.core.list_namespaced_event(chain.namespace, field_selector="reason=Scheduled").items:
-        lines.append(f"scheduler {e.event_time or e.last_timestamp or e.first_timestamp}: {e.message}")
+    events = chain.core.list_namespaced_event(chain.namespace, field_selector="involvedObject.kind=Pod").items
+    for e in sorted(events, key=lambda e: str(e.event_time or e.last_timestamp or e.first_timestamp)):
+        source = e.reporting_component or (e.source.component if e.source else "") or "?"
+        lines.append(f"{source} {e.event_time or e.last_timestamp or e.first_timestamp}: {e.reason} "
+                     f"{e.involved_object.name}: {e.message}")
     return lines
 
 

@@ -106,3 +106,27 @@ def test_nothing_is_sent_once_leadership_is_lost() -> None:
     kube = FakeKube([])
     result, _ = run(kube, EvictionSettings(), may_act=False)
     assert result.outcome == Outcome.ABORTED and kube.calls == []
+
+
+NOT_FOUND = ApiError(404, "POST", "p", '{"message": "pods \\"web-1\\" not found", "reason": "NotFound", "code": 404}')
+TIMEOUT = ApiError(504, "POST", "p", '{"message": "the server was unable to return a response in the time allotted",'
+                                     ' "reason": "Timeout", "code": 504}')
+NO_ANSWER = ApiError(0, "POST", "p", "ServerDisconnectedError: Server disconnected")
+
+
+@pytest.mark.parametrize("lost", [NO_ANSWER, TIMEOUT], ids=["no-answer", "504"])
+@pytest.mark.parametrize("then", [NOT_FOUND, ApiError(409, "POST", "p", REPLACED)], ids=["not-found", "uid-conflict"])
+def test_a_pod_gone_after_an_attempt_whose_answer_was_lost_is_reported_evicted_with_why(lost: ApiError,
+                                                                                       then: ApiError) -> None:
+    """The API server may carry out an eviction and its answer be lost; the retry then finds the pod gone. That is
+    our eviction and must be announced (an Event, a metric) like any other, saying how it was learnt."""
+    result, _ = run(FakeKube([lost, then]), EvictionSettings())
+    assert result.outcome == Outcome.EVICTED and result.attempts == 2
+    assert result.detail.startswith("the pod is gone after an attempt whose answer was lost (attempt 1: ")
+    assert lost.message in result.detail
+
+
+def test_a_pod_gone_after_pdb_refusals_only_is_gone_not_evicted() -> None:
+    """A 429 says the eviction was not carried out: a pod gone after it was removed by someone else."""
+    result, _ = run(FakeKube([ApiError(429, "POST", "p", PDB), NOT_FOUND]), EvictionSettings())
+    assert result.outcome == Outcome.GONE and result.attempts == 2
