@@ -253,7 +253,8 @@ def eviction_evidence(chain: Chain, r: RemediatorProcess, app: str, tainted_at: 
     lines = [f"taint logged {tainted_at.isoformat()}"]
     lines += [f"remediator {when.isoformat()}: {pod} {msg}" for when, pod, msg in evictions_logged(r)]
     lines += [f"remediator {e.get('time')}: {e.get('pod')} {e.get('msg')} {e.get('error') or e.get('detail') or ''}"
-              for e in r.log_events() if e.get("msg") in ("eviction retry", "pod gone before its eviction")]
+              for e in r.log_events() if e.get("msg") in ("eviction retry", "pod gone before its eviction",
+                                                          "event not recorded")]
     for p in chain.core.list_namespaced_pod(chain.namespace, label_selector=f"app={app}").items:
         lines.append(f"pod {p.metadata.name} on {p.spec.node_name} created {p.metadata.creation_timestamp}"
                      + (" (terminating)" if p.metadata.deletion_timestamp else ""))
