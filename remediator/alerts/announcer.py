@@ -5,9 +5,11 @@ an unreachable webhook must not stop a remediation, nor hide it (the Event and t
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import logging
 import secrets
+from collections.abc import Awaitable, Callable
 
 from nodemedic_common.kube_client import Kube
 from nodemedic_common.kube_errors import ApiError
@@ -16,13 +18,19 @@ from remediator.alerts.notifier import Notifier
 from remediator.model.records import PodRecord
 
 COMPONENT = "nodemedic-remediator"
+# An Event is the remediation's record: a passing fault (no answer, throttling, a server error) is tried again twice,
+# after these pauses; the remediation itself never waits on more than this.
+EVENT_RETRY_PAUSES = (0.5, 1.0)
+EVENT_RETRYABLE = frozenset({0, 429, 500, 502, 503, 504})
 
 
 class Alerts:
     def __init__(self, kube: Kube, notifier: Notifier | None, *, identity: str, log: logging.Logger,
-                 node_event_namespace: str = "default") -> None:
+                 node_event_namespace: str = "default",
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         self.kube, self.notifier, self.identity, self.log = kube, notifier, identity, log
         self.node_event_namespace = node_event_namespace
+        self.sleep = sleep
 
     async def _event(self, *, namespace: str, involved: dict[str, str], type_: str, reason: str, message: str) -> None:
         now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -41,10 +49,17 @@ class Alerts:
             "lastTimestamp": now,
             "count": 1,
         }
-        try:
-            await self.kube.request("POST", f"/api/v1/namespaces/{namespace}/events", body=body)
-        except ApiError as e:
-            self.log.warning("event not recorded", extra={"reason": reason, "error": str(e)})
+        for attempt, pause in enumerate((*EVENT_RETRY_PAUSES, None)):
+            try:
+                await self.kube.request("POST", f"/api/v1/namespaces/{namespace}/events", body=body)
+                return
+            except ApiError as e:
+                if e.status == 409 and attempt > 0:
+                    return  # an earlier attempt of this very Event (its name is ours) landed and its answer was lost
+                if pause is None or e.status not in EVENT_RETRYABLE:
+                    self.log.warning("event not recorded", extra={"reason": reason, "error": str(e)})
+                    return
+            await self.sleep(pause)
 
     async def node(self, node: str, *, kind: str, type_: str, reason: str, message: str,
                    details: dict[str, str] | None = None) -> None:

@@ -20,15 +20,22 @@ POD = PodRecord(namespace="shop", name="web-1", uid="uid-web-1", node_name="node
 
 
 class EventSink:
-    """The API server's events endpoint: records every POST, or refuses them all."""
+    """The API server's events endpoint: records every POST, or refuses them all (or the first `times`); with
+    `lose_answers`, a refused POST is recorded all the same (carried out, its answer lost)."""
 
-    def __init__(self, *, refuse: int | None = None) -> None:
+    def __init__(self, *, refuse: int | None = None, times: int | None = None, lose_answers: bool = False) -> None:
         self.posted: list[tuple[str, dict[str, Any]]] = []
-        self.refuse = refuse
+        self.attempts = 0
+        self.refuse, self.times, self.lose_answers = refuse, times, lose_answers
 
     async def request(self, method: str, path: str, *, body: Any = None, **_: Any) -> Any:
         assert method == "POST"
-        if self.refuse is not None:
+        self.attempts += 1
+        if any(b["metadata"]["name"] == body["metadata"]["name"] for _, b in self.posted):
+            raise ApiError(409, method, path, '{"message": "already exists", "reason": "AlreadyExists"}')
+        if self.refuse is not None and (self.times is None or self.attempts <= self.times):
+            if self.lose_answers:
+                self.posted.append((path, body))
             raise ApiError(self.refuse, method, path, '{"message": "events are off"}')
         self.posted.append((path, body))
         return body
@@ -44,8 +51,17 @@ class Recorder:
         self.alerts.append(alert)
 
 
+PAUSES: list[float] = []
+
+
+async def pause(seconds: float) -> None:
+    PAUSES.append(seconds)
+
+
 def alerts(api: EventSink, notifier: Recorder | None = None) -> Alerts:
-    return Alerts(api, notifier, identity="replica-1", log=LOG, node_event_namespace="default")  # type: ignore[arg-type]
+    PAUSES.clear()
+    return Alerts(api, notifier, identity="replica-1", log=LOG, node_event_namespace="default",  # type: ignore[arg-type]
+                  sleep=pause)
 
 
 def test_a_node_alert_is_an_event_on_the_node_and_a_notification() -> None:
@@ -106,6 +122,28 @@ def test_an_event_the_api_server_refuses_is_logged_and_the_notification_still_go
     assert [r.message for r in caplog.records] == ["event not recorded"]
     assert caplog.records[0].reason == "NodemedicEvictionFailed"  # type: ignore[attr-defined]
     assert [a.kind for a in notifier.alerts] == [AlertKind.EVICTION_FAILED]
+    assert (api.attempts, PAUSES) == ((1, []) if status == 403 else (3, [0.5, 1.0])), "a passing fault is retried"
+
+
+@pytest.mark.parametrize("status", [0, 429, 500, 503, 504])
+def test_an_event_refused_by_a_passing_fault_is_recorded_on_a_retry(status: int,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    api = EventSink(refuse=status, times=2)
+    with caplog.at_level(logging.WARNING, logger=LOG.name):
+        asyncio.run(alerts(api).pod(POD, kind=AlertKind.EVICTED, type_="Normal", reason="NodemedicEvicted",
+                                    message="evicted from node-a"))
+    assert [b["reason"] for _, b in api.posted] == ["NodemedicEvicted"] and api.attempts == 3
+    assert PAUSES == [0.5, 1.0] and caplog.records == []
+
+
+def test_an_event_whose_answer_was_lost_is_not_written_twice(caplog: pytest.LogCaptureFixture) -> None:
+    """The first POST landed and its answer was lost: the retry of the same Event (same name) is refused as
+    already there, which is success, not a second Event nor a warning."""
+    api = EventSink(refuse=0, times=1, lose_answers=True)
+    with caplog.at_level(logging.WARNING, logger=LOG.name):
+        asyncio.run(alerts(api).pod(POD, kind=AlertKind.EVICTED, type_="Normal", reason="NodemedicEvicted",
+                                    message="evicted from node-a"))
+    assert len(api.posted) == 1 and api.attempts == 2 and caplog.records == []
 
 
 def test_without_sinks_alerts_are_events_and_log_lines_only(caplog: pytest.LogCaptureFixture) -> None:
