@@ -4,21 +4,32 @@ ownership annotation together, guarded by the node's resourceVersion.
 The taint list is replaced as a whole (Node.spec.taints has no merge key), so the patch is computed from
 the node as last read and sent with that resourceVersion: if anyone changed the node meanwhile (a human's
 cordon, the autoscaler, kwok) the API server answers 409 and we re-read and re-apply only our own changes.
-Taints we do not own are copied through untouched.
+Taints we do not own are copied through untouched. A change whose conditions the node no longer shows as the plan
+read them (TaintChange.premise), in the cache or on that re-read, is not written: it waits for the next plan.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from nodemedic_common.kube_client import Kube
 from nodemedic_common.kube_errors import ApiError
 from remediator.model.plan import TaintChange
-from remediator.model.records import Effect, Taint
+from remediator.model.records import Condition, Effect, Taint
 from remediator.planning.owned_taints import OwnedTaint, render_owned
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION
+from remediator.state import records
+
+
+@dataclass(frozen=True)
+class TaintWrite:
+    owned: list[OwnedTaint]  # what we own on the node afterwards
+    added: list[TaintChange]
+    removed: list[TaintChange]
+    deferred: list[TaintChange]  # the node no longer shows the conditions they were decided on
 
 
 def _identity(raw: dict[str, Any]) -> tuple[str, str]:
@@ -59,24 +70,30 @@ def owned_after(owned: Sequence[OwnedTaint], current: Sequence[dict[str, Any]], 
     return out
 
 
-async def write_node_taints(kube: Kube, node: str, *, base: dict[str, Any] | None, adds: Sequence[TaintChange],
-                            removes: Sequence[TaintChange], owned: Sequence[OwnedTaint], now: dt.datetime,
-                            attempts: int = 4) -> list[OwnedTaint]:
-    """Apply our taint changes to `node` and return what we own there afterwards.
+async def write_node_taints(kube: Kube, node: str, *, base: dict[str, Any] | None, conditions: Sequence[Condition],
+                            adds: Sequence[TaintChange], removes: Sequence[TaintChange], owned: Sequence[OwnedTaint],
+                            now: dt.datetime, attempts: int = 4) -> TaintWrite:
+    """Apply our taint changes to `node`: those whose premise the node still shows.
 
-    `base` is the cached {"resourceVersion", "taints"} of the node (re-read from the API on conflict);
-    `owned` is the ownership record as last read from the node's annotation.
+    `base` is the cached {"resourceVersion", "taints"} of the node and `conditions` its conditions in the same cache
+    (both re-read from the API on conflict); `owned` is the ownership record as last read from the node's annotation.
     """
     path = f"/api/v1/nodes/{node}"
     mine = {o.taint.identity() for o in owned}
+    deferred: list[TaintChange] = []
     for _ in range(attempts):
         if base is None:
             fresh = await kube.get(path)
             base = {"resourceVersion": fresh["metadata"]["resourceVersion"],
                     "taints": (fresh.get("spec") or {}).get("taints") or []}
+            conditions = records.node(fresh).conditions
+        deferred += [c for c in (*adds, *removes) if not c.still_holds(conditions)]
+        adds = [c for c in adds if c not in deferred]
         # Only remove what we own; on a re-read the human may have removed it already (then nothing to do).
-        removable = [c for c in removes if c.taint.identity() in mine]
+        removable = [c for c in removes if c not in deferred and c.taint.identity() in mine]
         after = owned_after(owned, base["taints"], adds, removable, now)
+        if deferred and not adds and not removable:
+            return TaintWrite(list(owned), [], [], deferred)  # nothing of the plan holds here any more
         patch = {
             "metadata": {"resourceVersion": base["resourceVersion"],
                          "annotations": {OWNED_TAINTS_ANNOTATION: render_owned(after)}},
@@ -85,7 +102,7 @@ async def write_node_taints(kube: Kube, node: str, *, base: dict[str, Any] | Non
         }
         try:
             await kube.request("PATCH", path, body=patch, content_type="application/merge-patch+json")
-            return after
+            return TaintWrite(after, list(adds), removable, deferred)
         except ApiError as e:
             if e.status != 409:
                 raise

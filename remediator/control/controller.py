@@ -286,18 +286,24 @@ class Controller:
             record = self.cache.nodes.get(node)
             current = owned_taints.parse_owned((record.annotations if record else {}).get(OWNED_TAINTS_ANNOTATION))[0]
             try:
-                await write_node_taints(self.kube, node, base=self.cache.raw_nodes.get(node), adds=adds,
-                                        removes=removes, owned=current, now=now)
+                written = await write_node_taints(self.kube, node, base=self.cache.raw_nodes.get(node),
+                                                  conditions=record.conditions if record else (), adds=adds,
+                                                  removes=removes, owned=current, now=now)
             except ApiError as e:
                 failed.add(node)
                 self.log.error("taint write failed", extra={"node": node, "error": str(e)})
                 continue
-            for c in adds:
+            for c in written.deferred:
+                self.log.info("taint change deferred: the node's conditions changed since the plan", extra={
+                    "node": node, "taint": c.taint.key, "change": "add" if c in adds else "remove", "cause": c.cause})
+            if any(c in adds for c in written.deferred):
+                failed.add(node)  # not tainted as planned: none of its evictions this cycle
+            for c in written.added:
                 self.metrics.taint_changes.labels("add", c.taint.key).inc()
                 await self.alerts.node(node, kind=AlertKind.TAINTED, type_="Warning", reason="NodemedicTainted",
                                        message=f"tainted {c.taint.key}={c.taint.value}:{c.taint.effect}: {c.cause}",
                                        details={"rule": ",".join(c.rules), "taint": c.taint.key})
-            for c in removes:
+            for c in written.removed:
                 self.metrics.taint_changes.labels("remove", c.taint.key).inc()
                 await self.alerts.node(node, kind=AlertKind.UNTAINTED, type_="Normal", reason="NodemedicUntainted",
                                        message=f"removed {c.taint.key}:{c.taint.effect}: {c.cause}",

@@ -9,9 +9,26 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
-from remediator.model.records import PodRecord, Taint
+from remediator.model.records import Condition, PodRecord, Taint
 from remediator.repair.dark_decisions import DarkPlan
 from remediator.repair.decisions import RepairPlan
+
+
+@dataclass(frozen=True)
+class ConditionSeen:
+    """A node condition as the plan read it: its status ("" when the node had none of the type) and transition."""
+
+    type: str
+    status: str
+    last_transition: dt.datetime | None
+
+    @classmethod
+    def of(cls, type_: str, c: Condition | None) -> ConditionSeen:
+        return cls(type_, "", None) if c is None else cls(type_, c.status, c.last_transition)
+
+    def shown_by(self, conditions: Sequence[Condition]) -> bool:
+        now = next((c for c in conditions if c.type == self.type), None)
+        return ConditionSeen.of(self.type, now) == self
 
 
 @dataclass(frozen=True)
@@ -20,6 +37,14 @@ class TaintChange:
     taint: Taint
     rules: tuple[str, ...]  # names of the rules that want (add) or released (remove) it
     cause: str  # e.g. "KernelDeadlock=True for 31s"
+    # The conditions the change was decided on; empty: decided on nothing the node may change (a renamed value, a
+    # strategy's own taint). Written only while the node still shows them: a condition that flipped, or flipped and
+    # came back, between the plan and the write waits for the next plan (a flapping node was once tainted on a True
+    # spell already over when the write went out).
+    premise: tuple[ConditionSeen, ...] = ()
+
+    def still_holds(self, conditions: Sequence[Condition]) -> bool:
+        return all(seen.shown_by(conditions) for seen in self.premise)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from nodemedic_common.durations import format_duration, whole_seconds
-from remediator.model.plan import Held, HoldReason, TaintChange
+from remediator.model.plan import ConditionSeen, Held, HoldReason, TaintChange
 from remediator.model.records import NodeRecord, Taint
 from remediator.planning.owned_taints import OwnedTaint, parse_owned, strategy_owned
 from remediator.planning.rails import safety_hold, tainted_limit
@@ -43,6 +43,7 @@ class _Want:
     rules: list[str]
     causes: list[str]
     oldest: dt.datetime | None  # earliest held_since among its active conditions
+    premise: list[ConditionSeen] = field(default_factory=list)  # the conditions behind it, as read
 
 
 def _earlier(a: dt.datetime | None, b: dt.datetime | None) -> dt.datetime | None:
@@ -88,6 +89,8 @@ def plan_taints(snapshot: Snapshot, policy: Policy, clear_since: dict[tuple[str,
             w = wants.setdefault(r.taint.identity(), _Want(r.taint, [], [], held_since))
             w.rules.append(r.name)
             w.causes.append(cause)
+            if (seen := ConditionSeen.of(c.type, c)) not in w.premise:
+                w.premise.append(seen)
             w.oldest = _earlier(w.oldest, held_since)
 
         kept: list[OwnedTaint] = []
@@ -102,8 +105,9 @@ def plan_taints(snapshot: Snapshot, policy: Policy, clear_since: dict[tuple[str,
                     continue
                 # The policy now gives our taint another value: swap it in the same patch. Not a new taint on a
                 # new node, so no admission (the breaker must never strip a taint it is only renaming).
-                plan.removes.append(TaintChange(name, o.taint, o.rules, f"value changed to {w.taint.value!r}"))
-                change = TaintChange(name, w.taint, tuple(w.rules), "; ".join(w.causes))
+                plan.removes.append(TaintChange(name, o.taint, o.rules, f"value changed to {w.taint.value!r}",
+                                                tuple(w.premise)))  # both halves of the swap, or neither
+                change = TaintChange(name, w.taint, tuple(w.rules), "; ".join(w.causes), tuple(w.premise))
                 plan.adds.append(change)
                 kept.append(OwnedTaint(w.taint, change.rules, change.cause, now))
                 continue
@@ -112,7 +116,7 @@ def plan_taints(snapshot: Snapshot, policy: Policy, clear_since: dict[tuple[str,
             if release is None:
                 kept.append(o)
             else:
-                plan.removes.append(TaintChange(name, o.taint, release[0], release[1]))
+                plan.removes.append(TaintChange(name, o.taint, *release))
         plan.owned_after[name] = kept
         # A desired taint already on the node is either ours (kept above) or a human's: add nothing either way.
         wants_by_node[name] = [w for ident, w in sorted(wants.items()) if ident not in present]
@@ -133,15 +137,16 @@ def plan_taints(snapshot: Snapshot, policy: Policy, clear_since: dict[tuple[str,
 
 def _release(node: NodeRecord, owned: OwnedTaint, rules: list[TaintRule], *, matching: set[str],
              clear_since: dict[tuple[str, str], dt.datetime], consulted: set[tuple[str, str]], now: dt.datetime,
-             due: Callable[[dt.datetime], None]) -> tuple[tuple[str, ...], str] | None:
-    """(rules, cause) when every rule behind an owned taint has been clear for its recoverAfter, else None.
+             due: Callable[[dt.datetime], None]) -> tuple[tuple[str, ...], str, tuple[ConditionSeen, ...]] | None:
+    """(rules, cause, premise) when every rule behind an owned taint has been clear for its recoverAfter, else None.
 
     Every rule's clock is read (and started) even when an earlier one already keeps the taint, so a timer
     is never restarted just because another rule was busy.
     """
     if not rules:
-        return owned.rules, "rule removed from policy"
+        return owned.rules, "rule removed from policy", ()
     causes = []
+    premise: list[ConditionSeen] = []
     waiting = False
     for r in rules:
         if r.name in matching:
@@ -157,9 +162,11 @@ def _release(node: NodeRecord, owned: OwnedTaint, rules: list[TaintRule], *, mat
             waiting = True
         state = f"{c.type}={c.status}" if c is not None else f"{r.condition_type} absent"
         causes.append(f"{state} for {format_duration(whole_seconds(now - since))}")
+        if (seen := ConditionSeen.of(r.condition_type, c)) not in premise:
+            premise.append(seen)
     if waiting:
         return None
-    return tuple(r.name for r in rules), "; ".join(causes)
+    return tuple(r.name for r in rules), "; ".join(causes), tuple(premise)
 
 
 def _admit(snapshot: Snapshot, policy: Policy, plan: TaintPlan, wants_by_node: dict[str, list[_Want]]) -> None:
@@ -199,6 +206,6 @@ def _admit(snapshot: Snapshot, policy: Policy, plan: TaintPlan, wants_by_node: d
 
 def _add(plan: TaintPlan, node: str, wants: list[_Want], now: dt.datetime) -> None:
     for w in wants:
-        change = TaintChange(node, w.taint, tuple(w.rules), "; ".join(w.causes))
+        change = TaintChange(node, w.taint, tuple(w.rules), "; ".join(w.causes), tuple(w.premise))
         plan.adds.append(change)
         plan.owned_after.setdefault(node, []).append(OwnedTaint(w.taint, change.rules, change.cause, now))

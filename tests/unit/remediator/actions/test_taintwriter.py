@@ -1,12 +1,16 @@
-"""The taint list we send: only our own taints change, a human's same-key taint is never overwritten or adopted."""
+"""The taint list we send: only our own taints change, a human's same-key taint is never overwritten or adopted; a
+change is written only while the node shows the conditions it was decided on."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
+from typing import Any
 
-from remediator.actions.taintwriter import new_taint_list, owned_after
-from remediator.model.plan import TaintChange
-from remediator.model.records import Effect, Taint
+from nodemedic_common.kube_errors import ApiError
+from remediator.actions.taintwriter import TaintWrite, new_taint_list, owned_after, write_node_taints
+from remediator.model.plan import ConditionSeen, TaintChange
+from remediator.model.records import Condition, Effect, Taint
 from remediator.planning.owned_taints import OwnedTaint
 
 NOW = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.UTC)
@@ -62,3 +66,94 @@ def test_a_value_swap_replaces_our_taint_in_place_and_keeps_it_ours() -> None:
         {"key": "other", "effect": "NoSchedule"}, {"key": OURS.key, "value": "hung-tasks", "effect": "NoSchedule"}]
     (o,) = owned_after(owned, current, [change(renamed)], [change(OURS)], NOW)
     assert o.taint == renamed
+
+
+SPELL = dt.datetime(2026, 11, 22, 11, 59, 50, tzinfo=dt.UTC)  # the True spell the plan judged `for` on
+TRUE = Condition("KernelDeadlock", "True", SPELL)
+FLIPPED = Condition("KernelDeadlock", "False", SPELL + dt.timedelta(seconds=9))
+BACK_AGAIN = Condition("KernelDeadlock", "True", SPELL + dt.timedelta(seconds=10))  # a new spell, `for` not yet held
+DECIDED = TaintChange("n", OURS, ("kernel-deadlock",), "KernelDeadlock=True for 10s",
+                      (ConditionSeen("KernelDeadlock", "True", SPELL),))
+
+
+def api_node(c: Condition, rv: str) -> dict[str, Any]:
+    return {"metadata": {"name": "n", "resourceVersion": rv}, "spec": {"taints": []},
+            "status": {"conditions": [{"type": c.type, "status": c.status,
+                                       "lastTransitionTime": c.last_transition.strftime("%Y-%m-%dT%H:%M:%SZ")
+                                       if c.last_transition else None}]}}
+
+
+class NodeApi:
+    """GET and PATCH of one Node; the first `conflicts` PATCHes are answered 409 (someone wrote the node)."""
+
+    def __init__(self, node: dict[str, Any], conflicts: int = 0) -> None:
+        self.node, self.conflicts = node, conflicts
+        self.patches: list[dict[str, Any]] = []
+
+    async def get(self, path: str, **_: Any) -> Any:
+        return self.node
+
+    async def request(self, method: str, path: str, *, body: Any = None, **_: Any) -> Any:
+        assert method == "PATCH"
+        self.patches.append(body)
+        if self.conflicts:
+            self.conflicts -= 1
+            raise ApiError(409, method, path, '{"reason": "Conflict", "message": "the object has been modified"}')
+        return self.node
+
+
+def write(api: NodeApi, cached: Condition, *, owned: list[OwnedTaint] | None = None,
+          removes: tuple[TaintChange, ...] = ()) -> TaintWrite:
+    adds = () if removes else (DECIDED,)
+    taints = [{"key": OURS.key, "value": "true", "effect": "NoSchedule"}] if owned else []
+    api.node["spec"]["taints"] = taints
+    return asyncio.run(write_node_taints(api, "n", base={"resourceVersion": "1", "taints": taints},  # type: ignore[arg-type]
+                                         conditions=(cached,), adds=adds, removes=removes, owned=owned or [], now=NOW))
+
+
+def test_a_taint_is_written_while_the_node_shows_the_condition_it_was_decided_on() -> None:
+    api = NodeApi(api_node(TRUE, "1"))
+    written = write(api, TRUE)
+    assert written.added == [DECIDED] and written.deferred == []
+    assert api.patches[0]["spec"]["taints"] == [{"key": OURS.key, "value": "true", "effect": "NoSchedule"}]
+
+
+def test_a_condition_that_flipped_in_the_cache_since_the_plan_defers_the_taint_and_writes_nothing() -> None:
+    """The chaos test's flapping node: planned on a True spell of 10 s, written after the spell ended."""
+    api = NodeApi(api_node(FLIPPED, "2"))
+    written = write(api, FLIPPED)
+    assert (written.added, written.deferred, api.patches) == ([], [DECIDED], [])
+
+
+def test_a_condition_that_flipped_and_came_back_is_a_new_spell_and_defers_the_taint() -> None:
+    written = write(NodeApi(api_node(BACK_AGAIN, "3")), BACK_AGAIN)
+    assert written.deferred == [DECIDED]
+
+
+def test_a_conflict_whose_re_read_shows_the_condition_flipped_defers_the_taint() -> None:
+    """The cache still showed the spell; the API server's 409 says the node changed, and the re-read shows how."""
+    api = NodeApi(api_node(FLIPPED, "2"), conflicts=1)
+    written = write(api, TRUE)
+    assert (written.added, written.deferred, len(api.patches)) == ([], [DECIDED], 1)
+
+
+def test_a_conflict_that_left_the_condition_as_it_was_writes_the_taint() -> None:
+    """Another writer's change (a heartbeat, a person's label) does not undo the plan's reason."""
+    api = NodeApi(api_node(TRUE, "2"), conflicts=1)
+    written = write(api, TRUE)
+    assert written.added == [DECIDED] and len(api.patches) == 2
+    assert api.patches[1]["metadata"]["resourceVersion"] == "2"
+
+
+def test_a_recovery_whose_condition_came_back_defers_the_untaint() -> None:
+    recovered = Condition("KernelDeadlock", "False", SPELL)
+    removal = TaintChange("n", OURS, ("kernel-deadlock",), "KernelDeadlock=False for 10s",
+                          (ConditionSeen("KernelDeadlock", "False", SPELL),))
+    owned = [OwnedTaint(OURS, ("kernel-deadlock",), "KernelDeadlock=True for 10s", NOW)]
+    api = NodeApi(api_node(BACK_AGAIN, "2"))
+    written = write(api, BACK_AGAIN, owned=owned, removes=(removal,))
+    assert (written.removed, written.deferred, api.patches) == ([], [removal], [])
+    assert written.owned == owned
+    api = NodeApi(api_node(recovered, "2"))
+    written = write(api, recovered, owned=owned, removes=(removal,))
+    assert written.removed == [removal] and written.owned == [] and api.patches[0]["spec"]["taints"] == []

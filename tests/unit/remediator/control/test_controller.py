@@ -91,6 +91,9 @@ class ApiServer:
         self.hold_evictions: asyncio.Event | None = None  # set: evictions wait for it (an eviction in flight)
         self.fail_evictions = False
         self.lose_eviction_answers: set[str] = set()  # pods whose eviction is carried out and its answer lost
+        # node -> its conditions as another writer (an agent) sets them just before our next PATCH, which that write
+        # makes a 409
+        self.written_first: dict[str, list[dict[str, Any]]] = {}
 
     async def get(self, path: str, **_: str) -> Any:
         name = path.rsplit("/", 1)[1]
@@ -118,6 +121,11 @@ class ApiServer:
             name = path.rsplit("/", 1)[1]
             if name in self.fail_nodes:
                 raise ApiError(500, method, path, '{"message": "etcdserver: request timed out"}')
+            if name in self.written_first:
+                stored = self.nodes[name]
+                stored["status"]["conditions"] = self.written_first.pop(name)
+                stored["metadata"]["resourceVersion"] = str(int(stored["metadata"]["resourceVersion"]) + 1)
+                raise ApiError(409, method, path, '{"reason": "Conflict", "message": "the object has been modified"}')
             stored = self.nodes[name]
             annotations = stored["metadata"].setdefault("annotations", {})
             annotations.update(body["metadata"]["annotations"])
@@ -354,6 +362,23 @@ def tainted(name: str) -> dict[str, Any]:
 
 def requests_in_order(w: World) -> list[tuple[str, str]]:
     return [(m, p) for m, p in w.api.writes if m in ("PATCH", "WATCH") or p.endswith("/eviction")]
+
+
+def test_a_condition_that_flips_between_the_plan_and_the_taint_write_gets_no_taint_and_no_eviction(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The chaos test's flapping node: planned on a True spell held past `for`, the node's agent wrote False before
+    our PATCH went out. The write's 409 and re-read show it: no taint, no Event, no eviction; the next plan decides."""
+    w = World(tmp_path, nodes=[node("sick", sick=True), node("well")], pods=PODS)
+    w.api.written_first["sick"] = [{"type": "Ready", "status": "True", "lastTransitionTime": HOUR_AGO},
+                                   {"type": "KernelDeadlock", "status": "False",
+                                    "lastTransitionTime": "2026-03-01T12:00:00Z"}]
+    with caplog.at_level(logging.INFO, logger=LOG.name):
+        w.cycle()
+    assert w.api.nodes["sick"]["spec"].get("taints") is None
+    assert w.api.evicted == [] and "NodemedicTainted" not in w.api.reasons()
+    deferred = [r for r in caplog.records if r.getMessage().startswith("taint change deferred")]
+    assert [(r.node, r.taint, r.change) for r in deferred] == [("sick", TAINT, "add")]  # type: ignore[attr-defined]
 
 
 def test_evictions_from_a_node_just_tainted_wait_until_the_node_watch_shows_the_taint(tmp_path: Path) -> None:

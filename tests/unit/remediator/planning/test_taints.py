@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from remediator.model.plan import HoldReason
+from remediator.model.plan import ConditionSeen, HoldReason
 from remediator.model.records import Condition, Effect, NodeRecord, Taint
 from remediator.planning.owned_taints import OwnedTaint, parse_owned, render_owned
 from remediator.planning.taints import plan_taints
@@ -233,6 +233,27 @@ def test_a_taint_two_rules_want_stays_until_both_recovered() -> None:
     n = node("n1", cond("KernelDeadlock", "False", 9999), cond("ReadonlyFilesystem", "False", 10), taints=(BROKEN,),
              annotation=owned(BROKEN, rules=("deadlock", "ro")))
     assert plan_taints(snap(n), rules, {}).removes == []
+
+
+def test_each_change_carries_the_conditions_it_was_decided_on_for_the_writer_to_check() -> None:
+    """actions/taintwriter.py writes a change only while the node still shows these (a flapping node's spell may
+    end between the plan and the write)."""
+    rules = policy(rule("deadlock", "KernelDeadlock", BROKEN), rule("ro", "ReadonlyFilesystem", BROKEN))
+    sick = node("n1", cond("KernelDeadlock", "True", 60), cond("ReadonlyFilesystem", "True", 40))
+    (add,) = plan_taints(snap(sick), rules, {}).adds
+    assert add.premise == (ConditionSeen("KernelDeadlock", "True", ago(60)),
+                           ConditionSeen("ReadonlyFilesystem", "True", ago(40)))
+    well = node("n1", cond("KernelDeadlock", "False", 9999), taints=(BROKEN,),
+                annotation=owned(BROKEN, rules=("deadlock", "ro")))
+    (remove,) = plan_taints(snap(well), rules, {("n1", "ro"): ago(9999)}).removes  # gone from the node long ago
+    assert remove.premise == (ConditionSeen("KernelDeadlock", "False", ago(9999)),
+                              ConditionSeen("ReadonlyFilesystem", "", None)), "an absent condition must stay absent"
+    renamed = Taint(DEADLOCK.key, "hung-tasks", DEADLOCK.effect)
+    swap = plan_taints(snap(node("n1", cond(), taints=(DEADLOCK,), annotation=owned(DEADLOCK))),
+                       policy(rule(taint=renamed)), {})
+    assert swap.removes[0].premise == swap.adds[0].premise == (ConditionSeen("KernelDeadlock", "True", ago(60)),)
+    unmapped = node("n1", cond(), taints=(READONLY,), annotation=owned(READONLY, rules=("ro",)))
+    assert plan_taints(snap(unmapped), policy(rule()), {}).removes[0].premise == ()
 
 
 def test_an_owned_taint_no_rule_maps_to_any_more_is_removed_at_once() -> None:
