@@ -109,6 +109,19 @@ def qualified_at(spells: list[Spell], t: float) -> bool:
                if end >= t - 1.0)  # the watch sees a flip back to False up to ~1 s late
 
 
+def most_at_once(adds: list[tuple[str, float]], removes: list[tuple[str, float]]) -> int:
+    """The most nodes tainted at one time, replaying the remediator's taint and untaint log lines in time order."""
+    tainted: set[str] = set()
+    most = 0
+    for _, kind, node in sorted([(t, 0, n) for n, t in removes] + [(t, 1, n) for n, t in adds]):
+        if kind:
+            tainted.add(node)
+        else:
+            tainted.discard(node)
+        most = max(most, len(tainted))
+    return most
+
+
 def recovered_at(spells: list[Spell], t: float) -> bool:
     """True when, by time `t`, the condition had been False for RECOVER_AFTER without a break (in the spell covering
     t): the only time the remediator may remove its taint."""
@@ -201,9 +214,13 @@ def test_a_condition_flapping_on_a_fifth_of_500_nodes_stays_within_for_recover_a
         figures("nodes whose condition held True for `for` at least once", len(qualified))
         figures("taints added (allowed: at most one per node, 20 nodes at once)", len(adds))
         figures("taints added before `for` had passed", len(premature))
+        figures("taint changes deferred (the node's condition flipped between the plan and the write)",
+                sum(1 for e in events if str(e.get("msg", "")).startswith("taint change deferred")))
         figures("nodes tainted more often than recoverAfter allows", len(too_many))
         figures("taints removed / before recoverAfter was satisfied", f"{len(removes)} / {len(unrecovered)}")
-        figures("most nodes tainted at once (gauge) / at the end (Nodes)", f"{most_tainted:g} / {len(tainted_now)}")
+        at_once = most_at_once(adds, removes)
+        figures("most nodes tainted at once (gauge) / (the remediator's log) / at the end (Nodes)",
+                f"{most_tainted:g} / {at_once} / {len(tainted_now)}")
         figures("nodes held by the breaker / breaker Events", f"{len(held)} / {len(breaker_events)}")
         figures("evictions / pods evicted twice / from untainted nodes",
                 f"{len(evicted)} / {len(twice)} / {len(from_untainted)}")
@@ -213,7 +230,11 @@ def test_a_condition_flapping_on_a_fifth_of_500_nodes_stays_within_for_recover_a
 
         assert premature == [] and too_many == {} and unrecovered == [], (premature, too_many, unrecovered)
         assert most_tainted <= MAX_TAINTED and len(tainted_now) <= MAX_TAINTED
-        assert len(adds) == len(set(added)) <= MAX_TAINTED
+        # The breaker counts nodes tainted at once. Replayed from the remediator's own log: a node that recovered
+        # (a False spell past recoverAfter, which a flapper slowed by a loaded machine makes: CI saw 16) frees its slot
+        # for another, so the nodes ever tainted may outnumber the breaker's limit, never those tainted at one time.
+        assert at_once <= MAX_TAINTED, f"{at_once} nodes tainted at once by the remediator's log"
+        assert len(adds) <= MAX_TAINTED + len(removes), (len(adds), len(removes))
         assert qualified - set(added) <= held, "a node that qualified was neither tainted nor held by the breaker"
         assert len(breaker_events) == len(held), "a held node flapping was announced again at each flap"
         assert twice == [] and from_untainted == [], (twice, from_untainted)
