@@ -9,6 +9,10 @@ BIN    := $(VENV)/bin
 
 .PHONY: demo test setup build lint unit e2e package bench-cluster bench-remediator bench-agent bench-agent-npd bench-agent-npd-node bench-plan bench-descheduler bench-chain bench-repair bench-dark bench-healthz
 
+# BENCH_ARGS: appended to a bench target's command line (the last of a repeated option wins), e.g. a smaller size:
+# `make bench-plan BENCH_ARGS="--nodes 500 --pods 15000"`; tests/e2e/test_bench_targets.py runs each so.
+BENCH_ARGS ?=
+
 # The demo builds only what it runs (the control plane, kubectl, Karpenter); `make build` builds everything.
 demo: setup
 	$(BIN)/python hack/cluster build --demo
@@ -52,43 +56,43 @@ package: setup
 	$(BIN)/python -m hack.package --out dist
 
 bench-cluster: build
-	$(BIN)/python -m hack.bench.cluster_up
+	$(BIN)/python -m hack.bench.cluster_up $(BENCH_ARGS)
 
 bench-remediator: build
-	$(BIN)/python -m hack.bench.remediator_latency --samples 30
+	$(BIN)/python -m hack.bench.remediator_latency --samples 30 $(BENCH_ARGS)
 
 bench-agent: build
-	$(BIN)/python -m hack.bench.agent_alone --samples 50
+	$(BIN)/python -m hack.bench.agent_alone --samples 50 $(BENCH_ARGS)
 
 bench-agent-npd: build
-	$(BIN)/python -m hack.bench.agent_vs_npd --window 120 --samples 30
+	$(BIN)/python -m hack.bench.agent_vs_npd --window 120 --samples 30 $(BENCH_ARGS)
 
 # The agent pod (the chart as it ships) and NPD's own DaemonSet and image on the real node: RSS and CPU from their
 # cgroups, at steady state. Needs the real node free (hack/kcp/realnode.py).
 bench-agent-npd-node: build
-	$(BIN)/python -m hack.bench.agent_vs_npd_on_node --seconds 120
+	$(BIN)/python -m hack.bench.agent_vs_npd_on_node --seconds 120 $(BENCH_ARGS)
 
 # The kubelet check's healthz probe against a hostile local server (issue 42's smuggling answers): RSS and open
 # descriptors at the first and the last run, and how the runs ended.
 bench-healthz: setup
-	$(BIN)/python -m hack.bench.healthz_smuggling --runs 100
+	$(BIN)/python -m hack.bench.healthz_smuggling --runs 100 $(BENCH_ARGS)
 
 bench-plan: setup
-	$(BIN)/python -m hack.bench.plan_cycle
+	$(BIN)/python -m hack.bench.plan_cycle $(BENCH_ARGS)
 
 bench-descheduler: build
-	$(BIN)/python -m hack.bench.cycle_vs_descheduler
+	$(BIN)/python -m hack.bench.cycle_vs_descheduler $(BENCH_ARGS)
 
 bench-chain: build
-	$(BIN)/python -m hack.bench.chain --runs 10 --strict-runs 3
+	$(BIN)/python -m hack.bench.chain --runs 10 --strict-runs 3 $(BENCH_ARGS)
 
 # nodemedic's repair ladders beside Kubernetes and Karpenter on the same faults: the kubelet stopped on the real node
 # (needs it free: hack/kcp/realnode.py), a persistent condition on a Karpenter node.
 bench-repair: build
-	$(BIN)/python -m hack.bench.repair
+	$(BIN)/python -m hack.bench.repair $(BENCH_ARGS)
 
 bench-dark: build
-	$(BIN)/python -m hack.bench.dark
+	$(BIN)/python -m hack.bench.dark $(BENCH_ARGS)
 
 # Re-render deploy/manifests/ (and the chart's copies of the shipped configs) from deploy/helm/nodemedic.
 .PHONY: manifests

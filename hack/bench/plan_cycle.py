@@ -67,7 +67,7 @@ INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 # Workloads that must run on (or prefer) the current pool; nodes of the old pool (OLD_POOL_SHARE) no longer match.
 CURRENT_POOL = NodeSelectorTerm(match_expressions=(SelectorRequirement(INSTANCE_TYPE, "In", ("m5.4xlarge",)),))
 OLD_POOL_SHARE = 0.01
-CRASHING_NODE = "node-00100"  # one Deployment's replicas crash-loop here, and only here
+CRASHING_AT = 100  # one Deployment's replicas crash-loop on node-00100 (a smaller cluster's last node), only there
 DAEMONSETS = (("kube-proxy", 100, 128 * MI), ("node-exporter", 50, 64 * MI), ("log-agent", 200, 256 * MI))
 
 POLICY = """apiVersion: nodemedic.io/v1alpha1
@@ -120,10 +120,11 @@ def build(n_nodes: int, n_pods: int, seed: int) -> Snapshot:
     ready = (Condition("Ready", "True", NOW - dt.timedelta(days=3)),)
     sick = (*ready, Condition("KernelDeadlock", "True", NOW - dt.timedelta(minutes=5)))
     owned = {"nodemedic.io/owned-taints": render_owned([OwnedTaint(DEADLOCK, ("kernel-deadlock",), "bench", NOW)])}
+    crashing_node = f"node-{min(CRASHING_AT, n_nodes - 1):05d}"
     for i in range(n_nodes):
         name = f"node-{i:05d}"
         kind = rng.random()
-        old_pool = rng.random() < OLD_POOL_SHARE and name != CRASHING_NODE
+        old_pool = rng.random() < OLD_POOL_SHARE and name != crashing_node
         labels = {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": ZONES[i % 3],
                   INSTANCE_TYPE: "m5.2xlarge" if old_pool else "m5.4xlarge"}
         allocatable = {"cpu": 15_890, "memory": 60 * GI, "pods": 110, "ephemeral-storage": 100 * GI}
@@ -204,17 +205,17 @@ def build(n_nodes: int, n_pods: int, seed: int) -> Snapshot:
         preferred = (PreferredNodeTerm(50, CURRENT_POOL),) if 0.05 <= roll < 0.15 else ()
         anti = (PodAffinityTerm(LabelSelector(match_labels=(("app", app),)), (namespace,), False,
                                 "kubernetes.io/hostname"),) if rng.random() < 0.1 else ()
-        crashing_here = d == 7  # this Deployment's pods crash-loop on CRASHING_NODE only
+        crashing_here = d == 7  # this Deployment's pods crash-loop on crashing_node only
         qos = rng.choice(("Burstable", "Burstable", "Guaranteed", "BestEffort"))
         placed = rng.choices(pools[pool], cum_weights=cumulative[pool], k=replicas)
         if crashing_here:
-            placed[:2] = [CRASHING_NODE] * min(2, replicas)
+            placed[:2] = [crashing_node] * min(2, replicas)
         for r, name in enumerate(placed):
             cpu = max(10, int(fill[name] * 15_890 / max(1.0, expected[name]) * rng.uniform(0.6, 1.4)))
             requests = {} if qos == "BestEffort" else {"cpu": cpu, "memory": int(cpu * rng.uniform(2, 6) * MI)}
             if pool == "gpu":
                 requests["nvidia.com/gpu"] = 1
-            phase, reason, containers = _status(rng, crashing=crashing_here and name == CRASHING_NODE)
+            phase, reason, containers = _status(rng, crashing=crashing_here and name == crashing_node)
             created = NOW - dt.timedelta(hours=r + 1)
             add(PodRecord(namespace=namespace, name=f"{app}-7d9f8-{r:03d}", uid=f"uid-{d}-{r}", node_name=name,
                           phase=phase, labels={"app": app, "pod-template-hash": "7d9f8"}, owners=(rs,),
