@@ -87,10 +87,12 @@ async def write_node_taints(kube: Kube, node: str, *, base: dict[str, Any] | Non
             base = {"resourceVersion": fresh["metadata"]["resourceVersion"],
                     "taints": (fresh.get("spec") or {}).get("taints") or []}
             conditions = records.node(fresh).conditions
-        deferred += [c for c in (*adds, *removes) if not c.still_holds(conditions)]
-        adds = [c for c in adds if c not in deferred]
+        newly = [c for c in (*adds, *removes) if not c.still_holds(conditions)]
+        deferred += newly
+        adds = [c for c in adds if c not in newly]
+        removes = [c for c in removes if c not in newly]
         # Only remove what we own; on a re-read the human may have removed it already (then nothing to do).
-        removable = [c for c in removes if c not in deferred and c.taint.identity() in mine]
+        removable = [c for c in removes if c.taint.identity() in mine]
         after = owned_after(owned, base["taints"], adds, removable, now)
         if deferred and not adds and not removable:
             return TaintWrite(list(owned), [], [], deferred)  # nothing of the plan holds here any more

@@ -103,8 +103,8 @@ class NodeApi:
 
 
 def write(api: NodeApi, cached: Condition, *, owned: list[OwnedTaint] | None = None,
-          removes: tuple[TaintChange, ...] = ()) -> TaintWrite:
-    adds = () if removes else (DECIDED,)
+          removes: tuple[TaintChange, ...] = (), adds: tuple[TaintChange, ...] | None = None) -> TaintWrite:
+    adds = adds if adds is not None else () if removes else (DECIDED,)
     taints = [{"key": OURS.key, "value": "true", "effect": "NoSchedule"}] if owned else []
     api.node["spec"]["taints"] = taints
     return asyncio.run(write_node_taints(api, "n", base={"resourceVersion": "1", "taints": taints},  # type: ignore[arg-type]
@@ -157,3 +157,18 @@ def test_a_recovery_whose_condition_came_back_defers_the_untaint() -> None:
     api = NodeApi(api_node(recovered, "2"))
     written = write(api, recovered, owned=owned, removes=(removal,))
     assert written.removed == [removal] and written.owned == [] and api.patches[0]["spec"]["taints"] == []
+
+
+def test_a_change_deferred_before_a_conflict_is_deferred_once() -> None:
+    """One node, two rules: the add still holds and goes out after the 409's re-read; the removal, whose condition
+    came back, is deferred on the first pass and must not be counted again on the second."""
+    other = Taint("nodemedic.io/readonly-fs", "true", Effect.NO_SCHEDULE)
+    removal = TaintChange("n", other, ("ro",), "ReadonlyFilesystem=False for 10s",
+                          (ConditionSeen("ReadonlyFilesystem", "False", SPELL),))
+    node = api_node(TRUE, "2")
+    node["status"]["conditions"].append({"type": "ReadonlyFilesystem", "status": "True",
+                                         "lastTransitionTime": "2026-11-22T12:00:00Z"})
+    api = NodeApi(node, conflicts=1)
+    owned = [OwnedTaint(other, ("ro",), "ReadonlyFilesystem=True for 30s", NOW)]
+    written = write(api, TRUE, owned=owned, removes=(removal,), adds=(DECIDED,))
+    assert written.deferred == [removal] and written.added == [DECIDED] and len(api.patches) == 2
