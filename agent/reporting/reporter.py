@@ -54,16 +54,18 @@ class TokenBucket:
         self.clock = clock
         self.last = self.clock()
 
-    def wait(self) -> float:
-        """Seconds until take() can succeed (0: now)."""
-        self.tokens = min(self.capacity, self.tokens + (self.clock() - self.last) * self.rate)
-        self.last = self.clock()
-        return 0.0 if self.tokens >= 1 else (1 - self.tokens) / self.rate
-
-    def take(self) -> bool:
+    def _refill(self) -> None:
         now = self.clock()
         self.tokens = min(self.capacity, self.tokens + (now - self.last) * self.rate)
         self.last = now
+
+    def wait(self) -> float:
+        """Seconds until take() can succeed (0: now)."""
+        self._refill()
+        return 0.0 if self.tokens >= 1 else (1 - self.tokens) / self.rate
+
+    def take(self) -> bool:
+        self._refill()
         if self.tokens >= 1:
             self.tokens -= 1
             return True

@@ -27,8 +27,8 @@ class ConditionSeen:
         return cls(type_, "", None) if c is None else cls(type_, c.status, c.last_transition)
 
     def shown_by(self, conditions: Sequence[Condition]) -> bool:
-        now = next((c for c in conditions if c.type == self.type), None)
-        return ConditionSeen.of(self.type, now) == self
+        current = next((c for c in conditions if c.type == self.type), None)
+        return ConditionSeen.of(self.type, current) == self
 
 
 @dataclass(frozen=True)
