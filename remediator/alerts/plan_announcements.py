@@ -38,6 +38,8 @@ class PlanAnnouncements:
         for key in [k for k, t in self.held_seen.items() if now - t >= HELD_MEMORY]:
             del self.held_seen[key]
         for h in plan.held:
+            if h.reason is HoldReason.UNTAINT_PENDING:
+                continue  # one cycle long: the next plan admits it or holds it by the breaker, and that is news
             key = (h.node, h.taint.key, h.reason)
             announced = key in self.held_seen
             self.held_seen[key] = now

@@ -70,6 +70,9 @@ class HoldReason(StrEnum):
     OPTED_OUT = "opted out"
     AUTOSCALER = "autoscaler"
     CIRCUIT_BREAKER = "circuit breaker"
+    # The breaker has room only once this plan's untaints land: the next plan sees them landed (or not) and decides.
+    # Not announced: it lasts one cycle.
+    UNTAINT_PENDING = "untaint pending"
 
 
 @dataclass(frozen=True)

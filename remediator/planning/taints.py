@@ -175,6 +175,10 @@ def _admit(snapshot: Snapshot, policy: Policy, plan: TaintPlan, wants_by_node: d
     plan.tainted_limit = limit
     # The breaker counts nodes with a problem; a node being consolidated is not one (HNU has its own limit).
     tainted = {n for n, owned in plan.owned_after.items() if any(not strategy_owned(o) for o in owned)}
+    # A node this plan untaints keeps its place until the node shows the untaint: the write may be deferred (its
+    # condition came back before it) or fail, and the place given out meanwhile would put the limit + 1 nodes out of
+    # rotation (CI saw 21 of 20). The next cycle, woken by that node's update, gives the place out.
+    untainting = {c.node for c in plan.removes} - tainted
     newcomers: list[tuple[dt.datetime | None, str]] = []
     for name, wants in wants_by_node.items():
         if not wants:
@@ -191,11 +195,17 @@ def _admit(snapshot: Snapshot, policy: Policy, plan: TaintPlan, wants_by_node: d
             newcomers.append((oldest, name))
     # Oldest problem first; a problem without a transition time cannot prove its age, so it goes last.
     newcomers.sort(key=lambda x: (x[0] is None, x[0] or snapshot.now, x[1]))
-    count = len(tainted)
+    count = len(tainted) + len(untainting)
+    waiting = 0  # newcomers that the untaints, once landed, make room for
     for _, name in newcomers:
         if count < limit:
             count += 1
             _add(plan, name, wants_by_node[name], snapshot.now)
+        elif count - len(untainting) + waiting < limit:
+            waiting += 1
+            plan.held += [Held(name, w.taint, tuple(w.rules), HoldReason.UNTAINT_PENDING,
+                               f"waits for the untaint of {len(untainting)} node(s) to land: {count}/{limit} "
+                               "nodes tainted until then") for w in wants_by_node[name]]
         else:
             plan.breaker_open = True
             plan.held += [Held(name, w.taint, tuple(w.rules), HoldReason.CIRCUIT_BREAKER,

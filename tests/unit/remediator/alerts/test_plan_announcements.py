@@ -94,6 +94,15 @@ def test_a_hold_by_another_rail_is_a_held_event_and_counted_under_its_reason() -
     assert r.get_sample_value("nodemedic_taints_held_total", {"why": "paused"}) == 1
 
 
+def test_a_taint_waiting_for_an_untaint_to_land_is_not_announced_nor_counted() -> None:
+    a, alerts, r, _ = _announcements()
+    asyncio.run(a.held(Plan(held=[_held(reason=HoldReason.UNTAINT_PENDING)])))
+    assert alerts.calls == []
+    assert r.get_sample_value("nodemedic_taints_held_total", {"why": "untaint pending"}) is None
+    asyncio.run(a.held(Plan(held=[_held()])))  # the untaint did not land: the breaker holds it, and that is news
+    assert alerts.reasons() == ["NodemedicCircuitBreakerOpen"]
+
+
 def test_the_breaker_trips_are_counted_on_each_opening_only() -> None:
     a, _, r, _ = _announcements()
     for open_ in (True, True, False, True):
