@@ -11,7 +11,9 @@ After the build (each control-plane component built, or found cached), three thi
   (`private_cluster`, chaos's `audited_cluster`); the tests of a module that share a module-scoped cluster run on
   one worker (`@pytest.mark.xdist_group`).
 The table lists seconds per stage, each suite's summed test time, and the slowest tests, so anyone sees where the
-time goes; the last line counts every test ("tests: N passed, N failed").
+time goes; then, for each failed test, the lines of its failure that say why (the assertion's `E` lines, its last
+ones), so the end of a long CI log is enough to start from; the last line counts every test ("tests: N passed, N
+failed").
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ LINT = (("lint ruff", [str(BIN / "ruff"), "check", "."]),
         ("lint mypy", [str(BIN / "mypy")]))
 SLOWEST = 15
 NO_TESTS = 5  # pytest's exit code when the selection is empty
+WHY_LINES = 30  # per failed test, at the end of the run
+WHY_WIDTH = 300  # characters per line of it
 PROGRESS = re.compile(r"\[\s*\d+%\]")
 
 
@@ -55,6 +59,7 @@ class Suite:
     skipped: int = 0
     seconds: float = 0.0
     cases: list[tuple[float, str]] = field(default_factory=list)  # (seconds incl. setup and teardown, test id)
+    failures: list[tuple[str, list[str]]] = field(default_factory=list)  # (test id, the lines that say why)
 
 
 def say(msg: str) -> None:
@@ -139,10 +144,29 @@ def read_junit(path: Path, suites: dict[str, Suite]) -> None:
         kinds = {child.tag for child in case}
         if kinds & {"failure", "error"}:
             suite.failed += 1
+            failure = next(child for child in case if child.tag in ("failure", "error"))
+            suite.failures.append((f"{classname}::{case.get('name', '')}", why(failure.text or "")))
         elif "skipped" in kinds:
             suite.skipped += 1
         else:
             suite.passed += 1
+
+
+def why(report: str) -> list[str]:
+    """The lines of a pytest failure report that say why: its `E` lines and the `file:line: Error` one after them
+    (the whole report's last lines when it has none), the last WHY_LINES, each cut to WHY_WIDTH."""
+    lines = report.splitlines()
+    said = [line for line in lines if line.startswith("E ") or re.match(r"^[\w/.-]+\.py:\d+: \w+", line)]
+    return [line[:WHY_WIDTH] for line in (said or lines)[-WHY_LINES:]]
+
+
+def print_failures(suites: dict[str, Suite]) -> None:
+    for suite in suites.values():
+        for test_id, lines in suite.failures:
+            print(f"failed: {test_id}")
+            for line in lines:
+                print(f"    {line}")
+    print()
 
 
 def print_table(stages: list[Stage], suites: dict[str, Suite], wall: float) -> None:
@@ -199,6 +223,7 @@ def main() -> int:
         read_junit(out / "parallel.xml", suites)
         ordering.record([out / "long.xml", out / "parallel.xml"])
     print_table(stages, suites, time.monotonic() - t0)
+    print_failures(suites)
     passed = sum(s.passed for s in suites.values())
     failed = sum(s.failed for s in suites.values())
     skipped = sum(s.skipped for s in suites.values())

@@ -53,3 +53,14 @@ def test_a_record_is_split_only_at_newlines() -> None:
     text = line(descheduler.START_MARKER) + weird + line(descheduler.END_MARKER, totalEvicted=1)
     (cycle,), _ = descheduler.parse(text)
     assert cycle.evictions[0].reason == "a\u0085b\u2028c"
+
+
+def test_a_second_eviction_of_a_pod_the_dry_run_already_evicted_is_not_an_error_nor_an_eviction() -> None:
+    gone = json.dumps({"ts": 1000.0, "msg": "Error evicting pod", "pod": {"name": "p", "namespace": "ns"},
+                       "err": 'pod not found when evicting "p": pods "p" not found'}) + "\n"
+    (cycle,), _ = descheduler.parse(line(descheduler.START_MARKER) + EVICTION + gone
+                                    + line(descheduler.END_MARKER, totalEvicted=1))
+    assert [e.name for e in cycle.evictions] == ["p"]
+    other = gone.replace("pod not found when evicting", "pods is forbidden when evicting")
+    with pytest.raises(descheduler.DeschedulerError, match="descheduler logged an error"):
+        descheduler.parse(line(descheduler.START_MARKER) + other)
