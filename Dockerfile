@@ -3,7 +3,9 @@
 #   docker build -t REGISTRY/nodemedic:0.1.0 .          # then: helm install ... --set image.repository=REGISTRY/nodemedic
 #
 # The Python dependencies are requirements.lock (the runtime closure, pinned to the versions the tests ran with;
-# regenerate with `.venv/bin/python -m hack.requirements_lock`). docs/deploy.md explains the users below.
+# regenerate with `.venv/bin/python -m hack.requirements_lock`) but for its lines marked "# not in the image": the
+# `kubernetes` package and what only it needs, which run a kubeconfig's credential plugin outside a pod
+# (remediator/state/credentials.py). docs/deploy.md explains the users below.
 ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS build
@@ -11,14 +13,17 @@ ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 RUN python -m venv /opt/nodemedic
 COPY requirements.lock /src/requirements.lock
 # --no-deps: the lock already lists every package, so nothing unpinned comes in.
-RUN /opt/nodemedic/bin/pip install --no-deps -r /src/requirements.lock
+RUN grep -v "# not in the image" /src/requirements.lock > /src/image.lock \
+ && /opt/nodemedic/bin/pip install --no-deps -r /src/image.lock
 COPY pyproject.toml README.md /src/
 COPY agent /src/agent
 COPY remediator /src/remediator
 COPY nodemedic_common /src/nodemedic_common
+# pip and setuptools install, nothing runs them: the image ships without them.
 RUN /opt/nodemedic/bin/pip install --no-deps /src \
  && /opt/nodemedic/bin/nodemedic-agent --version \
- && /opt/nodemedic/bin/nodemedic-remediator --version
+ && /opt/nodemedic/bin/nodemedic-remediator --version \
+ && /opt/nodemedic/bin/pip uninstall --yes --quiet pip setuptools
 
 FROM ${PYTHON_IMAGE}
 # libudev1 (pyudev's library, for disk model/serial in the blockdev check) is already in the Debian base.

@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 # hack/ is the package `hack`: its scripts run as modules from the repository root (`python -m hack.bench.chain`),
 # so `hack.kcp`, `agent` and `tests` resolve from this checkout as they do in the tests (hack/cluster does the same).
 
-.PHONY: demo test setup build lint unit e2e package bench-cluster bench-remediator bench-agent bench-agent-npd bench-agent-npd-node bench-plan bench-descheduler bench-chain bench-repair bench-dark bench-healthz
+.PHONY: demo test setup build lint unit e2e package bench-cluster bench-remediator bench-remediator-memory bench-agent bench-agent-npd bench-agent-npd-node bench-plan bench-descheduler bench-chain bench-repair bench-dark bench-healthz
 
 # BENCH_ARGS: appended to a bench target's command line (the last of a repeated option wins), e.g. a smaller size:
 # `make bench-plan BENCH_ARGS="--nodes 500 --pods 15000"`; tests/e2e/test_bench_targets.py runs each so.
@@ -60,6 +60,9 @@ bench-cluster: build
 
 bench-remediator: build
 	$(BIN)/python -m hack.bench.remediator_latency --samples 30 $(BENCH_ARGS)
+
+bench-remediator-memory: build
+	$(BIN)/python -m hack.bench.remediator_memory $(BENCH_ARGS)
 
 bench-agent: build
 	$(BIN)/python -m hack.bench.agent_alone --samples 50 $(BENCH_ARGS)

@@ -30,7 +30,6 @@ from agent.npd import logmonitor_config as npd_logmonitor_config
 from agent.pipeline import Pipeline
 from agent.repair.config import SOURCE as REPAIR_SOURCE
 from agent.repair.worker import RepairWorker
-from agent.reporting import credentials
 from agent.reporting.condition_metrics import ConditionMetrics
 from agent.reporting.conditions import ConditionBook
 from agent.reporting.inbox import Inbox
@@ -39,7 +38,7 @@ from agent.reporting.pod_watch import PodWatch
 from agent.reporting.reporter import Reporter, StateFile
 from agent.reporting.xid_pairs import XidPairs
 from agent.supervisor import Supervisor
-from nodemedic_common import logs
+from nodemedic_common import credential_files, logs
 from nodemedic_common.config_errors import ConfigError
 from nodemedic_common.http_server import Answer, BoundedServer
 from nodemedic_common.kube_client import Kube
@@ -238,7 +237,7 @@ async def _serve(listen: str, registry: CollectorRegistry, health: Any) -> Bound
 def api_client(kubeconfig: str | None, registry: CollectorRegistry) -> Kube:
     """The agent's API client: its own credentials (no `kubernetes` package), few connections (its status writes,
     Events and two watches), and its metrics under the agent's prefix."""
-    return Kube(credentials.load(kubeconfig), registry=registry, metrics_prefix="nodemedic_agent",
+    return Kube(credential_files.load(kubeconfig), registry=registry, metrics_prefix="nodemedic_agent",
                 user_agent="nodemedic-agent", connections=4, timeout=10.0)
 
 

@@ -154,10 +154,14 @@ def read_junit(path: Path, suites: dict[str, Suite]) -> None:
 
 def why(report: str) -> list[str]:
     """The lines of a pytest failure report that say why: its `E` lines and the `file:line: Error` one after them
-    (the whole report's last lines when it has none), the last WHY_LINES, each cut to WHY_WIDTH."""
+    (the whole report's lines when it has none); of many, the first and the last WHY_LINES / 2 (an assertion's message
+    starts with what failed, a long quoted log may follow), each cut to WHY_WIDTH."""
     lines = report.splitlines()
-    said = [line for line in lines if line.startswith("E ") or re.match(r"^[\w/.-]+\.py:\d+: \w+", line)]
-    return [line[:WHY_WIDTH] for line in (said or lines)[-WHY_LINES:]]
+    said = [line for line in lines if line.startswith("E ") or re.match(r"^[\w/.-]+\.py:\d+: \w+", line)] or lines
+    if len(said) > WHY_LINES:
+        half = WHY_LINES // 2
+        said = [*said[:half], f"... {len(said) - 2 * half} lines ...", *said[-half:]]
+    return [line[:WHY_WIDTH] for line in said]
 
 
 def print_failures(suites: dict[str, Suite]) -> None:

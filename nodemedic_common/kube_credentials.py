@@ -1,9 +1,8 @@
 """Where the API server is and how the client proves who it is, whichever source each program plugs in.
 
-The agent reads kubeconfigs and its service account itself (agent/reporting/credentials.py: the `kubernetes`
-package would cost it about 20 MiB on every node); the remediator and `kubectl nodemedic` resolve them with the
-`kubernetes` package's loaders, for exec plugins and auth providers (remediator/state/credentials.py). Both hand the
-client (nodemedic_common/kube_client.py) this.
+Both programs read kubeconfigs and the service account with nodemedic_common/credential_files.py; the remediator and
+`kubectl nodemedic` run a kubeconfig's credential plugin through the `kubernetes` package
+(remediator/state/credentials.py). Both hand the client (nodemedic_common/kube_client.py) this.
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ from nodemedic_common.terminal_text import printable
 from remediator import __version__
 from remediator.alerts import metrics as metrics_mod
 from remediator.alerts.announcer import Alerts
+from remediator.alerts.memory_headroom import MemoryHeadroom, container_limit
 from remediator.alerts.notifier import Notifier
 from remediator.control.controller import Controller
 from remediator.control.leader import LeaderElector, LeaseTimings
@@ -100,7 +101,8 @@ async def _run(args: argparse.Namespace) -> int:
     reload = PolicyReload(source, alerts=alerts, metrics=metrics, log=log, lease_namespace=args.lease_namespace,
                           lease_name=args.lease_name, announce=not args.dry_run)
     controller = Controller(kube=kube, cache=cache, policy=reload, alerts=alerts, metrics=metrics, log=log,
-                            elector=elector, dry_run=args.dry_run, usage=usage, autoscalers=autoscalers)
+                            elector=elector, dry_run=args.dry_run, usage=usage, autoscalers=autoscalers,
+                            memory_headroom=MemoryHeadroom(registry, log, limit=container_limit()))
     server = None
     if args.listen:
         try:
@@ -124,9 +126,7 @@ async def _run(args: argparse.Namespace) -> int:
     if args.once:
         return await _once(controller, cache=cache, kube=kube, usage=usage, notifier=notifier, server=server,
                            log=log, sync_timeout=args.sync_timeout)
-    background = [cache.run(), controller.run()]
-    if elector is not None:
-        background.append(elector.run())
+    background = [cache.run(), controller.run(), *([] if elector is None else [elector.run()])]
     code = await run_until_signal(background, log)
     if elector is not None:
         await elector.release()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 
 from remediator.alerts.dark_metrics import DarkMetrics, create_dark_metrics
 from remediator.alerts.repair_metrics import RepairMetrics, create_repair_metrics
@@ -41,6 +41,7 @@ class Metrics:
 
 def create(registry: CollectorRegistry) -> Metrics:
     r = registry
+    ProcessCollector(registry=r)  # process_resident_memory_bytes and co.: the chart's memory alert reads it
     return Metrics(
         taint_changes=Counter("nodemedic_taint_changes_total", "Taints added or removed by nodemedic",
                               ["action", "key"], registry=r),

@@ -27,6 +27,7 @@ from remediator.actions.taintwriter import write_node_taints
 from remediator.alerts.alert import AlertKind
 from remediator.alerts.announcer import Alerts
 from remediator.alerts.dry_run import DryRunReport
+from remediator.alerts.memory_headroom import MemoryHeadroom, peak_rss
 from remediator.alerts.metrics import Metrics
 from remediator.alerts.plan_announcements import PlanAnnouncements
 from remediator.control.leader import LeaderElector
@@ -53,7 +54,8 @@ RECENT_EVICTION_MEMORY = 600.0  # seconds a pod we evicted is never planned agai
 class Controller:
     def __init__(self, *, kube: Kube, cache: ClusterCache, policy: PolicyReload, alerts: Alerts, metrics: Metrics,
                  log: logging.Logger, elector: LeaderElector | None, dry_run: bool, usage: UsageReader | None = None,
-                 autoscalers: AutoscalerDetector | None = None, resync: float = 10.0,
+                 autoscalers: AutoscalerDetector | None = None, memory_headroom: MemoryHeadroom | None = None,
+                 resync: float = 10.0,
                  taint_seen_within: float = TAINT_SEEN_WITHIN,
                  clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
                  monotonic: Callable[[], float] = time.monotonic) -> None:
@@ -64,6 +66,7 @@ class Controller:
         self.clock, self.monotonic = clock, monotonic
         self.usage = usage  # measured usage for metricsUtilization; None: requests only
         self.autoscalers = autoscalers  # the node autoscalers addsNodes: auto counts on; None: none looked for
+        self.memory_headroom = memory_headroom  # None: not watched (tests)
         self.memory = PlannerMemory()
         self.heap = HeapFreezer()
         self.plan = Plan()
@@ -157,6 +160,9 @@ class Controller:
         self.last_cycle = self.monotonic()
         self.metrics.tainted_limit.set(plan.tainted_limit)
         self.metrics.breaker_open.set(1 if plan.breaker_open else 0)
+        if self.memory_headroom is not None:
+            pods = sum(len(p) for p in snapshot.pods_by_node.values()) + len(snapshot.pending)
+            self.memory_headroom.after_cycle(len(snapshot.nodes), pods, peak_rss())
         if self.leading():
             await self.announcements.notices(plan, write=not self.dry_run)
             await self.announcements.zone_exposure(plan, write=not self.dry_run,

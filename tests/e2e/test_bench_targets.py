@@ -32,6 +32,8 @@ SMALLEST: dict[str, tuple[str, str, bool]] = {
     "bench-descheduler": ("--nodes 6 --pods 60 --samples 1 --steady-seconds 3 --steady-cycles 1 --interval 3",
                           r"nodemedic vs descheduler v[0-9.]+ \(dry-run\), 6 nodes", False),
     "bench-chain": ("--runs 1 --strict-runs 0", r"per-run results: ", False),
+    "bench-remediator-memory": ("--sizes 10:100,20:300 --cycles 2",
+                                r"fitted: peak = [0-9.-]+ MiB \+ [0-9.-]+ MiB per 1,000 pods", False),
     "bench-repair": ("--runs 1 --window 10", r"summary \(machine: .*one run of the real node's fault, 1 runs of each",
                      True),
     "bench-dark": ("--window 10", r"A node gone dark, seconds after", True),
@@ -51,7 +53,10 @@ def run_target(target: str) -> str:
     size, figures, _ = SMALLEST[target]
     out = subprocess.run(["make", "--no-print-directory", "-o", "build", "-o", "setup", target, f"BENCH_ARGS={size}"],
                          check=False, cwd=ROOT, capture_output=True, text=True, timeout=900)
-    told = f"`make {target} BENCH_ARGS='{size}'` exit {out.returncode}\n{out.stdout[-4000:]}\n{out.stderr[-4000:]}"
+    # A benchmark's error can quote a peer's log at length (descheduler's JSON lines): its own lines come first.
+    own = "\n".join(line for line in out.stderr.splitlines() if not line.startswith("{"))
+    told = (f"`make {target} BENCH_ARGS='{size}'` exit {out.returncode}\n{out.stdout[-4000:]}\n"
+            f"its own lines on stderr:\n{own[-4000:]}\nstderr's end:\n{out.stderr[-2000:]}")
     assert out.returncode == 0, told
     assert re.search(figures, out.stdout), f"no line matching {figures!r}: {told}"
     return out.stdout

@@ -473,9 +473,12 @@ def test_a_dark_node_keeps_its_statefulset_pod_until_a_person_confirms_it_off(
     node = core.read_node(realnode.NAME)
     annotations = node.metadata.annotations or {}
     assert FENCE_ANNOTATION not in annotations and CONFIRM_ANNOTATION not in annotations, annotations
-    unfenced = [e for e in nodemedic_events(core, "default", "NodemedicUnfenced") if e.involved_object.name ==
-                realnode.NAME]
-    assert unfenced and "its agent reported at" in unfenced[-1].message, [e.message for e in unfenced]
+    # The Event is written after the taint's removal returns (and retried if refused): it may land after the node
+    # shows the taint gone (CI read none at that moment once).
+    unfenced = wait_until(lambda: [e for e in nodemedic_events(core, "default", "NodemedicUnfenced")
+                                   if e.involved_object.name == realnode.NAME], timeout=30,
+                          what="the NodemedicUnfenced Event on the node")
+    assert "its agent reported at" in unfenced[-1].message, [e.message for e in unfenced]
     assert running_on(core, namespace, "db") == {"db-0": moved.spec.node_name}  # the old copy never came back
     print(f"the NodemedicDarkNode Event: {told[-1].message}")
     print(f"the NodemedicUnfenced Event: {unfenced[-1].message}")

@@ -10,6 +10,8 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from hack.requirements_lock import IMAGE_LEAVES_OUT, NOT_IN_IMAGE
+
 ROOT = Path(__file__).resolve().parents[3]
 DOCKERFILE = (ROOT / "Dockerfile").read_text()
 
@@ -54,7 +56,7 @@ def test_the_lock_pins_the_runtime_dependencies_and_no_dev_tool() -> None:
     lock = {}
     for line in (ROOT / "requirements.lock").read_text().splitlines():
         if line and not line.startswith("#"):
-            name, sep, version = line.partition("==")
+            name, sep, version = line.split("  #")[0].partition("==")
             assert sep and re.fullmatch(r"[\w.]+", version), f"not pinned: {line}"
             lock[canonicalize_name(name)] = version
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
@@ -67,11 +69,23 @@ def test_the_lock_pins_the_runtime_dependencies_and_no_dev_tool() -> None:
 
 def test_the_image_installs_the_lock_without_dependencies_then_the_project_and_runs_both_scripts() -> None:
     runs = " ".join(a for w, a in instructions() if w == "RUN")
-    assert "pip install --no-deps -r /src/requirements.lock" in runs
+    assert f'grep -v "{NOT_IN_IMAGE}" /src/requirements.lock > /src/image.lock' in runs
+    assert "pip install --no-deps -r /src/image.lock" in runs
     assert "pip install --no-deps /src" in runs
+    assert "pip uninstall --yes --quiet pip setuptools" in runs
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     for name in ("nodemedic-agent", "nodemedic-remediator"):
         assert name in scripts
         assert f"/opt/nodemedic/bin/{name} --version" in runs
     env = " ".join(a for w, a in instructions() if w == "ENV")
     assert "PATH=/opt/nodemedic/bin:$PATH" in env
+
+
+def test_the_image_leaves_out_the_kubernetes_package_and_only_what_it_alone_needs() -> None:
+    kept = [line.split("==")[0] for line in (ROOT / "requirements.lock").read_text().splitlines()
+            if line and not line.startswith("#") and NOT_IN_IMAGE not in line]
+    left_out = [line.split("==")[0] for line in (ROOT / "requirements.lock").read_text().splitlines()
+                if NOT_IN_IMAGE in line and not line.startswith("#")]
+    assert set(left_out) >= IMAGE_LEAVES_OUT and not IMAGE_LEAVES_OUT & set(kept)
+    # What both programs import in a pod stays: the agent's and the remediator's own dependencies.
+    assert {"aiohttp", "prometheus-client", "pyyaml", "google-re2", "pyudev", "ntplib", "nvidia-ml-py"} <= set(kept)

@@ -41,6 +41,8 @@ def test_a_failed_case_is_counted_and_its_reason_printed_at_the_end(tmp_path: Pa
     ]
 
 
-def test_a_long_report_is_cut_to_its_last_lines_and_each_line_to_a_width() -> None:
+def test_a_long_report_is_cut_to_its_first_and_last_lines_and_each_line_to_a_width() -> None:
     lines = why("\n".join(f"E   line {i} " + "x" * 1000 for i in range(100)))
-    assert len(lines) == WHY_LINES and lines[-1].startswith("E   line 99 ") and all(len(x) <= 300 for x in lines)
+    assert len(lines) == WHY_LINES + 1 and all(len(x) <= 300 for x in lines)
+    assert lines[0].startswith("E   line 0 ") and lines[WHY_LINES // 2] == f"... {100 - WHY_LINES} lines ..."
+    assert lines[-1].startswith("E   line 99 ")

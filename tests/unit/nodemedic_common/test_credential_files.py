@@ -1,4 +1,4 @@
-"""The agent's own kubeconfig / in-cluster loader: what it accepts, and what it refuses with a clear error."""
+"""The kubeconfig / in-cluster reader both programs share: what it accepts, and what it refuses with a clear error."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agent.reporting import credentials
+from nodemedic_common import credential_files as credentials
 from nodemedic_common.kube_errors import CredentialsError
 
 
@@ -45,7 +45,7 @@ def test_client_certificate_data_and_ca_data_load(tmp_path: Path, pki: Path) -> 
     assert creds.server == "https://127.0.0.1:6443"
     assert isinstance(creds.ssl, ssl.SSLContext) and creds.ssl.cert_store_stats()["x509_ca"] == 1
     assert creds.token() is None
-    assert not list(Path("/tmp").glob("nodemedic-agent-cert-*")), "the temporary key file was left behind"
+    assert not list(Path("/tmp").glob("nodemedic-cert-*")), "the temporary key file was left behind"
 
 
 def test_file_paths_are_relative_to_the_kubeconfig(tmp_path: Path, pki: Path) -> None:
@@ -70,8 +70,9 @@ def test_a_token_file_is_reread_so_rotation_is_picked_up(tmp_path: Path, monkeyp
 
 
 @pytest.mark.parametrize(("cluster", "user", "message"), [
-    ({"server": "https://h:1"}, {"exec": {"command": "aws"}}, "users[u].exec: not supported"),
-    ({"server": "https://h:1"}, {"auth-provider": {"name": "gcp"}}, "users[u].auth-provider: not supported"),
+    ({"server": "https://h:1"}, {"exec": {"command": "aws"}}, "users[u].exec: a credential plugin, not supported"),
+    ({"server": "https://h:1"}, {"auth-provider": {"name": "gcp"}},
+     "users[u].auth-provider: a credential plugin, not supported"),
     ({"server": "h:1"}, {}, "clusters[k].server: not an http(s) URL"),
     ({"server": "https://h:1", "certificate-authority-data": "%%%"}, {}, "certificate-authority-data: not base64"),
     ({"server": "https://h:1"}, {"client-certificate": "missing.pem", "client-key": "missing.pem"},
@@ -94,7 +95,7 @@ def test_a_certificate_without_its_key_is_refused(tmp_path: Path, pki: Path) -> 
 def test_an_unknown_context_or_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(CredentialsError, match="contexts: no entry named 'nope'"):
         credentials.from_kubeconfig(kubeconfig(tmp_path, {"server": "https://h:1"}, {}, context="nope"))
-    with pytest.raises(CredentialsError, match="No such file"):
+    with pytest.raises(CredentialsError, match=f"^{re.escape(str(tmp_path / 'absent'))}: kubeconfig file not found$"):
         credentials.from_kubeconfig(tmp_path / "absent")
 
 

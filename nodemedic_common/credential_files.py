@@ -1,11 +1,12 @@
-"""Where the agent's API server is and how it authenticates: a kubeconfig, or the pod's service account; the
-source the agent plugs into the shared client (nodemedic_common/kube_credentials.py).
+"""Where the API server is and how to authenticate, read from the files that say it: a kubeconfig, or the pod's
+service account. The agent's only source; the remediator's and the plugin's for every kubeconfig but one whose user
+runs a plugin (remediator/state/credentials.py).
 
-Not the `kubernetes` package's loaders: importing that package (and what it pulls in) costs the agent about
-20 MiB of its 40 MiB budget on every node, for the few fields read here. Supported, which covers kubeconfigs
-written for node agents and in-cluster pods: `server`, `certificate-authority[-data]`,
-`insecure-skip-tls-verify`, `client-certificate[-data]` + `client-key[-data]`, `token`, `tokenFile`. `exec` and
-`auth-provider` users are refused with a clear error rather than half-supported.
+Not the `kubernetes` package's loaders: importing that package (and what it pulls in) costs a process about 20 MiB,
+and it and its dependencies are 150 MiB of the image, for the few fields read here. Supported, which covers
+kubeconfigs written for node agents, in-cluster pods and most people: `server`, `certificate-authority[-data]`,
+`insecure-skip-tls-verify`, `client-certificate[-data]` + `client-key[-data]`, `token`, `tokenFile`. A user with
+`exec` or `auth-provider` is PluginUser: the caller decides (the agent refuses it with this error).
 
 The in-cluster token is a bound, rotating token: `TokenFile` re-reads its file (at most once a minute), as client-go
 does.
@@ -28,6 +29,10 @@ from nodemedic_common.kube_errors import CredentialsError
 
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 TOKEN_REREAD_SECONDS = 60.0
+
+
+class PluginUser(CredentialsError):
+    """The kubeconfig's user authenticates through a plugin (`exec`, `auth-provider`): this reader runs none."""
 
 
 class TokenFile:
@@ -84,8 +89,8 @@ def from_kubeconfig(path: str | Path, context: str | None = None) -> Credentials
     user = _mapping(_named(doc, "users", user_name, path).get("user") or {}, f"users[{user_name}].user", path)
     for unsupported in ("exec", "auth-provider"):
         if unsupported in user:
-            raise CredentialsError(f"{path}: users[{user_name}].{unsupported}: not supported by the agent; "
-                                   "use a client certificate or a token")
+            raise PluginUser(f"{path}: users[{user_name}].{unsupported}: a credential plugin, not supported here; "
+                             "use a client certificate or a token")
     server = _text(cluster, "server", f"clusters[{cluster_name}]", path).rstrip("/")
     if not server.startswith(("https://", "http://")):
         raise CredentialsError(f"{path}: clusters[{cluster_name}].server: not an http(s) URL: {server!r}")
@@ -111,6 +116,8 @@ def from_kubeconfig(path: str | Path, context: str | None = None) -> Credentials
 def _read(path: Path) -> dict[str, Any]:
     try:
         doc = yaml.safe_load(path.read_bytes().decode("utf-8"))
+    except FileNotFoundError:
+        raise CredentialsError(f"{path}: kubeconfig file not found") from None
     except UnicodeDecodeError as e:
         raise CredentialsError(f"{path}: not UTF-8 text: byte 0x{e.object[e.start]:02x} at offset {e.start}") from None
     except (OSError, yaml.YAMLError) as e:
@@ -180,7 +187,7 @@ def _b64(value: object, field_name: str, path: Path) -> bytes:
 
 def _load_cert_chain(ctx: ssl.SSLContext, cert: bytes, key: bytes) -> None:
     # ssl loads a client certificate only from files: write both to a private temporary file and remove it.
-    fd, name = tempfile.mkstemp(prefix="nodemedic-agent-cert-")
+    fd, name = tempfile.mkstemp(prefix="nodemedic-cert-")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(cert + b"\n" + key)
