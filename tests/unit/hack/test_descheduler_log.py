@@ -58,7 +58,9 @@ def test_a_record_is_split_only_at_newlines() -> None:
 def test_a_second_eviction_of_a_pod_the_dry_run_already_evicted_is_not_an_error_nor_an_eviction() -> None:
     gone = json.dumps({"ts": 1000.0, "msg": "Error evicting pod", "pod": {"name": "p", "namespace": "ns"},
                        "err": 'pod not found when evicting "p": pods "p" not found'}) + "\n"
-    (cycle,), _ = descheduler.parse(line(descheduler.START_MARKER) + EVICTION + gone
+    said_again = json.dumps({"ts": 1000.0, "msg": "eviction failed", "plugin": "RemovePodsViolatingTopologySpread"
+                             "Constraint", "err": 'pod not found when evicting "p": pods "p" not found'}) + "\n"
+    (cycle,), _ = descheduler.parse(line(descheduler.START_MARKER) + EVICTION + gone + said_again
                                     + line(descheduler.END_MARKER, totalEvicted=1))
     assert [e.name for e in cycle.evictions] == ["p"]
     other = gone.replace("pod not found when evicting", "pods is forbidden when evicting")
