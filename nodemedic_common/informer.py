@@ -6,7 +6,10 @@ LIST failed) after a back-off that doubles up to its ceiling, with jitter, so a 
 step. In steady state it makes no LIST requests.
 
 What each user keeps of what it delivers is its own: the remediator's caches (remediator/state/caches.py) keep slim
-records, the agent's pod and node watches (agent/reporting/pod_watch.py, node_watch.py) one fact each.
+records, the agent's pod and node watches (agent/reporting/pod_watch.py, node_watch.py) one fact each. A user that
+keeps little of each object gives `slim`: a LIST's objects are slimmed page by page, so the whole collection is
+never held as decoded JSON at once (30,000 pods took the remediator to 727 MiB that way, and it never gave the
+memory back); `reset` still gets the whole list at once, so a cache is never seen half relisted.
 """
 
 from __future__ import annotations
@@ -34,13 +37,16 @@ class Informer:
     """One collection, listed then watched for as long as `run` runs: `reset(objects)` gets every LIST's objects,
     `apply(type, object)` each watch event but bookmarks; `synced` is set once the first LIST is in."""
 
-    def __init__(self, kube: Kube, path: str, *, reset: Callable[[list[dict[str, Any]]], None],
+    def __init__(self, kube: Kube, path: str, *, reset: Callable[[list[Any]], None],
                  apply: Callable[[str, dict[str, Any]], None], log: logging.Logger,
                  params: Mapping[str, str] | None = None, page_size: int = 5000, backoff: Backoff = Backoff(),
+                 slim: Callable[[dict[str, Any]], Any] | None = None,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         """`path`: the collection (`/api/v1/pods`); `params`: what narrows it, for the LIST and the WATCH alike
-        (`{"fieldSelector": "spec.nodeName=node-a"}`)."""
+        (`{"fieldSelector": "spec.nodeName=node-a"}`); `slim`: what `reset` gets of each listed object (the object
+        itself without it)."""
         self.kube, self.path, self._reset, self._apply, self.log = kube, path, reset, apply, log
+        self._slim = slim
         self.params = dict(params or {})
         self.page_size, self.backoff, self._sleep = page_size, backoff, sleep
         self.resource_version = ""
@@ -81,7 +87,7 @@ class Informer:
             delay = min(delay * 2, self.backoff.most)
 
     async def _list(self) -> None:
-        items: list[dict[str, Any]] = []
+        items: list[Any] = []
         cont = ""
         while True:
             params = {**self.params, "limit": str(self.page_size)} | ({"continue": cont} if cont else {})
@@ -90,7 +96,9 @@ class Informer:
             found = page.get("items") if isinstance(page, dict) else None
             if not isinstance(meta, dict) or not isinstance(found, list | None):
                 raise ApiError(0, "LIST", self.path, f"not a list: {str(page)[:100]!r}")
-            items.extend(o for o in found or [] if isinstance(o, dict))
+            objects = [o for o in found or [] if isinstance(o, dict)]
+            items.extend(objects if self._slim is None else map(self._slim, objects))
+            del page, found, objects  # the page's decoded JSON goes before the next one comes
             cont = str(meta.get("continue") or "")
             if not cont:
                 self.resource_version = str(meta.get("resourceVersion") or "")

@@ -33,7 +33,7 @@ from hack.bench.lib import child
 from hack.bench.lib.cluster import clean_cluster, unbuilt
 from hack.bench.lib.report import note
 from hack.bench.lib.table import Column, table
-from hack.kcp import controlplane, descheduler
+from hack.kcp import build, descheduler
 from hack.kcp.measure import wait
 from hack.kcp.ports import free_port
 
@@ -133,7 +133,7 @@ def main() -> int:
     ap.add_argument("--cycles", type=int, default=3, help="planning cycles before reading the memory")
     ap.add_argument("--name", default="bench-remediator-memory")
     args = ap.parse_args()
-    if unbuilt(controlplane.COMPONENTS):
+    if unbuilt(build.BINARIES):
         return 2
     try:
         sizes = [(int(n), int(p)) for n, p in (s.split(":") for s in args.sizes.split(","))]

@@ -85,6 +85,21 @@ def test_the_list_is_read_in_pages_narrowed_like_the_watch_and_the_watch_resumes
     assert waits == [], "a watch the server ended is resumed at once"
 
 
+def test_a_slimmed_list_is_slimmed_page_by_page_and_handed_over_whole() -> None:
+    kube = ScriptedKube(lists=[page("7", "a", "b", cont="token"), page("10", "c")], watches=[[]])
+    seen = Seen()
+    slimmed: list[tuple[str, int]] = []  # (name, LIST requests made when it was slimmed)
+
+    def slim(o: dict[str, Any]) -> dict[str, Any]:
+        slimmed.append((o["metadata"]["name"], len(kube.calls)))
+        return {"metadata": {"name": o["metadata"]["name"].upper()}}
+
+    run(kube, seen, lambda: len(kube.calls) >= 3, page_size=2, slim=slim)
+    # The first page's objects were slimmed before the second page was asked for: never all decoded at once.
+    assert slimmed == [("a", 1), ("b", 1), ("c", 2)]
+    assert seen.lists == [["A", "B", "C"]], "reset gets the whole list, slimmed, at once"
+
+
 def test_410_gone_relists_at_once_and_an_event_over_the_bound_relists_after_a_wait() -> None:
     kube = ScriptedKube(lists=[page("10", "a"), page("30", "b"), page("50", "c")],
                         watches=[WatchExpired(410, "WATCH", PATH, "too old"),

@@ -31,7 +31,7 @@ from remediator.policy.loader import load_policy
 from remediator.policy.source import PolicySource
 from remediator.read_side.plan_answer import PlanAnswer
 from remediator.state.autoscaler_detection import KARPENTER_DISCOVERY, LEASES, REDETECT, AutoscalerDetector
-from remediator.state.caches import ClusterCache
+from remediator.state.caches import ClusterCache, slim_pod
 from remediator.state.snapshot import KARPENTER_NODEPOOL_LABEL
 from remediator.strategies import CATALOG
 
@@ -190,7 +190,7 @@ class World:
         self.metrics = metrics_mod.create(self.registry)
         self.cache = ClusterCache(self.api, log=LOG, clock=self.clock.wall)  # type: ignore[arg-type]
         self.cache._reset_nodes(nodes)
-        self.cache._reset_pods(pods)
+        self.cache._reset_pods([slim_pod(p) for p in pods])
         self.api.watch = lambda n: self.cache._apply_node("MODIFIED", n)
         alerts = Alerts(self.api, None, identity="r1", log=LOG)  # type: ignore[arg-type]
         self.controller = Controller(
@@ -836,7 +836,7 @@ def test_a_ladder_goes_from_restart_to_reboot_after_the_drain_and_ends_with_a_pe
     w.cycle()  # the restart failed; the reboot waits for the drain (the pods were evicted but are still cached)
     assert json.loads(w.api.nodes["sick"]["metadata"]["annotations"]["nodemedic.io/repair"])["action"] == "restart"
     assert any(w.why.startswith("draining first") for w in w.controller.plan.repair.waiting)
-    w.cache._reset_pods([p for p in PODS if p["spec"]["nodeName"] != "sick"])
+    w.cache._reset_pods([slim_pod(p) for p in PODS if p["spec"]["nodeName"] != "sick"])
     w.clock.advance(1)
     w.cycle()
     state = json.loads(w.api.nodes["sick"]["metadata"]["annotations"]["nodemedic.io/repair"])
