@@ -13,23 +13,7 @@ import pytest
 
 from nodemedic_common.kube_errors import CredentialsError
 from remediator.state.credentials import load_credentials
-
-NOT_A_CERT = "bm90IGEgY2VydA=="  # base64 of "not a cert"
-
-
-def hostile_kubeconfigs() -> dict[str, bytes]:
-    """Kubeconfigs that are wrong in type, encoding or certificate data, by what is wrong."""
-    def doc(cluster: str, user: str = "{token: abc}") -> bytes:
-        return (f"apiVersion: v1\nkind: Config\nclusters:\n- name: k\n  cluster: {cluster}\ncontexts:\n- name: c\n"
-                f"  context: {{cluster: k, user: u}}\ncurrent-context: c\nusers:\n- name: u\n  user: {user}\n"
-                ).encode()
-    return {
-        "CA data not a certificate": doc("{server: 'https://127.0.0.1:1', "
-                                         f"certificate-authority-data: {NOT_A_CERT}}}"),
-        "server a list": doc("{server: [1, 2]}"),
-        "clusters a number": b"apiVersion: v1\nclusters: 5\ncurrent-context: c\ncontexts: 5\n",
-        "not UTF-8": b"apiVersion: v1\nclusters:\n- \xff\xfe\n",
-    }
+from tests.unit.nodemedic_common.test_credential_files import hostile_kubeconfigs  # the reader it hands them to
 
 
 @pytest.mark.parametrize("content", list(hostile_kubeconfigs().values()), ids=list(hostile_kubeconfigs()))
