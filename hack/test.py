@@ -11,9 +11,9 @@ After the build (each control-plane component built, or found cached), three thi
   (`private_cluster`, chaos's `audited_cluster`); the tests of a module that share a module-scoped cluster run on
   one worker (`@pytest.mark.xdist_group`).
 The table lists seconds per stage, each suite's summed test time, and the slowest tests, so anyone sees where the
-time goes; then, for each failed test, the lines of its failure that say why (the assertion's `E` lines, its last
-ones), so the end of a long CI log is enough to start from; the last line counts every test ("tests: N passed, N
-failed").
+time goes; then, for each failed test, the lines of its failure that say why (the assertion's `E` lines, the first
+and last of many), so the end of a long CI log is enough to start from; the last line counts every test ("tests: N
+passed, N failed").
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from remediator.actions.taintwriter import write_node_taints
 from remediator.alerts.alert import AlertKind
 from remediator.alerts.announcer import Alerts
 from remediator.alerts.dry_run import DryRunReport
-from remediator.alerts.memory_headroom import MemoryHeadroom, peak_rss
+from remediator.alerts.memory_headroom import MemoryHeadroom
 from remediator.alerts.metrics import Metrics
 from remediator.alerts.plan_announcements import PlanAnnouncements
 from remediator.control.leader import LeaderElector
@@ -161,8 +161,8 @@ class Controller:
         self.metrics.tainted_limit.set(plan.tainted_limit)
         self.metrics.breaker_open.set(1 if plan.breaker_open else 0)
         if self.memory_headroom is not None:
-            pods = sum(len(p) for p in snapshot.pods_by_node.values()) + len(snapshot.pending)
-            self.memory_headroom.after_cycle(len(snapshot.nodes), pods, peak_rss())
+            self.memory_headroom.after_cycle(lambda: (len(snapshot.nodes), sum(
+                len(p) for p in snapshot.pods_by_node.values()) + len(snapshot.pending)))
         if self.leading():
             await self.announcements.notices(plan, write=not self.dry_run)
             await self.announcements.zone_exposure(plan, write=not self.dry_run,

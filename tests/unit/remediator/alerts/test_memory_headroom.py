@@ -38,17 +38,20 @@ def test_the_peak_is_this_processs_own_in_bytes() -> None:
 
 def test_one_warning_when_the_peak_passes_four_fifths_of_the_limit(caplog: pytest.LogCaptureFixture) -> None:
     registry = CollectorRegistry()
-    h = MemoryHeadroom(registry, logging.getLogger("test.headroom"), limit=500 * MIB)
+    peaks = iter([399 * MIB, 400 * MIB, 480 * MIB])
+    sizes = iter([(5000, 150_000)])  # asked for once: when the warning is written
+    h = MemoryHeadroom(registry, logging.getLogger("test.headroom"), limit=500 * MIB, peak=lambda: next(peaks))
     assert registry.get_sample_value("nodemedic_memory_limit_bytes") == 500 * MIB
-    h.after_cycle(100, 3000, 399 * MIB)
+    h.after_cycle(lambda: next(sizes))
     assert caplog.records == []
-    h.after_cycle(5000, 150_000, 400 * MIB)
-    h.after_cycle(5000, 150_000, 480 * MIB)
+    h.after_cycle(lambda: next(sizes))
+    h.after_cycle(lambda: next(sizes))
     assert [(r.levelname, r.getMessage().split(":")[0], r.peak_mib, r.limit_mib, r.nodes, r.pods)  # type: ignore[attr-defined]
             for r in caplog.records] == [("WARNING", "memory near the container's limit", 400, 500, 5000, 150_000)]
 
 
 def test_no_limit_no_warning(caplog: pytest.LogCaptureFixture) -> None:
     registry = CollectorRegistry()
-    MemoryHeadroom(registry, logging.getLogger("test.headroom"), limit=None).after_cycle(1, 1, 1 << 40)
+    MemoryHeadroom(registry, logging.getLogger("test.headroom"), limit=None, peak=lambda: 1 << 40).after_cycle(
+        lambda: (1, 1))
     assert caplog.records == [] and registry.get_sample_value("nodemedic_memory_limit_bytes") == 0
