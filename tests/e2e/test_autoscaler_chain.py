@@ -287,8 +287,10 @@ def test_high_node_utilization_empties_an_idle_karpenter_node_and_karpenter_remo
   args: {thresholds: {cpu: 20}}"""
     r = chain.remediator(policy(chain.namespace, rules=False, strategies=hnu), processes)
     wait_until(lambda: CONSOLIDATING in taint_keys(chain.core, idle), timeout=60, what=f"{CONSOLIDATING} on {idle}")
-    moved = chain.placed("idle", 1)
-    assert set(moved.values()) == busy, f"the idle pod went to the busy node, not to a new one: {moved}"
+    # The taint comes before the eviction: wait for the pod to serve off the idle node, then see where it went.
+    moved = chain.serving_when("idle", lambda pods: len(pods) == 1 and idle not in pods.values(), 90,
+                               f"the idle pod serving off {idle}")
+    assert set(moved.values()) == busy, f"the idle pod went to another node, not to the busy one: {moved}"
     wait_until(lambda: chain.gone(idle), timeout=NODE_GONE, what=f"Karpenter removing the emptied {idle}")
     watch.stop()
     watch.assert_held(may_remove={idle})
