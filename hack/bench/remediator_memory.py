@@ -11,7 +11,7 @@ Then fits peak = a + b * pods + c * nodes by least squares over the sizes (with 
 peak = a + b * pods), prints each size's residual, and the memory limit each cluster size needs with 25 % headroom
 over the fitted peak: the figures behind the chart's default and docs/deploy.md's sizing table.
 
-Usage: .venv/bin/python -m hack.bench.remediator_memory [--sizes 500:15000,1000:30000,2000:60000] [--cycles 3]
+Usage: .venv/bin/python -m hack.bench.remediator_memory [--sizes 500:15000,1000:30000] [--cycles 3]
 """
 
 from __future__ import annotations
@@ -129,7 +129,8 @@ def least_squares(rows: list[list[float]], ys: list[float]) -> list[float]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="500:15000,1000:30000,2000:60000", help="NODES:PODS,...")
+    # 2,000 nodes / 60,000 pods did not reach Running in 900 s on the 2-CPU machine: the default is what it holds.
+    ap.add_argument("--sizes", default="500:15000,1000:30000", help="NODES:PODS,...")
     ap.add_argument("--cycles", type=int, default=3, help="planning cycles before reading the memory")
     ap.add_argument("--name", default="bench-remediator-memory")
     args = ap.parse_args()
@@ -143,7 +144,12 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="bench-remediator-memory-"))
     results = []
     for nodes, pods in sizes:
-        m = measure(nodes, pods, args.cycles, args.name, work)
+        try:
+            m = measure(nodes, pods, args.cycles, args.name, work)
+        except TimeoutError as e:  # a size this machine cannot bring up in time: say so, not a traceback
+            print(f"{nodes} nodes, {pods} pods: {e}; not measured (a smaller size, or a larger machine)",
+                  file=sys.stderr)
+            return 1
         print(f"{m.nodes} nodes, {m.pods} pods: remediator RSS {m.rss_mib} MiB, peak {m.peak_mib} MiB; "
               f"planning cycle {m.cycle_seconds} s; API server RSS {m.apiserver_mib} MiB ({m.setup_seconds}s)",
               flush=True)

@@ -9,8 +9,6 @@ One pass over the pods by owner, the workload's name worked out once per owner: 
 
 from __future__ import annotations
 
-from collections import Counter
-
 from remediator.model.plan import ZoneExposure, ZoneMove
 from remediator.model.records import PodRecord
 from remediator.state.snapshot import Snapshot
@@ -39,21 +37,26 @@ def zone_exposure(snapshot: Snapshot, min_share: float) -> list[ZoneExposure]:
                     if n.ready and not n.unschedulable and not n.deleting})
     if len(zones) < 2:
         return []  # one zone: nothing survives its loss, and no spread does better
-    counts: dict[tuple[str, str], Counter[str]] = {}
+    counts: dict[tuple[str, str], dict[str, int]] = {}
+    zone_at = zone_of.get
     for pods in snapshot.pods_by_owner.values():
-        # The pods of one owner are one workload's: its name is worked out once, and each pod costs a lookup.
+        # The pods of one owner are one workload's: its name is worked out once, and each pod costs a lookup
+        # (a plain dict: 150,000 pods in the 5,000-node benchmark, where Counters cost twice as much).
         workload = workload_of(pods[0]) if pods else None
         if workload is None:
             continue
-        found = Counter(zone_of.get(p.node_name, "") for p in pods if p.live)
-        found.pop("", None)  # not bound, or on a node the snapshot lacks
-        if found:
-            counts.setdefault((pods[0].namespace, workload), Counter()).update(found)
+        key = (pods[0].namespace, workload)
+        per_zone = counts.get(key)
+        if per_zone is None:
+            per_zone = counts[key] = {}
+        for p in pods:
+            if p.live and (zone := zone_at(p.node_name)) is not None:  # None: not bound, or a node the snapshot lacks
+                per_zone[zone] = per_zone.get(zone, 0) + 1
     out = []
     for (namespace, workload), per_zone in sorted(counts.items()):
         total = sum(per_zone.values())
         if total < 2:
-            continue
+            continue  # also a workload with no pod counted
         surviving = (total - max(per_zone.values())) / total
         best = (total - -(-total // len(zones))) / total  # the fullest zone of an even spread holds ceil(total/zones)
         if surviving < min_share and surviving < best:  # exposed: the zones by name and the moves to an even spread

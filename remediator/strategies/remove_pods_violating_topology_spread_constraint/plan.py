@@ -75,8 +75,10 @@ def plan(snapshot: Snapshot, args: RemovePodsViolatingTopologySpreadConstraintAr
     shapes: dict[tuple[object, ...], _Domains] = {}
     for namespace, found in constraints.items():
         for c in found:
-            domains = _domains(gate, nodes, c, shapes)
-            if _balance(gate, domains, _selectable(live, namespace, c.spread), c, args, ready=nodes) == CYCLE:
+            pods = _selectable(live, namespace, c.spread)
+            if len(pods) <= c.spread.max_skew:
+                continue  # no domain can hold more than maxSkew above another: most workloads under the defaults
+            if _balance(gate, _domains(gate, nodes, c, shapes), pods, c, args, ready=nodes) == CYCLE:
                 return NOTHING
     return NOTHING
 
