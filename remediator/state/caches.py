@@ -88,7 +88,7 @@ class ClusterCache:
             self.time_problems.pop(f"node/{rec.name}", None)
         else:
             if rec.created is None or any(c.last_transition is None for c in rec.conditions):
-                self._note_times(f"node/{rec.name}", obj)
+                self._note_problems(f"node/{rec.name}", tuple(records.unusable_times(obj)))
             self.nodes[rec.name] = rec
             meta = obj.get("metadata") or {}
             self.raw_nodes[rec.name] = {"resourceVersion": meta.get("resourceVersion", ""),
@@ -137,9 +137,6 @@ class ClusterCache:
             for o in rec.owners:
                 self.pods_by_owner.setdefault(o.uid, {})[rec.key] = rec
         self.changed.set()
-
-    def _note_times(self, key: str, obj: dict[str, Any]) -> None:
-        self._note_problems(key, tuple(records.unusable_times(obj)))
 
     def _note_problems(self, key: str, problems: tuple[str, ...]) -> None:
         """Log, once per object and problem, the times its record keeps as unknown (records.parse_time): planning
