@@ -2,10 +2,9 @@
 as a stream of JSON lines, each bounded; every call counted by verb and code, every failure an ApiError
 (nodemedic_common/kube_errors.py).
 
-Plain aiohttp, not the `kubernetes` package: watches stay cheap, the JSON stays raw (the remediator's records.py
-slims it) and the agent stays small. Credentials are plugged in by each program (nodemedic_common/kube_credentials.py).
-aiohttp is imported here as the caller already did: the agent imports it first, without the CA stores it never uses
-(agent/reporting/aiohttp_lean.py, imported by agent/reporting/__init__.py), and this module must stay after that.
+HTTP/1.1 of its own (nodemedic_common/http1_client.py), not the `kubernetes` package nor aiohttp: watches stay
+cheap, the JSON stays raw (the remediator's records.py slims it) and the agent stays small. Credentials are plugged in
+by each program (nodemedic_common/kube_credentials.py).
 
 Metrics, one set under each program's prefix (`nodemedic` for the remediator and the plugin, `nodemedic_agent` for
 the agent, the prefix every metric of that program carries): `<prefix>_api_requests_total{verb,code}` and
@@ -14,14 +13,16 @@ the agent, the prefix every metric of that program carries): `<prefix>_api_reque
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
+from urllib.parse import urlencode
 
-import aiohttp
 from prometheus_client import CollectorRegistry, Counter
 
 from nodemedic_common import bounded_json
+from nodemedic_common.http1_client import FAILURES, BodyTooLong, Http1Pool
 from nodemedic_common.kube_credentials import Credentials
 from nodemedic_common.kube_errors import ApiError, TooLarge, WatchExpired, WatchLineTooLong
 from nodemedic_common.lines import MAX_WATCH_LINE, LineTooLong, bounded_lines
@@ -32,6 +33,7 @@ PARTIAL_METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1
 
 WATCH_SECONDS = 300  # asked of the API server (timeoutSeconds): it ends each watch after this, and the caller resumes
 CONNECT_SECONDS = 10.0
+ERROR_BODY = 1 << 20  # of a refused watch: the Status object the API server sends, with room to spare
 
 # A GET of a collection is a LIST: "no LIST in steady state" is checked on this label.
 _COLLECTIONS = {"nodes", "pods", "poddisruptionbudgets", "priorityclasses", "persistentvolumeclaims", "events",
@@ -43,8 +45,8 @@ class Kube:
                  user_agent: str = "nodemedic-remediator", connections: int = 64, timeout: float = 30.0) -> None:
         """`connections`: the most open at once (each watch holds one); `timeout`: a request's, unless it says."""
         self.server = creds.server
-        self._creds, self._user_agent, self._connections, self._timeout = creds, user_agent, connections, timeout
-        self._session: aiohttp.ClientSession | None = None
+        self._creds, self._user_agent, self._timeout = creds, user_agent, timeout
+        self._http = Http1Pool(creds.server, creds.ssl, connections)
         self.requests = Counter(f"{metrics_prefix}_api_requests_total", "API requests by verb and HTTP code",
                                 ["verb", "code"], registry=registry)
         self.watch_lines_too_long = Counter(
@@ -58,8 +60,7 @@ class Kube:
         await self.close()
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
+        self._http.close()
 
     async def request(self, method: str, path: str, *, params: Mapping[str, str] | None = None, body: Any = None,
                       content_type: str = "application/json", accept: str = "application/json",
@@ -68,14 +69,16 @@ class Kube:
         answer, or one not JSON; TooLarge for one over `limit` bytes (None: any size; the API server's own answers
         are bounded by etcd). `accept`: e.g. PARTIAL_METADATA, for an object's metadata only."""
         label = verb(method, path)
-        data = None if body is None else json.dumps(body)
+        data = None if body is None else json.dumps(body).encode()
         try:
-            async with self._sess().request(
-                method, self.server + path, params=params, data=data,
-                headers=self._headers(content_type if data is not None else None, accept),
-                timeout=aiohttp.ClientTimeout(total=self._timeout if timeout is None else timeout),
+            async with asyncio.timeout(self._timeout if timeout is None else timeout), self._http.open(
+                method, _target(path, params), self._headers(content_type if data is not None else None, accept),
+                data, connect_seconds=CONNECT_SECONDS,
             ) as resp:
-                raw = await resp.read() if limit is None else await _bounded(resp, limit, method, path)
+                try:
+                    raw = await resp.read(limit)
+                except BodyTooLong as e:
+                    raise TooLarge(resp.status, method, path, str(e)) from None
                 self.requests.labels(label, str(resp.status)).inc()
                 text = raw.decode("utf-8", errors="replace")
                 if resp.status >= 400:
@@ -84,7 +87,7 @@ class Kube:
                     return bounded_json.loads(raw) if raw else None
                 except ValueError as e:  # a proxy's HTML page, a truncated or binary body: an answer, not the API's
                     raise ApiError(resp.status, method, path, f"the answer is not JSON ({e}): {text[:200]!r}") from None
-        except (aiohttp.ClientError, TimeoutError) as e:
+        except FAILURES as e:
             self.requests.labels(label, "error").inc()
             raise ApiError(0, method, path, f"{type(e).__name__}: {e}") from e
 
@@ -100,20 +103,21 @@ class Kube:
         query = {**(params or {}), "watch": "1", "resourceVersion": resource_version, "allowWatchBookmarks": "true",
                  "timeoutSeconds": str(timeout_seconds)}
         try:
-            async with self._sess().get(
-                self.server + path, params=query, headers=self._headers(None, "application/json"),
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_SECONDS, sock_read=timeout_seconds + 30),
+            async with self._http.open(
+                "GET", _target(path, query), self._headers(None, "application/json"), None,
+                connect_seconds=CONNECT_SECONDS, read_seconds=timeout_seconds + 30,
             ) as resp:
                 self.requests.labels("WATCH", str(resp.status)).inc()
                 if resp.status >= 400:
-                    raise _failed(resp.status, "WATCH", path, await resp.text())
-                async for line in bounded_lines(resp.content.iter_any(), MAX_WATCH_LINE):
+                    raise _failed(resp.status, "WATCH", path,
+                                  (await resp.read(ERROR_BODY)).decode("utf-8", errors="replace"))
+                async for line in bounded_lines(resp.pieces(), MAX_WATCH_LINE):
                     if line.strip():
                         yield _event(line, path)
         except LineTooLong as e:
             self.watch_lines_too_long.labels(path).inc()
             raise WatchLineTooLong(0, "WATCH", path, str(e)) from e
-        except (aiohttp.ClientError, TimeoutError) as e:
+        except (*FAILURES, BodyTooLong) as e:
             self.requests.labels("WATCH", "error").inc()
             raise ApiError(0, "WATCH", path, f"{type(e).__name__}: {e}") from e
 
@@ -126,24 +130,9 @@ class Kube:
             h["Content-Type"] = content_type
         return h
 
-    def _sess(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(ssl=self._creds.ssl, limit=self._connections))
-        return self._session
 
-
-async def _bounded(resp: aiohttp.ClientResponse, limit: int, method: str, path: str) -> bytes:
-    """The body, refused (unread) past `limit` bytes: memory stays within the bound whatever the other end sends."""
-    if (resp.content_length or 0) > limit:
-        raise TooLarge(resp.status, method, path, f"the answer is {resp.content_length} bytes, over {limit}")
-    chunks, size = [], 0
-    async for chunk in resp.content.iter_chunked(1 << 16):
-        size += len(chunk)
-        if size > limit:
-            raise TooLarge(resp.status, method, path, f"the answer is over {limit} bytes: not read further")
-        chunks.append(chunk)
-    return b"".join(chunks)
+def _target(path: str, params: Mapping[str, str] | None) -> str:
+    return f"{path}?{urlencode(params)}" if params else path
 
 
 def verb(method: str, path: str) -> str:

@@ -15,8 +15,9 @@ message quotes them), and its connection is not used again.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+
+from nodemedic_common.http1_grammar import CHUNK_SIZE, DIGITS, FIELD_LINE, STATUS_LINE
 
 MAX_LINE = 8192  # one status or header line; a healthz answer's are tens of bytes
 MAX_HEADERS = 100  # header lines of one answer
@@ -24,12 +25,6 @@ MAX_HEAD = 32768  # all the status and header lines of one probe's answers, inte
 MAX_KEPT_BODY = 65536  # a longer body is not read to the end: the connection is dropped instead
 MESSAGE_BODY = 80  # how much of a failing answer's body the condition message quotes
 MAX_NEEDED = MAX_HEAD + MAX_KEPT_BODY  # with this many bytes buffered, read_answer always decides
-
-_STATUS = re.compile(rb"HTTP/1\.([01]) ([1-9][0-9][0-9])(?: [\t\x20-\x7e\x80-\xff]*)?")
-_TOKEN = rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
-_FIELD = re.compile(rb"(" + _TOKEN + rb"):[\t ]*([\t\x20-\x7e\x80-\xff]*?)[\t ]*")
-_LENGTH = re.compile(rb"[0-9]+")
-_CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,15})[\t ]*(?:;[\t\x20-\x7e\x80-\xff]*)?")
 
 
 class ProbeError(Exception):
@@ -122,7 +117,7 @@ def _head(data: bytes, pos: int) -> _Head | int:
     if isinstance(line, int):
         return line
     text, after = line
-    status = _STATUS.fullmatch(text)
+    status = STATUS_LINE.fullmatch(text)
     if status is None:
         raise ProbeError(f"the answer is not HTTP/1: {data[pos:after][:40]!r}")
     fields: list[tuple[str, str]] = []
@@ -134,7 +129,7 @@ def _head(data: bytes, pos: int) -> _Head | int:
         text, after = line
         if not text:
             return _Head(int(status[1]), int(status[2]), fields, after)
-        field = _FIELD.fullmatch(text)
+        field = FIELD_LINE.fullmatch(text)
         if field is None:
             what = "without a colon" if b":" not in text else "that is not `name: value`"
             raise ProbeError(f"the answer has a header line {what}: {data[pos:after][:40]!r}")
@@ -170,7 +165,7 @@ def _content_length(head: _Head) -> int | None:
     if len(values) > 1:
         raise ProbeError(f"the answer has differing Content-Length values: {', '.join(sorted(values))[:40]!r}")
     (value,) = values
-    if not _LENGTH.fullmatch(value.encode("latin-1")):
+    if not DIGITS.fullmatch(value.encode("latin-1")):
         raise ProbeError(f"the answer has a Content-Length that is not a number: {value[:20]!r}")
     return int(value) if len(value) <= len(str(MAX_KEPT_BODY)) else MAX_KEPT_BODY + 1
 
@@ -184,7 +179,7 @@ def _chunks(data: bytes, status: int, pos: int, *, ended: bool) -> Read | int:
         if isinstance(line, int):
             return line
         text, after = line
-        size_match = _CHUNK_SIZE.fullmatch(text)
+        size_match = CHUNK_SIZE.fullmatch(text)
         if size_match is None:
             raise ProbeError(f"the answer has a chunk size that is not a number: {data[pos:after][:20]!r}")
         size = int(size_match[1], 16)

@@ -378,3 +378,13 @@ def test_run_watches_its_node_and_answers_a_repair_ask_through_the_reporter(tmp_
     assert [(c["status"], c["reason"]) for c in written][:1] == [("True", "Acting")]
     assert written[-1]["message"].startswith("request r-1: restarted kubelet in ")
     assert events == ["NodemedicRepairRestart", "NodemedicRepairRestart"]
+
+
+def test_the_agent_process_imports_no_aiohttp_and_no_kubernetes_package() -> None:
+    """Both cost memory on every node (aiohttp and its imports 7.4 MiB of the pod's 28): the agent talks to the API
+    server with nodemedic_common's own HTTP/1.1 (http1_client.py)."""
+    probe = ("import sys, agent.cli, agent.pipeline, agent.reporting.reporter, agent.reporting.pod_watch, "
+             "agent.reporting.node_watch\n"
+             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('aiohttp', 'kubernetes', 'yarl')))\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[]"

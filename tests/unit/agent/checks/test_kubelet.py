@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import os
 import shutil
 import ssl
-import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -328,21 +325,6 @@ def test_an_https_probe_verifies_against_the_system_ca_store_and_plain_http_uses
     assert context.cert_store_stats() == ssl.create_default_context().cert_store_stats()
     assert https.healthz.tls() is context, "built once"
     assert KubeletCheck(Config(), HostRoot(Path("/x"))).healthz.tls() is None
-
-
-def test_the_lean_aiohttp_import_skips_aiohttps_ca_stores_and_leaves_the_environment_as_it_was() -> None:
-    probe = ("import os, ssl; before = dict(os.environ)\n"
-             "from agent.reporting.aiohttp_lean import aiohttp\n"
-             "import aiohttp.connector as c\n"
-             "assert dict(os.environ) == before, 'environment changed'\n"
-             "print(c._SSL_CONTEXT_VERIFIED.cert_store_stats()['x509_ca'], "
-             "ssl.create_default_context().cert_store_stats()['x509_ca'])\n")
-    for env in ({}, {"SSL_CERT_FILE": "/etc/ssl/certs/ca-certificates.crt"}):
-        clean = {k: v for k, v in os.environ.items() if k not in ("SSL_CERT_FILE", "SSL_CERT_DIR")}
-        out = subprocess.run([sys.executable, "-c", probe], env=clean | env, capture_output=True, text=True,
-                             timeout=60, check=True).stdout.split()
-        assert out[0] == "0", "aiohttp's default context loaded CAs"
-        assert int(out[1]) > 0, "a context built afterwards must still see the system CAs"
 
 
 def test_a_restart_is_counted_while_the_stopped_kubelet_is_still_an_unreaped_zombie(proc_root: Path) -> None:
