@@ -1,4 +1,5 @@
-"""The one list+watch loop of both programs: LIST a collection (in pages), then WATCH it from the LIST's
+"""The one list+watch loop of both programs: LIST a collection (in pages, each asked for while the one before is
+decoded: Kube.list_pages), then WATCH it from the LIST's
 resourceVersion with bookmarks, resuming from the last resourceVersion each time the server ends the watch. A 410 Gone
 relists at once; an event over the line bound relists after a back-off (resuming would read the same event again, and
 the object may change again soon); any other failure re-watches from the last resourceVersion (or relists, if the
@@ -88,10 +89,7 @@ class Informer:
 
     async def _list(self) -> None:
         items: list[Any] = []
-        cont = ""
-        while True:
-            params = {**self.params, "limit": str(self.page_size)} | ({"continue": cont} if cont else {})
-            page = await self.kube.request("GET", self.path, params=params)
+        async for page in self.kube.list_pages(self.path, self.params, page_size=self.page_size):
             meta = page.get("metadata") if isinstance(page, dict) else None
             found = page.get("items") if isinstance(page, dict) else None
             if not isinstance(meta, dict) or not isinstance(found, list | None):
@@ -99,9 +97,7 @@ class Informer:
             objects = [o for o in found or [] if isinstance(o, dict)]
             items.extend(objects if self._slim is None else map(self._slim, objects))
             del page, found, objects  # the page's decoded JSON goes before the next one comes
-            cont = str(meta.get("continue") or "")
-            if not cont:
+            if not meta.get("continue"):
                 self.resource_version = str(meta.get("resourceVersion") or "")
-                break
         self._reset(items)
         self.synced.set()

@@ -212,11 +212,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             return 2
         for why in live.unanswered:
             print(f"nodemedic-remediator plan: node autoscaler {why}: counted as not detected", file=sys.stderr)
-        try:
-            snapshot = snapshot_from_list(live.items, now, autoscalers=live.autoscalers if said is None else said)
-        except ValueError as e:  # items of the wrong shape, as snapshot_from_list refuses them in a file
-            print(f"nodemedic-remediator plan: the cluster's answer: {e}", file=sys.stderr)
-            return 2
+        snapshot = live.parts.snapshot(now, autoscalers=live.autoscalers if said is None else said)
         measured = live.measured
     snapshot.measured = measured
     plan = make_plan(snapshot, policy, PlannerMemory())

@@ -26,6 +26,19 @@ class ScriptedKube:
         self.calls.append(Call("LIST", path, dict(params or {})))
         return self.lists.pop(0)
 
+    async def list_pages(self, path: str, params: Mapping[str, str] | None = None, *,
+                         page_size: int) -> AsyncIterator[Any]:
+        """Each page a LIST answers, following its continue token as the real client's pages do."""
+        asked = {**(params or {}), "limit": str(page_size)}
+        while True:
+            page = await self.request("GET", path, params=asked)
+            yield page
+            meta = page.get("metadata") if isinstance(page, dict) else None
+            token = meta.get("continue") if isinstance(meta, dict) else None
+            if not token:
+                return
+            asked = asked | {"continue": str(token)}
+
     async def watch(self, path: str, resource_version: str, *, params: Mapping[str, str] | None = None,
                     **_: Any) -> AsyncIterator[dict[str, Any]]:
         self.calls.append(Call("WATCH", path, {**(params or {}), "resourceVersion": resource_version}))

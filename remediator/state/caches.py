@@ -20,6 +20,7 @@ from nodemedic_common.kube_client import Kube
 from remediator.model.records import NodeRecord, PdbRecord, PodRecord
 from remediator.state import records
 from remediator.state.snapshot import NodeAutoscaler, Snapshot
+from remediator.state.snapshot_parts import SnapshotParts
 
 POD_PAGE = 500
 SlimPod = tuple[PodRecord, tuple[str, ...]]  # the record, and the times it keeps as unknown (logged once)
@@ -225,38 +226,12 @@ def snapshot_from_list(doc: dict[str, Any], now: dt.datetime, warn: Callable[[st
     ValueError when `doc` is not such a list; an item that is not an object is skipped, like any odd data.
     `warn` is told "items[i] (Kind name): field: problem" for each time planning treats as unknown. `autoscalers`: the
     node autoscalers the cluster runs (a list of objects does not show them: detected, or said by the user)."""
-    nodes: dict[str, NodeRecord] = {}
-    by_node: dict[str, list[PodRecord]] = {}
-    by_owner: dict[str, list[PodRecord]] = {}
-    pdbs: list[PdbRecord] = []
-    priority_classes: dict[str, int] = {}
-    claim_classes: dict[str, str] = {}
-    pending: list[PodRecord] = []
+    parts = SnapshotParts()
     for index, obj in enumerate(_list_items(doc)):
-        kind = obj.get("kind") if isinstance(obj, dict) else None
-        if warn is not None and kind in ("Node", "Pod"):
+        if warn is not None and isinstance(obj, dict) and obj.get("kind") in ("Node", "Pod"):
             _warn_times(warn, f"items[{index}]", obj)
-        if kind == "Node":
-            n = records.node(obj)
-            nodes[n.name] = n
-        elif kind == "Pod":
-            p = records.pod(obj)
-            if p.node_name:
-                by_node.setdefault(p.node_name, []).append(p)
-            else:
-                pending.append(p)
-            for o in p.owners:
-                by_owner.setdefault(o.uid, []).append(p)
-        elif kind == "PodDisruptionBudget":
-            pdbs.append(records.pdb(obj))
-        elif kind == "PriorityClass" and (rec := records.priority_class(obj)) is not None:
-            priority_classes[rec[0]] = rec[1]
-        elif kind == "PersistentVolumeClaim":
-            key, storage_class = records.claim_class(obj)
-            claim_classes[key] = storage_class
-    return Snapshot(now=now, nodes=nodes, pods_by_node=by_node, pods_by_owner=by_owner, pdbs=pdbs,
-                    priority_classes=priority_classes, claim_classes=claim_classes, pending=pending,
-                    autoscalers=autoscalers)
+        parts.add(obj)
+    return parts.snapshot(now, autoscalers=autoscalers)
 
 
 def _warn_times(warn: Callable[[str], None], where: str, obj: dict[str, Any]) -> None:

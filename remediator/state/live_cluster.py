@@ -1,9 +1,13 @@
 """What `nodemedic-remediator plan --kubeconfig` reads of the cluster, once: its nodes, pods, PDBs, priority classes
-and claims as a `kind: List` (what `plan --snapshot` reads from a file), the measured usage the policy asks for, and
-the node autoscalers found."""
+and claims, each object read into the snapshot's records as its page comes (what `plan --snapshot` reads from a
+file: remediator/state/snapshot_parts.py), the measured usage the policy asks for, and the node autoscalers found.
+
+The five lists are read at once, in pages of PAGE objects, each page asked for while the one before is decoded
+(Kube.list_pages): the API server encodes while this process decodes, and no more than a page is held as JSON."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import logging
 from dataclasses import dataclass
@@ -18,13 +22,20 @@ from remediator.state.autoscaler_detection import detect
 from remediator.state.credentials import load_credentials
 from remediator.state.measured.reader import UsageReader
 from remediator.state.snapshot import MeasuredUsage, NodeAutoscaler
+from remediator.state.snapshot_parts import SnapshotParts
+
+PAGE = 500  # objects a page: client-go's, and the remediator's own pod informer's
+LISTS = (("/api/v1/nodes", "Node"), ("/api/v1/pods", "Pod"),
+         ("/apis/policy/v1/poddisruptionbudgets", "PodDisruptionBudget"),
+         ("/apis/scheduling.k8s.io/v1/priorityclasses", "PriorityClass"),
+         ("/api/v1/persistentvolumeclaims", "PersistentVolumeClaim"))
 
 
 @dataclass(frozen=True)
 class LiveCluster:
     """What `plan --kubeconfig` reads of the cluster, once."""
 
-    items: dict[str, Any]  # the cluster as a `kind: List`
+    parts: SnapshotParts  # the cluster's objects, as the snapshot's records
     measured: MeasuredUsage  # the usage the policy's strategies measure (nothing when none does)
     autoscalers: frozenset[NodeAutoscaler]  # the node autoscalers found (looked for only for addsNodes: auto)
     unanswered: list[str]  # why an autoscaler could not be looked for (counted as not found)
@@ -34,27 +45,25 @@ async def read_live_cluster(kubeconfig: str, policy: Policy, now: dt.datetime, s
                             detect_autoscalers: bool) -> LiveCluster:
     """`detect_autoscalers`: look for the node autoscalers too."""
     kube = Kube(load_credentials(kubeconfig), registry=CollectorRegistry())
-    items: list[dict[str, Any]] = []
+    parts = SnapshotParts()
     usage = UsageReader(kube, registry=CollectorRegistry(), log=logging.getLogger("nodemedic.remediator"),
                         secrets_dir=secrets_dir)
     try:
-        for path, kind in (("/api/v1/nodes", "Node"), ("/api/v1/pods", "Pod"),
-                           ("/apis/policy/v1/poddisruptionbudgets", "PodDisruptionBudget"),
-                           ("/apis/scheduling.k8s.io/v1/priorityclasses", "PriorityClass"),
-                           ("/api/v1/persistentvolumeclaims", "PersistentVolumeClaim")):
-            for obj in list_items(await kube.get(path), path):
-                obj["kind"] = kind  # list items carry no kind
-                items.append(obj)
-        # metadata of the wrong shape is refused by snapshot_from_list afterwards, with the item named
-        nodes = [str(m.get("name")) for o in items if o["kind"] == "Node" and isinstance(m := o.get("metadata"), dict)]
-        measured = await usage.read(policy, nodes, now)
+        await asyncio.gather(*(_read(kube, path, kind, parts) for path, kind in LISTS))
+        measured = await usage.read(policy, list(parts.nodes), now)
         probes = await detect(kube, now, policy.autoscaler.active_within) if detect_autoscalers else {}
     finally:
         await usage.close()
         await kube.close()
-    return LiveCluster({"kind": "List", "items": items}, measured,
-                       frozenset(a for a, probe in probes.items() if probe.present),
+    return LiveCluster(parts, measured, frozenset(a for a, probe in probes.items() if probe.present),
                        [f"{a}: {probe.evidence}" for a, probe in probes.items() if probe.present is None])
+
+
+async def _read(kube: Kube, path: str, kind: str, parts: SnapshotParts) -> None:
+    async for page in kube.list_pages(path, page_size=PAGE):
+        for obj in list_items(page, path):
+            obj["kind"] = kind  # list items carry no kind
+            parts.add(obj)  # an odd field reads as its default (records.py), never an exception
 
 
 def list_items(answer: object, path: str) -> list[dict[str, Any]]:

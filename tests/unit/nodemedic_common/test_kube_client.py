@@ -215,3 +215,74 @@ def test_each_call_is_counted_by_verb_and_code_a_collection_get_as_a_list() -> N
     counted = {(s.labels["verb"], s.labels["code"]): s.value for m in registry.collect() for s in m.samples
                if s.name == "nodemedic_api_requests_total"}
     assert counted == {("LIST", "200"): 1, ("GET", "200"): 1, ("GET", "404"): 1}
+
+
+def _paged(pages: dict[str, bytes], asked: list[str], slow: float = 0.0) -> Handler:
+    """`slow`: seconds each page after the first takes."""
+    async def handle(request: web.Request) -> web.StreamResponse:
+        assert request.query["limit"] == "2"
+        asked.append(request.query.get("continue", ""))
+        if asked[-1]:
+            await asyncio.sleep(slow)
+        return web.Response(body=pages[request.query.get("continue", "")], content_type="application/json")
+    return handle
+
+
+def _page(cont: str, names: list[str], *, before: str = "") -> bytes:
+    """A list answer as the API server writes it: its metadata before its items (`before`: fields ahead of both)."""
+    items = ",".join(json.dumps({"metadata": {"name": n}}) for n in names)
+    return (f'{{"kind":"PodList",{before}"metadata":{{"resourceVersion":"9"'
+            + (f',"continue":"{cont}"' if cont else "") + f'}},"items":[{items}]}}').encode()
+
+
+def test_list_pages_gives_each_page_in_order_and_asks_for_the_next_before_the_caller_takes_this_one() -> None:
+    pages = {"": _page("c1", ["a", "b"]), "c1": _page("c2", ["c", "d"]), "c2": _page("", ["e"])}
+    asked: list[str] = []
+    seen: list[tuple[list[str], list[str]]] = []
+
+    async def body(base: str) -> None:
+        async with client(base) as kube:
+            async for page in kube.list_pages("/api/v1/pods", page_size=2):
+                await asyncio.sleep(0.05)  # the caller's work on the page: the next one is asked for meanwhile
+                seen.append(([i["metadata"]["name"] for i in page["items"]], list(asked)))
+
+    asyncio.run(answering("/api/v1/pods", _paged(pages, asked), body))
+    assert seen == [(["a", "b"], ["", "c1"]), (["c", "d"], ["", "c1", "c2"]), (["e"], ["", "c1", "c2"])]
+
+
+def test_a_token_read_ahead_that_the_decoded_page_contradicts_is_dropped_for_the_pages_own() -> None:
+    decoy = '"status":{"metadata":{"continue":"decoy"}},'  # an earlier "metadata" than the list's own
+    pages = {"": _page("c1", ["a", "b"], before=decoy), "c1": _page("", ["c"]), "decoy": _page("", ["x"])}
+    asked: list[str] = []
+
+    async def body(base: str) -> None:
+        async with client(base) as kube:
+            names = [i["metadata"]["name"] async for page in kube.list_pages("/api/v1/pods", page_size=2)
+                     for i in page["items"]]
+            assert names == ["a", "b", "c"]
+
+    asyncio.run(answering("/api/v1/pods", _paged(pages, asked), body))
+    assert asked[0] == "" and asked[-1] == "c1"
+
+
+def test_a_caller_that_stops_early_leaves_no_request_running() -> None:
+    pages = {"": _page("c1", ["a", "b"]), "c1": _page("", ["c"])}
+
+    async def body(base: str) -> None:
+        async with client(base) as kube:
+            async for _ in kube.list_pages("/api/v1/pods", page_size=2):
+                break
+            await asyncio.sleep(0.05)
+            running = [t for t in asyncio.all_tasks() if t.get_coro().__qualname__ == "Kube._exchange"]
+            assert running == []
+
+    asyncio.run(answering("/api/v1/pods", _paged(pages, [], slow=1), body))
+
+
+@pytest.mark.parametrize(("raw", "token"), [
+    (_page("abc==", []), "abc=="), (_page("", []), ""),
+    (b'{"items":[{"name":"%s"}],"metadata":{"continue":"late"}}' % (b"x" * 2000), ""),
+    (b'{"kind":"List","metadata":{"continue":', ""), (b"not json", "")])
+def test_continue_token_reads_a_lists_metadata_from_its_first_bytes_or_gives_nothing(raw: bytes,
+                                                                                     token: str) -> None:
+    assert kube_client.continue_token(raw) == token

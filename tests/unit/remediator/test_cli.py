@@ -4,6 +4,7 @@ once, a kubeconfig that does not exist or names no context (exit 2, the file nam
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -86,6 +87,13 @@ def test_run_refuses_a_sync_timeout_of_zero(capsys: pytest.CaptureFixture[str]) 
     assert capsys.readouterr().err == "nodemedic-remediator run: --sync-timeout: must be greater than zero, got 0s\n"
 
 
+def one_page(get: Callable[..., Awaitable[object]]) -> Callable[..., AsyncIterator[object]]:
+    """Kube.list_pages answering each list with what `get` answers, as its only page."""
+    async def list_pages(self: Kube, path: str, params: object = None, *, page_size: int) -> AsyncIterator[object]:
+        yield await get(self, path)
+    return list_pages
+
+
 @pytest.mark.parametrize(("answer", "error"), [
     ([], "GET /api/v1/nodes: not a Kubernetes list: the answer is a list, not an object"),
     ("nodes", "GET /api/v1/nodes: not a Kubernetes list: the answer is a string, not an object"),
@@ -98,7 +106,7 @@ def test_a_cluster_answer_that_is_not_a_kubernetes_list_is_exit_2_naming_the_pat
     async def get(self: Kube, path: str, **params: str) -> object:
         return answer if path == "/api/v1/nodes" else {"items": []}
     monkeypatch.setattr(live_cluster, "load_credentials", lambda kubeconfig: Credentials("https://x", False))
-    monkeypatch.setattr(Kube, "get", get)
+    monkeypatch.setattr(Kube, "list_pages", one_page(get))
     assert main(["plan", "--policy", POLICY, "--kubeconfig", "k"]) == 2
     err = capsys.readouterr().err
     assert f"nodemedic-remediator plan: {error}" in err and "Traceback" not in err
@@ -114,7 +122,7 @@ def test_a_node_whose_metadata_is_not_an_object_is_left_out_of_the_plan_without_
     async def get(self: Kube, path: str, **params: str) -> object:
         return {"items": [{"metadata": 5}]} if path == "/api/v1/nodes" else {"items": []}
     monkeypatch.setattr(live_cluster, "load_credentials", lambda kubeconfig: Credentials("https://x", False))
-    monkeypatch.setattr(Kube, "get", get)
+    monkeypatch.setattr(Kube, "list_pages", one_page(get))
     monkeypatch.setattr(Kube, "request", nothing_found)
     assert main(["plan", "--policy", POLICY, "--kubeconfig", "k"]) == 0
     assert "Traceback" not in capsys.readouterr().err
@@ -155,7 +163,7 @@ def test_a_live_plan_detects_the_autoscaler_once_unless_the_flag_says_which(
         return await nothing_found(self, method, path)
 
     monkeypatch.setattr(live_cluster, "load_credentials", lambda kubeconfig: Credentials("https://x", False))
-    monkeypatch.setattr(Kube, "get", get)
+    monkeypatch.setattr(Kube, "list_pages", one_page(get))
     monkeypatch.setattr(Kube, "request", request)
     assert main(["plan", "--policy", POLICY, "--kubeconfig", "k", "--json", "--now", "2026-03-01T12:00:00Z",
                  *flag]) == 0

@@ -1,6 +1,7 @@
-"""`live_cluster`: what `plan --kubeconfig` reads, once, from a fake API server over real HTTP: the five lists as one
-`kind: List` (each item given its kind), measured usage only when the policy asks, the node autoscalers found (and
-why one could not be looked for); and `list_items` refusing an answer that is not a Kubernetes list, naming where."""
+"""`live_cluster`: what `plan --kubeconfig` reads, once, from a fake API server over real HTTP: the five lists, in
+pages, read into the snapshot's records (each item by its list's kind), measured usage only when the policy asks,
+the node autoscalers found (and why one could not be looked for); and `list_items` refusing an answer that is not a
+Kubernetes list, naming where."""
 
 from __future__ import annotations
 
@@ -43,6 +44,12 @@ def _read(tmp_path: Path, routes: dict[str, Any], policy: Policy, *, detect: boo
     asked: list[str] = []
 
     def handler(answer: Any) -> Any:
+        if callable(answer):
+            async def called(request: web.Request) -> web.StreamResponse:
+                asked.append(request.path)
+                return await answer(request)  # type: ignore[no-any-return]
+            return called
+
         async def handle(request: web.Request) -> web.StreamResponse:
             asked.append(request.path)
             if isinstance(answer, int):
@@ -71,13 +78,29 @@ def _lists() -> dict[str, Any]:
     return {path: {"kind": "List", "items": [dict(i) for i in items]} for path, items in LISTS.items()}
 
 
-def test_the_cluster_is_read_as_one_list_with_each_item_given_its_kind(tmp_path: Path) -> None:
+def test_the_cluster_is_read_into_the_snapshots_records_each_item_by_the_kind_of_its_list(tmp_path: Path) -> None:
     live, asked = _read(tmp_path, _lists(), Policy(), detect=False)
-    assert live.items["kind"] == "List"
-    assert [(i["kind"], i["metadata"]["name"]) for i in live.items["items"]] == [
-        ("Node", "n1"), ("Node", "n2"), ("Pod", "p"), ("PriorityClass", "high"), ("PersistentVolumeClaim", "data")]
+    snapshot = live.parts.snapshot(NOW)
+    assert list(snapshot.nodes) == ["n1", "n2"]
+    assert [p.key for p in snapshot.pending] == ["shop/p"]
+    assert (snapshot.priority_classes, snapshot.claim_classes, snapshot.pdbs) == ({"high": 1000}, {"shop/data": ""}, [])
     assert (live.measured.nodes, live.measured.scores, live.autoscalers, live.unanswered) == ({}, {}, frozenset(), [])
-    assert asked == list(LISTS)  # nothing else: no metrics, no autoscaler probes
+    assert sorted(asked) == sorted(LISTS)  # read at once; nothing else: no metrics, no autoscaler probes
+
+
+def test_the_lists_are_read_in_pages_following_their_continue_tokens(tmp_path: Path) -> None:
+    pods = [{"metadata": {"name": f"p{i}", "namespace": "shop"}, "spec": {"nodeName": "n1"}} for i in range(3)]
+    pages = {"": {"metadata": {"continue": "c1"}, "items": pods[:2]}, "c1": {"metadata": {}, "items": pods[2:]}}
+    queries: list[dict[str, str]] = []
+
+    async def paged(request: web.Request) -> web.StreamResponse:
+        queries.append(dict(request.query))
+        return web.json_response(pages[request.query.get("continue", "")])
+
+    routes = {**_lists(), "/api/v1/pods": paged}
+    live, _ = _read(tmp_path, routes, Policy(), detect=False)
+    assert [p.name for p in live.parts.snapshot(NOW).pods_by_node["n1"]] == ["p0", "p1", "p2"]
+    assert queries == [{"limit": "500"}, {"limit": "500", "continue": "c1"}]
 
 
 def test_autoscalers_found_are_kept_and_a_probe_without_an_answer_is_said_why(tmp_path: Path) -> None:
