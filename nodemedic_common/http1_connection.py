@@ -3,17 +3,17 @@
 Reading is bounded: at most `HIGH_WATER` bytes wait in the buffer (the transport is paused there and resumed when
 the reader has taken them), a line is refused past its bound, and each wait for bytes ends after `read_seconds`
 (a TimeoutError) as well as at the caller's own deadline.
-Writing waits for the transport to drain under the same deadline. Closing aborts the transport: it never waits for a
-peer that reads nothing. `surplus` tells the pool whether a byte came that no request asked for: such a connection is
-out of step and is dropped, never reused.
+Writing waits for the transport to drain under the same deadline; closing aborts (stream_protocol.py). `usable` tells
+the pool whether a byte came that no request asked for: such a connection is out of step and is dropped, never
+reused.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ssl
 import time
-from typing import cast
+
+from nodemedic_common.stream_protocol import StreamProtocol
 
 HIGH_WATER = 1 << 20  # bytes buffered before the transport is paused
 LOW_WATER = 256 << 10  # and resumed below this
@@ -27,25 +27,12 @@ class LineTooLong(Exception):
     """A status, header or chunk-size line past its bound."""
 
 
-class Http1Connection(asyncio.Protocol):
+class Http1Connection(StreamProtocol):
     def __init__(self) -> None:
-        self._transport: asyncio.Transport | None = None
-        self._buffer = bytearray()
-        self._ended = False  # the server closed its side, or the connection was lost or aborted
-        self._lost: Exception | None = None
+        super().__init__()
         self._paused = False
-        self._data = asyncio.Event()
-        self._writable = asyncio.Event()
-        self._writable.set()
         self.idle_since = time.monotonic()
         self.read_seconds: float | None = None  # the longest wait for the server's next bytes (None: the caller's)
-
-    @classmethod
-    async def open(cls, host: str, port: int, context: ssl.SSLContext | None) -> Http1Connection:
-        loop = asyncio.get_running_loop()
-        _, protocol = await loop.create_connection(cls, host, port, ssl=context,
-                                                   server_hostname=host if context is not None else None)
-        return protocol
 
     @property
     def usable(self) -> bool:
@@ -86,11 +73,6 @@ class Http1Connection(asyncio.Protocol):
             await self._more()
         return self._take(min(most, len(self._buffer)))
 
-    def close(self) -> None:
-        self._ended = True
-        if self._transport is not None:
-            self._transport.abort()
-
     async def _more(self) -> None:
         if self._ended:
             raise self._lost or Closed("the server closed the connection before its answer ended")
@@ -106,31 +88,9 @@ class Http1Connection(asyncio.Protocol):
             self._transport.resume_reading()
         return data
 
-    # asyncio.Protocol
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self._transport = cast(asyncio.Transport, transport)
-
     def data_received(self, data: bytes) -> None:
         self._buffer += data
         self._data.set()
         if not self._paused and len(self._buffer) > HIGH_WATER and self._transport is not None:
             self._paused = True
             self._transport.pause_reading()
-
-    def eof_received(self) -> bool | None:
-        self._ended = True
-        self._data.set()
-        return None  # close the transport
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._ended = True
-        self._lost = exc
-        self._data.set()
-        self._writable.set()
-
-    def pause_writing(self) -> None:
-        self._writable.clear()
-
-    def resume_writing(self) -> None:
-        self._writable.set()

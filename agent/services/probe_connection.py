@@ -11,35 +11,19 @@ caller's), and `close` aborts the transport, so closing never waits for a peer t
 
 from __future__ import annotations
 
-import asyncio
-import ssl
-from typing import cast
-
 from agent.services.http_answer import MAX_NEEDED, Answer, read_answer
+from nodemedic_common.stream_protocol import StreamProtocol
 
 
 class Closed(Exception):
     """The server closed the connection before the whole answer came."""
 
 
-class ProbeConnection(asyncio.Protocol):
+class ProbeConnection(StreamProtocol):
     def __init__(self) -> None:
-        self._transport: asyncio.Transport | None = None
-        self._buffer = bytearray()
+        super().__init__()
         self._needed = 0  # the buffer's length at which read_answer can tell more (a newline may tell sooner)
         self._asking = False
-        self._ended = False  # the server closed its side, or the connection was lost or dropped
-        self._lost: Exception | None = None  # why, when the connection was lost to an error
-        self._data = asyncio.Event()
-        self._writable = asyncio.Event()
-        self._writable.set()
-
-    @classmethod
-    async def open(cls, host: str, port: int, context: ssl.SSLContext | None) -> ProbeConnection:
-        loop = asyncio.get_running_loop()
-        _, protocol = await loop.create_connection(cls, host, port, ssl=context,
-                                                   server_hostname=host if context is not None else None)
-        return protocol
 
     @property
     def usable(self) -> bool:
@@ -66,15 +50,6 @@ class ProbeConnection(asyncio.Protocol):
         self._buffer.clear()
         return read.answer
 
-    def close(self) -> None:
-        """Drop the connection now: a probe's connection holds nothing worth a graceful close."""
-        self._ended = True
-        if self._transport is not None:
-            self._transport.abort()
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self._transport = cast(asyncio.Transport, transport)
-
     def data_received(self, data: bytes) -> None:
         if not self._asking:
             self.close()  # an answer nobody asked for
@@ -84,20 +59,3 @@ class ProbeConnection(asyncio.Protocol):
             self._transport.pause_reading()
         if b"\n" in data or len(self._buffer) >= self._needed:
             self._data.set()
-
-    def eof_received(self) -> bool:
-        self._ended = True
-        self._data.set()
-        return False  # the transport closes itself
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._ended = True
-        self._lost = self._lost or exc
-        self._data.set()
-        self._writable.set()
-
-    def pause_writing(self) -> None:
-        self._writable.clear()
-
-    def resume_writing(self) -> None:
-        self._writable.set()
