@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from urllib.parse import quote, urlsplit
 
 from nodemedic_common.http1_connection import Closed, Http1Connection, LineTooLong
-from nodemedic_common.http1_grammar import CHUNK_SIZE, DIGITS, FIELD_LINE, STATUS_LINE
+from nodemedic_common.http1_grammar import CHUNK_SIZE, DIGITS, FIELD_LINE, STATUS_LINE, field_values
 
 MAX_LINE = 16 << 10  # one status, header or chunk-size line
 MAX_HEADERS = 100  # header lines of one answer
@@ -208,9 +208,9 @@ async def _answer(conn: Http1Connection, *, head_only: bool) -> Answer:
             break
         if status == 101:
             raise ProtocolError("the server switched protocols, which this client never asks for")
-    connection = answer_values(fields, "connection")
+    connection = field_values(fields, "connection")
     keep_alive = "close" not in connection and (version == 1 or "keep-alive" in connection)
-    encodings = answer_values(fields, "content-encoding")
+    encodings = field_values(fields, "content-encoding")
     if encodings not in ([], ["identity"], ["gzip"]):
         raise ProtocolError(f"the answer is encoded as {', '.join(encodings)[:40]!r}, which this client never asks for")
     answer = Answer(status, fields, "none", 0, encodings == ["gzip"], keep_alive, conn)
@@ -223,7 +223,7 @@ async def _answer(conn: Http1Connection, *, head_only: bool) -> Answer:
 
 def _frame(answer: Answer) -> None:
     """How the body ends: chunked, at a Content-Length, or at the connection's end (then it is not reused)."""
-    codings = answer_values(answer.fields, "transfer-encoding")
+    codings = field_values(answer.fields, "transfer-encoding")
     lengths = {v.strip() for n, value in answer.fields if n == "content-length" for v in value.split(",")}
     if codings and lengths:
         raise ProtocolError("the answer has both Transfer-Encoding and Content-Length")
@@ -265,11 +265,6 @@ async def _chunk_size(conn: Http1Connection) -> int:
     if size is None:
         raise ProtocolError(f"the answer has a chunk size that is not a number: {line[:20]!r}")
     return int(size[1], 16)
-
-
-def answer_values(fields: list[tuple[str, str]], name: str) -> list[str]:
-    """The comma-separated elements of every `name` field, in lower case (Connection, Transfer-Encoding)."""
-    return [v.strip().lower() for n, value in fields if n == name for v in value.split(",") if v.strip()]
 
 
 def _context(tls: ssl.SSLContext | bool) -> ssl.SSLContext:

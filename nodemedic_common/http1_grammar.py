@@ -14,3 +14,9 @@ TOKEN = rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
 FIELD_LINE = re.compile(rb"(" + TOKEN + rb"):[\t ]*([\t\x20-\x7e\x80-\xff]*?)[\t ]*")
 DIGITS = re.compile(rb"[0-9]+")
 CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,15})[\t ]*(?:;[\t\x20-\x7e\x80-\xff]*)?")
+
+
+def field_values(fields: list[tuple[str, str]], name: str) -> list[str]:
+    """The comma-separated elements of every `name` field (names in lower case), in lower case: Connection,
+    Transfer-Encoding, Content-Encoding."""
+    return [v.strip().lower() for n, value in fields if n == name for v in value.split(",") if v.strip()]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nodemedic_common.http1_grammar import CHUNK_SIZE, DIGITS, FIELD_LINE, STATUS_LINE
+from nodemedic_common.http1_grammar import CHUNK_SIZE, DIGITS, FIELD_LINE, STATUS_LINE, field_values
 
 MAX_LINE = 8192  # one status or header line; a healthz answer's are tens of bytes
 MAX_HEADERS = 100  # header lines of one answer
@@ -52,8 +52,7 @@ class _Head:
     end: int  # where the body begins
 
     def values(self, name: str) -> list[str]:
-        """The comma-separated elements of every `name` field, in lower case (Connection, Transfer-Encoding)."""
-        return [v.strip().lower() for n, value in self.fields if n == name for v in value.split(",") if v.strip()]
+        return field_values(self.fields, name)
 
 
 def read_answer(data: bytes, *, ended: bool) -> Read | int:

@@ -2,8 +2,9 @@
 and claims, each object read into the snapshot's records as its page comes (what `plan --snapshot` reads from a
 file: remediator/state/snapshot_parts.py), the measured usage the policy asks for, and the node autoscalers found.
 
-The five lists are read at once, in pages of PAGE objects, each page asked for while the one before is decoded
-(Kube.list_pages): the API server encodes while this process decodes, and no more than a page is held as JSON."""
+The five lists are read at once, in pages of POD_PAGE objects (the pod informer's), each page asked for while the one
+before is decoded (Kube.list_pages): the API server encodes while this process decodes, and no more than a page is
+held as JSON."""
 
 from __future__ import annotations
 
@@ -19,12 +20,12 @@ from nodemedic_common.json_kinds import json_kind
 from nodemedic_common.kube_client import Kube
 from remediator.policy.model import Policy
 from remediator.state.autoscaler_detection import detect
+from remediator.state.caches import POD_PAGE
 from remediator.state.credentials import load_credentials
 from remediator.state.measured.reader import UsageReader
 from remediator.state.snapshot import MeasuredUsage, NodeAutoscaler
 from remediator.state.snapshot_parts import SnapshotParts
 
-PAGE = 500  # objects a page: client-go's, and the remediator's own pod informer's
 LISTS = (("/api/v1/nodes", "Node"), ("/api/v1/pods", "Pod"),
          ("/apis/policy/v1/poddisruptionbudgets", "PodDisruptionBudget"),
          ("/apis/scheduling.k8s.io/v1/priorityclasses", "PriorityClass"),
@@ -60,7 +61,7 @@ async def read_live_cluster(kubeconfig: str, policy: Policy, now: dt.datetime, s
 
 
 async def _read(kube: Kube, path: str, kind: str, parts: SnapshotParts) -> None:
-    async for page in kube.list_pages(path, page_size=PAGE):
+    async for page in kube.list_pages(path, page_size=POD_PAGE):
         for obj in list_items(page, path):
             obj["kind"] = kind  # list items carry no kind
             parts.add(obj)  # an odd field reads as its default (records.py), never an exception

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from nodemedic_common.http1_grammar import CHUNK_SIZE, DIGITS, FIELD_LINE, STATUS_LINE
+from nodemedic_common.http1_grammar import CHUNK_SIZE, DIGITS, FIELD_LINE, STATUS_LINE, field_values
 
 
 @pytest.mark.parametrize(("line", "ok"), [(b"HTTP/1.1 200 OK", True), (b"HTTP/1.0 404", True),
@@ -36,3 +36,9 @@ def test_a_field_line_is_a_token_a_colon_and_a_value_without_control_bytes(
         line: bytes, field: tuple[bytes, bytes] | None) -> None:
     found = FIELD_LINE.fullmatch(line)
     assert ((found[1], found[2]) if found else None) == field
+
+
+def test_field_values_are_the_elements_of_every_field_of_that_name_in_lower_case() -> None:
+    fields = [("connection", "Keep-Alive, Upgrade"), ("x", "close"), ("connection", " , CLOSE ")]
+    assert field_values(fields, "connection") == ["keep-alive", "upgrade", "close"]
+    assert field_values(fields, "transfer-encoding") == []
