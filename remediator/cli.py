@@ -102,7 +102,8 @@ async def _run(args: argparse.Namespace) -> int:
                           lease_name=args.lease_name, announce=not args.dry_run)
     controller = Controller(kube=kube, cache=cache, policy=reload, alerts=alerts, metrics=metrics, log=log,
                             elector=elector, dry_run=args.dry_run, usage=usage, autoscalers=autoscalers,
-                            memory_headroom=MemoryHeadroom(registry, log, limit=container_limit()))
+                            memory_headroom=MemoryHeadroom(registry, log, limit=container_limit()),
+                            landing_namespace=args.lease_namespace)
     server = None
     if args.listen:
         try:

@@ -46,6 +46,10 @@ class EvictionResult:
     seconds: float
 
 
+async def _nothing() -> None:
+    return None
+
+
 def eviction_body(e: PlannedEviction, settings: EvictionSettings) -> dict[str, object]:
     delete_options: dict[str, object] = {"preconditions": {"uid": e.pod.uid}}
     if settings.grace_period_seconds is not None:
@@ -67,8 +71,12 @@ async def evict(
     may_act: Callable[[], bool],
     log: logging.Logger,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    before_attempt: Callable[[], Awaitable[None]] | None = None,
+    after_refusal: Callable[[], Awaitable[None]] | None = None,
 ) -> EvictionResult:
-    """Evict one pod; retry 429 (PDB) with exponential back-off and full jitter until settings.retry_deadline."""
+    """Evict one pod; retry 429 (PDB) with exponential back-off and full jitter until settings.retry_deadline.
+    `before_attempt` runs before each attempt and `after_refusal` after each one the API server refused (a landing opens
+    and closes its ConfigMap so: remediator/control/landings.py); they handle their own errors."""
     start = time.monotonic()
     deadline = start + settings.retry_deadline.total_seconds()
     backoff = settings.initial_backoff.total_seconds()
@@ -80,6 +88,7 @@ async def evict(
             return EvictionResult(e, Outcome.ABORTED, attempts, "not the leader any more", time.monotonic() - start)
         attempts += 1
         try:
+            await (before_attempt or _nothing)()
             await kube.request("POST", path, body=eviction_body(e, settings))
             return EvictionResult(e, Outcome.EVICTED, attempts, "", time.monotonic() - start)
         except ApiError as err:
@@ -92,6 +101,8 @@ async def evict(
                 return EvictionResult(e, Outcome.GONE, attempts, err.message, time.monotonic() - start)
             if err.status in UNKNOWN_FATE:
                 unanswered = f"attempt {attempts}: {err.message}"
+            else:
+                await (after_refusal or _nothing)()
             if err.status not in RETRYABLE:
                 return EvictionResult(e, Outcome.FAILED, attempts, err.message, time.monotonic() - start)
             if time.monotonic() + backoff > deadline:

@@ -15,6 +15,8 @@ class AlertKind(StrEnum):
     EVICTED = "Evicted"
     EVICTION_REFUSED = "EvictionRefused"
     EVICTION_FAILED = "EvictionFailed"
+    LANDED = "Landed"  # a balance move's replacement bound to the planned node (control/landings.py)
+    LANDING_MISSED = "LandingMissed"  # ... unpinned, stuck, or elsewhere
     BREAKER_OPEN = "CircuitBreakerOpen"
     HELD = "Held"
     CRASH_LOOP_NODE = "CrashLoopNode"

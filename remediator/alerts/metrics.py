@@ -18,6 +18,7 @@ from remediator.strategies import STRATEGIES
 class Metrics:
     taint_changes: Counter
     evictions: Counter
+    landings: Counter
     held: Counter
     breaker_open: Gauge
     breaker_trips: Counter
@@ -47,6 +48,9 @@ def create(registry: CollectorRegistry) -> Metrics:
                               ["action", "key"], registry=r),
         evictions=Counter("nodemedic_evictions_total", "Eviction outcomes",
                           ["strategy", "outcome"], registry=r),
+        landings=Counter("nodemedic_landings_total", "Balance moves' replacements by where they landed: landed "
+                         "(the planned node), elsewhere, unguided (not pinned), stuck (pinned, not bound by the "
+                         "deadline), none (no replacement)", ["outcome"], registry=r),
         held=Counter("nodemedic_taints_held_total", "Taints the rules wanted but a safety rail held back",
                      ["why"], registry=r),
         breaker_open=Gauge("nodemedic_circuit_breaker_open", "1 while the tainted-node limit blocks new taints",

@@ -30,10 +30,12 @@ from remediator.alerts.dry_run import DryRunReport
 from remediator.alerts.memory_headroom import MemoryHeadroom
 from remediator.alerts.metrics import Metrics
 from remediator.alerts.plan_announcements import PlanAnnouncements
+from remediator.control.landings import Landings, stuck_pods
 from remediator.control.leader import LeaderElector
 from remediator.control.planner import PlannerMemory, make_plan
 from remediator.control.policy_reload import PolicyReload
-from remediator.control.taints_seen import TAINT_SEEN_WITHIN, wait_until_seen
+from remediator.control.taints_seen import TAINT_SEEN_WITHIN, evictions_waiting
+from remediator.model.landing import Landing
 from remediator.model.plan import Plan, PlannedEviction, TaintChange
 from remediator.planning import owned_taints
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION
@@ -55,7 +57,7 @@ class Controller:
     def __init__(self, *, kube: Kube, cache: ClusterCache, policy: PolicyReload, alerts: Alerts, metrics: Metrics,
                  log: logging.Logger, elector: LeaderElector | None, dry_run: bool, usage: UsageReader | None = None,
                  autoscalers: AutoscalerDetector | None = None, memory_headroom: MemoryHeadroom | None = None,
-                 resync: float = 10.0,
+                 resync: float = 10.0, landing_namespace: str = "",
                  taint_seen_within: float = TAINT_SEEN_WITHIN,
                  clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
                  monotonic: Callable[[], float] = time.monotonic) -> None:
@@ -80,6 +82,11 @@ class Controller:
         self.repairs = RepairWriter(kube, alerts, metrics.repair, log)
         self.fences = FenceWriter(kube, alerts, metrics.dark, log)
         self.replacing: dict[str, LadderState] = {}  # node -> its ladder, while the node autoscaler replaces it
+        # Balance moves' replacements pinned to their planned node (control/landings.py); "" namespace: not pinned.
+        self.landings = Landings(kube=kube, cache=cache, alerts=alerts, log=log, namespace=landing_namespace,
+                                 count=lambda outcome: metrics.landings.labels(outcome).inc(), clock=clock) \
+            if landing_namespace else None
+        self.following: set[asyncio.Task[Any]] = set()  # landings awaiting their replacement
 
     def why(self, node: str) -> WhyAnswer:
         """/why/NODE: every fact the last plan decided on for `node` (remediator/read_side/why.py)."""
@@ -117,6 +124,7 @@ class Controller:
             return 1, f"the caches did not sync within {sync_timeout:g}s (is the API server reachable?)"
         plan = await self.cycle()
         results = await asyncio.gather(*self.in_flight.values())
+        await asyncio.gather(*self.following)  # each ends by its landing's deadline
         await asyncio.gather(*self.background, *self.policy.background, return_exceptions=True)
         counts = {o: sum(1 for r in results if r.outcome == o) for o in Outcome}
         summary = (f"{len(plan.taints_add)} tainted, {len(plan.taints_remove)} untainted, "
@@ -175,6 +183,8 @@ class Controller:
         self._repair_gauges(plan)
         if self.dry_run:
             self.dry_run_report.report(plan)
+        elif not self.may_act() and self.landings is not None:
+            self.landings.cleared = False  # a leader meanwhile may leave landings open for us to close
         elif self.may_act():
             await self._apply(plan, now)
             await self._apply_repairs(plan, now)
@@ -195,7 +205,8 @@ class Controller:
     async def _apply(self, plan: Plan, now: dt.datetime) -> None:
         failed_nodes = await self._apply_taints(plan, now)
         await self.announcements.held(plan)
-        failed_nodes |= await self._await_taints_seen(plan, failed_nodes)
+        failed_nodes |= await evictions_waiting(plan, failed_nodes, self.cache.nodes, within=self.taint_seen_within,
+                                                log=self.log)
         # Nominate each pending pod for the node its evictions free before evicting (actions/nominator.py says
         # why); a pod that cannot be nominated gets no evictions: the room would go to whoever comes first.
         skip: set[str] = set()
@@ -214,11 +225,20 @@ class Controller:
                           "uid": made.pod.uid}))
             self.background.add(task)
             task.add_done_callback(self.background.discard)
+        if self.landings is not None and self.policy.current.eviction.landing == "planned":
+            await self.landings.clear_left_open()
         for e in plan.evictions:
             if e.pod.node_name in failed_nodes or e.pod.key in skip:
                 continue  # its taint did not land or is not seen yet (evicting now would only invite the pod back),
                 # or no nomination
+            if self.landings is not None and lookup(e.strategy).kind == "balance" and self.landings.waits(e):
+                continue  # the next plan decides it again, with the last replacement where it was bound
             self._start_eviction(e, now)
+        for pod in stuck_pods(self.cache, now) if self.landings is not None else ():
+            if self.landings is not None and pod.uid not in self.in_flight and pod.uid not in self.recently_evicted:
+                self.recently_evicted[pod.uid] = self.monotonic()  # asked once: a refusal is the next leader's
+                self._keep(asyncio.create_task(self.landings.unpin(pod, self.policy.current.eviction, self.may_act)),
+                           self.following)
         tainted = sum(1 for n in self.cache.nodes.values() if OWNED_TAINTS_ANNOTATION in n.annotations
                       and owned_taints.parse_owned(n.annotations[OWNED_TAINTS_ANNOTATION])[0])
         self.metrics.tainted_nodes.set(tainted)
@@ -316,39 +336,31 @@ class Controller:
                                        details={"rule": ",".join(c.rules), "taint": c.taint.key})
         return failed
 
-    async def _await_taints_seen(self, plan: Plan, failed: set[str]) -> set[str]:
-        """The nodes this plan has just tainted and evicts from whose taints our node watch does not show within
-        `taint_seen_within`: their evictions wait for the next cycle. Until the watch shows a taint, kube-scheduler
-        may not have it either and would bind the replacements back on the node (control/taints_seen.py)."""
-        evicting = {e.pod.node_name for e in plan.evictions} - failed
-        wanted: dict[str, set[tuple[str, str]]] = defaultdict(set)
-        for c in plan.taints_add:
-            if c.node in evicting:
-                wanted[c.node].add(c.taint.identity())
-        started = time.perf_counter()
-        unseen = await wait_until_seen(self.cache.nodes, wanted, within=self.taint_seen_within)
-        if seen := sorted(set(wanted) - unseen):
-            self.log.info("new taints seen in the node watch", extra={
-                "nodes": seen, "waited_ms": round((time.perf_counter() - started) * 1000)})
-        for node in sorted(unseen):
-            self.log.warning("new taint not seen in the node watch in time; the node's evictions wait for the next "
-                             "cycle", extra={"node": node, "waited_s": self.taint_seen_within})
-        return unseen
-
     def _start_eviction(self, e: PlannedEviction, now: dt.datetime) -> None:
         # The cool-down (and a balance move's loop guard) starts when we decide, not when the eviction lands.
         # From here until the caches no longer hold the pod, every cycle books it as moved (planning/leaving.py).
-        self.memory.record_eviction(e.pod, balance=lookup(e.strategy).kind == "balance", now=now,
-                                    destination=e.destination)
-        task = asyncio.create_task(self._evict(e))
+        balance = lookup(e.strategy).kind == "balance"
+        self.memory.record_eviction(e.pod, balance=balance, now=now, destination=e.destination)
+        landing = self.landings.plan(e, self.policy.current.eviction, now) \
+            if self.landings is not None and balance else None
+        if landing is not None and self.landings is not None:
+            self.landings.hold(landing)
+        task = asyncio.create_task(self._evict(e, landing))
         self.in_flight[e.pod.uid] = task
 
-    async def _evict(self, e: PlannedEviction) -> EvictionResult:
-        policy = self.policy.current
+    async def _evict(self, e: PlannedEviction, landing: Landing | None = None) -> EvictionResult:
+        policy, landings = self.policy.current, self.landings
+        before, after = landings.attempt_hooks(landing) if landing and landings else (None, None)
         try:
-            result = await evict(self.kube, e, policy.eviction, may_act=self.may_act, log=self.log)
+            result = await evict(self.kube, e, policy.eviction, may_act=self.may_act, log=self.log,
+                                 before_attempt=before, after_refusal=after)
         finally:
             self.in_flight.pop(e.pod.uid, None)
+        if landing is not None and landings is not None:
+            if result.outcome == Outcome.EVICTED:
+                self._keep(asyncio.create_task(landings.follow(landing)), self.following)
+            else:
+                await landings.dropped(landing)
         self.metrics.evictions.labels(e.strategy, str(result.outcome)).inc()
         if result.outcome in (Outcome.EVICTED, Outcome.GONE):
             self.recently_evicted[e.pod.uid] = self.monotonic()
@@ -374,6 +386,11 @@ class Controller:
                                   details={"strategy": e.strategy})
         self.cache.changed.set()  # re-plan: the next pod of this owner may now be due
         return result
+
+    @staticmethod
+    def _keep(task: asyncio.Task[Any], tasks: set[asyncio.Task[Any]]) -> None:
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
 
     def _forget_old_evictions(self) -> None:
         horizon = self.monotonic() - RECENT_EVICTION_MEMORY

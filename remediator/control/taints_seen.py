@@ -14,8 +14,12 @@ sent it too. It costs nothing when the watch is prompt (10-77 ms in that measure
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
+from collections import defaultdict
 from collections.abc import Collection, Mapping
 
+from remediator.model.plan import Plan
 from remediator.model.records import NodeRecord
 
 TAINT_SEEN_WITHIN = 10.0  # seconds a node's evictions wait for its new taints to show in the node watch
@@ -43,4 +47,24 @@ async def wait_until_seen(nodes: Mapping[str, NodeRecord], wanted: Mapping[str, 
     while missing and (left := deadline - loop.time()) > 0:
         await asyncio.sleep(min(POLL_INTERVAL, left))
         missing = unseen(nodes, wanted)
+    return missing
+
+
+async def evictions_waiting(plan: Plan, failed: set[str], nodes: Mapping[str, NodeRecord], *, within: float,
+                            log: logging.Logger) -> set[str]:
+    """The nodes `plan` has just tainted and evicts from whose taints the node watch (`nodes`) does not show within
+    `within` seconds: their evictions wait for the next cycle. `failed`: nodes whose taint write failed already."""
+    evicting = {e.pod.node_name for e in plan.evictions} - failed
+    wanted: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    for c in plan.taints_add:
+        if c.node in evicting:
+            wanted[c.node].add(c.taint.identity())
+    started = time.perf_counter()
+    missing = await wait_until_seen(nodes, wanted, within=within)
+    if seen := sorted(set(wanted) - missing):
+        log.info("new taints seen in the node watch", extra={
+            "nodes": seen, "waited_ms": round((time.perf_counter() - started) * 1000)})
+    for node in sorted(missing):
+        log.warning("new taint not seen in the node watch in time; the node's evictions wait for the next cycle",
+                    extra={"node": node, "waited_s": within})
     return missing

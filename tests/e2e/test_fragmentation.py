@@ -11,7 +11,9 @@ schedule each pending pod) and holds the article's bar: at least 17 % fewer node
 
 from __future__ import annotations
 
+import contextlib
 import secrets
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,7 +24,8 @@ from kubernetes import client
 
 from tests.e2e.autoscaler_harness import POOL_LABEL, PoolWatch, node_pool, pool_nodes
 from tests.e2e.conftest import LocalCluster
-from tests.e2e.remediator_harness import nodemedic_events, start_remediator
+from tests.e2e.landing_harness import LandingPolicy
+from tests.e2e.remediator_harness import RemediatorProcess, events_once, nodemedic_events, start_remediator
 from tests.waiting import wait_until
 
 # One xdist worker runs the whole module: its tests share one Karpenter cluster (module-scoped karpenter_cluster).
@@ -162,7 +165,7 @@ strategies:
   args: {{maxEvictionsPerPod: 2, chainDepth: 1}}
 evictor: {{nodeFit: true, namespaces: {{include: [{namespace}]}}}}
 limits: {{ownerCooldown: 0s}}
-eviction: {{retryDeadline: 60s, initialBackoff: 200ms, maxBackoff: 1s}}
+eviction: {{retryDeadline: 60s, initialBackoff: 200ms, maxBackoff: 1s, landing: planned}}
 """
 
 
@@ -173,16 +176,22 @@ def test_the_placement_engine_saves_the_node_karpenter_would_buy(
     for label in ("without nodemedic", "with MakeRoomForPendingPods"):
         pool = new_pool(karpenter_cluster, tmp_path, pools)
         c, m = pool.fragmented_start()
+        remediator = None
         if label.startswith("with "):
-            processes.append(start_remediator(tmp_path, karpenter_cluster.kubeconfig, policy(pool.namespace),
-                                              name=f"remediator-{pool.namespace}", lease_namespace=pool.namespace))
+            processes.append(LandingPolicy(karpenter_cluster.api, pool.namespace))
+            remediator = start_remediator(tmp_path, karpenter_cluster.kubeconfig, policy(pool.namespace),
+                                          name=f"remediator-{pool.namespace}", lease_namespace=pool.namespace)
+            processes.append(remediator)
         watch = PoolWatch(pool.core, pool.namespace, {(pool.namespace, "small"): 1}).start()
         processes.append(watch)  # stopped after the test, whatever the outcome
         runs[label] = run = pool.stream(watch)
         watch.assert_held(may_remove=set())
-        if label.startswith("with "):
+        if remediator is not None:
             assert run.wanted_nodes == {c}, f"the pending pods ran on {run.wanted_nodes}, not on the freed {c}"
             assert {n for s in SMALL for n in pool.placed(s, 1).values()} == {m}, "each small pod moved to M"
+            landed = [e.message for e in events_once(pool.core, pool.namespace, "NodemedicLanded", run.evicted)]
+            print(f"\nplacement: each move's replacement pinned where the plan said: {sorted(landed)}")
+            assert len(landed) == run.evicted and all(f"bound to {m} as planned" in e for e in landed)
     base, engine = runs["without nodemedic"], runs["with MakeRoomForPendingPods"]
     saved = 1 - engine.node_minutes / base.node_minutes
     print("\nfragmentation, the same start and stream twice (window "
@@ -227,40 +236,87 @@ def mix_deviation(core: client.CoreV1Api, pool: str) -> float:
     return sum(abs(lean(used[n], alloc[n]) - cluster) for n in nodes)
 
 
-def test_the_balancing_engine_evens_the_resource_mix_within_the_pdb(
-    karpenter_cluster: LocalCluster, pools: list[Pool], processes: list, tmp_path: Path,
-) -> None:
-    pool = new_pool(karpenter_cluster, tmp_path, pools)
-    # C leans to CPU, M to memory. kube-scheduler, not nodemedic, places the evicted pods' replacements: their
-    # preference for M's pods stands for what makes a re-scheduled pod land elsewhere than where it was.
-    _, m = pool.fragmented_start(prefer_m=True)
-    before = mix_deviation(pool.core, pool.namespace)
-    watch = PoolWatch(pool.core, pool.namespace, {(pool.namespace, "small"): 1}).start()
-    processes.append(watch)  # stopped after the test, whatever the outcome
-    processes.append(start_remediator(tmp_path, karpenter_cluster.kubeconfig, f"""apiVersion: nodemedic.io/v1alpha1
+BALANCING = """apiVersion: nodemedic.io/v1alpha1
 kind: RemediationPolicy
 rules: []
 strategies:
 - name: BalanceResourceMix
   args: {{maxMovesPerCycle: 2, minImprovement: 5, maxUtilization: 90}}
-evictor: {{nodeFit: true, namespaces: {{include: [{pool.namespace}]}}}}
+evictor: {{nodeFit: true, namespaces: {{include: [{namespace}]}}}}
 limits: {{ownerCooldown: 0s}}
-""", name=f"remediator-{pool.namespace}", lease_namespace=pool.namespace))
-    def settled() -> list[str] | None:
-        """Where the small pods run once the engine has moved what it would (two evictions) and both serve."""
-        if len(nodemedic_events(pool.core, pool.namespace, "NodemedicEvicted")) < 2:
+eviction: {{landing: planned}}
+"""
+
+
+class PlanHistory:
+    """Every plan with moves a remediator made, from /plan polled twenty times a second in a thread (a plan stands
+    for at least the controller's 0.2 s between cycles): what each promised, to hold the cluster to it."""
+
+    def __init__(self, r: RemediatorProcess) -> None:
+        self.r = r
+        self.moves: list[dict] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.05):
+            with contextlib.suppress(OSError, ValueError):
+                plan = self.r.plan()
+                if plan["evictions"] and (not self.moves or plan["evictions"] != self.moves[-1]["evictions"]):
+                    self.moves.append(plan)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+
+def test_the_balancing_engine_evens_the_resource_mix_within_the_pdb_and_lands_each_move_where_planned(
+    karpenter_cluster: LocalCluster, pools: list[Pool], processes: list, tmp_path: Path,
+) -> None:
+    pool = new_pool(karpenter_cluster, tmp_path, pools)
+    # C leans to CPU, M to memory; the small pods would rather run beside M's anchor (a preference, which the
+    # scheduler weighs against its resource scores). Each move is pinned to the node the plan chose (the chart's
+    # admission policy, eviction.landing: planned), so the cluster reaches the deviation the plans promised.
+    _, m = pool.fragmented_start(prefer_m=True)
+    before = mix_deviation(pool.core, pool.namespace)
+    processes.append(LandingPolicy(karpenter_cluster.api, pool.namespace))
+    watch = PoolWatch(pool.core, pool.namespace, {(pool.namespace, "small"): 1}).start()
+    processes.append(watch)  # stopped after the test, whatever the outcome
+    r = start_remediator(tmp_path, karpenter_cluster.kubeconfig, BALANCING.format(namespace=pool.namespace),
+                         name=f"remediator-{pool.namespace}", lease_namespace=pool.namespace)
+    processes.append(r)
+    history = PlanHistory(r)
+    processes.append(history)
+
+    def settled() -> dict | None:
+        """The plan once every move planned so far has landed (judged) and nothing more is planned."""
+        made = r.metric("nodemedic_evictions_total", outcome="evicted")
+        plan = r.plan()
+        if not made or r.metric("nodemedic_landings_total", outcome="landed") < made or plan["evictions"]:
             return None
-        pods = pool.core.list_namespaced_pod(pool.namespace, label_selector="app=small").items
-        live = [p.spec.node_name for p in pods if p.metadata.deletion_timestamp is None and p.status.phase == "Running"]
-        return live if len(live) == 2 else None
-    where = wait_until(settled, timeout=90, what="two moves made and both small pods serving again")
+        return plan
+    reached = wait_until(settled, timeout=90, what="every move landed and a quiet plan")
+    history.stop()
     after = mix_deviation(pool.core, pool.namespace)
     watch.stop()
     watch.assert_held(may_remove=set())
-    evicted = len(nodemedic_events(pool.core, pool.namespace, "NodemedicEvicted"))
-    print(f"\nbalancing: resource-mix deviation {before:.1f} -> {after:.1f} points with {evicted} evictions; "
-          f"small pods now on {'M' if where[0] == m else 'C'} and {'M' if where[1] == m else 'C'} "
-          f"(kube-scheduler places the replacements); fewest serving small pods "
-          f"{watch.fewest[(pool.namespace, 'small')]} (PDB minAvailable 1); nodes added: {len(watch.added)}")
-    assert after < before and m in where
-    assert not watch.added
+    evicted = nodemedic_events(pool.core, pool.namespace, "NodemedicEvicted")
+    landed = nodemedic_events(pool.core, pool.namespace, "NodemedicLanded")
+    pods = pool.core.list_namespaced_pod(pool.namespace, label_selector="app=small").items
+    where = sorted(p.spec.node_name for p in pods if p.metadata.deletion_timestamp is None)
+    promises = [(p["resourceMix"]["deviationBefore"], p["resourceMix"]["deviationAfter"], len(p["evictions"]))
+                for p in history.moves]
+    print("\nbalancing: the plans promised resource-mix deviation "
+          + " then ".join(f"{b} -> {a} ({n} move{'s' * (n > 1)})" for b, a, n in promises)
+          + f"; the cluster reached {reached['resourceMix']['deviationBefore']} (the plan's measure) and "
+          f"{before:.2f} -> {after:.2f} (the test's own, from the API); {len(evicted)} evictions, {len(landed)} "
+          f"landed on the planned node; small pods on {['M' if n == m else 'C' for n in where]}; fewest serving "
+          f"small pods {watch.fewest[(pool.namespace, 'small')]} (PDB minAvailable 1); nodes added: "
+          f"{len(watch.added)}")
+    for e in landed:
+        print(f"  {e.message}")
+    assert promises and len(evicted) == len(landed) == sum(n for _, _, n in promises)
+    assert reached["resourceMix"]["deviationBefore"] == promises[-1][1], "the deviation reached is the one planned"
+    assert after == pytest.approx(promises[-1][1], abs=0.01) and before == pytest.approx(promises[0][0], abs=0.01)
+    assert m in where and not watch.added

@@ -69,6 +69,11 @@ def test_the_rendered_objects_are_the_expected_set() -> None:
         ("ClusterRole", "nodemedic-repairer", ""),  # kubectl nodemedic repair; bound to rbac.repairerGroups, none
         ("ValidatingAdmissionPolicy", "nodemedic-remediator-repair-annotation", ""),  # the ladder is the remediator's
         ("ValidatingAdmissionPolicyBinding", "nodemedic-remediator-repair-annotation", ""),
+        # A balance move's replacement pinned to its planned node (eviction.landing: planned)
+        ("MutatingAdmissionPolicy", "nodemedic-remediator-landing", ""),
+        ("MutatingAdmissionPolicyBinding", "nodemedic-remediator-landing", ""),
+        ("Role", "nodemedic-remediator-landing", "nodemedic"),  # its ConfigMaps, in the release namespace
+        ("RoleBinding", "nodemedic-remediator-landing", "nodemedic"),
     ])
     monitoring = sorted((d["kind"], d["metadata"]["name"]) for d in docs(manifests.MANIFESTS / "monitoring.yaml"))
     assert monitoring == [("ConfigMap", "nodemedic-dashboard"), ("PrometheusRule", "nodemedic"),
@@ -234,7 +239,7 @@ def test_pods_status_is_granted_only_for_a_policy_that_nominates(tmp_path: Path)
     assert re.findall(r"pods/\{[^}]*\}/status", calls) == ["pods/{pod.name}/status"], "pods/status has one writer"
 
 
-def test_the_remediator_may_get_the_one_configmap_that_shows_cluster_autoscaler_and_no_other() -> None:
+def test_the_remediator_may_get_the_one_configmap_that_shows_cluster_autoscaler_and_write_only_its_landings() -> None:
     """autoscaler.addsNodes: auto, the shipped default, looks for that ConfigMap (state/autoscaler_detection.py):
     without the grant every look would be a 403 (tests/e2e/test_deploy.py counts none)."""
     objs = docs(manifests.MANIFESTS / "nodemedic.yaml")
@@ -246,9 +251,11 @@ def test_the_remediator_may_get_the_one_configmap_that_shows_cluster_autoscaler_
     (binding,) = [d for d in objs if d["kind"] == "RoleBinding" and d["metadata"]["name"] == role["metadata"]["name"]]
     assert binding["metadata"]["namespace"] == CLUSTER_AUTOSCALER_STATUS[0]
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "nodemedic-remediator", "namespace": "nodemedic"}]
-    granted = [rule for d in objs if d["kind"] in ("Role", "ClusterRole") and "remediator" in d["metadata"]["name"]
-               for rule in d["rules"] if "configmaps" in rule["resources"]]
-    assert granted == role["rules"], "no other grant on ConfigMaps"
+    granted = [(d["metadata"].get("namespace"), rule) for d in objs if d["kind"] in ("Role", "ClusterRole")
+               and "remediator" in d["metadata"]["name"] for rule in d["rules"] if "configmaps" in rule["resources"]]
+    assert sorted(granted, key=str) == [(CLUSTER_AUTOSCALER_STATUS[0], role["rules"][0]), (
+        "nodemedic", {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "delete", "list"]})], (
+        "no other grant on ConfigMaps than the landings' in the release namespace (remediator/control/landings.py)")
 
 
 def test_the_remediator_may_list_only_karpenters_leader_lease_across_namespaces() -> None:

@@ -305,6 +305,7 @@ def test_existing_service_accounts_are_used_by_the_pods_and_every_binding_and_no
         ("nodemedic-remediator-leader-election", "healer", "nodemedic"),
         ("nodemedic-remediator-autoscaler-detection", "healer", "nodemedic"),
         ("nodemedic-remediator-prometheus-token", "healer", "nodemedic"),
+        ("nodemedic-remediator-landing", "healer", "nodemedic"),
     ])
     expression = r.one("ValidatingAdmissionPolicy", "nodemedic-agent-own-node")["spec"]["matchConditions"][0][
         "expression"]

@@ -87,6 +87,7 @@ class ApiServer:
         self.writes: list[tuple[str, str]] = []
         self.events: list[dict[str, Any]] = []
         self.evicted: list[str] = []
+        self.config_maps: list[dict[str, Any]] = []  # landings' (control/landings.py), as POSTed
         self.fail_nodes: set[str] = set()
         self.hold_evictions: asyncio.Event | None = None  # set: evictions wait for it (an eviction in flight)
         self.fail_evictions = False
@@ -140,6 +141,9 @@ class ApiServer:
             return copy.deepcopy(stored)
         if method == "DELETE" and path.startswith("/apis/karpenter.sh/v1/nodeclaims/"):
             return {}
+        if path.startswith("/api/v1/namespaces/ops/configmaps"):
+            self.config_maps.append(body) if method == "POST" else None
+            return {"items": []} if method == "GET" else {}
         raise AssertionError(f"unexpected {method} {path}")
 
     def deliver(self) -> None:
@@ -181,7 +185,8 @@ class World:
     """A controller wired to the fakes, its caches fed as the watches would feed them."""
 
     def __init__(self, tmp: Path, *, nodes: list[dict[str, Any]], pods: list[dict[str, Any]], leading: bool = True,
-                 dry_run: bool = False, max_tainted: int = 10, policy: str | None = None) -> None:
+                 dry_run: bool = False, max_tainted: int = 10, policy: str | None = None,
+                 landing_namespace: str = "") -> None:
         self.api, self.clock, self.lease = ApiServer(), Clock(), Lease(leading)
         self.api.nodes = {n["metadata"]["name"]: copy.deepcopy(n) for n in nodes}
         self.policy_path = tmp / "policy.yaml"
@@ -201,7 +206,7 @@ class World:
                                 announce=not dry_run),
             alerts=alerts, metrics=self.metrics,
             log=LOG, elector=None if dry_run else self.lease, dry_run=dry_run,  # type: ignore[arg-type]
-            clock=self.clock.wall, monotonic=self.clock.monotonic)
+            clock=self.clock.wall, monotonic=self.clock.monotonic, landing_namespace=landing_namespace)
 
     def cycle(self) -> None:
         async def one() -> None:
@@ -985,3 +990,22 @@ def test_a_dark_node_waiting_for_evidence_is_told_again_when_a_partition_holds_i
     w.cycle()
     assert sorted(w.api.reasons()) == ["NodemedicDarkNode"] + ["NodemedicManyNodesDark"] * 3
     assert w.metric("nodemedic_dark_nodes_halted", group="cluster") == 1
+
+
+def test_a_landed_balance_move_opens_its_landing_before_the_eviction_and_the_workloads_next_move_waits(
+        tmp_path: Path) -> None:
+    hot = [busy_pod(f"h{i}", "hot") for i in range(8)]
+    for p in hot[:4]:  # one workload of four pods, four of one pod each
+        p["metadata"]["ownerReferences"][0].update(name="web", uid="rs-web")
+    w = World(tmp_path, nodes=[node("hot"), node("cold-1"), node("cold-2")], pods=hot,
+              policy=LNU_POLICY + "eviction: {landing: planned}\n", landing_namespace="ops")
+    w.cycle()
+    web = {f"shop/h{i}" for i in range(4)}
+    assert len([k for k in w.api.evicted if k in web]) == 1, w.api.evicted
+    first = [(m, p) for m, p in w.api.writes if "/configmaps" in p or p.endswith("/eviction")]
+    landed = [cm["data"]["moved"] for cm in w.api.config_maps]
+    assert sorted(landed) == sorted(w.api.evicted), "each move pinned (each node has a hostname of its own)"
+    assert first[0] == ("GET", "/api/v1/namespaces/ops/configmaps"), "a previous leader's landings looked for first"
+    assert first[1] == ("POST", "/api/v1/namespaces/ops/configmaps") and first[2][1].endswith("/eviction")
+    assert {cm["data"]["node"] for cm in w.api.config_maps} <= {"cold-1", "cold-2"}
+    assert all(cm["data"]["ownerUID"] == "rs-web" for cm in w.api.config_maps if cm["data"]["moved"] in web)

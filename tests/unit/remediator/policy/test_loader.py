@@ -250,6 +250,11 @@ BAD_FILES = {
                                            "(a node autoscaler needs time to remove the emptied node",
     "eviction-zero-backoff.yaml": ":5: eviction.initialBackoff: must be at least 100ms (a shorter first retry is a "
                                   "busy loop against the server), got 0s",
+    "eviction-landing-deadline-too-short.yaml": ":5: eviction.landingDeadline: must be at least 10s (a replacement "
+                                                "needs a few seconds to be created and bound), got 2s",
+    "eviction-landing-deadline-too-long.yaml": ":6: eviction.landingDeadline: must be at most 1h0m0s (a replica "
+                                               "pinned to a node that cannot take it would be down that long)",
+    "eviction-landing-unknown.yaml": ":5: eviction.landing: must be one of planned, anywhere",
     "sink-busy-retry.yaml": ":8: notifications.sinks[0].initialBackoff: must be at least 100ms",
     "sink-too-many-attempts.yaml": ":8: notifications.sinks[0].maxAttempts: must be at least 1 and at most 100, "
                                    "got 1000",

@@ -1,0 +1,29 @@
+"""A landing's ConfigMap and a pinned pod's annotation (model/landing.py)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from remediator.model.landing import LANDING_LABEL, Landing, pinned_until
+
+DEADLINE = dt.datetime(2026, 3, 1, 12, 2, tzinfo=dt.UTC)
+LANDING = Landing(name="nodemedic-landing-0011aabb", namespace="shop", owner_uid="rs-web", owner="ReplicaSet/web",
+                  node="n2", hostname="n2.example", moved="shop/a", before=frozenset({"shop/a"}),
+                  strategy="BalanceResourceMix", lasts=dt.timedelta(minutes=2), deadline=DEADLINE)
+
+
+def test_the_config_map_carries_what_the_admission_policy_reads_and_is_selected_by_its_label() -> None:
+    cm = LANDING.config_map("ops")
+    assert cm["metadata"] == {"name": "nodemedic-landing-0011aabb", "namespace": "ops",
+                              "labels": {LANDING_LABEL: "true"}}
+    data = cm["data"]
+    assert isinstance(data, dict)
+    assert (data["namespace"], data["ownerUID"], data["hostname"]) == ("shop", "rs-web", "n2.example")
+    assert data["annotation"] == "nodemedic-landing-0011aabb 2026-03-01T12:02:00Z"
+
+
+def test_the_annotation_reads_back_as_the_landing_and_its_deadline() -> None:
+    assert pinned_until(LANDING.annotation()) == (LANDING.name, DEADLINE)
+    for other in ("", "nodemedic-landing-0011aabb", "x 2026-03-01T12:02:00Z",
+                  "nodemedic-landing-0011aabbc 2026-03-01T12:02:00Z", "nodemedic-landing-0011aabb 2026-03-01T12:02:00"):
+        assert pinned_until(other) is None, other
