@@ -30,7 +30,7 @@ from remediator.alerts.dry_run import DryRunReport
 from remediator.alerts.memory_headroom import MemoryHeadroom
 from remediator.alerts.metrics import Metrics
 from remediator.alerts.plan_announcements import PlanAnnouncements
-from remediator.control.landings import Landings, stuck_pods
+from remediator.control.landings import Landings
 from remediator.control.leader import LeaderElector
 from remediator.control.planner import PlannerMemory, make_plan
 from remediator.control.policy_reload import PolicyReload
@@ -86,7 +86,6 @@ class Controller:
         self.landings = Landings(kube=kube, cache=cache, alerts=alerts, log=log, namespace=landing_namespace,
                                  count=lambda outcome: metrics.landings.labels(outcome).inc(), clock=clock) \
             if landing_namespace else None
-        self.following: set[asyncio.Task[Any]] = set()  # landings awaiting their replacement
 
     def why(self, node: str) -> WhyAnswer:
         """/why/NODE: every fact the last plan decided on for `node` (remediator/read_side/why.py)."""
@@ -124,7 +123,7 @@ class Controller:
             return 1, f"the caches did not sync within {sync_timeout:g}s (is the API server reachable?)"
         plan = await self.cycle()
         results = await asyncio.gather(*self.in_flight.values())
-        await asyncio.gather(*self.following)  # each ends by its landing's deadline
+        await asyncio.gather(*(self.landings.tasks if self.landings else ()))  # each ends by its deadline
         await asyncio.gather(*self.background, *self.policy.background, return_exceptions=True)
         counts = {o: sum(1 for r in results if r.outcome == o) for o in Outcome}
         summary = (f"{len(plan.taints_add)} tainted, {len(plan.taints_remove)} untainted, "
@@ -219,12 +218,10 @@ class Controller:
                 continue
             self.log.info(made.message, extra={"event": made.reason, "pod": made.pod.key, "node": made.node,
                                                "moved": list(made.moved)})
-            task = asyncio.get_running_loop().create_task(self.alerts.object(
+            self._keep(asyncio.create_task(self.alerts.object(
                 namespace=made.pod.namespace, type_="Normal", reason=made.reason, message=made.message,
                 involved={"kind": "Pod", "apiVersion": "v1", "name": made.pod.name, "namespace": made.pod.namespace,
-                          "uid": made.pod.uid}))
-            self.background.add(task)
-            task.add_done_callback(self.background.discard)
+                          "uid": made.pod.uid})), self.background)
         if self.landings is not None and self.policy.current.eviction.landing == "planned":
             await self.landings.clear_left_open()
         for e in plan.evictions:
@@ -234,11 +231,8 @@ class Controller:
             if self.landings is not None and lookup(e.strategy).kind == "balance" and self.landings.waits(e):
                 continue  # the next plan decides it again, with the last replacement where it was bound
             self._start_eviction(e, now)
-        for pod in stuck_pods(self.cache, now) if self.landings is not None else ():
-            if self.landings is not None and pod.uid not in self.in_flight and pod.uid not in self.recently_evicted:
-                self.recently_evicted[pod.uid] = self.monotonic()  # asked once: a refusal is the next leader's
-                self._keep(asyncio.create_task(self.landings.unpin(pod, self.policy.current.eviction, self.may_act)),
-                           self.following)
+        if self.landings is not None:
+            self.landings.unpin_stuck(self.policy.current.eviction, self.may_act, now)
         tainted = sum(1 for n in self.cache.nodes.values() if OWNED_TAINTS_ANNOTATION in n.annotations
                       and owned_taints.parse_owned(n.annotations[OWNED_TAINTS_ANNOTATION])[0])
         self.metrics.tainted_nodes.set(tainted)
@@ -358,7 +352,7 @@ class Controller:
             self.in_flight.pop(e.pod.uid, None)
         if landing is not None and landings is not None:
             if result.outcome == Outcome.EVICTED:
-                self._keep(asyncio.create_task(landings.follow(landing)), self.following)
+                landings.start_follow(landing)
             else:
                 await landings.dropped(landing)
         self.metrics.evictions.labels(e.strategy, str(result.outcome)).inc()

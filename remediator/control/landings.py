@@ -18,6 +18,7 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from enum import StrEnum
+from typing import Any
 
 from nodemedic_common.kube_client import Kube
 from nodemedic_common.kube_errors import ApiError
@@ -50,6 +51,8 @@ class Landings:
         self.namespace = namespace  # the remediator's own: the admission policy's binding reads ConfigMaps there
         self.clock, self.sleep = clock, sleep
         self.busy: dict[str, Landing] = {}  # owner uid -> the landing under way for that workload
+        self.tasks: set[asyncio.Task[Any]] = set()  # follows and unpins under way (`run --once` waits for them)
+        self.unpinning: set[str] = set()  # UIDs of the stuck pods asked to go: once each (a refusal: the next leader)
         self.cleared = False  # the ConfigMaps a previous leader left are gone
 
     def waits(self, e: PlannedEviction) -> bool:
@@ -103,6 +106,21 @@ class Landings:
         """The eviction was not made: nothing to land."""
         await self.close(self.busy.get(landing.owner_uid, landing))
         self.busy.pop(landing.owner_uid, None)
+
+    def start_follow(self, landing: Landing) -> None:
+        self._keep(asyncio.create_task(self.follow(landing)))
+
+    def unpin_stuck(self, settings: EvictionSettings, may_act: Callable[[], bool], now: dt.datetime) -> None:
+        """Evict each pinned pod that cannot land (stuck_pods), once."""
+        self.unpinning &= {p.uid for p in self.cache.pending.values()}
+        for pod in stuck_pods(self.cache, now):
+            if pod.uid not in self.unpinning:
+                self.unpinning.add(pod.uid)
+                self._keep(asyncio.create_task(self.unpin(pod, settings, may_act)))
+
+    def _keep(self, task: asyncio.Task[Any]) -> None:
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
 
     async def follow(self, landing: Landing) -> LandingOutcome:
         """After the eviction: close the ConfigMap once the replacement is seen, then judge where it was bound."""

@@ -201,3 +201,16 @@ def test_a_pod_pinned_to_a_node_gone_or_cordoned_since_is_reaped_before_its_dead
               [pod("waits", "", pinned), pod("gone", "", pinned, pinned_to="n9"),
                pod("off", "", pinned, pinned_to="n3")])
     assert [p.key for p in stuck_pods(w.cache, NOW)] == ["shop/gone", "shop/off"]
+
+
+def test_each_stuck_pod_is_asked_to_go_once() -> None:
+    pinned = {"nodemedic.io/landing": "nodemedic-landing-0011aabb 2026-03-01T11:59:00Z"}
+    w = World([node("n1"), node("n2")], [pod("c", "", pinned)])
+
+    async def twice() -> None:
+        w.landings.unpin_stuck(PLANNED, lambda: True, NOW)
+        w.landings.unpin_stuck(PLANNED, lambda: True, NOW)
+        await asyncio.gather(*w.landings.tasks)
+    asyncio.run(twice())
+    assert [p for m, p in w.api.calls if p.endswith("/eviction")] == ["/api/v1/namespaces/shop/pods/c/eviction"]
+    assert w.landings.unpinning == {"uid-c"} and not w.landings.tasks
