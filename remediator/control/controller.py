@@ -84,7 +84,8 @@ class Controller:
         self.replacing: dict[str, LadderState] = {}  # node -> its ladder, while the node autoscaler replaces it
         # Balance moves' replacements pinned to their planned node (control/landings.py); "" namespace: not pinned.
         self.landings = Landings(kube=kube, cache=cache, alerts=alerts, log=log, namespace=landing_namespace,
-                                 count=lambda outcome: metrics.landings.labels(outcome).inc(), clock=clock) \
+                                 count=lambda outcome: metrics.landings.labels(outcome).inc(), clock=clock,
+                                 missed=self._watch_for_loops) \
             if landing_namespace else None
 
     def why(self, node: str) -> WhyAnswer:
@@ -334,11 +335,12 @@ class Controller:
         # The cool-down (and a balance move's loop guard) starts when we decide, not when the eviction lands.
         # From here until the caches no longer hold the pod, every cycle books it as moved (planning/leaving.py).
         balance = lookup(e.strategy).kind == "balance"
-        self.memory.record_eviction(e.pod, balance=balance, now=now, destination=e.destination)
         landing = self.landings.plan(e, self.policy.current.eviction, now) \
             if self.landings is not None and balance else None
         if landing is not None and self.landings is not None:
             self.landings.hold(landing)
+        self.memory.record_eviction(e.pod, balance=balance, now=now, destination=e.destination,
+                                    pinned=landing is not None)
         task = asyncio.create_task(self._evict(e, landing))
         self.in_flight[e.pod.uid] = task
 
@@ -380,6 +382,9 @@ class Controller:
                                   details={"strategy": e.strategy})
         self.cache.changed.set()  # re-plan: the next pod of this owner may now be due
         return result
+
+    def _watch_for_loops(self, missed: Landing) -> None:
+        self.memory.moved_back_possible(missed.owner_uid, missed.source, missed.decided)
 
     @staticmethod
     def _keep(task: asyncio.Task[Any], tasks: set[asyncio.Task[Any]]) -> None:

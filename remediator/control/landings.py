@@ -45,9 +45,11 @@ class LandingOutcome(StrEnum):
 
 class Landings:
     def __init__(self, *, kube: Kube, cache: ClusterCache, alerts: Alerts, count: Callable[[str], None],
-                 log: logging.Logger, namespace: str, clock: Callable[[], dt.datetime],
+                 missed: Callable[[Landing], None], log: logging.Logger, namespace: str,
+                 clock: Callable[[], dt.datetime],
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         self.kube, self.cache, self.alerts, self.count, self.log = kube, cache, alerts, count, log
+        self.missed = missed  # a landing whose replacement may have come back: the loop detector watches it after all
         self.namespace = namespace  # the remediator's own: the admission policy's binding reads ConfigMaps there
         self.clock, self.sleep = clock, sleep
         self.busy: dict[str, Landing] = {}  # owner uid -> the landing under way for that workload
@@ -73,7 +75,7 @@ class Landings:
             return None
         return Landing(name=f"{LANDING_PREFIX}{secrets.token_hex(4)}", namespace=e.pod.namespace,
                        owner_uid=owner.uid, owner=f"{owner.kind}/{owner.name}", node=e.destination,
-                       hostname=hostname, moved=e.pod.key,
+                       hostname=hostname, moved=e.pod.key, source=e.pod.node_name, decided=now,
                        before=frozenset(p.uid for p in self.cache.pods_by_owner.get(owner.uid, {}).values()),
                        strategy=e.strategy, lasts=settings.landing_deadline, deadline=now + settings.landing_deadline)
 
@@ -130,6 +132,8 @@ class Landings:
         finally:
             self.busy.pop(landing.owner_uid, None)
         self.count(str(outcome))
+        if outcome in (LandingOutcome.UNGUIDED, LandingOutcome.ELSEWHERE, LandingOutcome.STUCK):
+            self.missed(landing)
         what = f"{landing.strategy} moved {landing.moved} to {landing.node}"
         if outcome == LandingOutcome.LANDED and pod is not None:
             await self.alerts.pod(pod, kind=AlertKind.LANDED, type_="Normal", reason="NodemedicLanded",

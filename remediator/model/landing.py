@@ -31,6 +31,8 @@ class Landing:
     node: str  # where the plan counted on the replacement
     hostname: str  # the node's kubernetes.io/hostname label, unique among the nodes
     moved: str  # the moved pod's key
+    source: str  # the node it left
+    decided: dt.datetime  # when the move was decided (the planner's memory of it counts from then)
     before: frozenset[str]  # the UIDs of the workload's pods when the move was decided: none is a replacement
     strategy: str
     lasts: dt.timedelta  # eviction.landingDeadline: from each eviction attempt to the replacement's binding

@@ -41,14 +41,20 @@ class PlannerMemory:
     leaving: dict[str, Leaving] = field(default_factory=dict)
 
     def record_eviction(self, pod: PodRecord, *, balance: bool, now: dt.datetime,
-                        destination: str | None = None) -> None:
+                        destination: str | None = None, pinned: bool = False) -> None:
+        """`pinned`: a landed move (control/landings.py), whose replacement cannot come back to the node it left: not
+        watched for a scheduler loop unless its landing misses (`moved_back_possible`)."""
         self.leaving[pod.uid] = Leaving(pod, destination, now)
         owner = pod.controller
         if owner is None:
             return
         self.owner_last_eviction[owner.uid] = now
-        if balance:
+        if balance and not pinned:
             self.moved_off[(owner.uid, pod.node_name)] = now
+
+    def moved_back_possible(self, owner_uid: str, node: str, moved_at: dt.datetime) -> None:
+        """A landed move whose replacement came unpinned or stuck: watched for a scheduler loop after all."""
+        self.moved_off[(owner_uid, node)] = max(moved_at, self.moved_off.get((owner_uid, node), moved_at))
 
     def forget_eviction(self, uid: str) -> None:
         """The eviction was not made (refused, failed, aborted), or is old news: the pod counts where it is again."""

@@ -13,7 +13,8 @@ from remediator.actions.landing_writer import close_landing, left_open, open_lan
 from remediator.model.landing import Landing
 
 LANDING = Landing(name="nodemedic-landing-0011aabb", namespace="shop", owner_uid="rs-web", owner="ReplicaSet/web",
-                  node="n2", hostname="n2", moved="shop/a", before=frozenset(), strategy="BalanceResourceMix",
+                  node="n2", hostname="n2", moved="shop/a", source="n1",
+                  decided=dt.datetime(2026, 3, 1, tzinfo=dt.UTC), before=frozenset(), strategy="BalanceResourceMix",
                   lasts=dt.timedelta(minutes=2), deadline=dt.datetime(2026, 3, 1, tzinfo=dt.UTC))
 
 

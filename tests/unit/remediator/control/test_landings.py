@@ -72,10 +72,12 @@ class World:
         self.cache._reset_nodes(nodes)
         self.cache._reset_pods([slim_pod(p) for p in pods])
         self.counted: list[str] = []
+        self.missed: list[str] = []  # landings handed back to the loop detector
         self.steps: list[Callable[[], None]] = []  # what happens at each look the landing takes, in order
         self.landings = Landings(kube=self.api, cache=self.cache,  # type: ignore[arg-type]
                                  alerts=Alerts(self.api, None, identity="r1", log=LOG),  # type: ignore[arg-type]
-                                 count=self.counted.append, log=LOG, namespace="ops", clock=lambda: self.now,
+                                 count=self.counted.append, missed=lambda m: self.missed.append(m.name), log=LOG,
+                                 namespace="ops", clock=lambda: self.now,
                                  sleep=self.sleep)
 
     async def sleep(self, seconds: float) -> None:
@@ -96,6 +98,7 @@ def test_only_a_move_with_another_destination_a_controller_and_a_hostname_of_its
               [pod("a", "n1"), pod("b", "n1")])
     landing = w.landings.plan(w.move(), PLANNED, NOW)
     assert landing is not None and (landing.node, landing.hostname, landing.owner) == ("n2", "n2", "ReplicaSet/web")
+    assert (landing.source, landing.decided) == ("n1", NOW)
     assert landing.before == {"uid-a", "uid-b"} and landing.deadline == NOW + dt.timedelta(minutes=2)
     assert w.landings.plan(w.move(), EvictionSettings(), NOW) is None, "landing: anywhere (the default)"
     assert w.landings.plan(w.move(to="n1"), PLANNED, NOW) is None, "its own node: a new node from the autoscaler"
@@ -124,6 +127,7 @@ def test_a_pinned_replacement_bound_to_the_planned_node_has_landed_and_the_confi
                lambda: w.cache._apply_pod("MODIFIED", pod("c", "n2", pinned))]
     assert asyncio.run(w.landings.follow(landing)) == LandingOutcome.LANDED
     assert w.api.config_maps == {} and w.counted == ["landed"] and len(events(w.api)) == 1
+    assert w.missed == [], "a landed move cannot come back: nothing for the loop detector"
     assert not w.landings.waits(w.move("b")), "the workload's next move may go"
 
 
@@ -132,7 +136,7 @@ def test_a_replacement_made_without_the_pin_is_unguided() -> None:
     assert w.landings.waits(w.move("b")), "one landing per workload at a time"
     w.steps = [lambda: w.cache._apply_pod("ADDED", pod("c", "n1"))]
     assert asyncio.run(w.landings.follow(landing)) == LandingOutcome.UNGUIDED
-    assert w.counted == ["unguided"]
+    assert w.counted == ["unguided"] and w.missed == [landing.name], "it may come back: the loop detector watches it"
 
 
 def test_a_pinned_pod_still_pending_at_the_deadline_is_stuck_and_the_reaper_takes_it() -> None:

@@ -8,7 +8,8 @@ from remediator.model.landing import LANDING_LABEL, Landing, pinned_until
 
 DEADLINE = dt.datetime(2026, 3, 1, 12, 2, tzinfo=dt.UTC)
 LANDING = Landing(name="nodemedic-landing-0011aabb", namespace="shop", owner_uid="rs-web", owner="ReplicaSet/web",
-                  node="n2", hostname="n2.example", moved="shop/a", before=frozenset({"shop/a"}),
+                  node="n2", hostname="n2.example", moved="shop/a", source="n1",
+                  decided=dt.datetime(2026, 3, 1, tzinfo=dt.UTC), before=frozenset({"shop/a"}),
                   strategy="BalanceResourceMix", lasts=dt.timedelta(minutes=2), deadline=DEADLINE)
 
 

@@ -41,6 +41,18 @@ def test_an_eviction_that_is_no_balance_move_records_no_move_off() -> None:
     assert (memory.owner_last_eviction, memory.moved_off) == ({"rs-web": NOW}, {})
 
 
+def test_a_landed_move_is_no_move_off_until_its_landing_misses() -> None:
+    """A pinned replacement cannot come back to the node it left (control/landings.py): the loop detector would only
+    count the workload's other new pods there, a rollout's, as returns."""
+    memory = PlannerMemory()
+    memory.record_eviction(_pod("w1"), balance=True, now=NOW, destination="n2", pinned=True)
+    assert (memory.owner_last_eviction, memory.moved_off) == ({"rs-web": NOW}, {})
+    memory.moved_back_possible("rs-web", "n1", NOW)
+    assert memory.moved_off == {("rs-web", "n1"): NOW}
+    memory.moved_back_possible("rs-web", "n1", NOW - dt.timedelta(minutes=1))
+    assert memory.moved_off == {("rs-web", "n1"): NOW}, "a later move of the same node is kept"
+
+
 def test_an_ownerless_pod_is_recorded_as_leaving_only() -> None:
     memory = PlannerMemory()
     memory.record_eviction(_pod("bare", owners=()), balance=True, now=NOW)
