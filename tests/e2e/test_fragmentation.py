@@ -24,7 +24,7 @@ from kubernetes import client
 
 from tests.e2e.autoscaler_harness import POOL_LABEL, PoolWatch, node_pool, pool_nodes
 from tests.e2e.conftest import LocalCluster
-from tests.e2e.landing_harness import LandingPolicy
+from tests.e2e.landing_harness import LANDING_NAMESPACE, LandingPolicy, own_lease
 from tests.e2e.remediator_harness import RemediatorProcess, events_once, nodemedic_events, start_remediator
 from tests.waiting import wait_until
 
@@ -178,9 +178,10 @@ def test_the_placement_engine_saves_the_node_karpenter_would_buy(
         c, m = pool.fragmented_start()
         remediator = None
         if label.startswith("with "):
-            processes.append(LandingPolicy(karpenter_cluster.api, pool.namespace))
+            processes.append(LandingPolicy(karpenter_cluster.api))
             remediator = start_remediator(tmp_path, karpenter_cluster.kubeconfig, policy(pool.namespace),
-                                          name=f"remediator-{pool.namespace}", lease_namespace=pool.namespace)
+                                          name=f"remediator-{pool.namespace}", lease_namespace=LANDING_NAMESPACE,
+                                          extra=own_lease(pool.namespace))
             processes.append(remediator)
         watch = PoolWatch(pool.core, pool.namespace, {(pool.namespace, "small"): 1}).start()
         processes.append(watch)  # stopped after the test, whatever the outcome
@@ -280,11 +281,12 @@ def test_the_balancing_engine_evens_the_resource_mix_within_the_pdb_and_lands_ea
     # admission policy, eviction.landing: planned), so the cluster reaches the deviation the plans promised.
     _, m = pool.fragmented_start(prefer_m=True)
     before = mix_deviation(pool.core, pool.namespace)
-    processes.append(LandingPolicy(karpenter_cluster.api, pool.namespace))
+    processes.append(LandingPolicy(karpenter_cluster.api))
     watch = PoolWatch(pool.core, pool.namespace, {(pool.namespace, "small"): 1}).start()
     processes.append(watch)  # stopped after the test, whatever the outcome
     r = start_remediator(tmp_path, karpenter_cluster.kubeconfig, BALANCING.format(namespace=pool.namespace),
-                         name=f"remediator-{pool.namespace}", lease_namespace=pool.namespace)
+                         name=f"remediator-{pool.namespace}", lease_namespace=LANDING_NAMESPACE,
+                         extra=own_lease(pool.namespace))
     processes.append(r)
     history = PlanHistory(r)
     processes.append(history)
@@ -309,14 +311,15 @@ def test_the_balancing_engine_evens_the_resource_mix_within_the_pdb_and_lands_ea
                 for p in history.moves]
     print("\nbalancing: the plans promised resource-mix deviation "
           + " then ".join(f"{b} -> {a} ({n} move{'s' * (n > 1)})" for b, a, n in promises)
-          + f"; the cluster reached {reached['resourceMix']['deviationBefore']} (the plan's measure) and "
-          f"{before:.2f} -> {after:.2f} (the test's own, from the API); {len(evicted)} evictions, {len(landed)} "
-          f"landed on the planned node; small pods on {['M' if n == m else 'C' for n in where]}; fewest serving "
-          f"small pods {watch.fewest[(pool.namespace, 'small')]} (PDB minAvailable 1); nodes added: "
+          + f"; the cluster reached {reached['resourceMix']['deviationBefore']} (the plan's measure, every node) and "
+          f"this pool {before:.2f} -> {after:.2f} (the test's own, from the API); {len(evicted)} evictions, "
+          f"{len(landed)} landed on the planned node; small pods on {['M' if n == m else 'C' for n in where]}; "
+          f"fewest serving small pods {watch.fewest[(pool.namespace, 'small')]} (PDB minAvailable 1); nodes added: "
           f"{len(watch.added)}")
     for e in landed:
         print(f"  {e.message}")
     assert promises and len(evicted) == len(landed) == sum(n for _, _, n in promises)
     assert reached["resourceMix"]["deviationBefore"] == promises[-1][1], "the deviation reached is the one planned"
-    assert after == pytest.approx(promises[-1][1], abs=0.01) and before == pytest.approx(promises[0][0], abs=0.01)
-    assert m in where and not watch.added
+    # The plan's measure is over every node of the cluster (the module's other pools may still be there); the test's
+    # own is over this pool's nodes: it must fall too.
+    assert after < before and m in where and not watch.added

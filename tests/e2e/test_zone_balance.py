@@ -21,7 +21,7 @@ from hack.kcp import paths
 from tests.e2e import second_scheduler
 from tests.e2e import zone_example as ex
 from tests.e2e.conftest import LocalCluster, _started
-from tests.e2e.landing_harness import LandingPolicy
+from tests.e2e.landing_harness import LANDING_NAMESPACE, LandingPolicy, own_lease
 from tests.e2e.remediator_harness import events_once, nodemedic_events, start_remediator
 from tests.waiting import wait_until
 
@@ -71,7 +71,7 @@ def test_the_default_scheduler_skews_the_example_and_nodemedic_repairs_it_within
     # replacement straight back into the zone it left whenever it is scored after the evicted pod is gone (one run in
     # four did so twice in a row, and the loop detector then held the workload for an hour).
     text = policy(namespace, f"  defaultConstraints: {ZONE_ONE}", landing="planned")
-    processes.append(LandingPolicy(cluster.api, namespace))
+    processes.append(LandingPolicy(cluster.api))
 
     # The exposure as a dry run sees it: the gauge, and the plan naming the workload and the move that fixes it.
     look = start_remediator(tmp_path, cluster.kubeconfig, text, name="zone-look", lease_namespace=namespace,
@@ -90,7 +90,8 @@ def test_the_default_scheduler_skews_the_example_and_nodemedic_repairs_it_within
 
     history = ex.PdbHistory(cluster.api, namespace, "svc-d")
     processes.append(history)
-    r = start_remediator(tmp_path, cluster.kubeconfig, text, name="zone-fix", lease_namespace=namespace)
+    r = start_remediator(tmp_path, cluster.kubeconfig, text, name="zone-fix", lease_namespace=LANDING_NAMESPACE,
+                         extra=own_lease(namespace))
     processes.append(r)
 
     def repaired() -> bool:
