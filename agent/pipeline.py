@@ -19,7 +19,7 @@ from agent.reporting.conditions import ConditionBook
 from agent.reporting.inbox import Inbox
 from agent.reporting.reporter import Reporter
 from agent.reporting.xid_pairs import XidPairs
-from nodemedic_common.tasks import cancelled
+from nodemedic_common.tasks import cancelled, keep
 
 
 @dataclass(kw_only=True)
@@ -69,9 +69,7 @@ class Pipeline:
         await self.reporter.accepted(self.book.version)
 
     def _send(self, event: EventReport, *, source: str) -> None:
-        task = asyncio.create_task(self.reporter.event(event, source=source))
-        self.sending.add(task)
-        task.add_done_callback(self.sending.discard)
+        keep(self.sending, self.reporter.event(event, source=source))
 
     async def close(self) -> None:
         """Cancel the Events still being sent; called at shutdown, once `run` has stopped."""

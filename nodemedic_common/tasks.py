@@ -1,4 +1,5 @@
-"""Running a daemon's long-lived tasks until a signal, and stopping them without losing what they raise."""
+"""Running a daemon's long-lived tasks until a signal, stopping them without losing what they raise, and keeping
+fire-and-forget tasks referenced until they end."""
 
 from __future__ import annotations
 
@@ -7,6 +8,15 @@ import logging
 import signal
 from collections.abc import Coroutine, Iterable
 from typing import Any
+
+
+def keep(tasks: set[asyncio.Task[Any]], coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+    """Run `coroutine` as a task held in `tasks` until it ends: the event loop keeps only a weak reference to a task,
+    so one nobody holds may be collected mid-flight; whoever owns `tasks` may await or cancel what is left."""
+    task = asyncio.get_running_loop().create_task(coroutine)
+    tasks.add(task)
+    task.add_done_callback(tasks.discard)
+    return task
 
 
 async def run_until_signal(coroutines: Iterable[Coroutine[Any, Any, Any]], log: logging.Logger) -> int:

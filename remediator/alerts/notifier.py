@@ -27,6 +27,7 @@ import aiohttp
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from nodemedic_common.redaction import redact
+from nodemedic_common.tasks import keep
 from remediator import __version__
 from remediator.alerts.alert import Alert
 from remediator.alerts.formats import FORMATS, Format
@@ -182,9 +183,7 @@ class Notifier:
             if self._started and sink.worker is None:
                 self._start_worker(sink)
         for sink in retired:
-            task = asyncio.get_running_loop().create_task(self._retire(sink, drain_timeout))
-            self._retiring.add(task)
-            task.add_done_callback(self._retiring.discard)
+            keep(self._retiring, self._retire(sink, drain_timeout))
         if added or retired:
             self.log.info("notification sinks reconfigured", extra={
                 "sinks": [s.name for s in sinks], "started": added, "retired": [s.name for s in retired]})

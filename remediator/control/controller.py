@@ -19,6 +19,7 @@ from typing import Any
 from nodemedic_common.kube_client import Kube
 from nodemedic_common.kube_errors import ApiError
 from nodemedic_common.repair_contract import REPAIR_ANNOTATION, RepairAction
+from nodemedic_common.tasks import keep
 from remediator.actions.eviction_requests import EvictionResult, Outcome, evict
 from remediator.actions.fence_writer import FenceWriter
 from remediator.actions.nominator import nominate
@@ -219,10 +220,10 @@ class Controller:
                 continue
             self.log.info(made.message, extra={"event": made.reason, "pod": made.pod.key, "node": made.node,
                                                "moved": list(made.moved)})
-            self._keep(asyncio.create_task(self.alerts.object(
+            keep(self.background, self.alerts.object(
                 namespace=made.pod.namespace, type_="Normal", reason=made.reason, message=made.message,
                 involved={"kind": "Pod", "apiVersion": "v1", "name": made.pod.name, "namespace": made.pod.namespace,
-                          "uid": made.pod.uid})), self.background)
+                          "uid": made.pod.uid}))
         if self.landings is not None and self.policy.current.eviction.landing == "planned":
             await self.landings.clear_left_open()
         for e in plan.evictions:
@@ -385,11 +386,6 @@ class Controller:
 
     def _watch_for_loops(self, missed: Landing) -> None:
         self.memory.moved_back_possible(missed.owner_uid, missed.source, missed.decided)
-
-    @staticmethod
-    def _keep(task: asyncio.Task[Any], tasks: set[asyncio.Task[Any]]) -> None:
-        tasks.add(task)
-        task.add_done_callback(tasks.discard)
 
     def _forget_old_evictions(self) -> None:
         horizon = self.monotonic() - RECENT_EVICTION_MEMORY

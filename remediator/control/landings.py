@@ -22,6 +22,7 @@ from typing import Any
 
 from nodemedic_common.kube_client import Kube
 from nodemedic_common.kube_errors import ApiError
+from nodemedic_common.tasks import keep
 from remediator.actions.eviction_requests import EvictionResult, Outcome, evict
 from remediator.actions.landing_writer import close_landing, left_open, open_landing
 from remediator.alerts.alert import AlertKind
@@ -110,19 +111,16 @@ class Landings:
         self.busy.pop(landing.owner_uid, None)
 
     def start_follow(self, landing: Landing) -> None:
-        self._keep(asyncio.create_task(self.follow(landing)))
+        keep(self.tasks, self.follow(landing))
 
     def unpin_stuck(self, settings: EvictionSettings, may_act: Callable[[], bool], now: dt.datetime) -> None:
         """Evict each pinned pod that cannot land (stuck_pods), once."""
-        self.unpinning &= {p.uid for p in self.cache.pending.values()}
+        if self.unpinning:  # forget the pods gone or bound since
+            self.unpinning &= {p.uid for p in self.cache.pending.values()}
         for pod in stuck_pods(self.cache, now):
             if pod.uid not in self.unpinning:
                 self.unpinning.add(pod.uid)
-                self._keep(asyncio.create_task(self.unpin(pod, settings, may_act)))
-
-    def _keep(self, task: asyncio.Task[Any]) -> None:
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+                keep(self.tasks, self.unpin(pod, settings, may_act))
 
     async def follow(self, landing: Landing) -> LandingOutcome:
         """After the eviction: close the ConfigMap once the replacement is seen, then judge where it was bound."""
@@ -218,12 +216,12 @@ _MISSED = {
 def stuck_pods(cache: ClusterCache, now: dt.datetime) -> list[PodRecord]:
     """Pinned pods still pending past their deadline, or pinned to a node that is gone or cordoned since (no need to
     wait for the deadline then), whoever pinned them: evicted, to be made again unpinned."""
+    pinned = [(pod, mark[1]) for pod in cache.pending.values() if LANDING_ANNOTATION in pod.annotations
+              and (mark := pinned_until(pod.annotations[LANDING_ANNOTATION])) is not None
+              and pod.live and pod.controller is not None]
+    if not pinned:  # every cycle asks: the nodes are walked only when a pinned pod waits
+        return []
     open_hosts = {n.labels.get(HOSTNAME_LABEL) for n in cache.nodes.values() if not n.unschedulable}
-    out = []
-    for pod in cache.pending.values():
-        mark = pinned_until(pod.annotations.get(LANDING_ANNOTATION, ""))
-        if mark is None or not pod.live or pod.controller is None:
-            continue
-        if mark[1] <= now or pod.node_selector.get(HOSTNAME_LABEL) not in open_hosts:
-            out.append(pod)
-    return sorted(out, key=lambda p: p.key)
+    return sorted((pod for pod, deadline in pinned
+                   if deadline <= now or pod.node_selector.get(HOSTNAME_LABEL) not in open_hosts),
+                  key=lambda p: p.key)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from nodemedic_common.tasks import keep
 from remediator.alerts.announcer import Alerts
 from remediator.alerts.metrics import Metrics
 from remediator.policy.model import Policy
@@ -45,9 +46,7 @@ class PolicyReload:
             if not self.announce:
                 return
             message = f"policy {where} rejected, keeping the last good one: " + "; ".join(errors[:5])
-            task = asyncio.get_running_loop().create_task(self.alerts.object(
+            keep(self.background, self.alerts.object(
                 namespace=self.lease_namespace, type_="Warning", reason="NodemedicPolicyRejected", message=message,
                 involved={"kind": "Lease", "apiVersion": "coordination.k8s.io/v1", "name": self.lease_name,
                           "namespace": self.lease_namespace}))
-            self.background.add(task)
-            task.add_done_callback(self.background.discard)

@@ -9,7 +9,7 @@ import signal
 
 import pytest
 
-from nodemedic_common.tasks import cancelled, run_until_signal
+from nodemedic_common.tasks import cancelled, keep, run_until_signal
 
 LOG = logging.getLogger("test.tasks")
 
@@ -75,3 +75,20 @@ def test_cancelled_waits_for_the_task_and_logs_its_error(caplog: pytest.LogCaptu
     with caplog.at_level(logging.ERROR, logger=LOG.name):
         assert asyncio.run(main())
     assert "task failed while stopping" in caplog.text and caplog.records[0].task == "flusher"  # type: ignore[attr-defined]
+
+
+def test_keep_holds_the_task_until_it_ends_and_returns_it() -> None:
+    async def main() -> None:
+        tasks: set[asyncio.Task[object]] = set()
+        release = asyncio.Event()
+
+        async def work() -> str:
+            await release.wait()
+            return "done"
+        task = keep(tasks, work())
+        assert tasks == {task}
+        release.set()
+        assert await task == "done"
+        await asyncio.sleep(0)  # the done callbacks run on the next loop turn
+        assert tasks == set()
+    asyncio.run(main())
