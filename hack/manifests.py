@@ -29,8 +29,8 @@ CHART_FILES = {
 # Output file -> (header line, extra `helm template` arguments).
 RENDERINGS: dict[str, tuple[str, list[str]]] = {
     "nodemedic.yaml": (
-        "the agent, the remediator, their RBAC, ConfigMaps and the node-scoped ValidatingAdmissionPolicy",
-        ["--set", "namespace.create=true"],
+        "the agent, the remediator, their RBAC, ConfigMaps, the admission policies and the Landing CRD",
+        ["--set", "namespace.create=true", "--include-crds"],
     ),
     "monitoring.yaml": (
         "the ServiceMonitors and the PrometheusRule (needs the Prometheus Operator's CRDs), and the Grafana dashboard",

@@ -76,7 +76,7 @@ async def evict(
 ) -> EvictionResult:
     """Evict one pod; retry 429 (PDB) with exponential back-off and full jitter until settings.retry_deadline.
     `before_attempt` runs before each attempt and `after_refusal` after each one the API server refused (a landing opens
-    and closes its ConfigMap so: remediator/control/landings.py); they handle their own errors."""
+    and closes its landing object so: remediator/control/landings.py); they handle their own errors."""
     start = time.monotonic()
     deadline = start + settings.retry_deadline.total_seconds()
     backoff = settings.initial_backoff.total_seconds()

@@ -39,7 +39,7 @@ POLL = 0.2  # seconds between looks at the pod cache while a replacement is awai
 class LandingOutcome(StrEnum):
     LANDED = "landed"  # bound to the planned node
     ELSEWHERE = "elsewhere"  # bound to another node: the pin did not hold (a hostname label changed meanwhile)
-    UNGUIDED = "unguided"  # the replacement came unpinned: no admission policy, or it had not seen the ConfigMap yet
+    UNGUIDED = "unguided"  # the replacement came unpinned: no admission policy, or it had not seen the Landing yet
     STUCK = "stuck"  # pinned and still pending at the deadline: evicted, to be made again unpinned
     NONE = "none"  # no replacement by the deadline (the workload shrank, or its controller is gone)
 
@@ -51,12 +51,12 @@ class Landings:
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         self.kube, self.cache, self.alerts, self.count, self.log = kube, cache, alerts, count, log
         self.missed = missed  # a landing whose replacement may have come back: the loop detector watches it after all
-        self.namespace = namespace  # the remediator's own: the admission policy's binding reads ConfigMaps there
+        self.namespace = namespace  # the remediator's own: the admission policy's binding reads Landings there
         self.clock, self.sleep = clock, sleep
         self.busy: dict[str, Landing] = {}  # owner uid -> the landing under way for that workload
         self.tasks: set[asyncio.Task[Any]] = set()  # follows and unpins under way (`run --once` waits for them)
         self.unpinning: set[str] = set()  # UIDs of the stuck pods asked to go: once each (a refusal: the next leader)
-        self.cleared = False  # the ConfigMaps a previous leader left are gone
+        self.cleared = False  # the Landings a previous leader left are gone
 
     def waits(self, e: PlannedEviction) -> bool:
         """A move of a workload whose previous landing is under way: the next plan decides it again."""
@@ -84,7 +84,7 @@ class Landings:
         self.busy[landing.owner_uid] = landing
 
     def attempt_hooks(self, landing: Landing) -> tuple[Callable[[], Awaitable[None]], Callable[[], Awaitable[None]]]:
-        """What `evict` runs before each attempt and after each refusal: the ConfigMap exists only around attempts, so a
+        """What `evict` runs before each attempt and after each refusal: the Landing exists only around attempts, so a
         pod the workload makes while a PDB refuses the move (a scale-up) is not pinned."""
         return (lambda: self.open(landing.owner_uid)), (lambda: self.close(self.busy.get(landing.owner_uid, landing)))
 
@@ -123,7 +123,7 @@ class Landings:
                 keep(self.tasks, self.unpin(pod, settings, may_act))
 
     async def follow(self, landing: Landing) -> LandingOutcome:
-        """After the eviction: close the ConfigMap once the replacement is seen, then judge where it was bound."""
+        """After the eviction: close the Landing once the replacement is seen, then judge where it was bound."""
         landing = self.busy.get(landing.owner_uid, landing)  # as its last attempt opened it
         try:
             outcome, pod = await self._follow(landing)
@@ -179,7 +179,7 @@ class Landings:
 
     async def unpin(self, pod: PodRecord, settings: EvictionSettings, may_act: Callable[[], bool]) -> EvictionResult:
         """Evict a pinned pod still pending past its deadline (stuck_pods): a pending pod's eviction ignores PDBs, and
-        its controller makes it again without the pin (the ConfigMap is closed by then)."""
+        its controller makes it again without the pin (the Landing is closed by then)."""
         e = PlannedEviction(pod, "Landing", f"pinned by {pod.annotations.get(LANDING_ANNOTATION, '')} and still "
                                             "pending past the landing's deadline")
         result = await evict(self.kube, e, settings, may_act=may_act, log=self.log)
@@ -189,7 +189,7 @@ class Landings:
         return result
 
     async def clear_left_open(self) -> None:
-        """Once per leadership: delete the ConfigMaps a previous leader left open, so no pod is pinned for a move
+        """Once per leadership: delete the Landings a previous leader left open, so no pod is pinned for a move
         nobody follows (the pods they pinned already are the reaper's, by their annotation's deadline)."""
         if self.cleared:
             return

@@ -1,12 +1,17 @@
 """A landing: a balance move whose replacement is pinned at admission to the node the plan counted on.
 
-While the remediator holds a landing's ConfigMap (in its own namespace, labelled LANDING_LABEL), the chart's
+While the remediator holds a landing object (`landings.nodemedic.io`, in its own namespace), the chart's
 MutatingAdmissionPolicy gives the next pod created for the moved pod's workload a nodeSelector for the planned node's
 hostname and the annotation LANDING_ANNOTATION: kube-scheduler then binds it there or reports why it cannot. The
-ConfigMap exists only around the eviction attempt and until the replacement is seen (remediator/control/landings.py),
+object exists only around the eviction attempt and until the replacement is seen (remediator/control/landings.py),
 so a scale-up of the workload meanwhile is the only other pod it can pin; a pinned pod still pending at the deadline
 in its annotation is evicted (a pending pod's eviction ignores PDBs) and the workload's controller makes it again,
 unpinned.
+
+A resource of our own and not a ConfigMap: the API server watches a policy's built-in parameter kind through its shared
+informer, and stops that watch for good once no binding names the kind for a second (kubernetes/kubernetes#130887):
+from then on it pins by ConfigMaps deleted long ago and never sees a new one. A custom resource gets a watch of its own,
+made again whenever a binding names it again.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from dataclasses import dataclass
 
 from nodemedic_common.repair_contract import format_time, parse_time
 
-LANDING_LABEL = "nodemedic.io/landing"  # the ConfigMaps the admission policy's binding selects ("true")
+LANDING_API = "/apis/nodemedic.io/v1alpha1"
 LANDING_ANNOTATION = "nodemedic.io/landing"  # on a pinned pod: "NAME DEADLINE" (RFC 3339)
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 LANDING_PREFIX = "nodemedic-landing-"
@@ -24,7 +29,7 @@ LANDING_PREFIX = "nodemedic-landing-"
 
 @dataclass(frozen=True)
 class Landing:
-    name: str  # the ConfigMap's, LANDING_PREFIX + 8 hex digits
+    name: str  # the landing object's, LANDING_PREFIX + 8 hex digits
     namespace: str  # the workload's
     owner_uid: str  # the moved pod's controller
     owner: str  # "ReplicaSet/web-5d9c" for people
@@ -41,13 +46,18 @@ class Landing:
     def annotation(self) -> str:
         return f"{self.name} {format_time(self.deadline)}"
 
-    def config_map(self, namespace: str) -> dict[str, object]:
-        """The ConfigMap the admission policy reads as its parameter (its CEL names these keys)."""
-        return {"apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": self.name, "namespace": namespace, "labels": {LANDING_LABEL: "true"}},
-                "data": {"namespace": self.namespace, "ownerUID": self.owner_uid, "hostname": self.hostname,
-                         "annotation": self.annotation(), "node": self.node, "moved": self.moved,
-                         "strategy": self.strategy}}
+    def resource(self, namespace: str) -> dict[str, object]:
+        """The object the admission policy reads as its parameter (its CEL names these spec fields; the chart's CRD
+        landings.nodemedic.io bounds them)."""
+        return {"apiVersion": "nodemedic.io/v1alpha1", "kind": "Landing",
+                "metadata": {"name": self.name, "namespace": namespace},
+                "spec": {"namespace": self.namespace, "ownerUID": self.owner_uid, "owner": self.owner,
+                         "hostname": self.hostname, "node": self.node, "annotation": self.annotation(),
+                         "moved": self.moved, "strategy": self.strategy}}
+
+
+def landings_path(namespace: str) -> str:
+    return f"{LANDING_API}/namespaces/{namespace}/landings"
 
 
 def pinned_until(annotation: str) -> tuple[str, dt.datetime] | None:

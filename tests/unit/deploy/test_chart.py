@@ -5,6 +5,7 @@ need the built helm: tests/e2e/test_chart_render.py."""
 from __future__ import annotations
 
 import ast
+import datetime as dt
 import re
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from agent import cli as agent_cli
 from hack import manifests  # the renderer `make manifests` runs
 from remediator import cli as remediator_cli
 from remediator.actions.eviction_requests import Outcome
+from remediator.model.landing import Landing
 from remediator.policy.autoscaler import AUTO
 from remediator.policy.loader import load_policy, validate_main
 from remediator.state.autoscaler_detection import CLUSTER_AUTOSCALER_STATUS, KARPENTER_LEASE
@@ -25,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 # Labels a Prometheus target or the ServiceMonitor's relabelling adds to every series.
 TARGET_LABELS = {"job", "instance", "namespace", "pod", "service", "endpoint", "container", "node"}
+NOW = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
 
 
 def docs(path: Path) -> list[dict[str, Any]]:
@@ -70,9 +73,10 @@ def test_the_rendered_objects_are_the_expected_set() -> None:
         ("ValidatingAdmissionPolicy", "nodemedic-remediator-repair-annotation", ""),  # the ladder is the remediator's
         ("ValidatingAdmissionPolicyBinding", "nodemedic-remediator-repair-annotation", ""),
         # A balance move's replacement pinned to its planned node (eviction.landing: planned)
+        ("CustomResourceDefinition", "landings.nodemedic.io", ""),  # the policy's parameters (crds/)
         ("MutatingAdmissionPolicy", "nodemedic-remediator-landing", ""),
         ("MutatingAdmissionPolicyBinding", "nodemedic-remediator-landing", ""),
-        ("Role", "nodemedic-remediator-landing", "nodemedic"),  # its ConfigMaps, in the release namespace
+        ("Role", "nodemedic-remediator-landing", "nodemedic"),  # its Landings, in the release namespace
         ("RoleBinding", "nodemedic-remediator-landing", "nodemedic"),
     ])
     monitoring = sorted((d["kind"], d["metadata"]["name"]) for d in docs(manifests.MANIFESTS / "monitoring.yaml"))
@@ -253,9 +257,34 @@ def test_the_remediator_may_get_the_one_configmap_that_shows_cluster_autoscaler_
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "nodemedic-remediator", "namespace": "nodemedic"}]
     granted = [(d["metadata"].get("namespace"), rule) for d in objs if d["kind"] in ("Role", "ClusterRole")
                and "remediator" in d["metadata"]["name"] for rule in d["rules"] if "configmaps" in rule["resources"]]
-    assert sorted(granted, key=str) == [(CLUSTER_AUTOSCALER_STATUS[0], role["rules"][0]), (
-        "nodemedic", {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "delete", "list"]})], (
-        "no other grant on ConfigMaps than the landings' in the release namespace (remediator/control/landings.py)")
+    assert granted == [(CLUSTER_AUTOSCALER_STATUS[0], role["rules"][0])], "no other grant on ConfigMaps"
+    landings = [(d["metadata"].get("namespace"), rule) for d in objs if d["kind"] in ("Role", "ClusterRole")
+                for rule in d["rules"] if "landings" in rule["resources"]]
+    assert landings == [("nodemedic", {"apiGroups": ["nodemedic.io"], "resources": ["landings"],
+                                       "verbs": ["create", "delete", "list"]})], (
+        "Landings written in the release namespace only (remediator/control/landings.py)")
+
+
+def test_a_landing_object_is_what_the_crd_admits_and_holds_every_field_the_policy_reads() -> None:
+    """The remediator's Landing (model/landing.py), the CRD's schema and the admission policy's CEL name the same
+    fields: a field the CRD does not know is pruned, and one the policy reads that is missing is an error it ignores
+    (failurePolicy Ignore), leaving every move unpinned."""
+    objs = docs(manifests.MANIFESTS / "nodemedic.yaml")
+    (crd,) = [d for d in objs if d["kind"] == "CustomResourceDefinition"]
+    (version,) = crd["spec"]["versions"]
+    schema = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    landing = Landing(name="nodemedic-landing-0011aabb", namespace="shop", owner_uid="u", owner="ReplicaSet/web",
+                      node="n2", hostname="n2", moved="shop/a", source="n1", decided=NOW, before=frozenset(),
+                      strategy="BalanceResourceMix", lasts=dt.timedelta(minutes=2), deadline=NOW)
+    obj = landing.resource("nodemedic")
+    served = (f"{crd['spec']['group']}/{version['name']}", crd["spec"]["names"]["kind"])
+    assert (obj["apiVersion"], obj["kind"]) == served
+    spec = obj["spec"]
+    assert isinstance(spec, dict) and set(spec) <= set(schema["properties"]) and set(schema["required"]) <= set(spec)
+    (policy,) = [d for d in objs if d["kind"] == "MutatingAdmissionPolicy"]
+    assert policy["spec"]["paramKind"] == {"apiVersion": obj["apiVersion"], "kind": obj["kind"]}
+    read = set(re.findall(r"params\.spec\.(\w+)", yaml.safe_dump(policy["spec"])))
+    assert read and read <= set(schema["required"]), read
 
 
 def test_the_remediator_may_list_only_karpenters_leader_lease_across_namespaces() -> None:

@@ -87,7 +87,7 @@ class ApiServer:
         self.writes: list[tuple[str, str]] = []
         self.events: list[dict[str, Any]] = []
         self.evicted: list[str] = []
-        self.config_maps: list[dict[str, Any]] = []  # landings' (control/landings.py), as POSTed
+        self.landing_objects: list[dict[str, Any]] = []  # control/landings.py's, as POSTed
         self.fail_nodes: set[str] = set()
         self.hold_evictions: asyncio.Event | None = None  # set: evictions wait for it (an eviction in flight)
         self.fail_evictions = False
@@ -141,8 +141,8 @@ class ApiServer:
             return copy.deepcopy(stored)
         if method == "DELETE" and path.startswith("/apis/karpenter.sh/v1/nodeclaims/"):
             return {}
-        if path.startswith("/api/v1/namespaces/ops/configmaps"):
-            self.config_maps.append(body) if method == "POST" else None
+        if path.startswith("/apis/nodemedic.io/v1alpha1/namespaces/ops/landings"):
+            self.landing_objects.append(body) if method == "POST" else None
             return {"items": []} if method == "GET" else {}
         raise AssertionError(f"unexpected {method} {path}")
 
@@ -1002,10 +1002,11 @@ def test_a_landed_balance_move_opens_its_landing_before_the_eviction_and_the_wor
     w.cycle()
     web = {f"shop/h{i}" for i in range(4)}
     assert len([k for k in w.api.evicted if k in web]) == 1, w.api.evicted
-    first = [(m, p) for m, p in w.api.writes if "/configmaps" in p or p.endswith("/eviction")]
-    landed = [cm["data"]["moved"] for cm in w.api.config_maps]
+    first = [(m, p) for m, p in w.api.writes if "/landings" in p or p.endswith("/eviction")]
+    landed = [obj["spec"]["moved"] for obj in w.api.landing_objects]
     assert sorted(landed) == sorted(w.api.evicted), "each move pinned (each node has a hostname of its own)"
-    assert first[0] == ("GET", "/api/v1/namespaces/ops/configmaps"), "a previous leader's landings looked for first"
-    assert first[1] == ("POST", "/api/v1/namespaces/ops/configmaps") and first[2][1].endswith("/eviction")
-    assert {cm["data"]["node"] for cm in w.api.config_maps} <= {"cold-1", "cold-2"}
-    assert all(cm["data"]["ownerUID"] == "rs-web" for cm in w.api.config_maps if cm["data"]["moved"] in web)
+    landings = "/apis/nodemedic.io/v1alpha1/namespaces/ops/landings"
+    assert first[0] == ("GET", landings), "a previous leader's landings looked for first"
+    assert first[1] == ("POST", landings) and first[2][1].endswith("/eviction")
+    assert {obj["spec"]["node"] for obj in w.api.landing_objects} <= {"cold-1", "cold-2"}
+    assert all(obj["spec"]["ownerUID"] == "rs-web" for obj in w.api.landing_objects if obj["spec"]["moved"] in web)

@@ -46,18 +46,18 @@ class Api:
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, str]] = []
-        self.config_maps: dict[str, Any] = {}
+        self.landing_objects: dict[str, Any] = {}
         self.refuse = 0
 
     async def request(self, method: str, path: str, *, body: Any = None, **_: Any) -> Any:
         self.calls.append((method, path))
-        if path.endswith("/configmaps") and method == "POST":
-            self.config_maps[body["metadata"]["name"]] = body
-        elif "/configmaps/" in path and method == "DELETE":
-            if self.config_maps.pop(path.rsplit("/", 1)[1], None) is None:
+        if path.endswith("/landings") and method == "POST":
+            self.landing_objects[body["metadata"]["name"]] = body
+        elif "/landings/" in path and method == "DELETE":
+            if self.landing_objects.pop(path.rsplit("/", 1)[1], None) is None:
                 raise ApiError(404, method, path, '{"reason": "NotFound"}')
-        elif path.endswith("/configmaps"):
-            return {"items": [{"metadata": {"name": n}} for n in self.config_maps]}
+        elif path.endswith("/landings"):
+            return {"items": [{"metadata": {"name": n}} for n in self.landing_objects]}
         elif path.endswith("/eviction") and self.refuse:
             self.refuse -= 1
             raise ApiError(429, method, path, '{"reason": "TooManyRequests", "details": {"causes": '
@@ -114,19 +114,19 @@ def landed_world() -> tuple[World, Landing]:
     return w, landing
 
 
-def test_a_pinned_replacement_bound_to_the_planned_node_has_landed_and_the_config_map_is_gone() -> None:
+def test_a_pinned_replacement_bound_to_the_planned_node_has_landed_and_the_landing_object_is_gone() -> None:
     w, landing = landed_world()
     asyncio.run(w.landings.open(landing.owner_uid))
-    assert w.api.config_maps[landing.name]["data"] == {
-        "namespace": "shop", "ownerUID": "rs-web", "hostname": "n2", "annotation": landing.annotation(),
-        "node": "n2", "moved": "shop/a", "strategy": "BalanceResourceMix"}
+    assert w.api.landing_objects[landing.name]["spec"] == {
+        "namespace": "shop", "ownerUID": "rs-web", "owner": landing.owner, "hostname": "n2",
+        "annotation": landing.annotation(), "node": "n2", "moved": "shop/a", "strategy": "BalanceResourceMix"}
     pinned = {"nodemedic.io/landing": landing.annotation()}
     w.steps = [lambda: w.cache._apply_pod("DELETED", pod("a", "n1")),
                lambda: w.cache._apply_pod("ADDED", pod("c", "", pinned)),
                lambda: None,
                lambda: w.cache._apply_pod("MODIFIED", pod("c", "n2", pinned))]
     assert asyncio.run(w.landings.follow(landing)) == LandingOutcome.LANDED
-    assert w.api.config_maps == {} and w.counted == ["landed"] and len(events(w.api)) == 1
+    assert w.api.landing_objects == {} and w.counted == ["landed"] and len(events(w.api)) == 1
     assert w.missed == [], "a landed move cannot come back: nothing for the loop detector"
     assert not w.landings.waits(w.move("b")), "the workload's next move may go"
 
@@ -160,7 +160,7 @@ def test_a_pending_pod_with_an_annotation_the_policy_does_not_write_is_not_reape
     assert stuck_pods(w.cache, NOW + dt.timedelta(days=1)) == []
 
 
-def test_the_config_map_exists_only_around_attempts_a_pdb_refuses_and_the_deadline_counts_from_the_last() -> None:
+def test_the_landing_object_exists_only_around_attempts_a_pdb_refuses_and_the_deadline_counts_from_the_last() -> None:
     w, landing = landed_world()
     w.api.refuse = 1
     before, after = w.landings.attempt_hooks(landing)
@@ -171,21 +171,21 @@ def test_the_config_map_exists_only_around_attempts_a_pdb_refuses_and_the_deadli
                                sleep=no_sleep, before_attempt=before, after_refusal=after))
     assert result.outcome == Outcome.EVICTED
     assert [(m, p.rsplit("/", 1)[1]) for m, p in w.api.calls] == [
-        ("POST", "configmaps"), ("POST", "eviction"), ("DELETE", landing.name), ("POST", "configmaps"),
+        ("POST", "landings"), ("POST", "eviction"), ("DELETE", landing.name), ("POST", "landings"),
         ("POST", "eviction")]
-    assert list(w.api.config_maps) == [landing.name], "open until the replacement is seen"
+    assert list(w.api.landing_objects) == [landing.name], "open until the replacement is seen"
     opened = NOW + dt.timedelta(minutes=5 + 2)
-    assert w.api.config_maps[landing.name]["data"]["annotation"] == f"{landing.name} {opened:%Y-%m-%dT%H:%M:%SZ}"
+    assert w.api.landing_objects[landing.name]["spec"]["annotation"] == f"{landing.name} {opened:%Y-%m-%dT%H:%M:%SZ}"
     assert w.landings.busy["rs-web"].deadline == opened
 
 
-def test_config_maps_a_previous_leader_left_open_are_closed_once() -> None:
+def test_landing_objects_a_previous_leader_left_open_are_closed_once() -> None:
     w, landing = landed_world()
     asyncio.run(w.landings.open(landing.owner_uid))
     asyncio.run(w.landings.clear_left_open())
     asyncio.run(w.landings.clear_left_open())
-    assert w.api.config_maps == {}
-    assert [m for m, p in w.api.calls if "configmaps" in p] == ["POST", "GET", "DELETE"]
+    assert w.api.landing_objects == {}
+    assert [m for m, p in w.api.calls if "/landings" in p] == ["POST", "GET", "DELETE"]
 
 
 def test_a_statefulset_replacement_that_reuses_the_moved_pods_name_is_found_by_its_uid() -> None:

@@ -1,10 +1,10 @@
-"""A landing's ConfigMap and a pinned pod's annotation (model/landing.py)."""
+"""A landing's object and a pinned pod's annotation (model/landing.py)."""
 
 from __future__ import annotations
 
 import datetime as dt
 
-from remediator.model.landing import LANDING_LABEL, Landing, pinned_until
+from remediator.model.landing import Landing, landings_path, pinned_until
 
 DEADLINE = dt.datetime(2026, 3, 1, 12, 2, tzinfo=dt.UTC)
 LANDING = Landing(name="nodemedic-landing-0011aabb", namespace="shop", owner_uid="rs-web", owner="ReplicaSet/web",
@@ -13,14 +13,15 @@ LANDING = Landing(name="nodemedic-landing-0011aabb", namespace="shop", owner_uid
                   strategy="BalanceResourceMix", lasts=dt.timedelta(minutes=2), deadline=DEADLINE)
 
 
-def test_the_config_map_carries_what_the_admission_policy_reads_and_is_selected_by_its_label() -> None:
-    cm = LANDING.config_map("ops")
-    assert cm["metadata"] == {"name": "nodemedic-landing-0011aabb", "namespace": "ops",
-                              "labels": {LANDING_LABEL: "true"}}
-    data = cm["data"]
-    assert isinstance(data, dict)
-    assert (data["namespace"], data["ownerUID"], data["hostname"]) == ("shop", "rs-web", "n2.example")
-    assert data["annotation"] == "nodemedic-landing-0011aabb 2026-03-01T12:02:00Z"
+def test_the_object_carries_what_the_admission_policy_reads_in_the_remediator_s_namespace() -> None:
+    obj = LANDING.resource("ops")
+    assert (obj["apiVersion"], obj["kind"]) == ("nodemedic.io/v1alpha1", "Landing")
+    assert obj["metadata"] == {"name": "nodemedic-landing-0011aabb", "namespace": "ops"}
+    spec = obj["spec"]
+    assert isinstance(spec, dict)
+    assert (spec["namespace"], spec["ownerUID"], spec["hostname"]) == ("shop", "rs-web", "n2.example")
+    assert spec["annotation"] == "nodemedic-landing-0011aabb 2026-03-01T12:02:00Z"
+    assert landings_path("ops") == "/apis/nodemedic.io/v1alpha1/namespaces/ops/landings"
 
 
 def test_the_annotation_reads_back_as_the_landing_and_its_deadline() -> None:
