@@ -106,8 +106,12 @@ def test_five_sick_nodes_are_repaired_one_at_a_time(
         wait_until(lambda n=node: ladder(core, n) is None, timeout=30, what=f"{node}'s ladder ended", interval=0.2)
         repaired.append(node)
     # The remediator's own record (its log, in the order it wrote): each ladder from its step to its end, none
-    # overlapping another.
-    events = r.log_events()
+    # overlapping another. It logs a ladder's end after the write that ends it, which the loop above waited for.
+    def logged() -> list[dict] | None:
+        events = r.log_events()
+        ended = {e.get("node") for e in events if e.get("event") == "NodemedicRepaired"}
+        return events if ended >= set(pool) else None
+    events = wait_until(logged, timeout=30, what="every node's NodemedicRepaired in the remediator's log")
     times = {(e["event"], e["node"]): dt.datetime.fromisoformat(e["time"]) for e in events
              if e.get("event") in ("NodemedicRepairStep", "NodemedicRepaired") and e.get("node") in pool}
     spans = sorted((times[("NodemedicRepairStep", n)], times[("NodemedicRepaired", n)], n) for n in pool)
