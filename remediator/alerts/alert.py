@@ -17,6 +17,10 @@ class AlertKind(StrEnum):
     EVICTION_FAILED = "EvictionFailed"
     LANDED = "Landed"  # a balance move's replacement bound to the planned node (control/landings.py)
     LANDING_MISSED = "LandingMissed"  # ... unpinned, stuck, or elsewhere
+    MIGRATION_PROPOSED = "MigrationProposed"  # an engine's moves written for a person (control/migrations.py)
+    MIGRATION_STEP = "MigrationStep"  # an approved migration started
+    MIGRATION_FAILED = "MigrationFailed"  # a step failed: reverting, or failed for good
+    MIGRATION_ENDED = "MigrationEnded"  # succeeded, reverted, refused, rejected or expired
     BREAKER_OPEN = "CircuitBreakerOpen"
     HELD = "Held"
     CRASH_LOOP_NODE = "CrashLoopNode"

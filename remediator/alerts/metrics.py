@@ -19,6 +19,7 @@ class Metrics:
     taint_changes: Counter
     evictions: Counter
     landings: Counter
+    migrations: Counter
     held: Counter
     breaker_open: Gauge
     breaker_trips: Counter
@@ -51,6 +52,9 @@ def create(registry: CollectorRegistry) -> Metrics:
         landings=Counter("nodemedic_landings_total", "Balance moves' replacements by where they landed: landed "
                          "(the planned node), elsewhere, unguided (not pinned), stuck (pinned, not bound by the "
                          "deadline), none (no replacement)", ["outcome"], registry=r),
+        migrations=Counter("nodemedic_migrations_total", "Engines' migrations proposed, and how each ended: "
+                           "succeeded, reverted, failed, refused, rejected, expired", ["engine", "outcome"],
+                           registry=r),
         held=Counter("nodemedic_taints_held_total", "Taints the rules wanted but a safety rail held back",
                      ["why"], registry=r),
         breaker_open=Gauge("nodemedic_circuit_breaker_open", "1 while the tainted-node limit blocks new taints",

@@ -6,6 +6,9 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from nodemedic_common.repair_contract import RepairAction
+from remediator.repair.decisions import RepairPlan
+
 
 @dataclass(frozen=True)
 class RepairMetrics:
@@ -15,6 +18,16 @@ class RepairMetrics:
     needs_a_person: Gauge
     in_repair: Gauge
     halted: Gauge
+
+    def show(self, r: RepairPlan) -> None:
+        """The gauges of one plan's ladders."""
+        self.in_repair.set(sum(1 for s in r.in_repair.values() if s.action != RepairAction.PERSON))
+        self.needs_a_person.clear()
+        for node in r.needs_a_person():
+            self.needs_a_person.labels(node, r.in_repair[node].rule).set(1)
+        self.halted.clear()
+        for group in r.halted:
+            self.halted.labels(group).set(1)
 
 
 def create_repair_metrics(r: CollectorRegistry) -> RepairMetrics:

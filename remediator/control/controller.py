@@ -33,6 +33,7 @@ from remediator.alerts.metrics import Metrics
 from remediator.alerts.plan_announcements import PlanAnnouncements
 from remediator.control.landings import Landings
 from remediator.control.leader import LeaderElector
+from remediator.control.migrations import Migrations
 from remediator.control.planner import PlannerMemory, make_plan
 from remediator.control.policy_reload import PolicyReload
 from remediator.control.taints_seen import TAINT_SEEN_WITHIN, evictions_waiting
@@ -88,6 +89,11 @@ class Controller:
                                  count=lambda outcome: metrics.landings.labels(outcome).inc(), clock=clock,
                                  missed=self._watch_for_loops) \
             if landing_namespace else None
+        # The engines' moves a person approves, run step by step on the landings (control/migrations.py).
+        self.migrations = Migrations(kube=kube, cache=cache, landings=self.landings, alerts=alerts, log=log,
+                                     namespace=landing_namespace, memory=self.memory, may_act=self.may_act,
+                                     count=lambda engine, outcome: metrics.migrations.labels(engine, outcome).inc()) \
+            if self.landings is not None else None
 
     def why(self, node: str) -> WhyAnswer:
         """/why/NODE: every fact the last plan decided on for `node` (remediator/read_side/why.py)."""
@@ -125,7 +131,8 @@ class Controller:
             return 1, f"the caches did not sync within {sync_timeout:g}s (is the API server reachable?)"
         plan = await self.cycle()
         results = await asyncio.gather(*self.in_flight.values())
-        await asyncio.gather(*(self.landings.tasks if self.landings else ()))  # each ends by its deadline
+        await asyncio.gather(*(self.landings.tasks if self.landings else ()),  # each ends by its deadline
+                             *(self.migrations.tasks if self.migrations else ()))
         await asyncio.gather(*self.background, *self.policy.background, return_exceptions=True)
         counts = {o: sum(1 for r in results if r.outcome == o) for o in Outcome}
         summary = (f"{len(plan.taints_add)} tainted, {len(plan.taints_remove)} untainted, "
@@ -157,6 +164,8 @@ class Controller:
         # Likewise the node autoscalers (two GETs at start and every few minutes, only for addsNodes: auto).
         autoscalers = await self.autoscalers.current(self.policy.current) \
             if self.autoscalers is not None else frozenset()
+        if self.migrations is not None and self.leading():
+            await self.migrations.read()  # which engines wait for an open migration
         t0 = time.perf_counter()
         snapshot = self.cache.snapshot(now, autoscalers=autoscalers)
         if measured is not None:
@@ -181,26 +190,22 @@ class Controller:
         for strategy, report in plan.reports.items():
             if (show := self.metrics.reports.get(strategy)) is not None:
                 show(report)
-        self._repair_gauges(plan)
+        self.metrics.repair.show(plan.repair)
         if self.dry_run:
             self.dry_run_report.report(plan)
         elif not self.may_act() and self.landings is not None:
             self.landings.cleared = False  # a leader meanwhile may leave landings open for us to close
         elif self.may_act():
-            await self._apply(plan, now)
-            await self._apply_repairs(plan, now)
-            await self._apply_fences(plan, now)
+            await self._act(plan, now)
         return plan
 
-    def _repair_gauges(self, plan: Plan) -> None:
-        m, r = self.metrics.repair, plan.repair
-        m.in_repair.set(sum(1 for s in r.in_repair.values() if s.action != RepairAction.PERSON))
-        m.needs_a_person.clear()
-        for node in r.needs_a_person():
-            m.needs_a_person.labels(node, r.in_repair[node].rule).set(1)
-        m.halted.clear()
-        for group in r.halted:
-            m.halted.labels(group).set(1)
+    async def _act(self, plan: Plan, now: dt.datetime) -> None:
+        await self._apply(plan, now)
+        if self.migrations is not None:
+            await self.migrations.apply(plan.proposals, self.policy.current, now,
+                                        window_open=self.policy.current.window.is_open(now))
+        await self._apply_repairs(plan, now)
+        await self._apply_fences(plan, now)
 
     # --- acting --------------------------------------------------------------------------------
     async def _apply(self, plan: Plan, now: dt.datetime) -> None:

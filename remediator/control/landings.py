@@ -124,6 +124,10 @@ class Landings:
 
     async def follow(self, landing: Landing) -> LandingOutcome:
         """After the eviction: close the Landing once the replacement is seen, then judge where it was bound."""
+        return (await self.settle(landing))[0]
+
+    async def settle(self, landing: Landing) -> tuple[LandingOutcome, PodRecord | None]:
+        """`follow`, with the replacement as last seen (None: none came)."""
         landing = self.busy.get(landing.owner_uid, landing)  # as its last attempt opened it
         try:
             outcome, pod = await self._follow(landing)
@@ -144,7 +148,7 @@ class Landings:
         else:
             self.log.info("no replacement for a landed move", extra={"landing": landing.name, "pod": landing.moved,
                                                                      "owner": landing.owner})
-        return outcome
+        return outcome, pod
 
     async def _follow(self, landing: Landing) -> tuple[LandingOutcome, PodRecord | None]:
         try:

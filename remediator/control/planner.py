@@ -10,7 +10,7 @@ searched again.
 
 from __future__ import annotations
 
-from remediator.model.plan import Held, HoldReason, Plan, Protected, TaintChange
+from remediator.model.plan import Held, HoldReason, Plan, PlannedEviction, Proposal, Protected, TaintChange
 from remediator.model.records import NodeRecord, Taint
 from remediator.planning.books import Books
 from remediator.planning.dark_nodes import plan_dark
@@ -81,6 +81,7 @@ def _make_plan(snapshot: Snapshot, policy: Policy, memory: PlannerMemory) -> Pla
                     evict_taints=taints.evict_taints, breaker_open=plan.breaker_open)
         _merge(plan, strategy.plan(snapshot, args, gate), snapshot=snapshot, policy=policy, memory=memory,
                strategy=strategy, args=args)
+    _propose(plan, {s.name for s, args in configured if s.approval(args) == "required"}, memory)
     remember_sizes(plan, snapshot, memory, {s.name for s, _ in configured if s.kind == "balance"})
     if not policy.window.is_open(snapshot.now):
         _close(plan, policy, snapshot)
@@ -118,6 +119,31 @@ def _merge(plan: Plan, wants: Wants, *, snapshot: Snapshot, policy: Policy, memo
         plan.reports[strategy.name] = wants.report
     if wants.remember is not None:
         memory.strategies[strategy.name] = dict(wants.remember)
+
+
+def _propose(plan: Plan, required: set[str], memory: PlannerMemory) -> None:
+    """The moves of engines whose approval is required leave the evictions: each engine's become one Proposal, unless a
+    migration of that engine is still open (one at a time: a second plan would count on the cluster before the first
+    ran)."""
+    if not required:
+        return
+    moves: dict[str, list[PlannedEviction]] = {}
+    for e in plan.evictions:
+        if e.strategy in required:
+            moves.setdefault(e.strategy, []).append(e)
+    if not moves:
+        return
+    plan.evictions = [e for e in plan.evictions if e.strategy not in required]
+    for engine, planned in sorted(moves.items()):
+        steps = [e for e in planned if e.destination is not None and e.destination != e.pod.node_name]
+        open_one = memory.open_migrations.get(engine)
+        why = f"migration {open_one} of {engine} is open: no new plan of it until that one finishes" if open_one \
+            else None
+        plan.deferred.extend(Protected(e.pod, f"{engine}: {why or 'no node planned for it: not a migration step'}")
+                             for e in planned if why or e not in steps)
+        if steps and why is None:
+            report = plan.reports.get(engine)
+            plan.proposals.append(Proposal(engine, tuple(steps), report.gain() if report is not None else None))
 
 
 def _rail(node: NodeRecord, policy: Policy, plan: Plan) -> Hold | None:

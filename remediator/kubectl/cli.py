@@ -1,4 +1,5 @@
-"""kubectl-nodemedic: `kubectl nodemedic status | why NODE | plan | check NODE | repair NODE | fence NODE`
+"""kubectl-nodemedic: `kubectl nodemedic status | why NODE | plan | check NODE | repair NODE | fence NODE |
+migrations [NAME] | approve NAME | reject NAME`
 (installed with the package; kubectl finds a `kubectl-<name>` executable on the PATH as the plugin `<name>`)."""
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from nodemedic_common.kube_client import Kube
 from nodemedic_common.kube_errors import ApiError, CredentialsError
 from nodemedic_common.terminal_text import printable
 from remediator import __version__
-from remediator.kubectl import fence_control, hops, names, reach, render, repair_control
+from remediator.kubectl import fence_control, hops, migration_control, names, reach, render, repair_control
+from remediator.model.migration import Decision
 from remediator.read_side.plan_answer import PlanAnswer
 from remediator.read_side.status_answer import StatusAnswer
 from remediator.read_side.why_answer import WhyAnswer
@@ -54,6 +56,13 @@ def parser() -> argparse.ArgumentParser:
                      help="withdraw a confirmation the remediator has not acted on")
     f.add_argument("--agent-silence", type=_duration, default=fence_control.DEFAULT_AGENT_SILENCE, metavar="DURATION",
                    help="the policy's darkNodes.agentSilence: a node whose agent wrote within it runs (default 6m)")
+    mg = sub.add_parser("migrations", help="the engines' migration plans, or one with each step's status")
+    mg.add_argument("name", nargs="?")
+    mg.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    for verb, text in (("approve", "let the remediator run migration NAME, step by step (needs patch on "
+                                   "migrations)"),
+                       ("reject", "refuse migration NAME: nothing moves (needs patch on migrations)")):
+        sub.add_parser(verb, help=text).add_argument("name")
     for s in (sub.choices["status"], w):
         s.add_argument("-o", "--output", choices=("text", "json"), default="text")
     return p
@@ -66,6 +75,13 @@ async def run(args: argparse.Namespace, kube: Kube) -> str:
         return await fence_control.control(kube, args.node, args.how or "", now=dt.datetime.now(dt.UTC),
                                            agent_silence=args.agent_silence)
     namespace = names.namespace(args.namespace)
+    if args.command == "migrations":
+        name = migration_control.name_of(args.name) if args.name else None
+        return await migration_control.show(kube, namespace, name, output=args.output)
+    if args.command in ("approve", "reject"):
+        decision = Decision.APPROVED if args.command == "approve" else Decision.REJECTED
+        return await migration_control.decide(kube, namespace, migration_control.name_of(args.name), decision,
+                                              now=dt.datetime.now(dt.UTC))
     if args.command == "check":
         node = names.node_name(args.node)
         return render.check(await reach.node(kube, node), await reach.agent_pod(kube, namespace, node))
@@ -110,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         print(asyncio.run(_main(args)))
-    except (repair_control.Refused, names.BadName, reach.Misunderstood) as e:
+    except (repair_control.Refused, migration_control.Refused, names.BadName, reach.Misunderstood) as e:
         print(f"kubectl nodemedic: {printable(str(e))}", file=sys.stderr)
         return 2
     except (reach.NotFound, CredentialsError, hops.HopFailed) as e:

@@ -138,6 +138,8 @@ def plan(doc: PlanAnswer) -> str:
               + "; ".join(f"{m.pods} from {m.source} to {m.target}" for m in z.moves))
              for z in doc.zone_exposure]
     rows += [("loop", f"{loop.namespace}/{loop.owner}", loop.node, loop.note) for loop in doc.scheduler_loops]
+    rows += [("propose", f"{p.engine}: {len(p.moves)} move(s)", "-", f"{p.gain}; written as a Migration for a person "
+              "(kubectl nodemedic migrations)") for p in doc.proposals]
     rows += _repairs(doc.repair or RepairSection())
     rows += _dark(doc.dark or DarkSection())
     if not rows:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
+from remediator.model.migration import Gain
 from remediator.model.records import Condition, PodRecord, Taint
 from remediator.repair.dark_decisions import DarkPlan
 from remediator.repair.decisions import RepairPlan
@@ -132,6 +133,20 @@ class StrategyReport(Protocol):
 
     def nominations(self) -> Sequence[Nomination]: ...
 
+    def gain(self) -> Gain | None:
+        """What the strategy's moves this plan buy, in its own measure (a Migration shows it); None: not a measure."""
+        ...
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """The moves of an engine whose `approval` is required (Strategy.approval): written as a Migration for a person
+    (control/migrations.py), not evicted. Each move has its destination (the gate booked its room there)."""
+
+    engine: str
+    moves: tuple[PlannedEviction, ...]
+    gain: Gain | None
+
 
 @dataclass(frozen=True)
 class ZoneMove:
@@ -207,3 +222,4 @@ class Plan:
     scheduler_loops: list[SchedulerLoop] = field(default_factory=list)  # workloads held for a scheduler loop
     repair: RepairPlan = field(default_factory=RepairPlan)  # the repair ladders' steps (remediator/repair/)
     dark: DarkPlan = field(default_factory=DarkPlan)  # silent nodes: fences and NodeClaims (planning/dark_nodes.py)
+    proposals: list[Proposal] = field(default_factory=list)  # engines' moves waiting for a person's approval

@@ -39,6 +39,9 @@ class PlannerMemory:
     # pod uid -> an eviction started whose pod the caches may still show: booked as moved by every cycle until the
     # snapshot no longer holds the pod (planning/leaving.py)
     leaving: dict[str, Leaving] = field(default_factory=dict)
+    # engine -> the name of its open Migration (proposed, running or reverting): set by control/migrations.py from the
+    # Migration objects before each plan
+    open_migrations: dict[str, str] = field(default_factory=dict)
 
     def record_eviction(self, pod: PodRecord, *, balance: bool, now: dt.datetime,
                         destination: str | None = None, pinned: bool = False) -> None:

@@ -22,6 +22,7 @@ from remediator.policy.default_evictor import read_evictor
 from remediator.policy.eviction import read_eviction
 from remediator.policy.limits import read_limits
 from remediator.policy.measured_usage import check_sources, read_metrics_providers
+from remediator.policy.migrations import read_migrations
 from remediator.policy.model import Policy
 from remediator.policy.node_selector import read_node_selector
 from remediator.policy.notifications import read_notifications
@@ -39,7 +40,7 @@ DESCHEDULER_VERSIONS = (descheduler.V1ALPHA2, descheduler_v1alpha1.V1ALPHA1)
 KIND = "RemediationPolicy"
 _TOP_KEYS = ("apiVersion", "kind", "rules", "evictor", "strategies", "limits", "eviction", "safety", "notifications",
              "autoscaler", "maintenanceWindow", "metricsProviders", "nodeSelector", "scheduler", "repair",
-             "darkNodes")
+             "darkNodes", "migrations")
 
 
 def parse_policy(text: str, *, source: str, catalog: StrategyCatalog,
@@ -148,7 +149,7 @@ def _sections(r: Reader, top: Section, catalog: StrategyCatalog, *, from_desched
                     autoscaler=read_autoscaler(r, top, consolidators(strategies, catalog)), window=read_window(r, top),
                     metrics=providers, node_selector=read_node_selector(r, top),
                     scheduler=read_scheduler(r, top, packs=bool(packers(strategies, catalog))),
-                    repair=read_repair(r, top), dark=read_dark(r, top))
+                    repair=read_repair(r, top), dark=read_dark(r, top), migrations=read_migrations(r, top))
     check_drains(r, top, policy.rules, tuple(s.name for s in strategies))
     if not from_descheduler:
         # A DeschedulerPolicy has no rules nor taints of nodemedic's and no safety section to acknowledge in: its

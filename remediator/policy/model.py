@@ -16,6 +16,7 @@ from remediator.policy.default_evictor import EvictorArgs
 from remediator.policy.eviction import EvictionSettings
 from remediator.policy.limits import Limits
 from remediator.policy.measured_usage import MetricsProviders
+from remediator.policy.migrations import MigrationSettings
 from remediator.policy.notifications import Notifications
 from remediator.policy.repair import RepairSettings
 from remediator.policy.rules import TaintRule
@@ -50,3 +51,4 @@ class Policy:
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)  # what kube-scheduler does with pods
     repair: RepairSettings = field(default_factory=RepairSettings)  # `repair`: the rails of the rules' ladders
     dark: DarkSettings = field(default_factory=DarkSettings)  # `darkNodes`: when a silent node is dark
+    migrations: MigrationSettings = field(default_factory=MigrationSettings)  # `migrations`: approved engine plans

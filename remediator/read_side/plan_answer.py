@@ -13,12 +13,21 @@ from dataclasses import dataclass, field
 
 from remediator.model.plan import Plan
 from remediator.read_side.fields import Fields, JsonValue, json_value
-from remediator.read_side.plan_rows import Breaker, EvictionRow, ExposureRow, HeldRow, LoopRow, PodRow, TaintRow
+from remediator.read_side.plan_rows import (
+    Breaker,
+    EvictionRow,
+    ExposureRow,
+    HeldRow,
+    LoopRow,
+    PodRow,
+    ProposalRow,
+    TaintRow,
+)
 from remediator.read_side.plan_sections import DarkSection, RepairSection
 
 # The plan's own keys; every other key is a report.
 _OWN_KEYS = frozenset({"taints", "evictions", "protected", "deferred", "held", "breaker", "zoneExposure",
-                       "schedulerLoops", "repair", "darkNodes"})
+                       "schedulerLoops", "repair", "darkNodes", "proposals"})
 
 
 @dataclass(frozen=True)
@@ -32,6 +41,7 @@ class PlanAnswer:
     breaker: Breaker = field(default_factory=Breaker)
     zone_exposure: tuple[ExposureRow, ...] = ()  # the exposed workloads only
     scheduler_loops: tuple[LoopRow, ...] = ()
+    proposals: tuple[ProposalRow, ...] = ()  # engines' moves waiting for a person (a Migration each)
     repair: RepairSection | None = None  # None: no ladder in the plan (the section is left out)
     dark: DarkSection | None = None  # None: no silent node nor fence ending (left out)
     reports: Mapping[str, JsonValue] = field(default_factory=dict)  # each strategy's report under its JSON key
@@ -48,6 +58,7 @@ class PlanAnswer:
             held=tuple(HeldRow.of(h) for h in plan.held), breaker=Breaker(plan.breaker_open, plan.tainted_limit),
             zone_exposure=tuple(ExposureRow.of(z) for z in plan.zone_exposure if z.exposed(plan.min_surviving_share)),
             scheduler_loops=tuple(LoopRow.of(loop) for loop in plan.scheduler_loops),
+            proposals=tuple(ProposalRow.of(p) for p in plan.proposals),
             repair=RepairSection.of(repair) if has_repair else None,
             dark=DarkSection.of(dark) if dark.nodes or dark.unfences else None,
             reports={r.json_key: json_value(r.to_json(), f"/plan: {r.json_key}") for r in plan.reports.values()})
@@ -61,6 +72,7 @@ class PlanAnswer:
             "held": [h.to_json() for h in self.held], "breaker": self.breaker.to_json(),
             "zoneExposure": [z.to_json() for z in self.zone_exposure],
             "schedulerLoops": [loop.to_json() for loop in self.scheduler_loops],
+            "proposals": [p.to_json() for p in self.proposals],
             **({} if self.repair is None else {"repair": self.repair.to_json()}),
             **({} if self.dark is None else {"darkNodes": self.dark.to_json()}),
             **self.reports,
@@ -77,6 +89,7 @@ class PlanAnswer:
             deferred=f.rows("deferred", PodRow.read), held=f.rows("held", HeldRow.read),
             breaker=Breaker.read(f.section("breaker")), zone_exposure=f.rows("zoneExposure", ExposureRow.read),
             scheduler_loops=f.rows("schedulerLoops", LoopRow.read),
+            proposals=f.rows("proposals", ProposalRow.read),
             repair=None if repair is None else RepairSection.read(repair),
             dark=None if dark is None else DarkSection.read(dark),
             reports={k: json_value(v, f"/plan: {k}") for k, v in f.doc.items() if k not in _OWN_KEYS})

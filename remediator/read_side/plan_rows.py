@@ -6,7 +6,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nodemedic_common.repair_contract import format_time
-from remediator.model.plan import Held, PlannedEviction, Protected, SchedulerLoop, TaintChange, ZoneExposure, ZoneMove
+from remediator.model.plan import (
+    Held,
+    PlannedEviction,
+    Proposal,
+    Protected,
+    SchedulerLoop,
+    TaintChange,
+    ZoneExposure,
+    ZoneMove,
+)
 from remediator.read_side.fields import Fields
 
 
@@ -182,3 +191,24 @@ class LoopRow:
     def read(f: Fields) -> LoopRow:
         return LoopRow(f.text("namespace"), f.text("owner"), f.text("node"), f.text("since"), f.text("until"),
                        f.text("note"))
+
+
+@dataclass(frozen=True)
+class ProposalRow:
+    """An engine's moves this plan hands on as a Migration for a person (control/migrations.py), not evicted."""
+
+    engine: str
+    moves: tuple[str, ...]  # "namespace/name FROM -> TO"
+    gain: str  # "resource-mix deviation (points) 161.68 -> 142.3"; "" when the engine has no measure
+
+    @staticmethod
+    def of(p: Proposal) -> ProposalRow:
+        gain = "" if p.gain is None else f"{p.gain.measure} {round(p.gain.before, 2):g} -> {round(p.gain.after, 2):g}"
+        return ProposalRow(p.engine, tuple(f"{e.pod.key} {e.pod.node_name} -> {e.destination}" for e in p.moves), gain)
+
+    def to_json(self) -> dict[str, object]:
+        return {"engine": self.engine, "moves": list(self.moves), "gain": self.gain}
+
+    @staticmethod
+    def read(f: Fields) -> ProposalRow:
+        return ProposalRow(f.text("engine"), f.texts("moves"), f.text("gain"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from nodemedic_common.terminal_text import printable
 from remediator.model.plan import Plan
-from remediator.read_side.plan_rows import EvictionRow, HeldRow, PodRow, TaintRow
+from remediator.read_side.plan_rows import EvictionRow, HeldRow, PodRow, ProposalRow, TaintRow
 
 
 def plan_lines(plan: Plan) -> list[str]:
@@ -22,6 +22,8 @@ def _lines(plan: Plan) -> list[str]:
     lines = [f"{section:<10} " + "  ".join(f"{k}={v}" for k, v in row.items()) for section, row in rows]
     lines += [f"{'exposed':<10} {z.describe()}" for z in plan.zone_exposure if z.exposed(plan.min_surviving_share)]
     lines += [f"{'loop':<10} {loop.describe()}" for loop in plan.scheduler_loops]
+    lines += [f"{'propose':<10} " + "  ".join(f"{k}={v}" for k, v in ProposalRow.of(p).to_json().items())
+              for p in plan.proposals]
     lines += [f"{'repair':<10} node={start.node}  {start.describe()}" for start in plan.repair.starts]
     lines += [f"{'repaired' if end.repaired else 'unrepaired':<10} node={end.node}  rule={end.state.rule}  {end.result}"
               for end in plan.repair.ends]

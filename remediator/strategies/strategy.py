@@ -21,6 +21,9 @@ it, whose comment says this); "" : it needs none.
 `report_metrics`: the gauges of its report (the Wants' `report`), registered once into the remediator's registry
 (alerts/metrics.py), and shown from each plan's report. `standing_report`: the report every plan carries when the
 strategy does not run or finds nothing (its JSON key is always in the plan); None: a plan without it shows none.
+`approval(args)`: "required" when these args make the strategy's moves a Migration a person approves before it runs
+step by step (the fragmentation engines' `approval` argument; the planner proposes them instead of evicting,
+control/migrations.py runs them), "automatic" when its moves are made as each cycle plans them.
 `terminal_pods`: the strategy also hands the gate Succeeded/Failed pods (descheduler lists every pod for
 RemoveFailedPods, PodLifeTime and RemovePodsHavingTooManyRestarts); for every other strategy the gate refuses them.
 """
@@ -66,6 +69,10 @@ def _always(args: object) -> bool:
     return True
 
 
+def _automatic(args: object) -> str:
+    return "automatic"
+
+
 @dataclass(frozen=True)
 class Strategy(Generic[A]):
     name: str
@@ -79,3 +86,4 @@ class Strategy(Generic[A]):
     packing: str = ""  # why it needs a packing scheduler profile, for people; "": it does not
     report_metrics: ReportMetrics | None = None
     standing_report: StrategyReport | None = None
+    approval: Callable[[A], str] = _automatic

@@ -25,8 +25,12 @@ LANDING_NAMESPACE = "nodemedic-landing"
 GROUP_LANDING = "nodemedic.io"
 
 
+def shipped_all(kind: str) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(MANIFEST.read_text()) if isinstance(d, dict) and d.get("kind") == kind]
+
+
 def shipped(kind: str) -> dict[str, Any]:
-    docs = [d for d in yaml.safe_load_all(MANIFEST.read_text()) if isinstance(d, dict) and d.get("kind") == kind]
+    docs = shipped_all(kind)
     assert len(docs) == 1, f"{MANIFEST} holds {len(docs)} {kind}s, not one"
     return docs[0]
 
@@ -61,15 +65,17 @@ class LandingPolicy:
 
     @staticmethod
     def _apply_crd(extensions: client.ApiextensionsV1Api) -> None:
-        crd = shipped("CustomResourceDefinition")
-        try:
-            extensions.create_custom_resource_definition(crd)
-        except ApiException as e:
-            if e.status != 409:
-                raise
-        wait_until(lambda: any(c.type == "Established" and c.status == "True" for c in
-                               extensions.read_custom_resource_definition(crd["metadata"]["name"]).status.conditions
-                               or ()), timeout=30, what=f"{crd['metadata']['name']} established")
+        """The chart's CRDs: the Landings the policy reads, and the Migrations the remediator runs on them."""
+        for crd in shipped_all("CustomResourceDefinition"):
+            try:
+                extensions.create_custom_resource_definition(crd)
+            except ApiException as e:
+                if e.status != 409:
+                    raise
+            wait_until(lambda crd=crd: any(
+                c.type == "Established" and c.status == "True"
+                for c in extensions.read_custom_resource_definition(crd["metadata"]["name"]).status.conditions or ()),
+                timeout=30, what=f"{crd['metadata']['name']} established")
 
     def _apply(self, plural: str, obj: dict[str, Any]) -> None:
         """Made once per cluster and then left as it is (see the module's docstring)."""

@@ -173,6 +173,19 @@ VIEWER = [
     ("get", "/secrets", VIEWS, "anything", False),
     ("get", "/configmaps", VIEWS, "view-nodemedic-remediator", False),
     ("delete", "policy/poddisruptionbudgets", "default", "web", False),
+    ("list", "nodemedic.io/migrations", VIEWS, "", True),  # kubectl nodemedic migrations
+    ("get", "nodemedic.io/migrations", VIEWS, "migration-0011aabb", True),
+    ("patch", "nodemedic.io/migrations", VIEWS, "migration-0011aabb", False),  # approving is the approvers'
+    ("patch", "nodemedic.io/migrations/status", VIEWS, "migration-0011aabb", False),
+]
+# kubectl nodemedic approve | reject: the approver group's grants, and nothing the remediator alone writes
+APPROVER = [
+    ("patch", "nodemedic.io/migrations", VIEWS, "migration-0011aabb", True),
+    ("get", "nodemedic.io/migrations", VIEWS, "migration-0011aabb", True),
+    ("create", "authentication.k8s.io/selfsubjectreviews", "", "", True),
+    ("patch", "nodemedic.io/migrations/status", VIEWS, "migration-0011aabb", False),
+    ("create", "nodemedic.io/migrations", VIEWS, "", False),
+    ("patch", "nodemedic.io/migrations", "default", "migration-0011aabb", False),
 ]
 
 
@@ -181,7 +194,7 @@ def test_a_member_of_a_viewer_group_may_read_what_the_plugin_shows_and_change_no
 ) -> None:
     cluster = gke_priority_cluster
     helm(cluster, "install", "view", str(manifests.CHART), "-n", VIEWS, "--create-namespace", "--set",
-         "rbac.viewerGroups={nodemedic-viewers},agent.port=20264")
+         "rbac.viewerGroups={nodemedic-viewers},rbac.approverGroups={capacity},agent.port=20264")
     authz = client.AuthorizationV1Api(cluster.api)
 
     def allowed(groups: list[str], verb: str, resource: str, namespace: str, name: str) -> bool:
@@ -200,6 +213,9 @@ def test_a_member_of_a_viewer_group_may_read_what_the_plugin_shows_and_change_no
     wrong = [(verb, resource, namespace, name, want) for verb, resource, namespace, name, want in VIEWER
              if allowed(viewers, verb, resource, namespace, name) is not want]
     assert wrong == [], f"the viewer group's grants differ from what the plugin needs: {wrong}"
+    wrong = [(verb, resource, namespace, name, want) for verb, resource, namespace, name, want in APPROVER
+             if allowed(["capacity"], verb, resource, namespace, name) is not want]
+    assert wrong == [], f"the approver group's grants differ from what approve and reject need: {wrong}"
     # Someone outside the group is not helped by the chart.
     assert not allowed(["developers"], "get", "/nodes", "", "kwok-node-0")
     assert not allowed(["developers"], "get", "/pods/proxy", VIEWS, "x")

@@ -264,6 +264,16 @@ MATRIX = [
     (REMEDIATOR, "update", "coordination.k8s.io/leases", NS, "someone-elses-lease", False),
     (REMEDIATOR, "delete", "coordination.k8s.io/leases", NS, "nodemedic-remediator", False),
     (REMEDIATOR, "create", "rbac.authorization.k8s.io/clusterrolebindings", "", "", False),
+    # the engines' migrations (control/migrations.py): proposed, listed, their status written, deleted when old; a
+    # person's decision (the spec) is never the remediator's to write
+    (REMEDIATOR, "list", "nodemedic.io/migrations", NS, "", True),
+    (REMEDIATOR, "create", "nodemedic.io/migrations", NS, "", True),
+    (REMEDIATOR, "patch", "nodemedic.io/migrations/status", NS, "migration-0011aabb", True),
+    (REMEDIATOR, "delete", "nodemedic.io/migrations", NS, "migration-0011aabb", True),
+    (REMEDIATOR, "patch", "nodemedic.io/migrations", NS, "migration-0011aabb", False),
+    (REMEDIATOR, "create", "nodemedic.io/migrations", "default", "", False),
+    (REMEDIATOR, "create", "nodemedic.io/landings", NS, "", True),
+    (REMEDIATOR, "create", "nodemedic.io/landings", "default", "", False),
 ]
 
 

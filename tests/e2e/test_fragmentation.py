@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import contextlib
 import secrets
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from kubernetes import client
+from kubernetes.client.rest import ApiException
 
 from tests.e2e.autoscaler_harness import POOL_LABEL, PoolWatch, node_pool, pool_nodes
 from tests.e2e.conftest import LocalCluster
@@ -34,6 +37,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("fragmentation")]
 WINDOW = 75.0  # seconds of node-minutes counted from the first pending pod, the same for both runs
 ARRIVALS = (0.0, 10.0)  # when each pending pod is created, from the start of the stream
 SMALL = ("small-a", "small-b")
+SLOW_START = "8s"  # a slow pod's containers start this long after it is bound: a migration step under way stays so
 ANCHOR_TERM = {"labelSelector": {"matchLabels": {"role": "anchor"}}, "topologyKey": "kubernetes.io/hostname"}
 
 
@@ -57,12 +61,16 @@ class Pool:
     tmp: Path
 
     def deploy(self, name: str, replicas: int, cpu: str, memory: str, *, role: str = "", anti: bool = False,
-               prefer: str = "") -> None:
-        """A Deployment selecting its pods by `workload`; `app` is `role` when given (several workloads, one app)."""
+               prefer: str = "", slow: bool = False) -> None:
+        """A Deployment selecting its pods by `workload`; `app` is `role` when given (several workloads, one app).
+        `slow`: its containers take SLOW_START to start (hack/kcp/kwok-stages.yaml), and it runs on cordoned nodes."""
         labels = {"workload": name, "app": role or name, **({"role": role} if role else {})}
         spec: dict[str, object] = {"nodeSelector": {POOL_LABEL: self.namespace}, "terminationGracePeriodSeconds": 0,
                                    "containers": [{"name": "app", "image": "registry.invalid/app:1", "resources": {
                                        "requests": {"cpu": cpu, "memory": memory}}}]}
+        if slow:
+            spec["tolerations"] = [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists",
+                                    "effect": "NoSchedule"}]
         if anti:
             spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [ANCHOR_TERM]}}
         if prefer:  # rather next to the pods of app `prefer` (only the scheduler reads it; nodemedic's moves do not)
@@ -72,7 +80,8 @@ class Pool:
         self.apps.create_namespaced_deployment(self.namespace, {
             "metadata": {"name": name},
             "spec": {"replicas": replicas, "selector": {"matchLabels": {"workload": name}},
-                     "template": {"metadata": {"labels": labels}, "spec": spec}}})
+                     "template": {"metadata": {"labels": labels, "annotations": {
+                         "e2e.nodemedic.io/start-delay": SLOW_START} if slow else {}}, "spec": spec}}})
 
     def placed(self, app: str, count: int, timeout: float = 120, *, key: str = "workload") -> dict[str, str]:
         def probe() -> dict[str, str] | None:
@@ -82,22 +91,27 @@ class Pool:
             return pods if len(pods) == count else None
         return wait_until(probe, timeout=timeout, what=f"{count} running pods of {app} in {self.namespace}")
 
-    def fragmented_start(self, *, prefer_m: bool = False) -> tuple[str, str]:
+    def fragmented_start(self, *, prefer_m: bool = False, pdb: bool = True, slow: bool = False) -> tuple[str, str]:
         """C: cpu anchor 2700m + two small 500m pods; M: memory anchor 6500 MiB. Returns (C, M). With `prefer_m`
-        the small pods would rather run beside the memory anchor, which did not exist when they were placed."""
+        the small pods would rather run beside the memory anchor, which did not exist when they were placed; `pdb`:
+        their PDB now (`small_pdb`); `slow`: the small pods start slowly (Pool.deploy)."""
         self.deploy("cpu-anchor", 1, "2700m", "512Mi", role="anchor", anti=True)
         (c,) = self.placed("cpu-anchor", 1).values()
         # Two workloads of one pod each (a workload of two would have its zone spread made worse by moving one
         # to M's zone, which balance moves never do), under one PDB: one of them may be down at a time.
         for name in SMALL:
-            self.deploy(name, 1, "500m", "256Mi", role="small", prefer="mem-anchor" if prefer_m else "")
+            self.deploy(name, 1, "500m", "256Mi", role="small", prefer="mem-anchor" if prefer_m else "", slow=slow)
             assert set(self.placed(name, 1).values()) == {c}
-        self.policy_api.create_namespaced_pod_disruption_budget(self.namespace, {
-            "metadata": {"name": "small"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "small"}}}})
+        if pdb:
+            self.small_pdb()
         self.deploy("mem-anchor", 1, "300m", "6500Mi", role="anchor", anti=True)
         (m,) = self.placed("mem-anchor", 1).values()
         assert c != m
         return c, m
+
+    def small_pdb(self) -> None:
+        self.policy_api.create_namespaced_pod_disruption_budget(self.namespace, {
+            "metadata": {"name": "small"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "small"}}}})
 
     def stream(self, watch: PoolWatch) -> Run:
         start_nodes = pool_nodes(self.core, self.namespace)
@@ -242,11 +256,14 @@ kind: RemediationPolicy
 rules: []
 strategies:
 - name: BalanceResourceMix
-  args: {{maxMovesPerCycle: 2, minImprovement: 5, maxUtilization: 90}}
+  args: {{maxMovesPerCycle: 2, minImprovement: 5, maxUtilization: 90, approval: {approval}}}
 evictor: {{nodeFit: true, namespaces: {{include: [{namespace}]}}}}
 limits: {{ownerCooldown: 0s}}
-eviction: {{landing: planned}}
+eviction: {{landing: planned, landingDeadline: 60s}}
 """
+# The migration cases' remediator acts on its own pool's nodes only: the resource mix it evens is the pool's, whatever
+# the module's earlier pools (still there) did to the cluster's.
+MIGRATING = BALANCING + f"nodeSelector: {POOL_LABEL}={{namespace}}\n"
 
 
 class PlanHistory:
@@ -284,7 +301,8 @@ def test_the_balancing_engine_evens_the_resource_mix_within_the_pdb_and_lands_ea
     processes.append(LandingPolicy(karpenter_cluster.api))
     watch = PoolWatch(pool.core, pool.namespace, {(pool.namespace, "small"): 1}).start()
     processes.append(watch)  # stopped after the test, whatever the outcome
-    r = start_remediator(tmp_path, karpenter_cluster.kubeconfig, BALANCING.format(namespace=pool.namespace),
+    r = start_remediator(tmp_path, karpenter_cluster.kubeconfig,
+                         BALANCING.format(namespace=pool.namespace, approval="automatic"),
                          name=f"remediator-{pool.namespace}", lease_namespace=LANDING_NAMESPACE,
                          extra=own_lease(pool.namespace))
     processes.append(r)
@@ -323,3 +341,122 @@ def test_the_balancing_engine_evens_the_resource_mix_within_the_pdb_and_lands_ea
     # The plan's measure is over every node of the cluster (the module's other pools may still be there); the test's
     # own is over this pool's nodes: it must fall too.
     assert after < before and m in where and not watch.added
+
+
+def plugin(cluster: LocalCluster, *argv: str) -> str:
+    """`kubectl nodemedic ARGV` with the admin's kubeconfig, for the remediators' namespace: its output (exit 0)."""
+    done = subprocess.run([sys.executable, "-m", "remediator.kubectl.cli", "--kubeconfig", str(cluster.kubeconfig),
+                           "-n", LANDING_NAMESPACE, *argv], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, f"kubectl nodemedic {' '.join(argv)}: exit {done.returncode}: {done.stderr}"
+    return done.stdout
+
+
+class MigrationWatch:
+    """One Migration polled ten times a second in a thread: every change of its phase or of a step's state, with
+    when; `react(states)` is called on each change (to change the cluster mid-plan)."""
+
+    def __init__(self, objects: client.CustomObjectsApi, name: str, react: Callable[[list[str]], None]) -> None:
+        self.objects, self.name, self.react = objects, name, react
+        self.t0 = time.monotonic()
+        self.timeline: list[str] = []
+        self._seen: tuple[str, ...] = ()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.1):
+            with contextlib.suppress(OSError, ValueError, ApiException):
+                status = self.objects.get_namespaced_custom_object(
+                    "nodemedic.io", "v1alpha1", LANDING_NAMESPACE, "migrations", self.name).get("status") or {}
+                states = [str(s.get("state")) for s in status.get("steps") or []]
+                seen = (str(status.get("phase")), *states)
+                if seen != self._seen:
+                    self._seen = seen
+                    self.timeline.append(f"{time.monotonic() - self.t0:6.1f}s  {seen[0]:<10} steps "
+                                         f"{', '.join(states)}: {status.get('message', '')}")
+                    self.react(states)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+
+def proposed(objects: client.CustomObjectsApi, namespace: str) -> dict | None:
+    """The Migration proposed for the pool's pods, once there is one."""
+    for m in objects.list_namespaced_custom_object("nodemedic.io", "v1alpha1", LANDING_NAMESPACE,
+                                                   "migrations")["items"]:
+        steps = m["spec"]["steps"]
+        if (m.get("status") or {}).get("phase") == "Proposed" and steps[0]["pod"].startswith(f"{namespace}/"):
+            return m  # type: ignore[no-any-return]
+    return None
+
+
+def test_a_migration_is_approved_with_the_plugin_run_step_by_step_and_a_failed_step_undone(
+    karpenter_cluster: LocalCluster, pools: list[Pool], processes: list, tmp_path: Path,
+) -> None:
+    """The balancing case with `approval: required`, twice from the same start: the plan is listed and approved
+    with the plugin, then run one step at a time (each a move pinned to its node, done once its replacement runs
+    there); the second time, M is cordoned while the first step is under way, so the second step cannot start and
+    the first is moved back. The PDB of the small pods (made after the proposal, before the approval) holds."""
+    processes.append(LandingPolicy(karpenter_cluster.api))
+    for case in ("runs", "reverted"):
+        migrate(karpenter_cluster, new_pool(karpenter_cluster, tmp_path, pools), processes, tmp_path, case)
+
+
+def migrate(cluster: LocalCluster, pool: Pool, processes: list, tmp_path: Path, case: str) -> None:
+    objects = client.CustomObjectsApi(cluster.api)
+    c, m = pool.fragmented_start(prefer_m=True, pdb=False, slow=case == "reverted")
+    watch = PoolWatch(pool.core, pool.namespace, {(pool.namespace, "small"): 1}).start()
+    processes.append(watch)
+    r = start_remediator(tmp_path, cluster.kubeconfig, MIGRATING.format(namespace=pool.namespace, approval="required"),
+                         name=f"remediator-{pool.namespace}", lease_namespace=LANDING_NAMESPACE,
+                         extra=own_lease(pool.namespace))
+    processes.append(r)
+    plan = wait_until(lambda: proposed(objects, pool.namespace), timeout=90,
+                      what=f"a migration proposed for {pool.namespace}")
+    name = plan["metadata"]["name"]
+    assert [(s["from"], s["to"]) for s in plan["spec"]["steps"]] == [(c, m), (c, m)], plan["spec"]
+    assert not nodemedic_events(pool.core, pool.namespace, "NodemedicEvicted"), "nothing moves before approval"
+    pool.small_pdb()
+    wait_until(lambda: pool.policy_api.read_namespaced_pod_disruption_budget(
+        "small", pool.namespace).status.disruptions_allowed == 1, timeout=30, what="the PDB allowing one")
+    print(f"\n--- {case}: kubectl nodemedic migrations\n{plugin(cluster, 'migrations')}")
+    print(f"--- kubectl nodemedic migrations {name}\n{plugin(cluster, 'migrations', name)}")
+
+    def cordon_m_mid_plan(states: list[str]) -> None:
+        if case == "reverted" and states[:1] == ["Moving"]:
+            pool.core.patch_node(m, {"spec": {"unschedulable": True}})
+    follow = MigrationWatch(objects, name, cordon_m_mid_plan)
+    processes.append(follow)
+    print(f"--- kubectl nodemedic approve {name}\n{plugin(cluster, 'approve', name)}")
+
+    def finished() -> dict | None:
+        doc = objects.get_namespaced_custom_object("nodemedic.io", "v1alpha1", LANDING_NAMESPACE, "migrations", name)
+        phase = (doc.get("status") or {}).get("phase")
+        return doc if phase in ("Succeeded", "Reverted", "Failed", "Refused") else None  # type: ignore[no-any-return]
+    final = wait_until(finished, timeout=150, what=f"migration {name} finished")
+    follow.stop()
+    r.stop()
+    watch.stop()
+    print("--- timeline (status after each step)\n" + "\n".join(follow.timeline))
+    print(f"--- kubectl nodemedic migrations {name}\n{plugin(cluster, 'migrations', name)}")
+    objects.delete_namespaced_custom_object("nodemedic.io", "v1alpha1", LANDING_NAMESPACE, "migrations", name)
+    if case == "reverted":
+        pool.core.patch_node(m, {"spec": {"unschedulable": False}})
+    watch.assert_held(may_remove=set())
+    states = [s["state"] for s in final["status"]["steps"]]
+    where = {s: set(pool.placed(s, 1).values()) for s in SMALL}
+    print(f"--- small pods: {where} (C {c}, M {m}); fewest serving small pods "
+          f"{watch.fewest[(pool.namespace, 'small')]} (PDB minAvailable 1)")
+    if case == "runs":
+        assert (final["status"]["phase"], states) == ("Succeeded", ["Done", "Done"])
+        assert where == {s: {m} for s in SMALL}, "each step's pod runs on its planned node"
+    else:
+        assert (final["status"]["phase"], states) == ("Reverted", ["Undone", "Failed"])
+        assert f"node {m} is cordoned" in final["status"]["steps"][1]["message"]
+        assert where == {s: {c} for s in SMALL}, "every pod back on its first node"
+    landed = nodemedic_events(pool.core, pool.namespace, "NodemedicLanded")
+    evicted = nodemedic_events(pool.core, pool.namespace, "NodemedicEvicted")
+    assert len(landed) == len(evicted) == 2, [e.message for e in landed + evicted]  # two steps, or a step and its undo
+    assert all(f"migration {name} step" in e.message for e in evicted), [e.message for e in evicted]

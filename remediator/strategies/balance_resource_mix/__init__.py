@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from remediator.strategies.balance_resource_mix.args import read_args
+from remediator.strategies.balance_resource_mix.args import BalanceResourceMixArgs, read_args
 from remediator.strategies.balance_resource_mix.plan import KIND, NAME, plan
 from remediator.strategies.balance_resource_mix.report import report_metrics
 from remediator.strategies.strategy import Strategy
 
-STRATEGY = Strategy(NAME, KIND, read_args, plan, report_metrics=report_metrics)
+
+def _approval(args: BalanceResourceMixArgs) -> str:
+    return args.approval
+
+
+STRATEGY = Strategy(NAME, KIND, read_args, plan, report_metrics=report_metrics, approval=_approval)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Gauge
 
+from remediator.model.migration import Gain
 from remediator.model.plan import NodeNotice, Nomination, StrategyReport
 
 
@@ -34,6 +35,9 @@ class ResourceMix:
 
     def nominations(self) -> Sequence[Nomination]:
         return ()
+
+    def gain(self) -> Gain | None:
+        return Gain("resource-mix deviation (points)", self.before, self.after)
 
 
 def report_metrics(registry: CollectorRegistry) -> Callable[[StrategyReport], None]:

@@ -6,9 +6,11 @@ import datetime as dt
 from dataclasses import dataclass
 
 from remediator.policy.fields import read_evictable_namespaces
+from remediator.policy.migrations import read_approval
 from remediator.policy.reader import Reader, Section
 
-_KEYS = ("maxEvictionsPerPod", "chainDepth", "timeBudget", "maxPendingPods", "retryAfter", "evictableNamespaces")
+_KEYS = ("maxEvictionsPerPod", "chainDepth", "timeBudget", "maxPendingPods", "retryAfter", "evictableNamespaces",
+         "approval")
 # More than this many evictions to seat one pod disrupts more than a new node costs; deeper chains than this
 # are never worth their search time.
 MAX_EVICTIONS_PER_POD, MAX_CHAIN_DEPTH = 6, 3
@@ -24,6 +26,9 @@ class MakeRoomForPendingPodsArgs:
     # scheduler's retry take a while, and a second plan meanwhile would evict for nothing
     retry_after: dt.timedelta = dt.timedelta(minutes=2)
     evictable_namespaces_exclude: tuple[str, ...] = ()
+    # automatic: its moves are made as the cycle plans them, the pending pod nominated first; required: each cycle's
+    # moves are a Migration a person approves (a pending pod waits for that person: automatic by default).
+    approval: str = "automatic"
 
 
 def read_args(r: Reader, strategy: Section) -> MakeRoomForPendingPodsArgs:
@@ -51,4 +56,5 @@ def read_args(r: Reader, strategy: Section) -> MakeRoomForPendingPodsArgs:
         max_pending_pods=r.integer(m, "maxPendingPods", d.max_pending_pods, minimum=1),
         retry_after=r.duration(m, "retryAfter", d.retry_after, positive=True),
         evictable_namespaces_exclude=read_evictable_namespaces(r, m),
+        approval=read_approval(r, m, d.approval),
     )

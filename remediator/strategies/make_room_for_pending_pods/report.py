@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Gauge
 
+from remediator.model.migration import Gain
 from remediator.model.plan import NodeNotice, Nomination, StrategyReport
 from remediator.model.records import PodRecord
 
@@ -50,6 +51,9 @@ class Fragmentation:
         return [Nomination(m.pod, m.node, m.moved, EVENT_REASON, "pending because free room is split across nodes: "
                                                                  f"nodemedic moves pods to free {m.node}")
                 for m in self.made_room]
+
+    def gain(self) -> Gain | None:
+        return Gain("pending pods seated", len(self.pending), len(self.pending) - len(self.made_room))
 
 
 def report_metrics(registry: CollectorRegistry) -> Callable[[StrategyReport], None]:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Gauge
 
+from remediator.model.migration import Gain
 from remediator.model.plan import NodeNotice, Nomination, StrategyReport
 
 # The notification's kind (alerts/alert.py) and the Event's reason.
@@ -58,6 +59,9 @@ class CrashLoopNodes:
 
     def nominations(self) -> Sequence[Nomination]:
         return ()
+
+    def gain(self) -> Gain | None:
+        return None
 
 
 NONE_FOUND = CrashLoopNodes()

@@ -74,6 +74,9 @@ def test_the_rendered_objects_are_the_expected_set() -> None:
         ("ValidatingAdmissionPolicyBinding", "nodemedic-remediator-repair-annotation", ""),
         # A balance move's replacement pinned to its planned node (eviction.landing: planned)
         ("CustomResourceDefinition", "landings.nodemedic.io", ""),  # the policy's parameters (crds/)
+        ("CustomResourceDefinition", "migrations.nodemedic.io", ""),  # the engines' plans for a person (crds/)
+        ("Role", "nodemedic-approver", "nodemedic"),  # kubectl nodemedic approve; bound to rbac.approverGroups, none
+        ("ClusterRole", "nodemedic-approver", ""),
         ("MutatingAdmissionPolicy", "nodemedic-remediator-landing", ""),
         ("MutatingAdmissionPolicyBinding", "nodemedic-remediator-landing", ""),
         ("Role", "nodemedic-remediator-landing", "nodemedic"),  # its Landings, in the release namespace
@@ -270,7 +273,7 @@ def test_a_landing_object_is_what_the_crd_admits_and_holds_every_field_the_polic
     fields: a field the CRD does not know is pruned, and one the policy reads that is missing is an error it ignores
     (failurePolicy Ignore), leaving every move unpinned."""
     objs = docs(manifests.MANIFESTS / "nodemedic.yaml")
-    (crd,) = [d for d in objs if d["kind"] == "CustomResourceDefinition"]
+    (crd,) = [d for d in objs if d["kind"] == "CustomResourceDefinition" and d["spec"]["names"]["kind"] == "Landing"]
     (version,) = crd["spec"]["versions"]
     schema = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
     landing = Landing(name="nodemedic-landing-0011aabb", namespace="shop", owner_uid="u", owner="ReplicaSet/web",

@@ -397,6 +397,7 @@ def test_the_viewer_roles_are_read_only_and_bound_only_to_the_groups_named() -> 
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get"]},
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
         {"apiGroups": [""], "resources": ["pods/proxy"], "verbs": ["get"]},
+        {"apiGroups": ["nodemedic.io"], "resources": ["migrations"], "verbs": ["get", "list"]},
     ]
     assert [b for b in r.kinds("ClusterRoleBinding") + r.kinds("RoleBinding") if "viewer" in b["metadata"]["name"]
             ] == []
@@ -412,6 +413,22 @@ def test_the_viewer_roles_are_read_only_and_bound_only_to_the_groups_named() -> 
     assert binding["metadata"]["namespace"] == "tools" and binding["subjects"] == groups
     assert binding["roleRef"]["kind"] == "Role"
     assert "bound to the groups sre, oncall" in r.notes
+
+
+def test_only_the_approver_role_may_patch_migrations_and_it_is_bound_only_to_the_groups_named() -> None:
+    r = install(release="ops", namespace="tools")
+    role = r.one("Role", "ops-nodemedic-approver")
+    assert role["metadata"]["namespace"] == "tools" and role["rules"] == [
+        {"apiGroups": ["nodemedic.io"], "resources": ["migrations"], "verbs": ["get", "list", "patch"]}]
+    patchers = sorted(d["metadata"]["name"] for d in r.kinds("Role") + r.kinds("ClusterRole")
+                      for rule in d["rules"] if "migrations" in rule["resources"] and "patch" in rule["verbs"])
+    assert patchers == ["ops-nodemedic-approver"], "the remediator patches migrations/status only"
+    assert [b for b in r.kinds("ClusterRoleBinding") + r.kinds("RoleBinding") if "approver" in b["metadata"]["name"]
+            ] == []
+    r = install("rbac.approverGroups={capacity}", release="ops", namespace="tools")
+    for kind in ("RoleBinding", "ClusterRoleBinding"):
+        assert r.one(kind, "ops-nodemedic-approver")["subjects"] == [
+            {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "capacity"}]
 
 
 def test_an_agent_extra_file_with_a_bad_name_is_refused_with_the_reason() -> None:

@@ -16,6 +16,7 @@ from prometheus_client import CollectorRegistry
 from remediator.alerts.alert import AlertKind
 from remediator.alerts.metrics import create
 from remediator.alerts.plan_announcements import HELD_MEMORY, PlanAnnouncements
+from remediator.model.migration import Gain
 from remediator.model.plan import (
     Held,
     HoldReason,
@@ -129,6 +130,9 @@ class Report:
 
     def nominations(self) -> Sequence[Nomination]:
         return ()
+
+    def gain(self) -> Gain | None:
+        return None
 
 
 def _notice(node: str) -> NodeNotice:

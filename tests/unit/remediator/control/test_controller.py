@@ -88,6 +88,7 @@ class ApiServer:
         self.events: list[dict[str, Any]] = []
         self.evicted: list[str] = []
         self.landing_objects: list[dict[str, Any]] = []  # control/landings.py's, as POSTed
+        self.migrations: list[dict[str, Any]] = []  # control/migrations.py's, as listed
         self.fail_nodes: set[str] = set()
         self.hold_evictions: asyncio.Event | None = None  # set: evictions wait for it (an eviction in flight)
         self.fail_evictions = False
@@ -144,6 +145,8 @@ class ApiServer:
         if path.startswith("/apis/nodemedic.io/v1alpha1/namespaces/ops/landings"):
             self.landing_objects.append(body) if method == "POST" else None
             return {"items": []} if method == "GET" else {}
+        if path == "/apis/nodemedic.io/v1alpha1/namespaces/ops/migrations" and method == "GET":
+            return {"items": copy.deepcopy(self.migrations)}
         raise AssertionError(f"unexpected {method} {path}")
 
     def deliver(self) -> None:
@@ -1010,3 +1013,19 @@ def test_a_landed_balance_move_opens_its_landing_before_the_eviction_and_the_wor
     assert first[1] == ("POST", landings) and first[2][1].endswith("/eviction")
     assert {obj["spec"]["node"] for obj in w.api.landing_objects} <= {"cold-1", "cold-2"}
     assert all(obj["spec"]["ownerUID"] == "rs-web" for obj in w.api.landing_objects if obj["spec"]["moved"] in web)
+
+
+def test_the_leader_reads_the_migrations_before_planning_and_an_open_one_holds_its_engine(tmp_path: Path) -> None:
+    """control/migrations.py: an open Migration of an engine keeps that engine from proposing another; a dry run
+    reads them and writes none."""
+    for dry_run in (False, True):
+        w = World(tmp_path, nodes=[node("n1")], pods=[], policy=LNU_POLICY, landing_namespace="ops", dry_run=dry_run)
+        w.api.migrations = [{"metadata": {"name": "migration-0011aabb", "namespace": "ops"}, "spec": {
+            "engine": "BalanceResourceMix", "proposed": "2026-03-01T12:00:00Z", "expires": "2099-03-01T13:00:00Z",
+            "decision": "", "gain": {"measure": "m", "before": 2, "after": 1}, "steps": [
+                {"pod": "shop/a", "podUID": "u", "owner": "ReplicaSet/web", "ownerUID": "rs", "from": "n1", "to": "n2",
+                 "hostname": "n2"}]}, "status": {"phase": "Proposed"}}]
+        w.cycle()
+        assert w.controller.memory.open_migrations == {"BalanceResourceMix": "migration-0011aabb"}
+        listed = ("GET", "/apis/nodemedic.io/v1alpha1/namespaces/ops/migrations")
+        assert [c for c in w.api.writes if "/migrations" in c[1]] == [listed], "waiting for a decision: only read"

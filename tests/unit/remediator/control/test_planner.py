@@ -213,7 +213,7 @@ def test_the_plan_json_has_the_documented_keys() -> None:
     s = snap([node("sick", sick=True), node("ok")], [pod("web"), pod("ds", owner="DaemonSet")])
     doc = PlanAnswer.of(make_plan(s, policy(), PlannerMemory())).to_json()
     assert set(doc) == {"taints", "evictions", "protected", "deferred", "held", "breaker", "crashLoopNodes",
-                        "zoneExposure", "schedulerLoops"}
+                        "zoneExposure", "schedulerLoops", "proposals"}
     assert doc["taints"] == {"add": [{"node": "sick", "key": DEADLOCK.key, "value": "true", "effect": "NoSchedule",
                                       "rule": "deadlock", "cause": "KernelDeadlock=True for 1m0s"}], "remove": []}
     assert doc["evictions"] == [{"namespace": "default", "name": "web", "node": "sick", "strategy": NAME,

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 import pytest
 
 from remediator.control.planner import make_plan
+from remediator.model.migration import Gain
 from remediator.model.plan import NodeNotice, Nomination, Plan
 from remediator.model.records import Taint
 from remediator.planning.gate import Gate
@@ -42,6 +43,9 @@ class Report:
 
     def nominations(self) -> Sequence[Nomination]:
         return ()
+
+    def gain(self) -> Gain | None:
+        return None
 
 
 class Scripted:

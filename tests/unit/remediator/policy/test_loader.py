@@ -255,6 +255,10 @@ BAD_FILES = {
     "eviction-landing-deadline-too-long.yaml": ":6: eviction.landingDeadline: must be at most 1h0m0s (a replica "
                                                "pinned to a node that cannot take it would be down that long)",
     "eviction-landing-unknown.yaml": ":5: eviction.landing: must be one of planned, anywhere",
+    "engine-approval-unknown.yaml": ":7: strategies[0].args.approval: must be one of required, automatic",
+    "migrations-expire-too-soon.yaml": ":6: migrations.expireAfter: must be at least 5m0s (a person needs minutes to "
+                                       "read a plan)",
+    "migrations-on-failure-unknown.yaml": ":6: migrations.onFailure: must be one of revert, keep",
     "sink-busy-retry.yaml": ":8: notifications.sinks[0].initialBackoff: must be at least 100ms",
     "sink-too-many-attempts.yaml": ":8: notifications.sinks[0].maxAttempts: must be at least 1 and at most 100, "
                                    "got 1000",

@@ -13,7 +13,16 @@ from remediator.control.planner import PlannerMemory, make_plan
 from remediator.policy.loader import load_policy
 from remediator.read_side.fields import Unreadable
 from remediator.read_side.plan_answer import PlanAnswer
-from remediator.read_side.plan_rows import Breaker, EvictionRow, ExposureRow, HeldRow, LoopRow, TaintRow, ZoneMoveRow
+from remediator.read_side.plan_rows import (
+    Breaker,
+    EvictionRow,
+    ExposureRow,
+    HeldRow,
+    LoopRow,
+    ProposalRow,
+    TaintRow,
+    ZoneMoveRow,
+)
 from remediator.read_side.plan_sections import (
     DarkSection,
     FreeingRow,
@@ -106,6 +115,7 @@ def test_an_answer_made_by_hand_is_read_back_as_written() -> None:
         zone_exposure=(ExposureRow("a", "Deployment/d", (("z1", 2), ("z2", 0)), 0.0, 0.5,
                                    (ZoneMoveRow("z1", "z2", 1),)),),
         scheduler_loops=(LoopRow("a", "ReplicaSet/r", "n1", "2026-06-01T12:00:00Z", "2026-06-01T13:00:00Z", "loop"),),
+        proposals=(ProposalRow("BalanceResourceMix", ("a/p n1 -> n2",), "deviation 2 -> 1"),),
         repair=RepairSection((RepairStartRow("n1", "r", 2, "restart", "kubelet", "", "id-1", "c"),),
                              (RepairEndRow("n2", "r", True, "cleared"),),
                              (RepairWaitRow("n3", "r", "drain", "w", "2026-06-01T12:05:00Z", halted=True),),

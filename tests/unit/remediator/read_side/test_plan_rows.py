@@ -7,10 +7,12 @@ import datetime as dt
 
 import pytest
 
+from remediator.model.migration import Gain
 from remediator.model.plan import (
     Held,
     HoldReason,
     PlannedEviction,
+    Proposal,
     Protected,
     SchedulerLoop,
     TaintChange,
@@ -26,6 +28,7 @@ from remediator.read_side.plan_rows import (
     HeldRow,
     LoopRow,
     PodRow,
+    ProposalRow,
     TaintRow,
 )
 
@@ -82,6 +85,16 @@ def test_a_loop_row_writes_its_times_in_utc_and_its_note() -> None:
     row = LoopRow.of(loop)
     assert (row.since, row.until) == ("2026-06-01T12:00:00Z", "2026-06-01T12:30:00Z")
     assert row.note == loop.describe()
+    assert round_trip(row) == row
+
+
+def test_a_proposal_row_names_each_move_and_what_the_moves_buy() -> None:
+    move = PlannedEviction(POD, "BalanceResourceMix", "mix", destination="n2")
+    gain = Gain("resource-mix deviation (points)", 161.684, 142.3)
+    row = ProposalRow.of(Proposal("BalanceResourceMix", (move,), gain))
+    assert row == ProposalRow("BalanceResourceMix", ("shop/web-1 n1 -> n2",),
+                              "resource-mix deviation (points) 161.68 -> 142.3")
+    assert ProposalRow.of(Proposal("X", (move,), None)).gain == ""
     assert round_trip(row) == row
 
 

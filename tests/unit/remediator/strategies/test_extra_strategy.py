@@ -57,6 +57,7 @@ FOLDER = {
 
         from prometheus_client import CollectorRegistry, Gauge
 
+        from remediator.model.migration import Gain
         from remediator.model.plan import NodeNotice, Nomination, StrategyReport
 
 
@@ -80,6 +81,9 @@ FOLDER = {
 
             def nominations(self) -> Sequence[Nomination]:
                 return ()
+
+            def gain(self) -> Gain | None:
+                return None
 
 
         def report_metrics(registry: CollectorRegistry) -> Callable[[StrategyReport], None]:

@@ -53,8 +53,28 @@ def mixed_cluster(seed: int) -> Snapshot:
 
 
 def policy(**args: object) -> Policy:
+    """The engine's moves made as planned (approval automatic): what each cycle plans is what these tests read."""
+    args = {"approval": "automatic", **args}
     return Policy(strategies=(StrategyConfig("BalanceResourceMix", BalanceResourceMixArgs(**args)),),  # type: ignore[arg-type]
                   limits=Limits(owner_cooldown=dt.timedelta(0)))
+
+
+def test_with_approval_required_the_moves_are_one_proposal_with_the_plans_gain_and_nothing_is_evicted() -> None:
+    automatic = make_plan(mixed_cluster(18), policy(max_moves_per_cycle=3), PlannerMemory())
+    plan = make_plan(mixed_cluster(18), policy(max_moves_per_cycle=3, approval="required"), PlannerMemory())
+    assert plan.evictions == [] and len(plan.proposals) == 1
+    (proposal,) = plan.proposals
+    assert proposal.engine == "BalanceResourceMix" and list(proposal.moves) == automatic.evictions
+    assert all(m.destination not in (None, m.pod.node_name) for m in proposal.moves)
+    mix = resource_mix(plan)
+    assert proposal.gain is not None and (proposal.gain.before, proposal.gain.after) == (mix.before, mix.after)
+
+
+def test_while_a_migration_of_the_engine_is_open_its_moves_are_deferred_and_none_is_proposed() -> None:
+    memory = PlannerMemory(open_migrations={"BalanceResourceMix": "migration-0011aabb"})
+    plan = make_plan(mixed_cluster(18), policy(max_moves_per_cycle=3, approval="required"), memory)
+    assert plan.evictions == [] and plan.proposals == [] and len(plan.deferred) == 3
+    assert all("migration migration-0011aabb of BalanceResourceMix is open" in d.why for d in plan.deferred)
 
 
 def test_the_deviation_falls_on_a_mixed_cluster() -> None:
