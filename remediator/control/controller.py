@@ -165,7 +165,7 @@ class Controller:
         autoscalers = await self.autoscalers.current(self.policy.current) \
             if self.autoscalers is not None else frozenset()
         if self.migrations is not None and self.leading():
-            await self.migrations.read()  # which engines wait for an open migration
+            await self.migrations.read(self.policy.current)  # which engines wait for an open migration
         t0 = time.perf_counter()
         snapshot = self.cache.snapshot(now, autoscalers=autoscalers)
         if measured is not None:

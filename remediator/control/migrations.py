@@ -44,6 +44,7 @@ from remediator.planning.memory import PlannerMemory
 from remediator.planning.migration_steps import ClusterView, Moment, Move, MoveOutcome, Transition, advance
 from remediator.policy.model import Policy
 from remediator.state.caches import ClusterCache
+from remediator.strategies import lookup
 
 TRANSITIONS_PER_CYCLE = 8  # a migration moves on this far in one cycle at most (each move waits for its outcome)
 # Seconds between two lists of the Migrations (cycles come up to five a second under churn): a person's decision is
@@ -74,9 +75,13 @@ class Migrations:
         self.outcomes: dict[tuple[str, int, bool], MoveOutcome] = {}
         self.tasks: set[asyncio.Task[None]] = set()
 
-    async def read(self) -> None:
-        """Before the plan: the Migrations as they are, and which engines have one open (at most every READ_EVERY)."""
-        if self.read_at is not None and self.monotonic() - self.read_at < READ_EVERY:
+    async def read(self, policy: Policy) -> None:
+        """Before the plan: the Migrations as they are, and which engines have one open (at most every READ_EVERY).
+        After the first list, only while an engine's approval is required or a migration is open: a policy without
+        either costs no request."""
+        if self.read_at is not None and (self.monotonic() - self.read_at < READ_EVERY or not (
+                self.memory.open_migrations or any(lookup(s.name).approval(s.args) == "required"
+                                                   for s in policy.strategies))):
             return
         self.read_at = self.monotonic()
         try:

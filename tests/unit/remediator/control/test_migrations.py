@@ -16,13 +16,14 @@ from remediator.control.migrations import READ_EVERY, Migrations
 from remediator.model.migration import Gain
 from remediator.model.plan import PlannedEviction, Proposal
 from remediator.planning.memory import PlannerMemory
-from remediator.policy.model import Policy
+from remediator.policy.model import Policy, StrategyConfig
 from remediator.state.caches import ClusterCache, slim_pod
+from remediator.strategies.balance_resource_mix.args import BalanceResourceMixArgs
 
 LOG = logging.getLogger("test-migrations")
 NOW = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
 MIGRATIONS = "/apis/nodemedic.io/v1alpha1/namespaces/ops/migrations"
-DEFAULTS = Policy()
+DEFAULTS = Policy(strategies=(StrategyConfig("BalanceResourceMix", BalanceResourceMixArgs()),))  # approval required
 
 
 def node(name: str, taints: list[dict[str, str]] | None = None) -> dict[str, Any]:
@@ -109,7 +110,7 @@ class World:
         self.mono += READ_EVERY
 
         async def run() -> None:
-            await self.migrations.read()
+            await self.migrations.read(policy)
             await self.migrations.apply(list(proposals), policy, self.now, window_open=True)
             await asyncio.gather(*self.migrations.tasks)
         asyncio.run(run())
@@ -204,3 +205,10 @@ def test_the_migrations_are_listed_at_most_every_few_seconds_and_the_leader_keep
     assert w.memory.open_migrations, "the proposal it wrote is open until a list says otherwise"
     w.cycle()
     assert w.api.evicted == ["a"], "the decision seen at the next list"
+
+
+def test_a_policy_with_no_engine_waiting_for_a_person_lists_the_migrations_once_and_then_never() -> None:
+    w = start()
+    for _ in range(3):
+        w.cycle(policy=Policy())
+    assert [m for m, p in w.api.calls if p == MIGRATIONS] == ["GET"], "one look at start: none is open"
