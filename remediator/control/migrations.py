@@ -28,7 +28,6 @@ from remediator.alerts.announcer import Alerts
 from remediator.control.landings import LandingOutcome, Landings
 from remediator.model.landing import HOSTNAME_LABEL
 from remediator.model.migration import (
-    ENGINES,
     FINISHED,
     MIGRATION_PREFIX,
     Gain,
@@ -79,9 +78,9 @@ class Migrations:
         """Before the plan: the Migrations as they are, and which engines have one open (at most every READ_EVERY).
         After the first list, only while an engine's approval is required or a migration is open: a policy without
         either costs no request."""
-        if self.read_at is not None and (self.monotonic() - self.read_at < READ_EVERY or not (
-                self.memory.open_migrations or any(lookup(s.name).approval(s.args) == "required"
-                                                   for s in policy.strategies))):
+        waiting = {s.name for s in policy.strategies if lookup(s.name).approval(s.args) == "required"}
+        if self.read_at is not None and (self.monotonic() - self.read_at < READ_EVERY
+                                         or not (self.memory.open_migrations or waiting)):
             return
         self.read_at = self.monotonic()
         try:
@@ -92,7 +91,7 @@ class Migrations:
                                  extra={"error": str(e)})
             self.unreadable = {str(e)}
             self.found = {}
-            self.memory.open_migrations = {engine: "(unread)" for engine in ENGINES}
+            self.memory.open_migrations = dict.fromkeys(waiting, "(unread)")  # none proposes what it cannot write
             return
         for problem in sorted(set(problems) - self.unreadable):
             self.log.warning("migration not read: left as it is", extra={"error": problem})

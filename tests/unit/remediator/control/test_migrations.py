@@ -10,6 +10,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from nodemedic_common.kube_errors import ApiError
 from remediator.alerts.announcer import Alerts
 from remediator.control.landings import Landings
 from remediator.control.migrations import READ_EVERY, Migrations
@@ -53,6 +54,8 @@ class Api:
 
     async def request(self, method: str, path: str, *, body: Any = None, **_: Any) -> Any:
         self.calls.append((method, path))
+        if path == MIGRATIONS and self.migrations is None:
+            raise ApiError(404, method, path, '{"reason": "NotFound"}')
         if path == MIGRATIONS:
             if method == "POST":
                 self.migrations[body["metadata"]["name"]] = copy.deepcopy(body)
@@ -212,3 +215,14 @@ def test_a_policy_with_no_engine_waiting_for_a_person_lists_the_migrations_once_
     for _ in range(3):
         w.cycle(policy=Policy())
     assert [m for m, p in w.api.calls if p == MIGRATIONS] == ["GET"], "one look at start: none is open"
+
+
+def test_when_the_migrations_cannot_be_listed_no_engine_proposes_and_a_policy_without_one_stops_asking() -> None:
+    w = start()
+    w.api.migrations = None  # type: ignore[assignment]  # the CRD is not installed: every list fails
+    w.cycle((proposal(w),))
+    assert w.memory.open_migrations == {"BalanceResourceMix": "(unread)"} and w.api.evicted == []
+    w.cycle(policy=Policy())
+    w.cycle(policy=Policy())
+    assert w.memory.open_migrations == {}
+    assert [m for m, p in w.api.calls if p == MIGRATIONS] == ["GET", "GET"], "then no more asking"
