@@ -96,7 +96,11 @@ def test_after_an_etcd_restart_each_expired_watch_relists_once_and_resumes(tmp_p
                 figures(f"({phase}) watches answered 410 Gone", relists)
                 figures(f"({phase}) LISTs after the restart", " ".join(f"{res}={lists.get(res, 0)}" for res in WATCHED))
                 assert all(lists.get(res, 0) <= 1 for res in WATCHED), lists
-                assert sum(lists.values()) == relists, f"{lists} LISTs for {relists} expired watches"
+                # Every LIST but the Migrations': the remediator lists those once at its first cycle
+                # (control/migrations.py), which here may come during the outage, and that is no relist of a watch.
+                watched = sum(n for res, n in lists.items() if res != "migrations")
+                assert lists.get("migrations", 0) <= 1, lists
+                assert watched == relists, f"{lists} LISTs for {relists} expired watches"
                 if phase == "b":
                     assert relists >= 1, "no watch was told 410 Gone: the scenario did not exercise the relist"
         finally:
