@@ -9,6 +9,7 @@ import datetime as dt
 from nodemedic_common.kube_client import Kube
 from nodemedic_common.kube_errors import ApiError
 from remediator.model.migration import (
+    MAX_ANSWER,
     Migration,
     MigrationError,
     Phase,
@@ -21,7 +22,6 @@ from remediator.model.migration import (
 )
 
 PAGE = "200"  # proposals are one per engine at a time: a page holds every open one and a week of finished ones
-MAX_ANSWER = 32 << 20  # bytes: 200 Migrations of 50 steps at the CRD's longest fields; more is not an API server's
 
 
 async def propose(kube: Kube, m: Migration, now: dt.datetime) -> None:

@@ -20,6 +20,7 @@ from remediator.kubectl import migration_view
 from remediator.kubectl.names import DNS_SUBDOMAIN
 from remediator.kubectl.repair_control import who
 from remediator.model.migration import (
+    MAX_ANSWER,
     MIGRATION_PREFIX,
     Decision,
     Migration,
@@ -28,8 +29,6 @@ from remediator.model.migration import (
     migrations_path,
     read_migration,
 )
-
-MAX_ANSWER = 32 << 20  # bytes; see actions/migration_writer.py
 
 
 class Refused(Exception):

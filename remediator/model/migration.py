@@ -21,6 +21,7 @@ MIGRATION_API = "/apis/nodemedic.io/v1alpha1"
 MIGRATION_PREFIX = "migration-"
 ENGINES = ("MakeRoomForPendingPods", "BalanceResourceMix")
 MAX_STEPS = 50  # the CRD's maxItems
+MAX_ANSWER = 32 << 20  # bytes of a list of Migrations read: 200 of 50 steps at the CRD's longest fields fit
 E = TypeVar("E", bound=StrEnum)
 
 

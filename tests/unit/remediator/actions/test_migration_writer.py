@@ -10,8 +10,18 @@ from typing import Any
 import pytest
 
 from nodemedic_common.kube_errors import ApiError
-from remediator.actions.migration_writer import MAX_ANSWER, delete, listed, propose, write_status
-from remediator.model.migration import Gain, Migration, Phase, Step, StepState, StepStatus, proposal, status_body
+from remediator.actions.migration_writer import delete, listed, propose, write_status
+from remediator.model.migration import (
+    MAX_ANSWER,
+    Gain,
+    Migration,
+    Phase,
+    Step,
+    StepState,
+    StepStatus,
+    proposal,
+    status_body,
+)
 
 NOW = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
 M = Migration(name="migration-0011aabb", namespace="ops", engine="BalanceResourceMix", proposed=NOW,

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from nodemedic_common.kube_errors import ApiError
-from remediator.kubectl import migration_control
 from remediator.kubectl.migration_control import Refused, decide, name_of, show
 from remediator.model.migration import (
     Decision,
@@ -111,4 +110,3 @@ def test_a_name_is_given_whole_or_by_its_hex_and_never_as_a_path() -> None:
     assert name_of("0011aabb") == name_of("migration-0011aabb") == "migration-0011aabb"
     with pytest.raises(Refused):
         name_of("../../secrets")
-    assert migration_control.MAX_ANSWER == 32 << 20
