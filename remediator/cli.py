@@ -103,7 +103,7 @@ async def _run(args: argparse.Namespace) -> int:
     controller = Controller(kube=kube, cache=cache, policy=reload, alerts=alerts, metrics=metrics, log=log,
                             elector=elector, dry_run=args.dry_run, usage=usage, autoscalers=autoscalers,
                             memory_headroom=MemoryHeadroom(registry, log, limit=container_limit()),
-                            landing_namespace=args.lease_namespace)
+                            landing_namespace=args.lease_namespace, savings_ledger=args.savings_ledger)
     server = None
     if args.listen:
         try:
@@ -302,6 +302,7 @@ def _name(problem: Callable[[str], str | None], *, empty: bool = False) -> Calla
 
 _LEASE, _NAMESPACE = _name(lambda s: dns_subdomain_problem(s, "Lease name")), _name(namespace_problem)
 _LEASE_OR_DEFAULT = _name(lambda s: dns_subdomain_problem(s, "Lease name"), empty=True)
+_LEDGER = _name(lambda s: dns_subdomain_problem(s, "ConfigMap name"), empty=True)  # --savings-ledger
 
 
 def _secrets_dir_flag(parser: argparse.ArgumentParser) -> None:
@@ -340,6 +341,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--lease-namespace", default="kube-system", type=_NAMESPACE)
     run.add_argument("--lease-name", default=LEASE_NAME, type=_LEASE,
                      help="the Lease replicas elect a leader with (one per installation)")
+    run.add_argument("--savings-ledger", default="", type=_LEDGER,
+                     help="the ConfigMap in --lease-namespace keeping the placement engine's savings ('': none)")
     run.add_argument("--listen", default=":8080", type=listen_flag, help="metrics, /healthz and /plan ('' to disable)")
     run.add_argument("--identity", default="")
     run.add_argument("--cluster-name", default="")

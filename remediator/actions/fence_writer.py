@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from nodemedic_common.fence_contract import (
@@ -30,12 +31,25 @@ from remediator.actions.repair_writer import NODECLAIMS
 from remediator.alerts.alert import AlertKind
 from remediator.alerts.announcer import Alerts
 from remediator.alerts.dark_metrics import DarkMetrics
-from remediator.repair.dark_decisions import ClaimDelete, Fence, Unfence
+from remediator.repair.dark_decisions import ClaimDelete, DarkPlan, Fence, Unfence
 
 
 class FenceWriter:
     def __init__(self, kube: Kube, alerts: Alerts, metrics: DarkMetrics, log: logging.Logger) -> None:
         self.kube, self.alerts, self.metrics, self.log = kube, alerts, metrics, log
+
+    async def apply(self, d: DarkPlan, as_planned: Callable[[str], dict[str, Any] | None], now: dt.datetime) -> None:
+        """A plan's dark-node writes, each from the node as the plan saw it (`as_planned`: its taints and
+        resourceVersion, None when it changed since or this replica may not act)."""
+        for u in d.unfences:
+            if (base := as_planned(u.node)) is not None:
+                await self.unfence(u, base=base)
+        for f in d.fences:
+            if (base := as_planned(f.node)) is not None:
+                await self.fence(f, base=base, now=now)
+        for c in d.claim_deletes:
+            if (base := as_planned(c.node)) is not None:
+                await self.delete_claim(c, base=base, now=now)
 
     async def fence(self, f: Fence, *, base: dict[str, Any], now: dt.datetime) -> bool:
         record = FenceRecord(now, FenceAction.TAINT, f.evidence, f.detail)

@@ -10,6 +10,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Proc
 
 from remediator.alerts.dark_metrics import DarkMetrics, create_dark_metrics
 from remediator.alerts.repair_metrics import RepairMetrics, create_repair_metrics
+from remediator.alerts.savings_metrics import SavingsMetrics, create_savings_metrics
 from remediator.model.plan import StrategyReport
 from remediator.strategies import STRATEGIES
 
@@ -39,6 +40,7 @@ class Metrics:
     scheduler_loop_held: Gauge
     repair: RepairMetrics
     dark: DarkMetrics
+    savings: SavingsMetrics
 
 
 def create(registry: CollectorRegistry) -> Metrics:
@@ -96,4 +98,5 @@ def create(registry: CollectorRegistry) -> Metrics:
                                   "Workloads held from balance moves for a scheduler loop", registry=r),
         repair=create_repair_metrics(r),
         dark=create_dark_metrics(r),
+        savings=create_savings_metrics(r),
     )

@@ -36,6 +36,7 @@ from remediator.control.leader import LeaderElector
 from remediator.control.migrations import Migrations
 from remediator.control.planner import PlannerMemory, make_plan
 from remediator.control.policy_reload import PolicyReload
+from remediator.control.savings import Savings
 from remediator.control.taints_seen import TAINT_SEEN_WITHIN, evictions_waiting
 from remediator.model.landing import Landing
 from remediator.model.plan import Plan, PlannedEviction, TaintChange
@@ -59,7 +60,7 @@ class Controller:
     def __init__(self, *, kube: Kube, cache: ClusterCache, policy: PolicyReload, alerts: Alerts, metrics: Metrics,
                  log: logging.Logger, elector: LeaderElector | None, dry_run: bool, usage: UsageReader | None = None,
                  autoscalers: AutoscalerDetector | None = None, memory_headroom: MemoryHeadroom | None = None,
-                 resync: float = 10.0, landing_namespace: str = "",
+                 resync: float = 10.0, landing_namespace: str = "", savings_ledger: str = "",
                  taint_seen_within: float = TAINT_SEEN_WITHIN,
                  clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
                  monotonic: Callable[[], float] = time.monotonic) -> None:
@@ -94,6 +95,9 @@ class Controller:
                                      namespace=landing_namespace, memory=self.memory, may_act=self.may_act,
                                      count=lambda engine, outcome: metrics.migrations.labels(engine, outcome).inc()) \
             if self.landings is not None else None
+        # The scale-outs the placement engine avoided: a ledger (ConfigMap `savings_ledger`) beside the Lease.
+        self.savings = Savings(kube=kube, namespace=landing_namespace, name=savings_ledger, metrics=metrics.savings,
+                               log=log) if savings_ledger and landing_namespace else None
 
     def why(self, node: str) -> WhyAnswer:
         """/why/NODE: every fact the last plan decided on for `node` (remediator/read_side/why.py)."""
@@ -193,11 +197,17 @@ class Controller:
         self.metrics.repair.show(plan.repair)
         if self.dry_run:
             self.dry_run_report.report(plan)
-        elif not self.may_act() and self.landings is not None:
-            self.landings.cleared = False  # a leader meanwhile may leave landings open for us to close
         elif self.may_act():
             await self._act(plan, now)
+        else:
+            self._standing_by()
         return plan
+
+    def _standing_by(self) -> None:
+        if self.landings is not None:
+            self.landings.cleared = False  # a leader meanwhile may leave landings open for us to close
+        if self.savings is not None:
+            self.savings.stepped_down()  # the next leader's ledger is the stored one
 
     async def _act(self, plan: Plan, now: dt.datetime) -> None:
         await self._apply(plan, now)
@@ -205,7 +215,9 @@ class Controller:
             await self.migrations.apply(plan.proposals, self.policy.current, now,
                                         window_open=self.policy.current.window.is_open(now))
         await self._apply_repairs(plan, now)
-        await self._apply_fences(plan, now)
+        if self.savings is not None:
+            await self.savings.observe(self.cache.nodes, self.cache.pods, self.policy.current.savings, now)
+        await self.fences.apply(plan.dark, self._as_planned, now)  # dark nodes (planning/dark_nodes.py)
 
     # --- acting --------------------------------------------------------------------------------
     async def _apply(self, plan: Plan, now: dt.datetime) -> None:
@@ -223,6 +235,8 @@ class Controller:
                                  extra={"pod": made.pod.key, "node": made.node, "error": why})
                 skip.update(made.moved)
                 continue
+            if self.savings is not None:
+                self.savings.claim(made, now)
             self.log.info(made.message, extra={"event": made.reason, "pod": made.pod.key, "node": made.node,
                                                "moved": list(made.moved)})
             keep(self.background, self.alerts.object(
@@ -274,19 +288,6 @@ class Controller:
             if await self.repairs.start(s, resource_version=record.resource_version, prior=prior) \
                     and s.state.action == RepairAction.REPLACE:
                 self.replacing[s.node] = s.state
-
-    async def _apply_fences(self, plan: Plan, now: dt.datetime) -> None:
-        """Dark nodes' writes (planning/dark_nodes.py), each from the node as the plan saw it (its resourceVersion)."""
-        d = plan.dark
-        for u in d.unfences:
-            if (base := self._as_planned(u.node)) is not None:
-                await self.fences.unfence(u, base=base)
-        for f in d.fences:
-            if (base := self._as_planned(f.node)) is not None:
-                await self.fences.fence(f, base=base, now=now)
-        for c in d.claim_deletes:
-            if (base := self._as_planned(c.node)) is not None:
-                await self.fences.delete_claim(c, base=base, now=now)
 
     def _as_planned(self, node: str) -> dict[str, Any] | None:
         """The node's taints and resourceVersion if it is still as the plan saw it, else None: a node that changed

@@ -1,5 +1,5 @@
 """kubectl-nodemedic: `kubectl nodemedic status | why NODE | plan | check NODE | repair NODE | fence NODE |
-migrations [NAME] | approve NAME | reject NAME`
+migrations [NAME] | approve NAME | reject NAME | savings`
 (installed with the package; kubectl finds a `kubectl-<name>` executable on the PATH as the plugin `<name>`)."""
 
 from __future__ import annotations
@@ -19,8 +19,18 @@ from nodemedic_common.kube_client import Kube
 from nodemedic_common.kube_errors import ApiError, CredentialsError
 from nodemedic_common.terminal_text import printable
 from remediator import __version__
-from remediator.kubectl import fence_control, hops, migration_control, names, reach, render, repair_control
+from remediator.kubectl import (
+    fence_control,
+    hops,
+    migration_control,
+    names,
+    reach,
+    render,
+    repair_control,
+    savings_ledger,
+)
 from remediator.model.migration import Decision
+from remediator.model.savings import MAX_DAYS
 from remediator.read_side.plan_answer import PlanAnswer
 from remediator.read_side.status_answer import StatusAnswer
 from remediator.read_side.why_answer import WhyAnswer
@@ -63,7 +73,11 @@ def parser() -> argparse.ArgumentParser:
                                    "migrations)"),
                        ("reject", "refuse migration NAME: nothing moves (needs patch on migrations)")):
         sub.add_parser(verb, help=text).add_argument("name")
-    for s in (sub.choices["status"], w):
+    sv = sub.add_parser("savings", help="node-hours and cost the placement engine avoided, per day and pool")
+    sv.add_argument("--days", type=_days, default=30, help="how many days back (default 30, at most 400)")
+    sv.add_argument("--ledger", default=None,
+                    help="the ledger's ConfigMap (default: the remediator's --savings-ledger)")
+    for s in (sub.choices["status"], w, sv):
         s.add_argument("-o", "--output", choices=("text", "json"), default="text")
     return p
 
@@ -75,13 +89,8 @@ async def run(args: argparse.Namespace, kube: Kube) -> str:
         return await fence_control.control(kube, args.node, args.how or "", now=dt.datetime.now(dt.UTC),
                                            agent_silence=args.agent_silence)
     namespace = names.namespace(args.namespace)
-    if args.command == "migrations":
-        name = migration_control.name_of(args.name) if args.name else None
-        return await migration_control.show(kube, namespace, name, output=args.output)
-    if args.command in ("approve", "reject"):
-        decision = Decision.APPROVED if args.command == "approve" else Decision.REJECTED
-        return await migration_control.decide(kube, namespace, migration_control.name_of(args.name), decision,
-                                              now=dt.datetime.now(dt.UTC))
+    if args.command in ("migrations", "approve", "reject", "savings"):
+        return await _objects(args, kube, namespace)
     if args.command == "check":
         node = names.node_name(args.node)
         return render.check(await reach.node(kube, node), await reach.agent_pod(kube, namespace, node))
@@ -104,10 +113,29 @@ async def run(args: argparse.Namespace, kube: Kube) -> str:
     return render.status(leader, status, plan, await reach.nodes(kube))
 
 
+async def _objects(args: argparse.Namespace, kube: Kube, namespace: str) -> str:
+    """The commands that read or decide objects of their own, whether or not a remediator leads."""
+    if args.command == "savings":
+        return await savings_ledger.show(kube, namespace, args.ledger, days=args.days, output=args.output,
+                                         now=dt.datetime.now(dt.UTC))
+    if args.command == "migrations":
+        name = migration_control.name_of(args.name) if args.name else None
+        return await migration_control.show(kube, namespace, name, output=args.output)
+    decision = Decision.APPROVED if args.command == "approve" else Decision.REJECTED
+    return await migration_control.decide(kube, namespace, migration_control.name_of(args.name), decision,
+                                          now=dt.datetime.now(dt.UTC))
+
+
 async def _main(args: argparse.Namespace) -> str:
     async with Kube(load_credentials(args.kubeconfig or _default_kubeconfig()),
                     registry=CollectorRegistry(), user_agent="kubectl-nodemedic") as kube:
         return await run(args, kube)
+
+
+def _days(text: str) -> int:
+    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= MAX_DAYS:
+        raise argparse.ArgumentTypeError(f"a whole number of days from 1 to {MAX_DAYS}, got {text!r}")
+    return int(text)
 
 
 def _duration(text: str) -> dt.timedelta:

@@ -52,7 +52,7 @@ async def find_leader(kube: Kube, namespace: str) -> Leader:
     if not items:
         raise NotFound(f"no remediator pod in namespace {namespace} (label {REMEDIATOR_SELECTOR}); "
                        "is nodemedic installed there? (-n NAMESPACE)")
-    args = _args(items[0])
+    args = pod_args(items[0])
     lease, listen = args.get("--lease-name"), args.get("--listen")
     if "--once" in args:
         raise NotFound(f"the remediator in {namespace} runs as a CronJob (run --once): it serves nothing between "
@@ -78,7 +78,7 @@ async def find_leader(kube: Kube, namespace: str) -> Leader:
     return Leader(namespace, pod, port, lease, identity, str(spec.get("renewTime") or ""))
 
 
-def _args(pod: dict[str, Any]) -> dict[str, str]:
+def pod_args(pod: dict[str, Any]) -> dict[str, str]:
     out: dict[str, str] = {}
     spec = pod.get("spec")
     containers = spec.get("containers") if isinstance(spec, dict) else None

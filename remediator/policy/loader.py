@@ -30,6 +30,7 @@ from remediator.policy.reader import DOCUMENT, Reader, Section, is_null
 from remediator.policy.repair import read_repair
 from remediator.policy.rules import check_drains, read_rules
 from remediator.policy.safety import check_acknowledged, read_safety, taken_risks
+from remediator.policy.savings import read_savings
 from remediator.policy.scheduler import read_scheduler
 from remediator.policy.secret_files import DEFAULT_SECRETS_DIR
 from remediator.policy.strategies import StrategyCatalog, consolidators, packers, read_strategies
@@ -40,7 +41,7 @@ DESCHEDULER_VERSIONS = (descheduler.V1ALPHA2, descheduler_v1alpha1.V1ALPHA1)
 KIND = "RemediationPolicy"
 _TOP_KEYS = ("apiVersion", "kind", "rules", "evictor", "strategies", "limits", "eviction", "safety", "notifications",
              "autoscaler", "maintenanceWindow", "metricsProviders", "nodeSelector", "scheduler", "repair",
-             "darkNodes", "migrations")
+             "darkNodes", "migrations", "savings")
 
 
 def parse_policy(text: str, *, source: str, catalog: StrategyCatalog,
@@ -149,7 +150,8 @@ def _sections(r: Reader, top: Section, catalog: StrategyCatalog, *, from_desched
                     autoscaler=read_autoscaler(r, top, consolidators(strategies, catalog)), window=read_window(r, top),
                     metrics=providers, node_selector=read_node_selector(r, top),
                     scheduler=read_scheduler(r, top, packs=bool(packers(strategies, catalog))),
-                    repair=read_repair(r, top), dark=read_dark(r, top), migrations=read_migrations(r, top))
+                    repair=read_repair(r, top), dark=read_dark(r, top), migrations=read_migrations(r, top),
+                    savings=read_savings(r, top))
     check_drains(r, top, policy.rules, tuple(s.name for s in strategies))
     if not from_descheduler:
         # A DeschedulerPolicy has no rules nor taints of nodemedic's and no safety section to acknowledge in: its

@@ -21,6 +21,7 @@ from remediator.policy.notifications import Notifications
 from remediator.policy.repair import RepairSettings
 from remediator.policy.rules import TaintRule
 from remediator.policy.safety import Safety
+from remediator.policy.savings import SavingsSettings
 from remediator.policy.scheduler import SchedulerSettings
 from remediator.policy.window import MaintenanceWindow
 
@@ -52,3 +53,4 @@ class Policy:
     repair: RepairSettings = field(default_factory=RepairSettings)  # `repair`: the rails of the rules' ladders
     dark: DarkSettings = field(default_factory=DarkSettings)  # `darkNodes`: when a silent node is dark
     migrations: MigrationSettings = field(default_factory=MigrationSettings)  # `migrations`: approved engine plans
+    savings: SavingsSettings = field(default_factory=SavingsSettings)  # `savings`: prices of the node-hours avoided

@@ -6,12 +6,15 @@ anchor and two small movable pods (200m free), node M a memory-heavy anchor (1.6
 other. Then two pods of 600m / 2 GiB arrive 10 s apart: neither node has room for one, the pool has room for both.
 Without nodemedic, Karpenter buys a node. With it, one small pod moves from C to M for each, and no node is bought.
 The test prints the side-by-side table (nodes added, node-minutes over the same window, pods evicted, time to
-schedule each pending pod) and holds the article's bar: at least 17 % fewer node-minutes, no PDB violated.
+schedule each pending pod) and holds the article's bar: at least 17 % fewer node-minutes, no PDB violated. The
+remediator's savings ledger then holds a room for each pending pod, priced from the policy, as `kubectl nodemedic
+savings` shows it and a real Prometheus scrapes it (with the dashboard's savings panel's queries).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import secrets
 import subprocess
 import sys
@@ -25,6 +28,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from hack.kcp import prometheus
+from tests import chart_monitoring as cm
 from tests.e2e.autoscaler_harness import POOL_LABEL, PoolWatch, node_pool, pool_nodes
 from tests.e2e.conftest import LocalCluster
 from tests.e2e.landing_harness import LANDING_NAMESPACE, LandingPolicy, own_lease
@@ -38,6 +43,7 @@ WINDOW = 75.0  # seconds of node-minutes counted from the first pending pod, the
 ARRIVALS = (0.0, 10.0)  # when each pending pod is created, from the start of the stream
 SMALL = ("small-a", "small-b")
 SLOW_START = "8s"  # a slow pod's containers start this long after it is bound: a migration step under way stays so
+PRICE = 0.192  # USD per node-hour of the test's pools (savings.prices)
 ANCHOR_TERM = {"labelSelector": {"matchLabels": {"role": "anchor"}}, "topologyKey": "kubernetes.io/hostname"}
 
 
@@ -180,7 +186,45 @@ strategies:
 evictor: {{nodeFit: true, namespaces: {{include: [{namespace}]}}}}
 limits: {{ownerCooldown: 0s}}
 eviction: {{retryDeadline: 60s, initialBackoff: 200ms, maxBackoff: 1s, landing: planned}}
+savings:
+  currency: USD
+  prices:
+  - {{match: {{{POOL_LABEL}: {namespace}}}, perHour: {PRICE}}}
 """
+
+
+def savings_seen(cluster: LocalCluster, remediator: RemediatorProcess, ledger: str, namespace: str,
+                 tmp_path: Path, processes: list) -> None:
+    """The two pending pods seated without a node, as `kubectl nodemedic savings` reads the ledger and as the real
+    Prometheus scrapes the remediator's metrics (with the dashboard's savings panel's own queries)."""
+    def seated() -> dict | None:
+        doc = json.loads(plugin(cluster, "savings", "--ledger", ledger, "-o", "json"))
+        return doc if len(doc["open"]) == len(ARRIVALS) else None
+    doc = wait_until(seated, timeout=30, what="both pending pods' rooms in the savings ledger")
+    assert {r["pod"] for r in doc["open"]} == {f"{namespace}/wanted-{i}" for i in range(len(ARRIVALS))}
+    assert {(r["pool"], r["perHour"]) for r in doc["open"]} == {(namespace, PRICE)}
+    print(f"\n$ kubectl nodemedic savings --ledger {ledger}\n{plugin(cluster, 'savings', '--ledger', ledger)}")
+    server = prometheus.start(tmp_path / "prometheus", [
+        {"job_name": "nodemedic-remediator", "static_configs": [{"targets": [f"127.0.0.1:{remediator.port}"]}]}], [])
+    processes.append(server)
+
+    def scraped() -> list | None:
+        hours = server.query(f'nodemedic_savings_node_hours_total{{pool="{namespace}"}} > 0')
+        rooms = server.query(f'nodemedic_savings_rooms{{pool="{namespace}"}} == {len(ARRIVALS)}')
+        # The dashboard panel's own query: an increase needs two scrapes of the counter.
+        panel = server.query(f'sum by (pool) (increase(nodemedic_savings_node_hours_total{{pool="{namespace}"}}[1d]))'
+                             ' > 0')
+        return hours + rooms + panel if hours and rooms and panel else None
+    wait_until(scraped, timeout=60, what="Prometheus scraping the savings counters")
+    print("savings in the real Prometheus:")
+    names = ("nodemedic_savings_node_hours_total", "nodemedic_savings_cost_total", "nodemedic_savings_rooms")
+    for expr in [*(f'{name}{{pool="{namespace}"}}' for name in names),
+                 *(e for w, e in cm.panel_queries(cm.dashboard()) if w.startswith("Savings"))]:
+        result = server.query(expr)
+        print(f"  {expr} -> {[(r['metric'], r['value'][1]) for r in result]}")
+        assert result, f"no series for {expr}"
+    cost = server.query(f'nodemedic_savings_cost_total{{pool="{namespace}",currency="USD"}}')
+    assert cost and float(cost[0]["value"][1]) > 0
 
 
 def test_the_placement_engine_saves_the_node_karpenter_would_buy(
@@ -193,9 +237,10 @@ def test_the_placement_engine_saves_the_node_karpenter_would_buy(
         remediator = None
         if label.startswith("with "):
             processes.append(LandingPolicy(karpenter_cluster.api))
+            ledger = f"savings-{pool.namespace}"
             remediator = start_remediator(tmp_path, karpenter_cluster.kubeconfig, policy(pool.namespace),
                                           name=f"remediator-{pool.namespace}", lease_namespace=LANDING_NAMESPACE,
-                                          extra=own_lease(pool.namespace))
+                                          extra=[*own_lease(pool.namespace), "--savings-ledger", ledger])
             processes.append(remediator)
         watch = PoolWatch(pool.core, pool.namespace, {(pool.namespace, "small"): 1}).start()
         processes.append(watch)  # stopped after the test, whatever the outcome
@@ -207,6 +252,7 @@ def test_the_placement_engine_saves_the_node_karpenter_would_buy(
             landed = [e.message for e in events_once(pool.core, pool.namespace, "NodemedicLanded", run.evicted)]
             print(f"\nplacement: each move's replacement pinned where the plan said: {sorted(landed)}")
             assert len(landed) == run.evicted and all(f"bound to {m} as planned" in e for e in landed)
+            savings_seen(karpenter_cluster, remediator, ledger, pool.namespace, tmp_path, processes)
     base, engine = runs["without nodemedic"], runs["with MakeRoomForPendingPods"]
     saved = 1 - engine.node_minutes / base.node_minutes
     print("\nfragmentation, the same start and stream twice (window "
@@ -418,6 +464,19 @@ def migrate(cluster: LocalCluster, pool: Pool, processes: list, tmp_path: Path, 
     name = plan["metadata"]["name"]
     assert [(s["from"], s["to"]) for s in plan["spec"]["steps"]] == [(c, m), (c, m)], plan["spec"]
     assert not nodemedic_events(pool.core, pool.namespace, "NodemedicEvicted"), "nothing moves before approval"
+    if case == "runs":  # bad input: a hand edit of the plan, a decision on a plan that is not there
+        hand_edit = [{**step, "to": "some-other-node"} for step in plan["spec"]["steps"]]
+        with pytest.raises(ApiException) as refused:
+            objects.patch_namespaced_custom_object("nodemedic.io", "v1alpha1", LANDING_NAMESPACE, "migrations", name,
+                                                   {"spec": {"steps": hand_edit}})
+        print(f"\n--- a step's node edited by hand: {refused.value.status} "
+              f"{json.loads(refused.value.body)['message'][:200]}")
+        assert refused.value.status == 422
+        unknown = subprocess.run([sys.executable, "-m", "remediator.kubectl.cli", "--kubeconfig",
+                                  str(cluster.kubeconfig), "-n", LANDING_NAMESPACE, "approve", "migration-0badcafe"],
+                                 capture_output=True, text=True, timeout=60, check=False)
+        print(f"--- kubectl nodemedic approve migration-0badcafe: exit {unknown.returncode}: {unknown.stderr.strip()}")
+        assert unknown.returncode == 2 and "no migration migration-0badcafe" in unknown.stderr
     pool.small_pdb()
     wait_until(lambda: pool.policy_api.read_namespaced_pod_disruption_budget(
         "small", pool.namespace).status.disruptions_allowed == 1, timeout=30, what="the PDB allowing one")

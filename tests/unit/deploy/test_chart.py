@@ -248,7 +248,8 @@ def test_pods_status_is_granted_only_for_a_policy_that_nominates(tmp_path: Path)
 
 def test_the_remediator_may_get_the_one_configmap_that_shows_cluster_autoscaler_and_write_only_its_landings() -> None:
     """autoscaler.addsNodes: auto, the shipped default, looks for that ConfigMap (state/autoscaler_detection.py):
-    without the grant every look would be a 403 (tests/e2e/test_deploy.py counts none)."""
+    without the grant every look would be a 403 (tests/e2e/test_deploy.py counts none). Its own savings ledger is the
+    one ConfigMap it may write (and create: RBAC cannot limit create to a name), in the release namespace."""
     objs = docs(manifests.MANIFESTS / "nodemedic.yaml")
     assert yaml.safe_load(_configmap("nodemedic-remediator")["policy.yaml"])["autoscaler"]["addsNodes"] == AUTO
     (role,) = [d for d in objs if d["kind"] == "Role" and d["metadata"]["name"].endswith("-autoscaler-detection")]
@@ -260,7 +261,14 @@ def test_the_remediator_may_get_the_one_configmap_that_shows_cluster_autoscaler_
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "nodemedic-remediator", "namespace": "nodemedic"}]
     granted = [(d["metadata"].get("namespace"), rule) for d in objs if d["kind"] in ("Role", "ClusterRole")
                and "remediator" in d["metadata"]["name"] for rule in d["rules"] if "configmaps" in rule["resources"]]
-    assert granted == [(CLUSTER_AUTOSCALER_STATUS[0], role["rules"][0])], "no other grant on ConfigMaps"
+    assert granted == [
+        ("nodemedic", {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]}),
+        ("nodemedic", {"apiGroups": [""], "resources": ["configmaps"],
+                       "resourceNames": ["nodemedic-remediator-savings"], "verbs": ["get", "update"]}),
+        (CLUSTER_AUTOSCALER_STATUS[0], role["rules"][0])], "no other grant on ConfigMaps"
+    (deployment,) = [d for d in objs if d["kind"] == "Deployment" and d["metadata"]["name"] == "nodemedic-remediator"]
+    assert "--savings-ledger=nodemedic-remediator-savings" in deployment["spec"]["template"]["spec"]["containers"][0][
+        "args"]
     landings = [(d["metadata"].get("namespace"), rule) for d in objs if d["kind"] in ("Role", "ClusterRole")
                 for rule in d["rules"] if "landings" in rule["resources"]]
     assert landings == [("nodemedic", {"apiGroups": ["nodemedic.io"], "resources": ["landings"],

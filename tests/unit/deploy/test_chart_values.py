@@ -398,6 +398,8 @@ def test_the_viewer_roles_are_read_only_and_bound_only_to_the_groups_named() -> 
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
         {"apiGroups": [""], "resources": ["pods/proxy"], "verbs": ["get"]},
         {"apiGroups": ["nodemedic.io"], "resources": ["migrations"], "verbs": ["get", "list"]},
+        {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["ops-nodemedic-remediator-savings"],
+         "verbs": ["get"]},
     ]
     assert [b for b in r.kinds("ClusterRoleBinding") + r.kinds("RoleBinding") if "viewer" in b["metadata"]["name"]
             ] == []

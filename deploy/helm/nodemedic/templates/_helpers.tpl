@@ -51,6 +51,9 @@ name but not the namespace, which every object, RBAC subject, CEL expression and
 {{/* The remediator's Lease, one per release (passed as --lease-name). */}}
 {{- define "nodemedic.leaseName" -}}{{ include "nodemedic.remediator.name" . }}{{- end -}}
 
+{{/* The ConfigMap the leading remediator keeps the placement engine's savings in (remediator/model/savings.py). */}}
+{{- define "nodemedic.savingsLedger" -}}{{ include "nodemedic.remediator.name" . }}-savings{{- end -}}
+
 {{/* The agent writes its Events into this namespace (agent/reporting/reporter.py). */}}
 {{- define "nodemedic.agent.eventsNamespace" -}}default{{- end -}}
 
