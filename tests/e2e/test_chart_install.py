@@ -172,6 +172,8 @@ VIEWER = [
     ("get", "coordination.k8s.io/leases", "kube-system", "kube-scheduler", False),
     ("get", "/secrets", VIEWS, "anything", False),
     ("get", "/configmaps", VIEWS, "view-nodemedic-remediator", False),
+    ("get", "/configmaps", VIEWS, "view-nodemedic-remediator-savings", True),  # kubectl nodemedic savings
+    ("update", "/configmaps", VIEWS, "view-nodemedic-remediator-savings", False),
     ("delete", "policy/poddisruptionbudgets", "default", "web", False),
     ("list", "nodemedic.io/migrations", VIEWS, "", True),  # kubectl nodemedic migrations
     ("get", "nodemedic.io/migrations", VIEWS, "migration-0011aabb", True),

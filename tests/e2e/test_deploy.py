@@ -255,6 +255,12 @@ MATRIX = [
     (REMEDIATOR, "get", "/secrets", NS, "anything", False),
     (REMEDIATOR, "list", "/secrets", "", "", False),
     (REMEDIATOR, "update", "/configmaps", NS, REMEDIATOR, False),  # cannot rewrite its own policy
+    # its savings ledger (control/savings.py): read and written by name, created (RBAC cannot limit create by name)
+    (REMEDIATOR, "get", "/configmaps", NS, f"{REMEDIATOR}-savings", True),
+    (REMEDIATOR, "update", "/configmaps", NS, f"{REMEDIATOR}-savings", True),
+    (REMEDIATOR, "create", "/configmaps", NS, "", True),
+    (REMEDIATOR, "create", "/configmaps", "default", "", False),
+    (REMEDIATOR, "delete", "/configmaps", NS, f"{REMEDIATOR}-savings", False),
     (REMEDIATOR, "patch", "/events", "default", "x", False),
     (REMEDIATOR, "delete", "policy/poddisruptionbudgets", "default", "web", False),
     (REMEDIATOR, "create", "coordination.k8s.io/leases", "kube-system", "", False),
