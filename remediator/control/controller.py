@@ -215,8 +215,8 @@ class Controller:
             await self.migrations.apply(plan.proposals, self.policy.current, now,
                                         window_open=self.policy.current.window.is_open(now))
         await self._apply_repairs(plan, now)
-        if self.savings is not None:
-            await self.savings.observe(self.cache.nodes, self.cache.pods, self.policy.current.savings, now)
+        if self.savings is not None and self.snapshot is not None:  # the autoscalers the plan counted on
+            await self.savings.observe(self.cache.nodes, self.cache.pods, self.policy.current, self.snapshot, now)
         await self.fences.apply(plan.dark, self._as_planned, now)  # dark nodes (planning/dark_nodes.py)
 
     # --- acting --------------------------------------------------------------------------------

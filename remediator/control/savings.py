@@ -2,17 +2,18 @@
 
 The controller tells `claim` of each pending pod it nominated; every cycle while leading, `observe` looks at the
 caches: a claimed pod bound to a node that existed before the nomination opens a room (priced by the policy from
-that node's labels); one bound to a node made after it (the autoscaler bought one anyway) or still unbound after
-CLAIM_TTL opens none. An open room closes when its pod is gone, terminating, finished or on another node. The ledger
-is read once when this replica starts leading and written when a room opens or closes; a write that fails is tried
-again next cycle, from a fresh read when another writer came between.
+that node's labels) if a node autoscaler would have added a node like it (planning/new_node.py: without one there
+was no scale-out to avoid, only a pod that would have waited); one bound to a node made after it (the autoscaler
+bought one anyway) or still unbound after CLAIM_TTL opens none. An open room closes when its pod is gone,
+terminating, finished or on another node. The ledger is read once when this replica starts leading and written when
+a room opens or closes; a write that fails is tried again next cycle, merged into the stored one after a conflict.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from nodemedic_common.kube_client import Kube
@@ -22,8 +23,11 @@ from remediator.alerts.savings_metrics import SavingsMetrics
 from remediator.model.plan import Nomination
 from remediator.model.records import NodeRecord, PodRecord
 from remediator.model.savings import Ledger, LedgerError, Room, accrued, close, prune, seat
+from remediator.planning.new_node import who_adds
+from remediator.policy.model import Policy
 from remediator.policy.repair import POOL_LABELS
 from remediator.policy.savings import SavingsSettings
+from remediator.state.snapshot import Snapshot
 
 CLAIM_TTL = dt.timedelta(minutes=15)  # a nominated pod unbound this long was not seated by its room
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
@@ -57,12 +61,16 @@ class Savings:
         """Not leading: the next leader's ledger is the stored one; ours is read again if we lead again."""
         self.ledger, self.accrued_to, self.dirty = None, None, False
 
-    async def observe(self, nodes: Mapping[str, NodeRecord], pods: Mapping[str, PodRecord],
-                      settings: SavingsSettings, now: dt.datetime) -> None:
+    async def observe(self, nodes: Mapping[str, NodeRecord], pods: Mapping[str, PodRecord], policy: Policy,
+                      planned: Snapshot, now: dt.datetime) -> None:
+        """`planned`: the last plan's snapshot, for the node autoscalers it counted on."""
         if self.ledger is None and not await self._load():
             return
         assert self.ledger is not None
-        ledger = self._seat_claimed(self.ledger, nodes, pods, settings, now)
+        settings = policy.savings
+        ledger = self._seat_claimed(self.ledger, nodes, pods, now,
+                                    adder=lambda n: who_adds(n, policy.autoscaler.adds_nodes, planned.autoscalers),
+                                    settings=settings)
         self._count(ledger, now, settings)
         for room in ledger.open:
             pod = pods.get(room.pod)
@@ -82,8 +90,10 @@ class Savings:
             await self._save()
 
     def _seat_claimed(self, ledger: Ledger, nodes: Mapping[str, NodeRecord], pods: Mapping[str, PodRecord],
-                      settings: SavingsSettings, now: dt.datetime) -> Ledger:
-        """A room for each claimed pod bound since to a node that existed before its nomination."""
+                      now: dt.datetime, *, adder: Callable[[NodeRecord], tuple[str | None, str]],
+                      settings: SavingsSettings) -> Ledger:
+        """A room for each claimed pod bound since to a node that existed before its nomination, in a pool an
+        autoscaler would have grown."""
         for uid, c in list(self.claims.items()):
             pod = pods.get(c.pod)
             if pod is None or pod.uid != uid or now - c.at > CLAIM_TTL:
@@ -94,6 +104,11 @@ class Savings:
                 if node is None or node.created is None or node.created > c.at:
                     self.log.info("nominated pod placed on a node made after its nomination: no saving",
                                   extra={"pod": c.pod, "node": pod.node_name})
+                    continue
+                who, why = adder(node)
+                if who is None:
+                    self.log.info("nominated pod placed without a new node, but none would have come: no saving",
+                                  extra={"pod": c.pod, "node": node.name, "why": why or "autoscaler.addsNodes: false"})
                     continue
                 room = Room(pod=c.pod, uid=uid, node=node.name, pool=pool_of(node.labels),
                             instance_type=node.labels.get(INSTANCE_TYPE_LABEL, ""),

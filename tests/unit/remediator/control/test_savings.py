@@ -5,6 +5,7 @@ written only on a change, read back by the next leader, kept when unreadable, an
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import logging
 
@@ -15,7 +16,9 @@ from remediator.control.savings import CLAIM_TTL, Savings
 from remediator.model.plan import Nomination
 from remediator.model.records import NodeRecord, PodRecord
 from remediator.model.savings import KEY, ledger_of
+from remediator.policy.model import Policy
 from remediator.policy.savings import Price, SavingsSettings
+from remediator.state.snapshot import NodeAutoscaler, Snapshot
 from tests.unit.remediator.fake_configmaps import ConfigMaps
 
 T0 = dt.datetime(2026, 11, 29, 10, 0, tzinfo=dt.UTC)
@@ -41,8 +44,14 @@ def make(api: ConfigMaps) -> tuple[Savings, CollectorRegistry]:
                    log=logging.getLogger("test")), registry
 
 
-def observe(s: Savings, pods: list[PodRecord], at: dt.datetime) -> None:
-    asyncio.run(s.observe(NODES, {p.key: p for p in pods}, SETTINGS, at))
+POLICY = Policy(savings=SETTINGS)  # autoscaler.addsNodes: auto
+KARPENTER = Snapshot(now=T0, nodes={}, pods_by_node={}, pods_by_owner={},
+                     autoscalers=frozenset({NodeAutoscaler.KARPENTER}))
+
+
+def observe(s: Savings, pods: list[PodRecord], at: dt.datetime, planned: Snapshot = KARPENTER,
+            nodes: dict[str, NodeRecord] = NODES) -> None:
+    asyncio.run(s.observe(nodes, {p.key: p for p in pods}, POLICY, planned, at))
 
 
 def nominate(s: Savings, pod: PodRecord, node: str = "old") -> None:
@@ -84,6 +93,17 @@ def test_no_room_for_a_pod_bound_to_a_node_made_after_its_nomination_or_never_bo
     assert set(s.claims) == {"ub"}
     observe(s, [b], T0 + CLAIM_TTL + dt.timedelta(seconds=1))
     assert not s.claims and s.ledger is not None and not s.ledger.open and PATH not in api.objects
+
+
+def test_no_room_where_no_autoscaler_would_have_added_a_node() -> None:
+    """Without one there was no scale-out to avoid: the pod would have waited."""
+    for planned, nodes in ((dataclasses.replace(KARPENTER, autoscalers=frozenset()), NODES),
+                           (KARPENTER, {"old": NodeRecord(name="old", created=OLD.created)})):  # not a NodePool's
+        s, _ = make(ConfigMaps())
+        p = pending()
+        nominate(s, p)
+        observe(s, [bound(p, "old")], T0 + dt.timedelta(seconds=1), planned, nodes)
+        assert not s.claims and s.ledger is not None and not s.ledger.open
 
 
 def test_a_room_closes_when_its_pod_moves_terminates_or_finishes() -> None:
