@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 # hack/ is the package `hack`: its scripts run as modules from the repository root (`python -m hack.bench.chain`),
 # so `hack.kcp`, `agent` and `tests` resolve from this checkout as they do in the tests (hack/cluster does the same).
 
-.PHONY: demo test setup build lint unit e2e package bench-cluster bench-remediator bench-remediator-memory bench-agent bench-agent-npd bench-agent-npd-node bench-plan bench-descheduler bench-chain bench-repair bench-dark bench-healthz
+.PHONY: demo test setup build lint unit e2e package bench-cluster bench-remediator bench-remediator-memory bench-agent bench-agent-npd bench-agent-npd-node bench-plan bench-descheduler bench-chain bench-repair bench-dark bench-healthz bench-stream
 
 # BENCH_ARGS: appended to a bench target's command line (the last of a repeated option wins), e.g. a smaller size:
 # `make bench-plan BENCH_ARGS="--nodes 500 --pods 15000"`; tests/e2e/test_bench_targets.py runs each so.
@@ -96,6 +96,11 @@ bench-repair: build
 
 bench-dark: build
 	$(BIN)/python -m hack.bench.dark $(BENCH_ARGS)
+
+# A day of workload changes (Alibaba GPU-cluster trace v2023 figures) on Karpenter's nodes, Karpenter alone and with
+# nodemedic's engines (issue 41 item 5): about 16 minutes at its default size on 2 cores.
+bench-stream: build
+	$(BIN)/python -m hack.bench.stream $(BENCH_ARGS)
 
 # Re-render deploy/manifests/ (and the chart's copies of the shipped configs) from deploy/helm/nodemedic.
 .PHONY: manifests

@@ -213,13 +213,13 @@ def python_env() -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
 
 
-def start_remediator(cluster: Cluster, policy: str, workdir: Path, lease_namespace: str = "default"
-                     ) -> subprocess.Popen[bytes]:
+def start_remediator(cluster: Cluster, policy: str, workdir: Path, lease_namespace: str = "default",
+                     extra: tuple[str, ...] = ()) -> subprocess.Popen[bytes]:
     (workdir / "policy.yaml").write_text(policy)
     log = open(workdir / "remediator.log", "ab")  # noqa: SIM115 - lives as long as the process
     return subprocess.Popen(
         [sys.executable, "-m", "remediator", "run", "--policy", str(workdir / "policy.yaml"),
-         "--kubeconfig", str(cluster.kubeconfig), "--lease-namespace", lease_namespace, "--listen", ""],
+         "--kubeconfig", str(cluster.kubeconfig), "--lease-namespace", lease_namespace, "--listen", "", *extra],
         stdout=log, stderr=subprocess.STDOUT, env=python_env())
 
 
