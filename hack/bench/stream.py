@@ -50,9 +50,11 @@ def say(msg: str) -> None:
     print(msg, flush=True)
 
 
-def policy(namespace: str, pool: str) -> str:
-    """Both engines on the run's pool and namespace only, every move made as planned and pinned to its node. The
+def policy(namespace: str, pool: str, *, balancing: bool = True) -> str:
+    """The engines on the run's pool and namespace only (`balancing`: BalanceResourceMix too, as issue 41 asks; else
+    the placement engine alone, to tell the two apart), every move made as planned and pinned to its node. The
     retry of MakeRoomForPendingPods is cut from 2 min to 20 s: a compressed day's pods do not wait 2 minutes."""
+    balance = "- name: BalanceResourceMix\n  args: {approval: automatic}\n" if balancing else ""
     return f"""apiVersion: nodemedic.io/v1alpha1
 kind: RemediationPolicy
 rules: []
@@ -60,9 +62,7 @@ nodeSelector: {karpenter.NODEPOOL_LABEL}={pool}
 strategies:
 - name: MakeRoomForPendingPods
   args: {{maxEvictionsPerPod: 2, chainDepth: 1, retryAfter: 20s, approval: automatic}}
-- name: BalanceResourceMix
-  args: {{approval: automatic}}
-evictor: {{nodeFit: true, namespaces: {{include: [{namespace}]}}}}
+{balance}evictor: {{nodeFit: true, namespaces: {{include: [{namespace}]}}}}
 limits: {{ownerCooldown: 0s}}
 eviction: {{retryDeadline: 60s, initialBackoff: 200ms, maxBackoff: 1s, landing: planned, landingDeadline: 60s}}
 """
@@ -86,7 +86,8 @@ def one_run(cluster: controlplane.Cluster, plan: sp.Plan, label: str, args: argp
         if label == ENGINES:
             work = tmp / name
             work.mkdir()
-            remediator = chain.start_remediator(cluster, policy(name, name), work, lease_namespace=landing.NAMESPACE,
+            text = policy(name, name, balancing=args.engines == "both")
+            remediator = chain.start_remediator(cluster, text, work, lease_namespace=landing.NAMESPACE,
                                                 extra=("--savings-ledger", ledger_name(name)))
             # A remediator that exits at once (a bad flag, a policy it refuses) would leave a run of Karpenter alone
             # printed as nodemedic's: fail instead, with its log.
@@ -190,6 +191,8 @@ def main() -> int:
     ap.add_argument("--deployments", type=int, default=70, help="Deployments over the day (default 70)")
     ap.add_argument("--seed", type=int, default=41, help="the plan's seed, the same for both runs (default 41)")
     ap.add_argument("--max-nodes", type=int, default=30, help="the NodePools' limit, in 4-CPU nodes (default 30)")
+    ap.add_argument("--engines", choices=("both", "placement"), default="both",
+                    help="nodemedic's run: both engines (default, issue 41's stream) or the placement engine alone")
     ap.add_argument("--consolidate-after", default="10s",
                     help="Karpenter's consolidateAfter for both runs, real time (default 10s)")
     args = ap.parse_args()
@@ -203,6 +206,8 @@ def main() -> int:
         f"Deployments, {len(plan.events)} events; at most {pods} pods / {cpu / 1000:.1f} CPUs asked (hour {at:.1f})")
     say(f"pools: {INSTANCE_TYPE} (4 CPUs / 16 GiB), consolidation WhenEmptyOrUnderutilized after "
         f"{args.consolidate_after}, budget 10 % of nodes, limit {args.max_nodes} nodes; the same for both runs")
+    say("nodemedic's run: " + ("MakeRoomForPendingPods and BalanceResourceMix, both automatic" if args.engines == "both"
+                               else "MakeRoomForPendingPods alone (automatic)"))
     for line in tf.describe():
         say(line)
     cluster = clean_cluster(CLUSTER)

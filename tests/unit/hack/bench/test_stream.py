@@ -141,6 +141,11 @@ def test_the_summary_puts_both_runs_side_by_side_with_their_ratio() -> None:
     assert stream.saving(alone, engines) == pytest.approx(20.0)
 
 
+def test_the_placement_engine_alone_leaves_balancing_out() -> None:
+    text = stream.policy("ns", "pool", balancing=False)
+    assert "MakeRoomForPendingPods" in text and "BalanceResourceMix" not in text
+
+
 def test_the_policy_runs_both_engines_automatically_on_the_runs_pool_with_planned_landing() -> None:
     text = stream.policy("ns", "pool")
     for part in ("MakeRoomForPendingPods", "BalanceResourceMix", "approval: automatic", "landing: planned",

@@ -15,7 +15,7 @@ def test_a_tabled_quantile_gives_its_own_lifetime() -> None:
 
 
 def test_lifetimes_between_quantiles_are_interpolated_geometrically() -> None:
-    (q0, s0), (q1, s1) = tf.LIFETIME_QUANTILES[3], tf.LIFETIME_QUANTILES[4]  # q0.5 740 s, q0.75 3336 s
+    (q0, s0), (q1, s1) = tf.LIFETIME_QUANTILES[3], tf.LIFETIME_QUANTILES[4]  # q0.5 513 s, q0.75 1950 s
     assert tf.lifetime_seconds((q0 + q1) / 2) == pytest.approx((s0 * s1) ** 0.5)
 
 
@@ -56,8 +56,8 @@ def test_the_demand_factor_stays_within_its_bounds() -> None:
 
 
 def test_the_shapes_shares_and_the_description_name_the_source() -> None:
-    assert sum(s.count for s in tf.SHAPES) == 281
-    assert sum(n for _, n in tf.REPLICAS) == 179
-    assert sum(tf.HOURLY_ARRIVALS) == 288
+    assert sum(s.count for s in tf.SHAPES) == 1080
+    assert sum(n for _, n in tf.REPLICAS) == 627
+    assert sum(r * n for r, n in tf.REPLICAS) == sum(tf.HOURLY_ARRIVALS) == 1088
     text = "\n".join(tf.describe())
     assert tf.SOURCE in text and f"1/{tf.SCALE}" in text and f"x{tf.LIFETIME_STRETCH}" in text
