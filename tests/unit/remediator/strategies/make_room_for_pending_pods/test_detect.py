@@ -9,6 +9,7 @@ import datetime as dt
 from collections.abc import Mapping
 
 from remediator.model.records import NodeRecord, PodRecord, Taint
+from remediator.state import records
 from remediator.state.snapshot import Snapshot
 from remediator.strategies.make_room_for_pending_pods.detect import (
     dimensions,
@@ -111,3 +112,19 @@ def test_a_pod_s_dimensions_are_cpu_memory_and_its_extended_resources_then_one_p
 def test_a_pod_needing_an_extended_resource_no_node_offers_is_not_stuck() -> None:
     s = cluster([node("n1"), node("n2")], [pending("gpu", 100, requests={"cpu": 100, "nvidia.com/gpu": 1})])
     assert stuck_names(s, {}) == []
+
+
+def test_a_pod_held_by_someone_else_s_scheduling_gate_is_never_made_room_for() -> None:
+    """Bad input (issue 41): a gate left on a pod by another controller. Its PodScheduled condition says
+    SchedulingGated, not Unschedulable: nothing is moved for it, and nodemedic never removes a gate."""
+    gated = records.pod({
+        "metadata": {"name": "gated", "namespace": "shop", "uid": "u-gated"},
+        "spec": {"schedulingGates": [{"name": "example.com/quota"}],
+                 "containers": [{"name": "c", "resources": {"requests": {"cpu": "2", "memory": "64Mi"}}}]},
+        "status": {"phase": "Pending", "conditions": [{
+            "type": "PodScheduled", "status": "False", "reason": "SchedulingGated",
+            "message": "Scheduling is blocked due to non-empty scheduling gates"}]}})
+    assert gated.unschedulable == "" and not refused_for_resources(gated)
+    refused = dataclasses.replace(gated, unschedulable=INSUFFICIENT_CPU)  # the same pod, ungated and refused
+    assert stuck_names(cluster([node("n1"), node("n2")], [refused]), SPLIT) == ["gated"]
+    assert stuck_names(cluster([node("n1"), node("n2")], [gated]), SPLIT) == []
