@@ -30,6 +30,9 @@ from remediator.policy.savings import SavingsSettings
 from remediator.state.snapshot import Snapshot
 
 CLAIM_TTL = dt.timedelta(minutes=15)  # a nominated pod unbound this long was not seated by its room
+# After a failed read or write of the ledger, the next try waits this long: a cycle can come every 0.2 s, and an
+# unreadable ledger or a refused write would otherwise cost a request each one.
+RETRY_AFTER = dt.timedelta(seconds=30)
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 
 
@@ -53,18 +56,20 @@ class Savings:
         self.dirty = False  # changed since the last write
         self.accrued_to: dt.datetime | None = None  # the counters hold the open rooms' hours up to here
         self.unreadable = ""  # the stored ledger's problem, said once
+        self.retry_at: dt.datetime | None = None  # no read or write of the ledger before this, after a failure
 
     def claim(self, nomination: Nomination, now: dt.datetime) -> None:
         self.claims[nomination.pod.uid] = Claim(nomination.pod.key, nomination.node, now)
 
     def stepped_down(self) -> None:
         """Not leading: the next leader's ledger is the stored one; ours is read again if we lead again."""
-        self.ledger, self.accrued_to, self.dirty = None, None, False
+        self.ledger, self.accrued_to, self.dirty, self.retry_at = None, None, False, None
 
     async def observe(self, nodes: Mapping[str, NodeRecord], pods: Mapping[str, PodRecord], policy: Policy,
                       planned: Snapshot, now: dt.datetime) -> None:
         """`planned`: the last plan's snapshot, for the node autoscalers it counted on."""
-        if self.ledger is None and not await self._load():
+        waiting = self.retry_at is not None and now < self.retry_at
+        if self.ledger is None and (waiting or not await self._load(now)):
             return
         assert self.ledger is not None
         settings = policy.savings
@@ -86,8 +91,8 @@ class Savings:
         if ledger != self.ledger:
             self.ledger, self.dirty = ledger, True
         self.metrics.show(ledger)
-        if self.dirty:
-            await self._save()
+        if self.dirty and not waiting:
+            await self._save(now)
 
     def _seat_claimed(self, ledger: Ledger, nodes: Mapping[str, NodeRecord], pods: Mapping[str, PodRecord],
                       now: dt.datetime, *, adder: Callable[[NodeRecord], tuple[str | None, str]],
@@ -124,7 +129,8 @@ class Savings:
             self.metrics.add(accrued(ledger, self.accrued_to, now), settings.currency)
         self.accrued_to = now
 
-    async def _load(self) -> bool:
+    async def _load(self, now: dt.datetime) -> bool:
+        self.retry_at = now + RETRY_AFTER  # cleared once read
         try:
             self.ledger = await self.store.load()
         except ApiError as e:
@@ -137,15 +143,16 @@ class Savings:
                                extra={"error": str(e)})
             self.unreadable = str(e)
             return False
-        self.unreadable = ""
+        self.unreadable, self.retry_at = "", None
         return True
 
-    async def _save(self) -> None:
+    async def _save(self, now: dt.datetime) -> None:
         assert self.ledger is not None
         try:
             await self.store.save(self.ledger)
-            self.dirty = False
+            self.dirty, self.retry_at = False, None
         except ApiError as e:
+            self.retry_at = now + RETRY_AFTER
             self.log.warning("savings ledger not written; trying again next cycle", extra={
                 "ledger": self.store.where, "error": str(e)})
             if e.status == 409:  # another writer came between: its version is read, and ours merged into it

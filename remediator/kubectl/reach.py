@@ -47,11 +47,17 @@ class Leader:
     renewed: str  # the Lease's renewTime, as the API gives it
 
 
-async def find_leader(kube: Kube, namespace: str) -> Leader:
+async def remediator_pods(kube: Kube, namespace: str) -> list[dict[str, Any]]:
+    """The remediator's pods in `namespace` (at least one: NotFound otherwise); their arguments name what it uses."""
     items = _items(await kube.get(f"/api/v1/namespaces/{namespace}/pods", labelSelector=REMEDIATOR_SELECTOR))
     if not items:
         raise NotFound(f"no remediator pod in namespace {namespace} (label {REMEDIATOR_SELECTOR}); "
                        "is nodemedic installed there? (-n NAMESPACE)")
+    return items
+
+
+async def find_leader(kube: Kube, namespace: str) -> Leader:
+    items = await remediator_pods(kube, namespace)
     args = pod_args(items[0])
     lease, listen = args.get("--lease-name"), args.get("--listen")
     if "--once" in args:

@@ -9,9 +9,9 @@ import json
 
 from nodemedic_common.kube_client import Kube
 from nodemedic_common.kube_errors import ApiError, TooLarge
-from remediator.kubectl import savings_view
+from remediator.kubectl import reach, savings_view
 from remediator.kubectl.names import DNS_SUBDOMAIN
-from remediator.kubectl.reach import REMEDIATOR_SELECTOR, NotFound, pod_args
+from remediator.kubectl.reach import NotFound
 from remediator.model.savings import MAX_LEDGER, LedgerError, configmap_path, ledger_of, to_json
 
 FLAG = "--savings-ledger"
@@ -19,13 +19,11 @@ FLAG = "--savings-ledger"
 
 async def ledger_name(kube: Kube, namespace: str) -> str:
     """The ConfigMap the remediator pods in `namespace` keep their ledger in (their --savings-ledger)."""
-    doc = await kube.get(f"/api/v1/namespaces/{namespace}/pods", labelSelector=REMEDIATOR_SELECTOR)
-    items = doc.get("items") if isinstance(doc, dict) else None
-    pods = [p for p in items if isinstance(p, dict)] if isinstance(items, list) else []
-    if not pods:
-        raise NotFound(f"no remediator pod in namespace {namespace} (label {REMEDIATOR_SELECTOR}) to name its savings "
-                       "ledger: -n NAMESPACE, or --ledger NAME")
-    name = pod_args(pods[0]).get(FLAG, "")
+    try:
+        pods = await reach.remediator_pods(kube, namespace)
+    except NotFound as e:
+        raise NotFound(f"{e}; or name its savings ledger with --ledger NAME") from None
+    name = reach.pod_args(pods[0]).get(FLAG, "")
     if not name:
         raise NotFound(f"the remediator in {namespace} keeps no savings ledger (no {FLAG} argument)")
     if not DNS_SUBDOMAIN.fullmatch(name):

@@ -153,11 +153,10 @@ def ledger_of(doc: object, where: str) -> Ledger:
     if len(text) > MAX_LEDGER:
         raise LedgerError(f"{where}: data.{KEY}: over {MAX_LEDGER >> 20} MiB")
     try:
-        return read_ledger(json.loads(text), f"{where}: data.{KEY}")
+        doc = json.loads(text)
     except (ValueError, RecursionError) as e:
-        if isinstance(e, LedgerError):
-            raise
         raise LedgerError(f"{where}: data.{KEY}: not JSON ({str(e)[:80]})") from None
+    return read_ledger(doc, f"{where}: data.{KEY}")
 
 
 

@@ -12,7 +12,7 @@ import logging
 from prometheus_client import CollectorRegistry
 
 from remediator.alerts.savings_metrics import create_savings_metrics
-from remediator.control.savings import CLAIM_TTL, Savings
+from remediator.control.savings import CLAIM_TTL, RETRY_AFTER, Savings
 from remediator.model.plan import Nomination
 from remediator.model.records import NodeRecord, PodRecord
 from remediator.model.savings import KEY, ledger_of
@@ -143,9 +143,11 @@ def test_an_unreadable_ledger_is_kept_and_nothing_recorded_until_it_is_repaired(
     observe(s, [bound(p, "old")], T0)
     assert s.ledger is None and s.unreadable.startswith("configmap ops/ledger: data.ledger.json: not JSON")
     assert api.objects[PATH]["data"][KEY] == "not json" and [m for m, _ in api.calls] == ["GET"]
+    observe(s, [bound(p, "old")], T0 + RETRY_AFTER - dt.timedelta(seconds=1))
+    assert len(api.calls) == 1, "no read again before RETRY_AFTER: not one request per cycle"
     api.fail = [503]
-    observe(s, [bound(p, "old")], T0)
-    assert s.ledger is None
+    observe(s, [bound(p, "old")], T0 + RETRY_AFTER)
+    assert s.ledger is None and len(api.calls) == 2
 
 
 def test_a_failed_write_is_tried_again_and_a_conflict_merges_our_rooms_into_the_stored_ledger() -> None:
@@ -156,16 +158,21 @@ def test_a_failed_write_is_tried_again_and_a_conflict_merges_our_rooms_into_the_
     observe(s, [bound(a, "old")], T0)
     api.fail = [500]
     nominate(s, b)
-    observe(s, [bound(a, "old"), bound(b, "old")], T0 + dt.timedelta(seconds=5))
+    t = T0 + dt.timedelta(seconds=5)
+    observe(s, [bound(a, "old"), bound(b, "old")], t)
     assert s.dirty
-    observe(s, [bound(a, "old"), bound(b, "old")], T0 + dt.timedelta(seconds=10))
+    calls = len(api.calls)
+    observe(s, [bound(a, "old"), bound(b, "old")], t + RETRY_AFTER - dt.timedelta(seconds=1))
+    assert s.dirty and len(api.calls) == calls, "no write again before RETRY_AFTER"
+    observe(s, [bound(a, "old"), bound(b, "old")], t + RETRY_AFTER)
     assert not s.dirty and len(ledger_of(api.objects[PATH], "cm").open) == 2
     other, _ = make(api)  # a late write of someone else's moves the version under us
     asyncio.run(other.store.load())
     asyncio.run(other.store.save(ledger_of(api.objects[PATH], "cm")))
-    observe(s, [bound(a, "old")], T0 + dt.timedelta(seconds=15))  # b closes: 409, then merged
+    t += RETRY_AFTER + dt.timedelta(seconds=5)
+    observe(s, [bound(a, "old")], t)  # b closes: 409, then merged
     assert s.ledger is not None and [r.pod for r in s.ledger.open] == ["shop/a", "shop/b"], \
         "the stored ledger wins a conflict, our open rooms added to it"
-    observe(s, [bound(a, "old")], T0 + dt.timedelta(seconds=20))  # b closes again, written over the version read
+    observe(s, [bound(a, "old")], t + RETRY_AFTER)  # b closes again, written over the version read
     stored = ledger_of(api.objects[PATH], "cm")
     assert [r.pod for r in stored.open] == ["shop/a"] and stored.days[0].seated == 2
