@@ -72,9 +72,11 @@ class Books:
     # --- the plan's view of the nodes -------------------------------------------------------------------------
     @property
     def requested(self) -> dict[str, Room]:
-        """Requests of each node's non-terminal pods, summed once per plan."""
+        """Requests of each node's non-terminal pods, summed once per plan (and kept across plans while the node's pods
+        stay the same: state/derived.py)."""
         if self._requested is None:
-            self._requested = {name: pod_request_summary(self.snapshot.pods(name)) for name in self.snapshot.nodes}
+            kept, pods = self.snapshot.derived.requests, self.snapshot.pods
+            self._requested = {name: kept.get(name, pods(name), pod_request_summary) for name in self.snapshot.nodes}
         return self._requested
 
     def usage(self, node: str) -> dict[str, int]:

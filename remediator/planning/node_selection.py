@@ -27,4 +27,5 @@ def in_scope(snapshot: Snapshot, selector: LabelSelector | None) -> Snapshot:
             by_owner[owner] = kept
     return Snapshot(now=snapshot.now, nodes=nodes, pods_by_node=by_node, pods_by_owner=by_owner, pdbs=snapshot.pdbs,
                     priority_classes=snapshot.priority_classes, claim_classes=snapshot.claim_classes,
-                    pending=snapshot.pending, measured=snapshot.measured, autoscalers=snapshot.autoscalers)
+                    pending=snapshot.pending, measured=snapshot.measured, autoscalers=snapshot.autoscalers,
+                    derived=snapshot.derived)

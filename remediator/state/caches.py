@@ -19,6 +19,7 @@ from nodemedic_common.informer import Informer
 from nodemedic_common.kube_client import Kube
 from remediator.model.records import NodeRecord, PdbRecord, PodRecord
 from remediator.state import records
+from remediator.state.derived import Derived
 from remediator.state.snapshot import NodeAutoscaler, Snapshot
 from remediator.state.snapshot_parts import SnapshotParts
 
@@ -47,6 +48,14 @@ class ClusterCache:
         self.priority_classes: dict[str, int] = {}  # for evictor.priorityThreshold.name
         self.claim_classes: dict[str, str] = {}  # PVC "ns/name" -> storage class, for evictor.protectedStorageClasses
         self.raw_nodes: dict[str, dict[str, Any]] = {}  # annotations/taints the taint writer patches from
+        # The pod lists the last snapshot was handed, by node and by owner, and the nodes and owners whose pods changed
+        # since: an unchanged one's list is handed again, the very object, so what planning worked out from it is kept
+        # (derived.py; at 65,000 nodes the lists alone are 2,000,000 references to copy every cycle).
+        self._node_lists: dict[str, list[PodRecord]] = {}
+        self._owner_lists: dict[str, list[PodRecord]] = {}
+        self._changed_nodes: set[str] = set()
+        self._changed_owners: set[str] = set()
+        self.derived = Derived()
         self.log = log
         # Node or pod key -> the unusable times last logged for it: each object's problem is logged once, not at
         # every watch event (a node's heartbeat would repeat it every few seconds).
@@ -102,11 +111,15 @@ class ClusterCache:
         self.pods_by_node.clear()
         self.pods_by_owner.clear()
         self.pending.clear()
+        self._node_lists.clear()
+        self._owner_lists.clear()
         for rec, problems in items:
             self._put_pod("ADDED", rec, problems)
 
     def _unindex(self, rec: PodRecord) -> None:
         self.pending.pop(rec.key, None)
+        self._changed_nodes.add(rec.node_name)
+        self._changed_owners.update(o.uid for o in rec.owners)
         by_node = self.pods_by_node.get(rec.node_name)
         if by_node is not None:
             by_node.pop(rec.key, None)
@@ -133,10 +146,12 @@ class ClusterCache:
             self.pods[rec.key] = rec
             if rec.node_name:
                 self.pods_by_node.setdefault(rec.node_name, {})[rec.key] = rec
+                self._changed_nodes.add(rec.node_name)
             else:
                 self.pending[rec.key] = rec
             for o in rec.owners:
                 self.pods_by_owner.setdefault(o.uid, {})[rec.key] = rec
+                self._changed_owners.add(o.uid)
         self.changed.set()
 
     def _note_problems(self, key: str, problems: tuple[str, ...]) -> None:
@@ -194,17 +209,40 @@ class ClusterCache:
 
     def snapshot(self, now: dt.datetime, *, autoscalers: frozenset[NodeAutoscaler] = frozenset()) -> Snapshot:
         """`autoscalers`: the node autoscalers found in the cluster (autoscaler_detection.py)."""
+        pods_by_node = _lists(self.pods_by_node, self._node_lists, self._changed_nodes)
+        pods_by_owner = _lists(self.pods_by_owner, self._owner_lists, self._changed_owners)
+        self.derived.keep_only(pods_by_node, pods_by_owner)
         return Snapshot(
             now=now,
             nodes=dict(self.nodes),
-            pods_by_node={n: list(p.values()) for n, p in self.pods_by_node.items()},
-            pods_by_owner={o: list(p.values()) for o, p in self.pods_by_owner.items()},
+            pods_by_node=pods_by_node,
+            pods_by_owner=pods_by_owner,
             pdbs=list(self.pdbs.values()),
             priority_classes=dict(self.priority_classes),
             claim_classes=dict(self.claim_classes),
             pending=list(self.pending.values()),
             autoscalers=autoscalers,
+            derived=self.derived,
         )
+
+
+def _lists(pods: dict[str, dict[str, PodRecord]], handed: dict[str, list[PodRecord]],
+           changed: set[str]) -> dict[str, list[PodRecord]]:
+    """Key -> its pods as a list, in `pods`' order: a new list for a key in `changed` (then emptied) or never handed
+    out, the one handed out last time otherwise."""
+    for key in changed:
+        if key in pods:
+            handed[key] = list(pods[key].values())
+        else:
+            handed.pop(key, None)
+    changed.clear()
+    out = {}
+    for key, by_key in pods.items():
+        kept = handed.get(key)
+        if kept is None:
+            kept = handed[key] = list(by_key.values())
+        out[key] = kept
+    return out
 
 
 def _stamp_observed(rec: NodeRecord, previous: NodeRecord | None, now: dt.datetime) -> NodeRecord:

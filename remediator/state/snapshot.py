@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from remediator.model.records import NO_STATUSES, TERMINAL_PHASES, NodeRecord, PdbRecord, PodRecord
+from remediator.state.derived import Derived, NodeNotable
 
 
 @dataclass(frozen=True)
@@ -24,21 +25,22 @@ class NotablePods:
 
 class LivePods:
     """The snapshot's live pods (not Succeeded or Failed, not terminating), what topology spread counts: by namespace
-    (one pass over the pods, on first use), and by namespace and value of a label key, indexed per namespace and key
+    (one pass over the nodes, on first use), and by namespace and value of a label key, indexed per namespace and key
     the first time a selector asks. Shared by the spread strategy and node fit's spread checks."""
 
-    def __init__(self, pods_by_node: dict[str, list[PodRecord]]) -> None:
+    def __init__(self, pods_by_node: dict[str, list[PodRecord]], derived: Derived | None = None) -> None:
         self._pods_by_node = pods_by_node
+        self._derived = derived or Derived()
         self._by_namespace: dict[str, list[PodRecord]] | None = None
         self._labelled: dict[tuple[str, str], dict[str, list[PodRecord]]] = {}
 
     def in_namespace(self, namespace: str) -> list[PodRecord]:
         if self._by_namespace is None:
             self._by_namespace = {}
-            for pods in self._pods_by_node.values():  # every pod of the cluster: kept tight
-                for p in pods:
-                    if p.live:
-                        self._by_namespace.setdefault(p.namespace, []).append(p)
+            kept = self._derived.live_by_namespace
+            for node, pods in self._pods_by_node.items():  # node by node, in the snapshot's order, as the pods are
+                for ns, live in kept.get(node, pods, _live_by_namespace).items():
+                    self._by_namespace.setdefault(ns, []).extend(live)
         return self._by_namespace.get(namespace, [])
 
     def labelled(self, namespace: str, key: str, value: str) -> list[PodRecord]:
@@ -50,6 +52,28 @@ class LivePods:
                 if (v := p.labels.get(key)) is not None:
                     index.setdefault(v, []).append(p)
         return index.get(value, [])
+
+
+def _live_by_namespace(pods: list[PodRecord]) -> dict[str, list[PodRecord]]:
+    out: dict[str, list[PodRecord]] = {}
+    for p in pods:  # every pod of the cluster when nothing is kept: kept tight
+        if p.live:
+            out.setdefault(p.namespace, []).append(p)
+    return out
+
+
+def _notable(pods: list[PodRecord]) -> NodeNotable:
+    statuses, node_affinity, anti_affinity, spreading = [], [], [], []
+    for p in pods:
+        if p.containers is not NO_STATUSES or p.init_containers is not NO_STATUSES or p.phase in TERMINAL_PHASES:
+            statuses.append(p)
+        if p.required_node_affinity or p.preferred_node_affinity:
+            node_affinity.append(p)
+        if p.required_anti_affinity:
+            anti_affinity.append(p)
+        if p.hard_spread or p.soft_spread:
+            spreading.append(p)
+    return NodeNotable(statuses, node_affinity, anti_affinity, spreading)
 
 
 @dataclass(frozen=True)
@@ -95,33 +119,36 @@ class Snapshot:
     measured: MeasuredUsage = field(default_factory=MeasuredUsage)  # only what the policy's strategies ask for
     # The node autoscalers found in the cluster (none when not looked for: `autoscaler.addsNodes` is not auto)
     autoscalers: frozenset[NodeAutoscaler] = frozenset()
+    # Values worked out from a node's or an owner's pods, kept across the cycles whose snapshots share that pod list
+    derived: Derived = field(default_factory=Derived, repr=False, compare=False)
 
     def pods(self, node: str) -> list[PodRecord]:
         return self.pods_by_node.get(node, [])
 
     def notable(self) -> NotablePods:
-        """Built on first use and kept with the snapshot (one planning cycle)."""
+        """Built on first use and kept with the snapshot (one planning cycle); each node's share is kept across cycles
+        while its pods stay the same (derived.py)."""
         if self._notable is None:
             statuses: dict[str, list[PodRecord]] = {}
             node_affinity: dict[str, list[PodRecord]] = {}
             anti_affinity: dict[str, list[PodRecord]] = {}
             spreading: dict[str, list[PodRecord]] = {}
+            kept = self.derived.notable
             for node, pods in self.pods_by_node.items():
-                for p in pods:
-                    if p.containers is not NO_STATUSES or p.init_containers is not NO_STATUSES \
-                            or p.phase in TERMINAL_PHASES:
-                        statuses.setdefault(node, []).append(p)
-                    if p.required_node_affinity or p.preferred_node_affinity:
-                        node_affinity.setdefault(node, []).append(p)
-                    if p.required_anti_affinity:
-                        anti_affinity.setdefault(node, []).append(p)
-                    if p.hard_spread or p.soft_spread:
-                        spreading.setdefault(node, []).append(p)
+                n = kept.get(node, pods, _notable)
+                if n.statuses:
+                    statuses[node] = n.statuses
+                if n.node_affinity:
+                    node_affinity[node] = n.node_affinity
+                if n.anti_affinity:
+                    anti_affinity[node] = n.anti_affinity
+                if n.spreading:
+                    spreading[node] = n.spreading
             self._notable = NotablePods(statuses, node_affinity, anti_affinity, spreading)
         return self._notable
 
     def live(self) -> LivePods:
         """Built on first use and kept with the snapshot (one planning cycle)."""
         if self._live is None:
-            self._live = LivePods(self.pods_by_node)
+            self._live = LivePods(self.pods_by_node, self.derived)
         return self._live

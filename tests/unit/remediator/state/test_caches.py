@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import logging
 from typing import Any
@@ -15,9 +16,26 @@ from nodemedic_common.informer import Informer
 from nodemedic_common.kube_client import Kube
 from nodemedic_common.kube_credentials import Credentials
 from nodemedic_common.kube_errors import WatchExpired
+from remediator.control.planner import PlannerMemory, make_plan
+from remediator.policy.loader import parse_policy
+from remediator.read_side.plan_answer import PlanAnswer
 from remediator.state.caches import ClusterCache, snapshot_from_list
+from remediator.state.derived import Derived
+from remediator.strategies import CATALOG
 from tests.scripted_kube import ScriptedKube
 from tests.watch_server import WatchServer, big_object, serving
+
+KEPT_POLICY = """apiVersion: nodemedic.io/v1alpha1
+kind: RemediationPolicy
+rules: []
+strategies:
+- name: RemovePodsViolatingTopologySpreadConstraint
+- name: RemoveFailedPods
+- name: LowNodeUtilization
+  args:
+    thresholds: {cpu: 20, memory: 20, pods: 20}
+    targetThresholds: {cpu: 30, memory: 30, pods: 30}
+"""
 
 
 def pod(name: str, node: str, rv: str, owner: str = "rs-1") -> dict[str, Any]:
@@ -91,6 +109,69 @@ def test_a_moved_or_deleted_pod_leaves_no_stale_index_entries() -> None:
     assert "n1" not in cache.pods_by_node and set(cache.pods_by_node["n2"]) == {"ns/a"}
     cache._apply_pod("DELETED", pod("a", "n2", "3"))
     assert cache.pods == {} and cache.pods_by_node == {} and cache.pods_by_owner == {}
+
+
+def test_a_snapshot_hands_out_the_same_list_for_a_node_or_owner_whose_pods_did_not_change() -> None:
+    """The list's identity is its version (state/derived.py): kept while nothing changed, new once something did, and
+    every list new after a relist; the lists follow the cache's order and contents either way."""
+    cache = ClusterCache(ScriptedKube([], []), log=logging.getLogger("t"))  # type: ignore[arg-type]
+    cache._apply_pod("ADDED", pod("a", "n1", "1"))
+    cache._apply_pod("ADDED", pod("b", "n2", "1", owner="rs-2"))
+    cache._apply_pod("ADDED", pod("c", "n2", "1", owner="rs-2"))
+    first = cache.snapshot(dt.datetime(2025, 1, 1, tzinfo=dt.UTC))
+    second = cache.snapshot(dt.datetime(2025, 1, 1, tzinfo=dt.UTC))
+    assert all(second.pods_by_node[n] is first.pods_by_node[n] for n in ("n1", "n2"))
+    assert second.pods_by_owner["rs-2"] is first.pods_by_owner["rs-2"]
+    assert second.derived is first.derived, "what was worked out from those lists goes with them"
+
+    cache._apply_pod("MODIFIED", {**pod("c", "n2", "2", owner="rs-2"), "status": {"phase": "Failed"}})
+    third = cache.snapshot(dt.datetime(2025, 1, 1, tzinfo=dt.UTC))
+    assert third.pods_by_node["n1"] is first.pods_by_node["n1"], "n1's pods did not change"
+    assert third.pods_by_node["n2"] is not first.pods_by_node["n2"]
+    assert [(p.name, p.phase) for p in third.pods_by_node["n2"]] == [("b", "Running"), ("c", "Failed")]
+    assert third.pods_by_owner["rs-1"] is first.pods_by_owner["rs-1"]
+    assert third.pods_by_owner["rs-2"] is not first.pods_by_owner["rs-2"]
+
+    cache._apply_pod("MODIFIED", pod("a", "n3", "3"))  # moved: both nodes change, n1 is gone
+    cache._apply_pod("DELETED", pod("b", "n2", "4", owner="rs-2"))
+    fourth = cache.snapshot(dt.datetime(2025, 1, 1, tzinfo=dt.UTC))
+    assert list(fourth.pods_by_node) == ["n2", "n3"] and [p.name for p in fourth.pods_by_node["n3"]] == ["a"]
+    assert [p.name for p in fourth.pods_by_node["n2"]] == [p.name for p in fourth.pods_by_owner["rs-2"]] == ["c"]
+
+    cache._reset_pods([(p, ()) for p in cache.pods.values()])  # a relist: the same pods, every list new
+    fifth = cache.snapshot(dt.datetime(2025, 1, 1, tzinfo=dt.UTC))
+    assert all(fifth.pods_by_node[n] is not fourth.pods_by_node[n] for n in fifth.pods_by_node)
+    assert {n: [p.name for p in ps] for n, ps in fifth.pods_by_node.items()} == {"n2": ["c"], "n3": ["a"]}
+
+
+def test_a_plan_made_with_what_earlier_cycles_kept_is_the_plan_made_from_scratch() -> None:
+    """Cycle after cycle on one cache, with pods moving, failing and going: every plan equals the plan of the same
+    snapshot with nothing kept."""
+    cache = ClusterCache(ScriptedKube([], []), log=logging.getLogger("t"))  # type: ignore[arg-type]
+    policy = parse_policy(KEPT_POLICY, source="p.yaml", catalog=CATALOG)
+    for i in range(3):
+        cache._apply_node("ADDED", {
+            "metadata": {"name": f"n{i}", "labels": {"topology.kubernetes.io/zone": f"z{i % 2}"}},
+            "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+                       "conditions": [{"type": "Ready", "status": "True"}]}})
+    for i in range(6):
+        cache._apply_pod("ADDED", {**pod(f"p{i}", f"n{i % 2}", "1"), "spec": {
+            "nodeName": f"n{i % 2}", "containers": [{"name": "c", "resources": {"requests": {"cpu": "500m"}}}]}})
+    now = dt.datetime(2025, 1, 1, tzinfo=dt.UTC)
+    events: list[tuple[str, dict[str, Any]] | None] = [
+        None, ("MODIFIED", {**pod("p0", "n2", "2"), "spec": {"nodeName": "n2"}}),
+        ("MODIFIED", {**pod("p1", "n1", "3"), "status": {"phase": "Failed"}}), ("DELETED", pod("p2", "n0", "4")), None]
+    evictions = 0
+    for event in events:
+        if event is not None:
+            cache._apply_pod(*event)
+        snapshot = cache.snapshot(now)
+        kept = make_plan(snapshot, policy, PlannerMemory())
+        fresh = make_plan(dataclasses.replace(snapshot, derived=Derived()), policy, PlannerMemory())
+        assert PlanAnswer.of(kept).to_json() == PlanAnswer.of(fresh).to_json()
+        assert len(cache.derived.requests) > 0, "the cache keeps what the plans worked out"
+        evictions += len(kept.evictions)
+    assert evictions, "the plans move pods, so a stale request or zone count would show"
 
 
 def test_a_kubectl_list_becomes_a_snapshot() -> None:
