@@ -133,6 +133,7 @@ def find_destination(pod: PodRecord, snapshot: Snapshot, *, exclude: Collection[
     total = sum(rejections.values())
     # The scheduler's filter checks the pod's DoNotSchedule constraints, its own or its scheduler's defaults.
     hard_spread = bool(pod.hard_spread or (spread is not None and spread.hard(pod)))
+    spread_violation: Callable[[NodeRecord], str | None] | None = None  # worked out for the pod once, on first use
     for name in considered:
         node = snapshot.nodes.get(name)
         if node is None:
@@ -150,9 +151,9 @@ def find_destination(pod: PodRecord, snapshot: Snapshot, *, exclude: Collection[
                 pod_affinity = PodAffinityIndex(snapshot)
             why = pod_affinity.conflict(pod, node)
         if why is None and hard_spread:
-            if spread is None:
-                spread = SpreadIndex(snapshot)
-            why = spread.violation(pod, node)
+            if spread_violation is None:
+                spread_violation = (spread if spread is not None else SpreadIndex(snapshot)).filter_for(pod)
+            why = spread_violation(node)
         if why is None and accept is not None:
             after = {r: used.get(r, 0) + held.get(r, 0) + wanted.get(r, 0) for r in {*used, *held, *wanted}}
             after[PODS] = after.get(PODS, 0) + 1

@@ -18,6 +18,7 @@ destination, not where they are: that lowers their old domain, which can only ma
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from remediator.model.records import DefaultsOf, Effect, LabelSelector, NodeRecord, PodRecord, SpreadConstraint
@@ -172,23 +173,40 @@ class SpreadIndex:
 
     def violation(self, pod: PodRecord, node: NodeRecord) -> str | None:
         """Why `pod` may not go to `node` under its hard spread constraints, or None."""
+        return self.filter_for(pod)(node)
+
+    def filter_for(self, pod: PodRecord) -> Callable[[NodeRecord], str | None]:
+        """`violation` for one pod, what does not depend on the node worked out once: node fit asks it of every node
+        it tries, and nothing moves between those asks (a search reserves nothing)."""
         hard = self._spread_of(pod)[0]
+        # Per constraint: its key, and (counts per domain, fewest, the domain the pod counts in, whether it matches)
+        checks: list[tuple[str, tuple[dict[str, int], int, str | None, bool] | None]] = []
         for c in hard:
-            value = node.labels.get(c.topology_key)
-            if value is None:
-                return "topology spread (node lacks the topology key)"
             if c.selector is None:
-                continue  # matches no pod: every domain holds 0, the pod itself does not count
+                checks.append((c.topology_key, None))  # matches no pod: every domain holds 0, the pod does not count
+                continue
             tally = self._tally(pod, c, hard, c.selector)
             here = self._here(pod, tally)
             # The scheduler's arithmetic, with the moving pod taken out of where it counts now.
             _, fewest = tally.extremes(minus=here)
             if len(tally.domains) < c.min_domains:
                 fewest = 0
-            in_value = tally.counts.get(value, 0) - (1 if here == value else 0)
-            if filter_skew(in_value, fewest, matches_itself=matches_labels(c.selector, pod.labels)) > c.max_skew:
-                return "topology spread"
-        return None
+            checks.append((c.topology_key, (tally.counts, fewest, here, matches_labels(c.selector, pod.labels))))
+        limits = [c.max_skew for c in hard]
+
+        def violation(node: NodeRecord) -> str | None:
+            for (key, counted), max_skew in zip(checks, limits, strict=True):
+                value = node.labels.get(key)
+                if value is None:
+                    return "topology spread (node lacks the topology key)"
+                if counted is None:
+                    continue
+                counts, fewest, here, matches_itself = counted
+                in_value = counts.get(value, 0) - (1 if here == value else 0)
+                if filter_skew(in_value, fewest, matches_itself=matches_itself) > max_skew:
+                    return "topology spread"
+            return None
+        return violation
 
     def soft_worse(self, pod: PodRecord, node: NodeRecord) -> str | None:
         """For a balance move: would it make one of the pod's `ScheduleAnyway` constraints worse? Worse is a skew
