@@ -86,6 +86,12 @@ class SelectorRequirement:
     key: str
     operator: str  # In | NotIn | Exists | DoesNotExist (labels); also Gt | Lt (node affinity)
     values: tuple[str, ...] = ()
+    # What `in` asks: the values themselves while few, a set once scanning them costs more (a node pool named by
+    # matchFields metadata.name lists thousands of nodes, asked about once per node).
+    members: frozenset[str] | tuple[str, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "members", frozenset(self.values) if len(self.values) > 8 else self.values)
 
 
 @dataclass(frozen=True)

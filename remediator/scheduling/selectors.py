@@ -27,10 +27,10 @@ def _set_based(req: SelectorRequirement, labels: Mapping[str, str]) -> bool | No
     """In/NotIn/Exists/DoesNotExist, shared by label selectors and node affinity; None for other operators."""
     present = req.key in labels
     if req.operator == "In":
-        return present and labels[req.key] in req.values
+        return present and labels[req.key] in req.members
     if req.operator == "NotIn":
         # A missing label is "not in" any set: Kubernetes matches NotIn on absent keys.
-        return not present or labels[req.key] not in req.values
+        return not present or labels[req.key] not in req.members
     if req.operator == "Exists":
         return present
     if req.operator == "DoesNotExist":

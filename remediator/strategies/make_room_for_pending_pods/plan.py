@@ -12,6 +12,7 @@ pod in the cycle's books. Everything the strategy does in a cycle shares one tim
 from __future__ import annotations
 
 import datetime as dt
+import heapq
 import time
 from collections.abc import Iterator, Mapping, Sequence
 
@@ -98,19 +99,23 @@ class _Books:
 
 def _search(books: _Books, args: MakeRoomForPendingPodsArgs, s: Stuck, deadline: float) -> Found | None:
     snapshot, gate, indexes, resources = books.snapshot, books.gate, books.indexes, s.resources
-    free = books.free(resources)
-    ranked = sorted((n for n in s.pool if n in free),
-                    key=lambda n: (sum(max(0, q - f) for f, q in zip(free[n], s.need, strict=True)), n))
+    free, need = books.free(resources), s.need
+    # Smallest deficit first, until enough the pending pod's own constraints accept: popped from a heap, as only
+    # the first few of a pool of thousands are ever looked at (the name in the key: the order is sorted()'s).
+    ranked = [(sum([q - f for f, q in zip(free[n], need, strict=True) if q > f]), n) for n in s.pool if n in free]
+    heapq.heapify(ranked)
     targets: list[str] = []
-    for n in ranked:  # smallest deficit first, until enough the pending pod's own constraints accept
+    while ranked and len(targets) < TARGETS:
+        n = heapq.heappop(ranked)[1]
         if _pod_may_land(snapshot, s.pod, n, indexes):
             targets.append(n)
-            if len(targets) == TARGETS:
-                break
     if not targets:
         return None
     chosen = set(targets)
-    roomy = sorted((n for n in free if n not in chosen), key=lambda n: (-sum(_share(free[n], s.need)), n))[:ROOMY]
+    # The roomiest others, in units of the pod's requests (so cpu and bytes weigh alike).
+    shares = [(-sum([min(r, 4 * q) / q for r, q in zip(free[n], need, strict=True) if q > 0]), n)
+              for n in free if n not in chosen]
+    roomy = [n for _, n in heapq.nsmallest(ROOMY, shares)]
     nodes = {n: free[n] for n in (*targets, *roomy)}
     movers = _Movers(snapshot, args, gate, pending=s.pod, resources=resources, nodes=chosen | set(roomy))
     records: dict[str, PodRecord] = movers.records
@@ -127,11 +132,6 @@ def _search(books: _Books, args: MakeRoomForPendingPodsArgs, s: Stuck, deadline:
 
     limits = Limits(max_evictions=args.max_evictions_per_pod, depth=args.chain_depth, deadline=deadline)
     return find_plan(s.need, targets, nodes, movers, can_go, headroom=movers.headroom, limits=limits)
-
-
-def _share(room: Sequence[int], need: Sequence[int]) -> Iterator[float]:
-    """Free room in units of the pending pod's requests (so cpu and bytes weigh alike)."""
-    return (min(r, 4 * q) / q for r, q in zip(room, need, strict=True) if q > 0)
 
 
 class _Indexes:
