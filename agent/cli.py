@@ -338,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--state-dir", help="where written condition types are remembered "
                                         "(default: <host-root>/var/lib/nodemedic)")
     run.add_argument("--listen", default=":8081", type=listen_flag, help="/metrics and /healthz ('' to disable)")
-    run.add_argument("--log-level", default="INFO")
+    run.add_argument("--log-level", choices=logs.LEVELS, default="INFO")
     run.add_argument("--log-format", choices=logs.FORMATS, default="json",
                      help="json (default: one object per line, for log pipelines) or text (for a terminal)")
     check = sub.add_parser("check", help="run every check once on this host and print the result")

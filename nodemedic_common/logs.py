@@ -12,6 +12,7 @@ _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"messa
 
 
 FORMATS = ("json", "text")
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")  # --log-level, the chart's logLevel
 
 
 def _time(record: logging.LogRecord) -> str:

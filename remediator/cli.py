@@ -353,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
                      help="the leader stops acting when it could not renew for this long (default 10s)")
     run.add_argument("--retry-period", type=_seconds, default=LeaseTimings.retry_period,
                      help="how often each replica tries to acquire or renew (default 2s)")
-    run.add_argument("--log-level", default="INFO")
+    run.add_argument("--log-level", choices=logs.LEVELS, default="INFO")
     run.add_argument("--log-format", choices=logs.FORMATS, default="json",
                      help="json (default: one object per line, for log pipelines) or text (for a terminal)")
     val = sub.add_parser("validate", help="check a policy file: exit 0, or 2 with file:line: field errors")

@@ -388,3 +388,14 @@ def test_the_agent_process_imports_no_aiohttp_and_no_kubernetes_package() -> Non
              "print(sorted(m for m in sys.modules if m.split('.')[0] in ('aiohttp', 'kubernetes', 'yarl')))\n")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("level", ["error", "LOUD", ""])
+def test_run_refuses_a_log_level_that_is_not_one_with_exit_2_naming_the_choices(
+        level: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["run", "--node-name", "n1", "--log-level", level])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --log-level: invalid choice" in err and "'DEBUG', 'INFO', 'WARNING', 'ERROR'" in err, err
+    assert "Traceback" not in err

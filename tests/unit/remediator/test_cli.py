@@ -49,6 +49,17 @@ def test_run_refuses_bad_lease_timings_with_exit_2_before_starting(capsys: pytes
                    "a standby could take over while the leader still acts\n")
 
 
+@pytest.mark.parametrize("level", ["error", "LOUD", ""])
+def test_run_refuses_a_log_level_that_is_not_one_with_exit_2_naming_the_choices(
+        level: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["run", "--log-level", level])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --log-level: invalid choice" in err and "'DEBUG', 'INFO', 'WARNING', 'ERROR'" in err, err
+    assert "Traceback" not in err
+
+
 @pytest.mark.parametrize(("flag", "value"), [("--lease-name", "a/../../b"), ("--lease-namespace", "Kube_System")])
 def test_run_refuses_a_lease_the_api_server_would_refuse_before_starting(
         capsys: pytest.CaptureFixture[str], flag: str, value: str) -> None:
