@@ -19,6 +19,7 @@ from remediator.strategies import STRATEGIES
 class Metrics:
     taint_changes: Counter
     evictions: Counter
+    evictions_in_flight: Gauge
     landings: Counter
     migrations: Counter
     held: Counter
@@ -51,6 +52,9 @@ def create(registry: CollectorRegistry) -> Metrics:
                               ["action", "key"], registry=r),
         evictions=Counter("nodemedic_evictions_total", "Eviction outcomes",
                           ["strategy", "outcome"], registry=r),
+        evictions_in_flight=Gauge("nodemedic_evictions_in_flight",
+                                  "Evictions decided whose outcome is not counted yet (a PDB refusal retried until "
+                                  "eviction.retryDeadline counts here)", registry=r),
         landings=Counter("nodemedic_landings_total", "Balance moves' replacements by where they landed: landed "
                          "(the planned node), elsewhere, unguided (not pinned), stuck (pinned, not bound by the "
                          "deadline), none (no replacement)", ["outcome"], registry=r),

@@ -65,15 +65,13 @@ class Controller:
                  clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
                  monotonic: Callable[[], float] = time.monotonic) -> None:
         self.kube, self.cache, self.policy, self.alerts, self.metrics = kube, cache, policy, alerts, metrics
-        self.log, self.elector, self.dry_run = log, elector, dry_run
-        self.resync = resync
+        self.log, self.elector, self.dry_run, self.resync = log, elector, dry_run, resync
         self.taint_seen_within = taint_seen_within  # how long evictions wait for a new taint in the node watch
         self.clock, self.monotonic = clock, monotonic
         self.usage = usage  # measured usage for metricsUtilization; None: requests only
         self.autoscalers = autoscalers  # the node autoscalers addsNodes: auto counts on; None: none looked for
         self.memory_headroom = memory_headroom  # None: not watched (tests)
-        self.memory = PlannerMemory()
-        self.heap = HeapFreezer()
+        self.memory, self.heap = PlannerMemory(), HeapFreezer()
         self.plan = Plan()
         self.snapshot: Snapshot | None = None  # the last plan's, for /why
         self.in_flight: dict[str, asyncio.Task[EvictionResult]] = {}  # pod uid -> eviction task
@@ -350,6 +348,7 @@ class Controller:
                                     pinned=landing is not None)
         task = asyncio.create_task(self._evict(e, landing))
         self.in_flight[e.pod.uid] = task
+        self.metrics.evictions_in_flight.set(len(self.in_flight))
 
     async def _evict(self, e: PlannedEviction, landing: Landing | None = None) -> EvictionResult:
         policy, landings = self.policy.current, self.landings
@@ -359,12 +358,13 @@ class Controller:
                                  before_attempt=before, after_refusal=after)
         finally:
             self.in_flight.pop(e.pod.uid, None)
+        self.metrics.evictions.labels(e.strategy, str(result.outcome)).inc()
+        self.metrics.evictions_in_flight.set(len(self.in_flight))  # with its outcome: no await between the two
         if landing is not None and landings is not None:
             if result.outcome == Outcome.EVICTED:
                 landings.start_follow(landing)
             else:
                 await landings.dropped(landing)
-        self.metrics.evictions.labels(e.strategy, str(result.outcome)).inc()
         if result.outcome in (Outcome.EVICTED, Outcome.GONE):
             self.recently_evicted[e.pod.uid] = self.monotonic()
         else:

@@ -267,6 +267,10 @@ def test_the_loop_detector_stops_moving_a_workload_its_scheduler_puts_straight_b
                              name="zone-loop", lease_namespace=namespace)
         processes.append(r)
         [event] = events_once(core, namespace, "NodemedicSchedulerDisagrees", 1, timeout=90)
+        # Evictions decided before the loop was seen may still be answering (each runs as its own task): counted
+        # once none is in flight, so only an eviction decided after the hold can move the count.
+        wait_until(lambda: r.metric("nodemedic_evictions_in_flight") == 0, timeout=60,
+                   what="the evictions decided before the hold answered")
         evicted = r.metric("nodemedic_evictions_total", outcome="evicted")
         loops = wait_until(lambda: r.plan()["schedulerLoops"], timeout=30, what="the plan's scheduler loop note")
         print(f"zone-example loop: {evicted:.0f} evictions; Event {event.involved_object.kind}/"

@@ -295,11 +295,16 @@ def test_an_eviction_still_in_flight_is_not_sent_again(tmp_path: Path) -> None:
             w.clock.advance(1)
         assert len(w.controller.in_flight) == 2
         assert sum(1 for _, p in w.api.writes if p.endswith("/eviction")) == 2
+        assert w.metric("nodemedic_evictions_in_flight") == 2
+        assert w.metric("nodemedic_evictions_total", strategy="RemovePodsViolatingNodeTaints", outcome="evicted") == 0
         w.api.hold_evictions.set()
         await asyncio.gather(*w.controller.in_flight.values())
 
     asyncio.run(slow_evictions())
     assert sorted(w.api.evicted) == ["shop/a", "shop/b"]
+    # A reader that sees none in flight sees every outcome counted (the e2e tests wait on it before counting).
+    assert w.metric("nodemedic_evictions_in_flight") == 0
+    assert w.metric("nodemedic_evictions_total", strategy="RemovePodsViolatingNodeTaints", outcome="evicted") == 2
 
 
 def test_an_evicted_pod_still_in_the_cache_is_planned_again_only_after_the_memory_expires(tmp_path: Path) -> None:
