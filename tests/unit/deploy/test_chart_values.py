@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from hack import manifests  # the pinned helm and its state directories
+from nodemedic_common import logs
 
 SCHEMA = manifests.CHART / "values.schema.json"
 SYSTEM_CLASSES = ["system-node-critical", "system-cluster-critical"]
@@ -515,3 +516,9 @@ def test_the_network_policy_can_be_widened_emptied_or_left_out_and_the_notes_say
 ])
 def test_the_schema_refuses_a_network_policy_peer_it_does_not_know(value: str, error: str) -> None:
     assert error in refused(value)
+
+
+def test_the_schema_s_log_levels_are_the_ones_both_programs_take() -> None:
+    """The chart passes logLevel as --log-level: a level the schema allows and the programs refuse would crash-loop
+    a pod, one they take and the schema refuses could not be set."""
+    assert json.loads(SCHEMA.read_text())["definitions"]["logLevel"]["enum"] == list(logs.LEVELS)
