@@ -6,6 +6,8 @@ the node as last read and sent with that resourceVersion: if anyone changed the 
 cordon, the autoscaler, kwok) the API server answers 409 and we re-read and re-apply only our own changes.
 Taints we do not own are copied through untouched. A change whose conditions the node no longer shows as the plan
 read them (TaintChange.premise), in the cache or on that re-read, is not written: it waits for the next plan.
+What we own is read again with the node: a taint of ours that an earlier write put there unseen by the cache (its
+answer lost, or the next cycle ahead of the watch) is ours and already in place, never a human's to leave alone.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from nodemedic_common.kube_client import Kube
 from nodemedic_common.kube_errors import ApiError
 from remediator.model.plan import TaintChange
 from remediator.model.records import Condition, Effect, Taint
-from remediator.planning.owned_taints import OwnedTaint, render_owned
+from remediator.planning.owned_taints import OwnedTaint, parse_owned, render_owned
 from remediator.policy.model import OWNED_TAINTS_ANNOTATION
 from remediator.state import records
 
@@ -30,10 +32,23 @@ class TaintWrite:
     added: list[TaintChange]
     removed: list[TaintChange]
     deferred: list[TaintChange]  # the node no longer shows the conditions they were decided on
+    in_place: list[TaintChange]  # adds the node already shows as ours (an earlier write landed unseen): not written
+
+    def unwritten(self) -> list[tuple[str, TaintChange]]:
+        """The plan's changes not written, each with the log line that says why."""
+        return [("taint change deferred: the node's conditions changed since the plan", c) for c in self.deferred] + [
+            ("taint already in place: an earlier write landed before the node watch showed it", c)
+            for c in self.in_place]
 
 
 def _identity(raw: dict[str, Any]) -> tuple[str, str]:
     return (str(raw.get("key", "")), str(raw.get("effect", "")))
+
+
+def _in_place(taint: Taint, current: Sequence[dict[str, Any]], mine: set[tuple[str, str]]) -> bool:
+    """The node carries `taint` as it is (value included) and records it as ours."""
+    return taint.identity() in mine and any(
+        _identity(t) == taint.identity() and str(t.get("value", "")) == taint.value for t in current)
 
 
 def new_taint_list(current: Sequence[dict[str, Any]], add: Sequence[Taint], remove: Sequence[Taint],
@@ -75,27 +90,34 @@ async def write_node_taints(kube: Kube, node: str, *, base: dict[str, Any] | Non
                             now: dt.datetime, attempts: int = 4) -> TaintWrite:
     """Apply our taint changes to `node`: those whose premise the node still shows.
 
-    `base` is the cached {"resourceVersion", "taints"} of the node and `conditions` its conditions in the same cache
-    (both re-read from the API on conflict); `owned` is the ownership record as last read from the node's annotation.
+    `base` is the cached {"resourceVersion", "taints"} of the node, `conditions` its conditions in the same cache and
+    `owned` the ownership record of its annotation there (all three re-read from the API on conflict).
     """
     path = f"/api/v1/nodes/{node}"
     mine = {o.taint.identity() for o in owned}
     deferred: list[TaintChange] = []
+    in_place: list[TaintChange] = []
     for _ in range(attempts):
         if base is None:
             fresh = await kube.get(path)
             base = {"resourceVersion": fresh["metadata"]["resourceVersion"],
                     "taints": (fresh.get("spec") or {}).get("taints") or []}
             conditions = records.node(fresh).conditions
+            owned = parse_owned(((fresh.get("metadata") or {}).get("annotations") or {})
+                                .get(OWNED_TAINTS_ANNOTATION))[0]
+            mine = {o.taint.identity() for o in owned}
         newly = [c for c in (*adds, *removes) if not c.still_holds(conditions)]
         deferred += newly
         adds = [c for c in adds if c not in newly]
         removes = [c for c in removes if c not in newly]
+        done = [c for c in adds if _in_place(c.taint, base["taints"], mine)]
+        in_place += done
+        adds = [c for c in adds if c not in done]
         # Only remove what we own; on a re-read the human may have removed it already (then nothing to do).
         removable = [c for c in removes if c.taint.identity() in mine]
         after = owned_after(owned, base["taints"], adds, removable, now)
-        if deferred and not adds and not removable:
-            return TaintWrite(list(owned), [], [], deferred)  # nothing of the plan holds here any more
+        if (deferred or in_place) and not adds and not removable:
+            return TaintWrite(list(owned), [], [], deferred, in_place)  # nothing of the plan left to write here
         patch = {
             "metadata": {"resourceVersion": base["resourceVersion"],
                          "annotations": {OWNED_TAINTS_ANNOTATION: render_owned(after)}},
@@ -104,7 +126,7 @@ async def write_node_taints(kube: Kube, node: str, *, base: dict[str, Any] | Non
         }
         try:
             await kube.request("PATCH", path, body=patch, content_type="application/merge-patch+json")
-            return TaintWrite(after, list(adds), removable, deferred)
+            return TaintWrite(after, list(adds), removable, deferred, in_place)
         except ApiError as e:
             if e.status != 409:
                 raise

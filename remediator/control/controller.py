@@ -319,8 +319,8 @@ class Controller:
                 failed.add(node)
                 self.log.error("taint write failed", extra={"node": node, "error": str(e)})
                 continue
-            for c in written.deferred:
-                self.log.info("taint change deferred: the node's conditions changed since the plan", extra={
+            for message, c in written.unwritten():
+                self.log.info(message, extra={
                     "node": node, "taint": c.taint.key, "change": "add" if c in adds else "remove", "cause": c.cause})
             if any(c in adds for c in written.deferred):
                 failed.add(node)  # not tainted as planned: none of its evictions this cycle

@@ -11,7 +11,8 @@ from nodemedic_common.kube_errors import ApiError
 from remediator.actions.taintwriter import TaintWrite, new_taint_list, owned_after, write_node_taints
 from remediator.model.plan import ConditionSeen, TaintChange
 from remediator.model.records import Condition, Effect, Taint
-from remediator.planning.owned_taints import OwnedTaint
+from remediator.planning.owned_taints import OwnedTaint, render_owned
+from remediator.policy.model import OWNED_TAINTS_ANNOTATION
 
 NOW = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.UTC)
 OURS = Taint("nodemedic.io/kernel-deadlock", "true", Effect.NO_SCHEDULE)
@@ -172,3 +173,31 @@ def test_a_change_deferred_before_a_conflict_is_deferred_once() -> None:
     owned = [OwnedTaint(other, ("ro",), "ReadonlyFilesystem=True for 30s", NOW)]
     written = write(api, TRUE, owned=owned, removes=(removal,), adds=(DECIDED,))
     assert written.deferred == [removal] and written.added == [DECIDED] and len(api.patches) == 2
+
+
+def test_a_taint_our_earlier_write_put_there_unseen_by_the_cache_stays_ours_and_is_not_written_again() -> None:
+    """The cache is behind our last write: the plan adds the taint again, the cached resourceVersion earns a 409, and
+    the re-read shows the taint with our annotation. Ours and in place: the annotation is read again with the node
+    (the cache's record would make it a person's taint, dropped from the annotation and never removed on recovery)."""
+    ours = [OwnedTaint(OURS, ("kernel-deadlock",), "KernelDeadlock=True for 10s", SPELL)]
+    node = api_node(TRUE, "2")
+    node["spec"]["taints"] = [{"key": OURS.key, "value": "true", "effect": "NoSchedule"}]
+    node["metadata"]["annotations"] = {OWNED_TAINTS_ANNOTATION: render_owned(ours)}
+    api = NodeApi(node, conflicts=1)
+    written = asyncio.run(write_node_taints(api, "n", base={"resourceVersion": "1", "taints": []},  # type: ignore[arg-type]
+                                            conditions=(TRUE,), adds=(DECIDED,), removes=(), owned=[], now=NOW))
+    assert (written.added, written.in_place, written.owned) == ([], [DECIDED], ours)
+    assert len(api.patches) == 1, "only the stale PATCH the 409 answered"
+    assert [m for m, _ in written.unwritten()] == [
+        "taint already in place: an earlier write landed before the node watch showed it"]
+
+
+def test_a_value_of_ours_that_differs_is_not_in_place_and_is_written() -> None:
+    ours = [OwnedTaint(Taint(OURS.key, "old", OURS.effect), ("kernel-deadlock",), "c", SPELL)]
+    node = api_node(TRUE, "2")
+    node["spec"]["taints"] = [{"key": OURS.key, "value": "old", "effect": "NoSchedule"}]
+    node["metadata"]["annotations"] = {OWNED_TAINTS_ANNOTATION: render_owned(ours)}
+    api = NodeApi(node, conflicts=1)
+    written = asyncio.run(write_node_taints(api, "n", base={"resourceVersion": "1", "taints": []},  # type: ignore[arg-type]
+                                            conditions=(TRUE,), adds=(DECIDED,), removes=(), owned=[], now=NOW))
+    assert written.added == [DECIDED] and written.in_place == [] and len(api.patches) == 2

@@ -77,7 +77,8 @@ def pod(name: str, node_name: str) -> dict[str, Any]:
 class ApiServer:
     """The writes the controller makes, kept in memory: node patches, evictions and Events; failures on demand. A node
     patch reaches the caches as the node watch would bring it: a moment after the write returns, or when `deliver`
-    is called while `hold_watch` is set (a watch lagging behind)."""
+    is called while `hold_watch` is set (a watch lagging behind). A patch sent with a resourceVersion the node no
+    longer has is answered 409, as the API server does."""
 
     def __init__(self) -> None:
         self.watch: Callable[[dict[str, Any]], None] | None = None  # the cache's node watch, fed after each patch
@@ -129,6 +130,8 @@ class ApiServer:
                 stored["metadata"]["resourceVersion"] = str(int(stored["metadata"]["resourceVersion"]) + 1)
                 raise ApiError(409, method, path, '{"reason": "Conflict", "message": "the object has been modified"}')
             stored = self.nodes[name]
+            if body["metadata"].get("resourceVersion") not in (None, stored["metadata"]["resourceVersion"]):
+                raise ApiError(409, method, path, '{"reason": "Conflict", "message": "the object has been modified"}')
             annotations = stored["metadata"].setdefault("annotations", {})
             annotations.update(body["metadata"]["annotations"])
             for key in [k for k, v in annotations.items() if v is None]:
@@ -461,6 +464,41 @@ def test_a_new_taint_the_watch_never_shows_in_time_skips_only_that_nodes_evictio
     w.cycle()
     assert sorted(w.api.evicted) == ["shop/a", "shop/b"]
     assert [p for m, p in w.api.writes if m == "PATCH"] == ["/api/v1/nodes/new"], "the taint is written once"
+
+
+def test_a_cycle_ahead_of_the_node_watch_keeps_the_taint_ours_announced_once_and_removed_on_recovery(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The next cycle plans from a cache that does not show our last taint write yet (the watch behind, or the write's
+    answer lost): it adds the taint again, the cached resourceVersion earns a 409, and the re-read shows the taint
+    with our annotation. It is ours and in place. The writer used to keep the cache's ownership record through the
+    re-read, took the taint for a person's, wrote the annotation without it and announced it again: no recovery would
+    ever have removed that taint (the chaos test once counted one NodemedicTainted more than its untaints allowed)."""
+    w = World(tmp_path, nodes=[node("sick", sick=True), node("well")], pods=PODS)
+    w.controller.taint_seen_within = 0.05
+    w.api.hold_watch = True
+    w.cycle()
+    w.clock.advance(1)
+    with caplog.at_level(logging.INFO, logger=LOG.name):
+        w.cycle()  # the cache still shows the node untainted
+    annotation = w.api.nodes["sick"]["metadata"]["annotations"]["nodemedic.io/owned-taints"]
+    assert [o["key"] for o in json.loads(annotation)] == [TAINT], "the taint is no longer recorded as ours"
+    assert w.api.reasons().count("NodemedicTainted") == 1
+    assert [p for m, p in w.api.writes if m == "PATCH"] == ["/api/v1/nodes/sick"] * 2  # the second one: 409
+    assert [r.message for r in caplog.records if r.message.startswith("taint already in place")] == [
+        "taint already in place: an earlier write landed before the node watch showed it"]
+    w.api.deliver()
+    w.clock.advance(1)
+    w.cycle()
+    assert sorted(w.api.evicted) == ["shop/a", "shop/b"], "tainted as planned: its pods are evicted"
+    recovered = w.api.nodes["sick"]
+    recovered["status"]["conditions"][-1] = {"type": "KernelDeadlock", "status": "False",
+                                              "lastTransitionTime": "2026-03-01T12:00:02Z"}
+    recovered["metadata"]["resourceVersion"] = str(int(recovered["metadata"]["resourceVersion"]) + 1)
+    w.cache._apply_node("MODIFIED", copy.deepcopy(recovered))
+    w.clock.advance(11 * 60)  # past recoverAfter
+    w.cycle()
+    assert w.api.reasons().count("NodemedicUntainted") == 1
+    assert w.api.nodes["sick"]["spec"]["taints"] == []
 
 
 def test_evictions_from_a_node_already_tainted_do_not_wait_for_the_watch(tmp_path: Path) -> None:
