@@ -1,9 +1,14 @@
-"""What the client layer raises, in both programs: one ApiError for any failed call, two kinds of it that tell a
-list+watch loop to relist, and one CredentialsError for credentials that cannot be used."""
+"""What the client layer raises, in both programs: one ApiError for any failed call (and the answers that leave a
+write's fate unknown), two kinds of it that tell a list+watch loop to relist, and one CredentialsError for credentials
+that cannot be used."""
 
 from __future__ import annotations
 
 from nodemedic_common import bounded_json
+
+# Answers that do not say whether a write was carried out: the API server may have done it and the answer been lost on
+# the way (0: a timeout, a dropped connection) or failed after the write (500, 503, 504). A 409 or 429 says it was not.
+UNKNOWN_FATE = frozenset({0, 500, 503, 504})
 
 
 class ApiError(Exception):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from nodemedic_common.kube_client import Kube
-from nodemedic_common.kube_errors import ApiError
+from nodemedic_common.kube_errors import UNKNOWN_FATE, ApiError
 from remediator.model.plan import PlannedEviction
 from remediator.policy.eviction import EvictionSettings
 
@@ -23,10 +23,6 @@ from remediator.policy.eviction import EvictionSettings
 # DisruptionBudgetCause).
 DISRUPTION_BUDGET_CAUSE = "DisruptionBudget"
 RETRYABLE = frozenset({0, 429, 500, 503, 504})  # 0: no answer at all (connection error, timeout)
-# Answers that do not say whether the eviction was carried out: the API server may have deleted the pod and the answer
-# been lost on the way (a timeout, a dropped connection) or failed after the write (500, 503, 504). A 429 says it was
-# not.
-UNKNOWN_FATE = frozenset({0, 500, 503, 504})
 
 
 class Outcome(StrEnum):

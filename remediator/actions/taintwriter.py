@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodemedic_common.kube_client import Kube
-from nodemedic_common.kube_errors import ApiError
+from nodemedic_common.kube_errors import UNKNOWN_FATE, ApiError
 from remediator.model.plan import TaintChange
 from remediator.model.records import Condition, Effect, Taint
 from remediator.planning.owned_taints import OwnedTaint, parse_owned, render_owned
@@ -128,7 +128,27 @@ async def write_node_taints(kube: Kube, node: str, *, base: dict[str, Any] | Non
             await kube.request("PATCH", path, body=patch, content_type="application/merge-patch+json")
             return TaintWrite(after, list(adds), removable, deferred, in_place)
         except ApiError as e:
+            if e.status in UNKNOWN_FATE and (landed := await _landed(kube, path, adds, removable)) is not None:
+                return TaintWrite(landed, list(adds), removable, deferred, in_place)  # announced like any write
             if e.status != 409:
                 raise
             base = None  # changed under us: re-read and recompute
     raise ApiError(409, "PATCH", path, f"node {node} kept changing; gave up after {attempts} attempts")
+
+
+async def _landed(kube: Kube, path: str, adds: Sequence[TaintChange],
+                  removes: Sequence[TaintChange]) -> list[OwnedTaint] | None:
+    """After a write whose answer was lost: what we own on the node when the node shows the write carried out (every
+    add ours and in place, every removal gone), else None (not carried out, or the node cannot be read now)."""
+    try:
+        fresh = await kube.get(path)
+    except ApiError:
+        return None
+    taints = (fresh.get("spec") or {}).get("taints") or []
+    owned = parse_owned(((fresh.get("metadata") or {}).get("annotations") or {}).get(OWNED_TAINTS_ANNOTATION))[0]
+    mine = {o.taint.identity() for o in owned}
+    present = {_identity(t) for t in taints}
+    if all(_in_place(c.taint, taints, mine) for c in adds) and \
+            not any(c.taint.identity() in present or c.taint.identity() in mine for c in removes):
+        return owned
+    return None

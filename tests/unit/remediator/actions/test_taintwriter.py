@@ -7,6 +7,8 @@ import asyncio
 import datetime as dt
 from typing import Any
 
+import pytest
+
 from nodemedic_common.kube_errors import ApiError
 from remediator.actions.taintwriter import TaintWrite, new_taint_list, owned_after, write_node_taints
 from remediator.model.plan import ConditionSeen, TaintChange
@@ -201,3 +203,39 @@ def test_a_value_of_ours_that_differs_is_not_in_place_and_is_written() -> None:
     written = asyncio.run(write_node_taints(api, "n", base={"resourceVersion": "1", "taints": []},  # type: ignore[arg-type]
                                             conditions=(TRUE,), adds=(DECIDED,), removes=(), owned=[], now=NOW))
     assert written.added == [DECIDED] and written.in_place == [] and len(api.patches) == 2
+
+
+class LostAnswerApi(NodeApi):
+    """The PATCH is carried out (`landed`) or not, and its answer is lost either way."""
+
+    def __init__(self, node: dict[str, Any], *, landed: bool, status: int = 0) -> None:
+        super().__init__(node)
+        self.landed, self.status = landed, status
+
+    async def request(self, method: str, path: str, *, body: Any = None, **_: Any) -> Any:
+        self.patches.append(body)
+        if self.landed:
+            self.node["metadata"]["annotations"] = dict(body["metadata"]["annotations"])
+            self.node["spec"]["taints"] = body["spec"]["taints"]
+        raise ApiError(self.status, method, path, "ServerDisconnectedError: Server disconnected")
+
+
+def test_a_taint_write_whose_answer_was_lost_and_that_landed_is_a_write_announced_as_any() -> None:
+    api = LostAnswerApi(api_node(TRUE, "1"), landed=True)
+    written = write(api, TRUE)
+    assert written.added == [DECIDED] and [o.taint for o in written.owned] == [OURS]
+
+
+@pytest.mark.parametrize("status", [0, 500, 503, 504])
+def test_a_taint_write_whose_answer_was_lost_and_that_did_not_land_fails(status: int) -> None:
+    api = LostAnswerApi(api_node(TRUE, "1"), landed=False, status=status)
+    with pytest.raises(ApiError) as raised:
+        write(api, TRUE)
+    assert raised.value.status == status
+
+
+def test_a_refused_taint_write_is_not_read_back_as_landed() -> None:
+    """A 403 or 422 says the write was not carried out: no read, the failure stands."""
+    api = LostAnswerApi(api_node(TRUE, "1"), landed=True, status=422)
+    with pytest.raises(ApiError):
+        write(api, TRUE)

@@ -94,6 +94,7 @@ class ApiServer:
         self.hold_evictions: asyncio.Event | None = None  # set: evictions wait for it (an eviction in flight)
         self.fail_evictions = False
         self.lose_eviction_answers: set[str] = set()  # pods whose eviction is carried out and its answer lost
+        self.lose_patch_answers: set[str] = set()  # nodes whose next patch is carried out and its answer lost
         # node -> its conditions as another writer (an agent) sets them just before our next PATCH, which that write
         # makes a 409
         self.written_first: dict[str, list[dict[str, Any]]] = {}
@@ -142,6 +143,9 @@ class ApiServer:
             self.held.append(copy.deepcopy(stored))
             if not self.hold_watch:
                 asyncio.get_running_loop().call_soon(self.deliver)
+            if name in self.lose_patch_answers:
+                self.lose_patch_answers.discard(name)
+                raise ApiError(0, method, path, "ServerDisconnectedError: Server disconnected")
             return copy.deepcopy(stored)
         if method == "DELETE" and path.startswith("/apis/karpenter.sh/v1/nodeclaims/"):
             return {}
@@ -499,6 +503,20 @@ def test_a_cycle_ahead_of_the_node_watch_keeps_the_taint_ours_announced_once_and
     w.cycle()
     assert w.api.reasons().count("NodemedicUntainted") == 1
     assert w.api.nodes["sick"]["spec"]["taints"] == []
+
+
+def test_a_taint_write_whose_answer_was_lost_but_that_landed_is_announced_and_its_node_drained(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """As for an eviction whose answer was lost (actions/eviction_requests.py): the node, read again, shows the write
+    carried out, so it is a remediation like any other, with its Event, and the node's evictions go ahead."""
+    w = World(tmp_path, nodes=[node("sick", sick=True), node("well")], pods=PODS)
+    w.api.lose_patch_answers.add("sick")
+    with caplog.at_level(logging.INFO, logger=LOG.name):
+        w.cycle()
+    assert w.api.reasons().count("NodemedicTainted") == 1
+    assert not [r for r in caplog.records if r.message == "taint write failed"]
+    assert sorted(w.api.evicted) == ["shop/a", "shop/b"]
+    assert w.metric("nodemedic_taint_changes_total", action="add", key=TAINT) == 1
 
 
 def test_evictions_from_a_node_already_tainted_do_not_wait_for_the_watch(tmp_path: Path) -> None:
