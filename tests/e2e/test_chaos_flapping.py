@@ -170,8 +170,12 @@ def test_a_condition_flapping_on_a_fifth_of_500_nodes_stays_within_for_recover_a
             flapper.join(30)
             t1 = time.time()
             assert flapper.error is None, flapper.error
-            tainted_now = {n.metadata.name for n in core.list_node().items
-                           if any(t.key == TAINT for t in n.spec.taints or [])}
+            listed = core.list_node().items
+            tainted_now = {n.metadata.name for n in listed if any(t.key == TAINT for t in n.spec.taints or [])}
+            # Every taint of ours is recorded as ours, so a recovery can remove it: a cycle planned from a cache behind
+            # the last write once took its own taint for a person's (remediator/actions/taintwriter.py).
+            disowned = sorted(n.metadata.name for n in listed if n.metadata.name in tainted_now and TAINT not in
+                              (n.metadata.annotations or {}).get("nodemedic.io/owned-taints", ""))
         finally:
             flapper.stop.set()
             r.stop()
@@ -221,6 +225,7 @@ def test_a_condition_flapping_on_a_fifth_of_500_nodes_stays_within_for_recover_a
         at_once = most_at_once(adds, removes)
         figures("most nodes tainted at once (gauge) / (the remediator's log) / at the end (Nodes)",
                 f"{most_tainted:g} / {at_once} / {len(tainted_now)}")
+        figures("nodes tainted at the end but not recorded as nodemedic's", len(disowned))
         figures("nodes held by the breaker / breaker Events", f"{len(held)} / {len(breaker_events)}")
         figures("evictions / pods evicted twice / from untainted nodes",
                 f"{len(evicted)} / {len(twice)} / {len(from_untainted)}")
@@ -230,6 +235,7 @@ def test_a_condition_flapping_on_a_fifth_of_500_nodes_stays_within_for_recover_a
 
         assert premature == [] and too_many == {} and unrecovered == [], (premature, too_many, unrecovered)
         assert most_tainted <= MAX_TAINTED and len(tainted_now) <= MAX_TAINTED
+        assert disowned == [], f"tainted but not recorded as nodemedic's, so never untainted: {disowned}"
         # The breaker counts nodes tainted at once. Replayed from the remediator's own log: a node that recovered
         # (a False spell past recoverAfter, which a flapper slowed by a loaded machine makes: CI saw 16) frees its slot
         # for another, so the nodes ever tainted may outnumber the breaker's limit, never those tainted at one time.
