@@ -29,6 +29,12 @@ class FakeKube:
     def __init__(self, answers: dict[str, ApiError] | None = None) -> None:
         self.answers = answers or {}
         self.calls: list[tuple[str, str, Any]] = []
+        # What a read-back after a lost answer finds: the node as it was before the write (it did not land).
+        self.node: dict[str, Any] = {"metadata": {"annotations": {REPAIR_ANNOTATION: "as it was"}}}
+
+    async def get(self, path: str, **_: object) -> dict[str, Any]:
+        self.calls.append(("GET", path, None))
+        return self.node
 
     async def request(self, method: str, path: str, *, body: object = None, **_: object) -> object:
         self.calls.append((method, path, body))
@@ -189,6 +195,15 @@ def test_a_refused_end_is_false_with_no_alert() -> None:
     end = RepairEnd("n1", _state(RepairAction.REBOOT), "r", repaired=True)
     assert asyncio.run(writer.end(end, resource_version="5", now=NOW)) is False
     assert alerts.sent == []
+
+
+def test_an_end_whose_answer_was_lost_but_that_the_node_shows_is_announced() -> None:
+    kube = FakeKube({"PATCH": ApiError(0, "PATCH", "/x", "Server disconnected")})
+    kube.node = {"metadata": {"annotations": {"other": "x"}}}  # the repair annotations are gone: the end landed
+    writer, alerts, _ = _writer(kube)
+    end = RepairEnd("n1", _state(RepairAction.REBOOT), "r", repaired=True)
+    assert asyncio.run(writer.end(end, resource_version="5", now=NOW)) is True
+    assert [a["reason"] for a in alerts.sent] == ["NodemedicRepaired"]
 
 
 def test_forget_removes_only_the_repair_annotation_and_says_why() -> None:
