@@ -177,17 +177,23 @@ def test_a_change_deferred_before_a_conflict_is_deferred_once() -> None:
     assert written.deferred == [removal] and written.added == [DECIDED] and len(api.patches) == 2
 
 
+def add_on_a_stale_cache(owned: list[OwnedTaint]) -> tuple[NodeApi, TaintWrite]:
+    """DECIDED written from a cache that shows the node untainted at resourceVersion 1, where the node is at 2 and
+    carries `owned`, taints and annotation (our own earlier write): the first PATCH is answered 409."""
+    node = api_node(TRUE, "2")
+    node["spec"]["taints"] = new_taint_list([], [o.taint for o in owned], [], NOW)
+    node["metadata"]["annotations"] = {OWNED_TAINTS_ANNOTATION: render_owned(owned)}
+    api = NodeApi(node, conflicts=1)
+    return api, asyncio.run(write_node_taints(api, "n", base={"resourceVersion": "1", "taints": []},  # type: ignore[arg-type]
+                                              conditions=(TRUE,), adds=(DECIDED,), removes=(), owned=[], now=NOW))
+
+
 def test_a_taint_our_earlier_write_put_there_unseen_by_the_cache_stays_ours_and_is_not_written_again() -> None:
     """The cache is behind our last write: the plan adds the taint again, the cached resourceVersion earns a 409, and
     the re-read shows the taint with our annotation. Ours and in place: the annotation is read again with the node
     (the cache's record would make it a person's taint, dropped from the annotation and never removed on recovery)."""
     ours = [OwnedTaint(OURS, ("kernel-deadlock",), "KernelDeadlock=True for 10s", SPELL)]
-    node = api_node(TRUE, "2")
-    node["spec"]["taints"] = [{"key": OURS.key, "value": "true", "effect": "NoSchedule"}]
-    node["metadata"]["annotations"] = {OWNED_TAINTS_ANNOTATION: render_owned(ours)}
-    api = NodeApi(node, conflicts=1)
-    written = asyncio.run(write_node_taints(api, "n", base={"resourceVersion": "1", "taints": []},  # type: ignore[arg-type]
-                                            conditions=(TRUE,), adds=(DECIDED,), removes=(), owned=[], now=NOW))
+    api, written = add_on_a_stale_cache(ours)
     assert (written.added, written.in_place, written.owned) == ([], [DECIDED], ours)
     assert len(api.patches) == 1, "only the stale PATCH the 409 answered"
     assert [m for m, _ in written.unwritten()] == [
@@ -195,13 +201,8 @@ def test_a_taint_our_earlier_write_put_there_unseen_by_the_cache_stays_ours_and_
 
 
 def test_a_value_of_ours_that_differs_is_not_in_place_and_is_written() -> None:
-    ours = [OwnedTaint(Taint(OURS.key, "old", OURS.effect), ("kernel-deadlock",), "c", SPELL)]
-    node = api_node(TRUE, "2")
-    node["spec"]["taints"] = [{"key": OURS.key, "value": "old", "effect": "NoSchedule"}]
-    node["metadata"]["annotations"] = {OWNED_TAINTS_ANNOTATION: render_owned(ours)}
-    api = NodeApi(node, conflicts=1)
-    written = asyncio.run(write_node_taints(api, "n", base={"resourceVersion": "1", "taints": []},  # type: ignore[arg-type]
-                                            conditions=(TRUE,), adds=(DECIDED,), removes=(), owned=[], now=NOW))
+    api, written = add_on_a_stale_cache([OwnedTaint(Taint(OURS.key, "old", OURS.effect), ("kernel-deadlock",), "c",
+                                                    SPELL)])
     assert written.added == [DECIDED] and written.in_place == [] and len(api.patches) == 2
 
 
