@@ -32,12 +32,13 @@ class TaintWrite:
     added: list[TaintChange]
     removed: list[TaintChange]
     deferred: list[TaintChange]  # the node no longer shows the conditions they were decided on
-    in_place: list[TaintChange]  # adds the node already shows as ours (an earlier write landed unseen): not written
+    # changes the node already shows made, by an earlier write of ours the cache had not shown: not written again
+    in_place: list[TaintChange]
 
     def unwritten(self) -> list[tuple[str, TaintChange]]:
         """The plan's changes not written, each with the log line that says why."""
         return [("taint change deferred: the node's conditions changed since the plan", c) for c in self.deferred] + [
-            ("taint already in place: an earlier write landed before the node watch showed it", c)
+            ("taint change already in place: an earlier write landed before the node watch showed it", c)
             for c in self.in_place]
 
 
@@ -110,9 +111,12 @@ async def write_node_taints(kube: Kube, node: str, *, base: dict[str, Any] | Non
         deferred += newly
         adds = [c for c in adds if c not in newly]
         removes = [c for c in removes if c not in newly]
-        done = [c for c in adds if _in_place(c.taint, base["taints"], mine)]
+        present = {_identity(t) for t in base["taints"]}
+        done = [c for c in adds if _in_place(c.taint, base["taints"], mine)] + [
+            c for c in removes if c.taint.identity() not in present and c.taint.identity() not in mine]
         in_place += done
         adds = [c for c in adds if c not in done]
+        removes = [c for c in removes if c not in done]
         # Only remove what we own; on a re-read the human may have removed it already (then nothing to do).
         removable = [c for c in removes if c.taint.identity() in mine]
         after = owned_after(owned, base["taints"], adds, removable, now)

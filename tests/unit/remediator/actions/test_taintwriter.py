@@ -197,7 +197,7 @@ def test_a_taint_our_earlier_write_put_there_unseen_by_the_cache_stays_ours_and_
     assert (written.added, written.in_place, written.owned) == ([], [DECIDED], ours)
     assert len(api.patches) == 1, "only the stale PATCH the 409 answered"
     assert [m for m, _ in written.unwritten()] == [
-        "taint already in place: an earlier write landed before the node watch showed it"]
+        "taint change already in place: an earlier write landed before the node watch showed it"]
 
 
 def test_a_value_of_ours_that_differs_is_not_in_place_and_is_written() -> None:
@@ -240,3 +240,17 @@ def test_a_refused_taint_write_is_not_read_back_as_landed() -> None:
     api = LostAnswerApi(api_node(TRUE, "1"), landed=True, status=422)
     with pytest.raises(ApiError):
         write(api, TRUE)
+
+
+def test_a_removal_our_earlier_write_made_unseen_by_the_cache_is_in_place_and_not_written_again() -> None:
+    """The recovery's untaint landed; the next cycle, on a cache still showing the taint ours, plans it again: the
+    409's re-read shows it gone and no longer ours, so nothing is written and nothing announced twice."""
+    recovered = Condition("KernelDeadlock", "False", SPELL)
+    removal = TaintChange("n", OURS, ("kernel-deadlock",), "KernelDeadlock=False for 10s",
+                          (ConditionSeen("KernelDeadlock", "False", SPELL),))
+    owned = [OwnedTaint(OURS, ("kernel-deadlock",), "KernelDeadlock=True for 10s", NOW)]
+    api = NodeApi(api_node(recovered, "2"), conflicts=1)  # the node: untainted, no annotation
+    written = asyncio.run(write_node_taints(
+        api, "n", base={"resourceVersion": "1", "taints": new_taint_list([], [OURS], [], NOW)},  # type: ignore[arg-type]
+        conditions=(recovered,), adds=(), removes=(removal,), owned=owned, now=NOW))
+    assert (written.removed, written.in_place, len(api.patches)) == ([], [removal], 1)

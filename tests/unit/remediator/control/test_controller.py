@@ -488,8 +488,8 @@ def test_a_cycle_ahead_of_the_node_watch_keeps_the_taint_ours_announced_once_and
     assert [o["key"] for o in json.loads(annotation)] == [TAINT], "the taint is no longer recorded as ours"
     assert w.api.reasons().count("NodemedicTainted") == 1
     assert [p for m, p in w.api.writes if m == "PATCH"] == ["/api/v1/nodes/sick"] * 2  # the second one: 409
-    assert [r.message for r in caplog.records if r.message.startswith("taint already in place")] == [
-        "taint already in place: an earlier write landed before the node watch showed it"]
+    assert [r.message for r in caplog.records if r.message.startswith("taint change already in place")] == [
+        "taint change already in place: an earlier write landed before the node watch showed it"]
     w.api.deliver()
     w.clock.advance(1)
     w.cycle()
