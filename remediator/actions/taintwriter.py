@@ -46,10 +46,20 @@ def _identity(raw: dict[str, Any]) -> tuple[str, str]:
     return (str(raw.get("key", "")), str(raw.get("effect", "")))
 
 
-def _in_place(taint: Taint, current: Sequence[dict[str, Any]], mine: set[tuple[str, str]]) -> bool:
-    """The node carries `taint` as it is (value included) and records it as ours."""
-    return taint.identity() in mine and any(
-        _identity(t) == taint.identity() and str(t.get("value", "")) == taint.value for t in current)
+def _as_read(node: dict[str, Any]) -> tuple[list[dict[str, Any]], list[OwnedTaint]]:
+    """A Node as the API returned it: its taint list, and what its annotation records as ours."""
+    annotations = (node.get("metadata") or {}).get("annotations") or {}
+    return (node.get("spec") or {}).get("taints") or [], parse_owned(annotations.get(OWNED_TAINTS_ANNOTATION))[0]
+
+
+def _already_done(adds: Sequence[TaintChange], removes: Sequence[TaintChange], current: Sequence[dict[str, Any]],
+                  mine: set[tuple[str, str]]) -> list[TaintChange]:
+    """The changes the node already shows made: each add on it as it is (value included) and recorded as ours, each
+    removal neither on it nor recorded as ours."""
+    present = {_identity(t) for t in current}
+    return [c for c in adds if c.taint.identity() in mine and any(
+        _identity(t) == c.taint.identity() and str(t.get("value", "")) == c.taint.value for t in current)] + [
+        c for c in removes if c.taint.identity() not in present and c.taint.identity() not in mine]
 
 
 def new_taint_list(current: Sequence[dict[str, Any]], add: Sequence[Taint], remove: Sequence[Taint],
@@ -101,19 +111,15 @@ async def write_node_taints(kube: Kube, node: str, *, base: dict[str, Any] | Non
     for _ in range(attempts):
         if base is None:
             fresh = await kube.get(path)
-            base = {"resourceVersion": fresh["metadata"]["resourceVersion"],
-                    "taints": (fresh.get("spec") or {}).get("taints") or []}
+            taints, owned = _as_read(fresh)
+            base = {"resourceVersion": fresh["metadata"]["resourceVersion"], "taints": taints}
             conditions = records.node(fresh).conditions
-            owned = parse_owned(((fresh.get("metadata") or {}).get("annotations") or {})
-                                .get(OWNED_TAINTS_ANNOTATION))[0]
             mine = {o.taint.identity() for o in owned}
         newly = [c for c in (*adds, *removes) if not c.still_holds(conditions)]
         deferred += newly
         adds = [c for c in adds if c not in newly]
         removes = [c for c in removes if c not in newly]
-        present = {_identity(t) for t in base["taints"]}
-        done = [c for c in adds if _in_place(c.taint, base["taints"], mine)] + [
-            c for c in removes if c.taint.identity() not in present and c.taint.identity() not in mine]
+        done = _already_done(adds, removes, base["taints"], mine)
         in_place += done
         adds = [c for c in adds if c not in done]
         removes = [c for c in removes if c not in done]
@@ -145,14 +151,8 @@ async def _landed(kube: Kube, path: str, adds: Sequence[TaintChange],
     """After a write whose answer was lost: what we own on the node when the node shows the write carried out (every
     add ours and in place, every removal gone), else None (not carried out, or the node cannot be read now)."""
     try:
-        fresh = await kube.get(path)
+        taints, owned = _as_read(await kube.get(path))
     except ApiError:
         return None
-    taints = (fresh.get("spec") or {}).get("taints") or []
-    owned = parse_owned(((fresh.get("metadata") or {}).get("annotations") or {}).get(OWNED_TAINTS_ANNOTATION))[0]
-    mine = {o.taint.identity() for o in owned}
-    present = {_identity(t) for t in taints}
-    if all(_in_place(c.taint, taints, mine) for c in adds) and \
-            not any(c.taint.identity() in present or c.taint.identity() in mine for c in removes):
-        return owned
-    return None
+    done = _already_done(adds, removes, taints, {o.taint.identity() for o in owned})
+    return owned if len(done) == len(adds) + len(removes) else None
