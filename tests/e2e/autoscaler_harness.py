@@ -10,6 +10,7 @@ from kubernetes import client
 
 from hack.kcp import karpenter
 from tests.e2e.conftest import LocalCluster
+from tests.e2e.real_node_harness import ready
 
 POOL_LABEL = karpenter.NODEPOOL_LABEL
 
@@ -33,9 +34,7 @@ def available(core: client.CoreV1Api, namespace: str, app: str, nodes: set[str])
     listed as Running until the pod garbage collector comes)."""
     count = 0
     for p in core.list_namespaced_pod(namespace, label_selector=f"app={app}").items:
-        ready = any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])
-        if (p.metadata.deletion_timestamp is None and p.status.phase == "Running" and ready
-                and p.spec.node_name in nodes):
+        if p.metadata.deletion_timestamp is None and ready(p) and p.spec.node_name in nodes:
             count += 1
     return count
 

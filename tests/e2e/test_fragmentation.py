@@ -33,6 +33,7 @@ from tests import chart_monitoring as cm
 from tests.e2e.autoscaler_harness import POOL_LABEL, PoolWatch, node_pool, pool_nodes
 from tests.e2e.conftest import LocalCluster
 from tests.e2e.landing_harness import LANDING_NAMESPACE, LandingPolicy, own_lease
+from tests.e2e.real_node_harness import ready
 from tests.e2e.remediator_harness import RemediatorProcess, events_once, nodemedic_events, start_remediator
 from tests.waiting import wait_until
 
@@ -355,29 +356,35 @@ def test_the_balancing_engine_evens_the_resource_mix_within_the_pdb_and_lands_ea
     history = PlanHistory(r)
     processes.append(history)
 
-    def settled() -> dict | None:
-        """The plan once every move planned so far has landed (judged) and nothing more is planned."""
+    def settled() -> tuple[dict, int, list[str]] | None:
+        """Once every move planned so far has landed (judged), nothing more is planned or waiting and every small pod
+        serves: (the plan, the evictions made, the small pods' nodes)."""
         # None in flight first: an eviction an earlier plan decided may still be answering, and would put a pod
         # Pending after a quiet plan.
         if r.metric("nodemedic_evictions_in_flight"):
             return None
-        made = r.metric("nodemedic_evictions_total", outcome="evicted")
+        made = int(r.metric("nodemedic_evictions_total", outcome="evicted"))
         plan = r.plan()
         if not made or r.metric("nodemedic_landings_total", outcome="landed") < made or plan["evictions"]:
             return None
-        return plan
-    reached = wait_until(settled, timeout=90, what="every move landed and a quiet plan")
+        # A landing is judged when the replacement is bound; until it is Ready, minAvailable 1 leaves no disruption
+        # and the next move waits in `deferred` (a CI run read the cluster in that gap and found the next move's
+        # replacement Pending).
+        if any(d["namespace"] == pool.namespace for d in plan["deferred"]):
+            return None
+        pods = pool.core.list_namespaced_pod(pool.namespace, label_selector="app=small").items
+        if any(p.metadata.deletion_timestamp or not p.spec.node_name or not ready(p) for p in pods):
+            return None
+        return plan, made, sorted(p.spec.node_name for p in pods)
+    reached, made, where = wait_until(settled, timeout=90, what="every move landed, a quiet plan, small pods Ready")
     history.stop()
     after = mix_deviation(pool.core, pool.namespace)
     watch.stop()
     watch.assert_held(may_remove=set())
     # The remediator counts an outcome before it writes its Event (a fresh-clone run read 2 evictions and 1 landed
     # Event while the metric said 2 landed): wait for the Events the metrics promise; one too many still fails below.
-    made = int(r.metric("nodemedic_evictions_total", outcome="evicted"))
     evicted = events_once(pool.core, pool.namespace, "NodemedicEvicted", made)
     landed = events_once(pool.core, pool.namespace, "NodemedicLanded", made)
-    pods = pool.core.list_namespaced_pod(pool.namespace, label_selector="app=small").items
-    where = sorted(p.spec.node_name for p in pods if p.metadata.deletion_timestamp is None)
     promises = [(p["resourceMix"]["deviationBefore"], p["resourceMix"]["deviationAfter"], len(p["evictions"]))
                 for p in history.moves]
     print("\nbalancing: the plans promised resource-mix deviation "
@@ -389,7 +396,8 @@ def test_the_balancing_engine_evens_the_resource_mix_within_the_pdb_and_lands_ea
           f"{len(watch.added)}")
     for e in landed:
         print(f"  {e.message}")
-    assert promises and len(evicted) == len(landed) == sum(n for _, _, n in promises)
+    assert promises and len(evicted) == len(landed) == sum(n for _, _, n in promises), \
+        (made, [e.message for e in evicted], [e.message for e in landed])
     assert reached["resourceMix"]["deviationBefore"] == promises[-1][1], "the deviation reached is the one planned"
     # The plan's measure is over every node of the cluster (the module's other pools may still be there); the test's
     # own is over this pool's nodes: it must fall too.
