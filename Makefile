@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 # hack/ is the package `hack`: its scripts run as modules from the repository root (`python -m hack.bench.chain`),
 # so `hack.kcp`, `agent` and `tests` resolve from this checkout as they do in the tests (hack/cluster does the same).
 
-.PHONY: demo test setup build lint unit e2e package bench-cluster bench-remediator bench-remediator-memory bench-agent bench-agent-npd bench-agent-npd-node bench-plan bench-steady bench-descheduler bench-chain bench-repair bench-dark bench-healthz bench-stream
+.PHONY: demo test setup build lint unit e2e package bench-cluster bench-remediator bench-remediator-memory bench-agent bench-agent-npd bench-agent-npd-node bench-plan bench-steady bench-affinity bench-descheduler bench-chain bench-repair bench-dark bench-healthz bench-stream
 
 # BENCH_ARGS: appended to a bench target's command line (the last of a repeated option wins), e.g. a smaller size:
 # `make bench-plan BENCH_ARGS="--nodes 500 --pods 15000"`; tests/e2e/test_bench_targets.py runs each so.
@@ -85,6 +85,9 @@ bench-plan: setup
 
 bench-steady: setup
 	$(BIN)/python -m hack.bench.steady_cycle $(BENCH_ARGS)
+
+bench-affinity: setup
+	$(BIN)/python -m hack.bench.affinity_search $(BENCH_ARGS)
 
 bench-descheduler: build
 	$(BIN)/python -m hack.bench.cycle_vs_descheduler $(BENCH_ARGS)

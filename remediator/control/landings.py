@@ -27,9 +27,9 @@ from remediator.actions.eviction_requests import EvictionResult, Outcome, evict
 from remediator.actions.landing_writer import close_landing, left_open, open_landing
 from remediator.alerts.alert import AlertKind
 from remediator.alerts.announcer import Alerts
-from remediator.model.landing import HOSTNAME_LABEL, LANDING_ANNOTATION, LANDING_PREFIX, Landing, pinned_until
+from remediator.model.landing import LANDING_ANNOTATION, LANDING_PREFIX, Landing, pinned_until
 from remediator.model.plan import PlannedEviction
-from remediator.model.records import PodRecord
+from remediator.model.records import HOSTNAME_LABEL, PodRecord
 from remediator.policy.eviction import EvictionSettings
 from remediator.state.caches import ClusterCache
 

@@ -26,7 +26,6 @@ from remediator.actions.migration_writer import delete, listed, propose, write_s
 from remediator.alerts.alert import AlertKind
 from remediator.alerts.announcer import Alerts
 from remediator.control.landings import LandingOutcome, Landings
-from remediator.model.landing import HOSTNAME_LABEL
 from remediator.model.migration import (
     FINISHED,
     MIGRATION_PREFIX,
@@ -39,6 +38,7 @@ from remediator.model.migration import (
     status_body,
 )
 from remediator.model.plan import PlannedEviction, Proposal
+from remediator.model.records import HOSTNAME_LABEL
 from remediator.planning.memory import PlannerMemory
 from remediator.planning.migration_steps import ClusterView, Moment, Move, MoveOutcome, Transition, advance
 from remediator.policy.model import Policy

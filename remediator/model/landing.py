@@ -23,7 +23,6 @@ from nodemedic_common.repair_contract import format_time, parse_time
 
 LANDING_API = "/apis/nodemedic.io/v1alpha1"
 LANDING_ANNOTATION = "nodemedic.io/landing"  # on a pinned pod: "NAME DEADLINE" (RFC 3339)
-HOSTNAME_LABEL = "kubernetes.io/hostname"
 LANDING_PREFIX = "nodemedic-landing-"
 
 

@@ -178,6 +178,9 @@ class NodeRecord:
 # affinity checks test the phase alone, while what kube-scheduler counts for spread is PodRecord.live.
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
+# Every node carries its own name under this label: a topology domain of one node.
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
 
 @dataclass(frozen=True)
 class ContainerStatuses:

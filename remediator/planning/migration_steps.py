@@ -16,9 +16,8 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from remediator.model.landing import HOSTNAME_LABEL
 from remediator.model.migration import FINISHED, Decision, Migration, Phase, Step, StepState, StepStatus
-from remediator.model.records import NodeRecord, PdbRecord, PodRecord
+from remediator.model.records import HOSTNAME_LABEL, NodeRecord, PdbRecord, PodRecord
 from remediator.scheduling.selectors import matches_labels
 from remediator.scheduling.tolerations import untolerated
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from remediator.model.records import DefaultConstraint
+from remediator.model.records import HOSTNAME_LABEL, DefaultConstraint
 from remediator.policy.reader import Reader, Section
 from remediator.policy.syntax import INT32, dns_subdomain_problem, qualified_name_problem
 
@@ -31,7 +31,7 @@ _EXPOSURE_KEYS = ("minSurvivingShare", "maxSeries")
 DEFAULT_SCHEDULER = "default-scheduler"
 PACKING_PROFILE = "nodemedic-packing"
 ZONE = "topology.kubernetes.io/zone"
-HOSTNAME = "kubernetes.io/hostname"
+HOSTNAME = HOSTNAME_LABEL
 WHEN = ("DoNotSchedule", "ScheduleAnyway")
 MAX_EXPOSURE_SERIES = 10_000  # 20,000 series: ~2 MB of /metrics, rendered on the leader's event loop at each scrape
 

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from remediator.model.records import TERMINAL_PHASES, Effect, NodeRecord, PodRecord, Taint
+from remediator.model.records import HOSTNAME_LABEL, TERMINAL_PHASES, Effect, NodeRecord, PodRecord, Taint
 from remediator.scheduling.offering import Offering
 from remediator.scheduling.podaffinity import PodAffinityIndex
 from remediator.scheduling.selectors import pod_fits_node_selection
@@ -23,7 +23,6 @@ from remediator.scheduling.topologyspread import SpreadIndex
 from remediator.state.snapshot import Snapshot
 
 BLOCKING_EFFECTS = frozenset({Effect.NO_SCHEDULE, Effect.NO_EXECUTE})
-HOSTNAME_LABEL = "kubernetes.io/hostname"
 PODS = "pods"
 CPU = "cpu"
 _NO_ROOM: Mapping[str, int] = {}
@@ -133,7 +132,9 @@ def find_destination(pod: PodRecord, snapshot: Snapshot, *, exclude: Collection[
     total = sum(rejections.values())
     # The scheduler's filter checks the pod's DoNotSchedule constraints, its own or its scheduler's defaults.
     hard_spread = bool(pod.hard_spread or (spread is not None and spread.hard(pod)))
-    spread_violation: Callable[[NodeRecord], str | None] | None = None  # worked out for the pod once, on first use
+    # Worked out for the pod once, on first use (each keeps what a domain shared by many nodes answered):
+    affinity_conflict: Callable[[NodeRecord], str | None] | None = None
+    spread_violation: Callable[[NodeRecord], str | None] | None = None
     for name in considered:
         node = snapshot.nodes.get(name)
         if node is None:
@@ -147,9 +148,10 @@ def find_destination(pod: PodRecord, snapshot: Snapshot, *, exclude: Collection[
             used = precomputed if precomputed is not None else pod_request_summary(snapshot.pods(name))
             why = _room_reason(node, wanted, used, held)
         if why is None:
-            if pod_affinity is None:
-                pod_affinity = PodAffinityIndex(snapshot)
-            why = pod_affinity.conflict(pod, node)
+            if affinity_conflict is None:
+                affinity_conflict = (pod_affinity if pod_affinity is not None
+                                     else PodAffinityIndex(snapshot)).conflict_for(pod)
+            why = affinity_conflict(node)
         if why is None and hard_spread:
             if spread_violation is None:
                 spread_violation = (spread if spread is not None else SpreadIndex(snapshot)).filter_for(pod)

@@ -12,10 +12,11 @@ for affinity (stricter too): the records carry no namespace labels.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Set
+from functools import partial
 from typing import Any
 
-from remediator.model.records import TERMINAL_PHASES, NodeRecord, PodAffinityTerm, PodRecord
+from remediator.model.records import HOSTNAME_LABEL, TERMINAL_PHASES, NodeRecord, PodAffinityTerm, PodRecord
 from remediator.scheduling.selectors import matches_labels
 from remediator.state.snapshot import Snapshot
 
@@ -108,30 +109,81 @@ class PodAffinityIndex:
 
     def conflict(self, pod: PodRecord, node: NodeRecord) -> str | None:
         """Why `pod` may not go to `node` (the first conflict found), or None."""
-        for term in pod.required_anti_affinity:
-            value = node.labels.get(term.topology_key)
-            if value is None:
-                continue  # a node outside every domain of this key cannot break the term
-            for other in self._domain(term.topology_key, value):
-                if other.uid != pod.uid and _matches(term, other):
-                    return "pod anti-affinity"
-        for key in self._holder_keys:
-            value = node.labels.get(key)
-            for holder, term in self._holders.get((key, value), ()) if value is not None else ():
-                if holder.uid != pod.uid and _matches(term, pod):
-                    return "existing pods' anti-affinity"
-        for term in pod.required_affinity:
-            if not self._affinity_met(pod, term, node.labels.get(term.topology_key)):
+        return _PodConflicts(self, pod)(node)
+
+    def conflict_for(self, pod: PodRecord) -> Callable[[NodeRecord], str | None]:
+        """`conflict` for one pod, for a search that asks it of many nodes while nothing moves (a search reserves
+        nothing)."""
+        return _PodConflicts(self, pod)
+
+    def repels(self, pod: PodRecord, term: PodAffinityTerm, value: str) -> bool:
+        """A pod of the domain `value` of the term's key matches the pod's anti-affinity `term`."""
+        return any(other.uid != pod.uid and _matches(term, other) for other in self._domain(term.topology_key, value))
+
+    def held_off(self, pod: PodRecord, key: str, value: str) -> bool:
+        """A pod of the domain `value` of `key` keeps `pod` away by its own anti-affinity."""
+        return any(holder.uid != pod.uid and _matches(term, pod)
+                   for holder, term in self._holders.get((key, value), ()))
+
+    @property
+    def holder_keys(self) -> Set[str]:
+        return self._holder_keys
+
+    def affine_in(self, pod: PodRecord, term: PodAffinityTerm, value: str) -> bool:
+        """The domain `value` of the term's key holds a pod the pod's affinity `term` asks for."""
+        affine = _affine(term)
+        return any(o.uid != pod.uid and _matches(affine, o) for o in self._domain(term.topology_key, value))
+
+    def first_of_group(self, pod: PodRecord, term: PodAffinityTerm) -> bool:
+        """The first pod of a group may go anywhere its term would match itself, if no pod matches it yet (as the
+        scheduler allows): wherever it goes, whatever the node."""
+        affine = _affine(term)
+        return _matches(affine, pod) and not any(o.uid != pod.uid and _matches(affine, o) for o, _ in self._pods())
+
+
+class _PodConflicts:
+    """`PodAffinityIndex.conflict` for one pod over one search: an answer about a domain many nodes share (a zone) is
+    worked out once, where `conflict` alone scans the domain's pods again for every node in it. Answers about a
+    node's own domain (its hostname) are not kept: no other node asks for them."""
+
+    def __init__(self, index: PodAffinityIndex, pod: PodRecord) -> None:
+        self.index, self.pod = index, pod
+        self.known: dict[tuple[int, str, str], bool] = {}  # (which check, topology key, value) -> its answer
+        self.first: dict[int, bool] = {}  # affinity term -> the pod is the first of its group
+
+    def __call__(self, node: NodeRecord) -> str | None:
+        pod, index, labels = self.pod, self.index, node.labels
+        for i, term in enumerate(pod.required_anti_affinity):
+            value = labels.get(term.topology_key)
+            if value is not None and self._answer(i, term.topology_key, value, partial(index.repels, pod, term)):
+                return "pod anti-affinity"
+        for key in index.holder_keys:
+            value = labels.get(key)
+            if value is not None and self._answer(-1, key, value, partial(index.held_off, pod, key)):
+                return "existing pods' anti-affinity"
+        for i, term in enumerate(pod.required_affinity):
+            value = labels.get(term.topology_key)  # None: a node in no domain of the key
+            in_domain = value is not None and self._answer(-2 - i, term.topology_key, value,
+                                                           partial(index.affine_in, pod, term))
+            if not in_domain and not self._first_of_group(i, term):
                 return "pod affinity"
         return None
 
-    def _affinity_met(self, pod: PodRecord, term: PodAffinityTerm, value: str | None) -> bool:
-        affine = _affine(term)
-        if value is not None and any(o.uid != pod.uid and _matches(affine, o) for o in self._domain(term.topology_key,
-                                                                                                    value)):
-            return True
-        # The first pod of a group may go anywhere its term would match itself, if no pod matches it yet.
-        return _matches(affine, pod) and not any(o.uid != pod.uid and _matches(affine, o) for o, _ in self._pods())
+    def _first_of_group(self, i: int, term: PodAffinityTerm) -> bool:
+        """`first_of_group` for the pod's `i`th affinity term, asked once a search: it scans every pod, and its answer
+        does not depend on the node."""
+        found = self.first.get(i)
+        if found is None:
+            found = self.first[i] = self.index.first_of_group(self.pod, term)
+        return found
+
+    def _answer(self, check: int, key: str, value: str, work: Callable[[str], bool]) -> bool:
+        if key == HOSTNAME_LABEL:
+            return work(value)
+        found = self.known.get((check, key, value))
+        if found is None:
+            found = self.known[(check, key, value)] = work(value)
+        return found
 
 
 def _drop_last(items: list[Any], pod: PodRecord) -> None:

@@ -14,10 +14,10 @@ from __future__ import annotations
 import datetime as dt
 import heapq
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from remediator.model.plan import PlannedEviction
-from remediator.model.records import PodRecord
+from remediator.model.records import NodeRecord, PodRecord
 from remediator.planning.gate import Gate
 from remediator.planning.memory import Remembered
 from remediator.planning.wants import Wants
@@ -105,9 +105,10 @@ def _search(books: _Books, args: MakeRoomForPendingPodsArgs, s: Stuck, deadline:
     ranked = [(sum([q - f for f, q in zip(free[n], need, strict=True) if q > f]), n) for n in s.pool if n in free]
     heapq.heapify(ranked)
     targets: list[str] = []
+    conflict = indexes.affinity().conflict_for(s.pod)  # asked of node after node: a zone's answer is kept
     while ranked and len(targets) < TARGETS:
         n = heapq.heappop(ranked)[1]
-        if _pod_may_land(snapshot, s.pod, n, indexes):
+        if _pod_may_land(snapshot, s.pod, n, indexes, conflict):
             targets.append(n)
     if not targets:
         return None
@@ -159,11 +160,13 @@ class _Indexes:
         return self._zones
 
 
-def _pod_may_land(snapshot: Snapshot, pod: PodRecord, node: str, indexes: _Indexes) -> bool:
+def _pod_may_land(snapshot: Snapshot, pod: PodRecord, node: str, indexes: _Indexes,
+                  conflict: Callable[[NodeRecord], str | None] | None = None) -> bool:
     """`pod`'s inter-pod (anti-)affinity, the anti-affinity of the pods there, and its hard spread accept `node`
-    (room aside). The gate checks again, counting this cycle's moves."""
+    (room aside). The gate checks again, counting this cycle's moves. `conflict`: the affinity index's answers
+    for `pod` kept across the nodes of one search (`PodAffinityIndex.conflict_for`)."""
     record = snapshot.nodes[node]
-    if indexes.affinity().conflict(pod, record):
+    if (conflict or indexes.affinity().conflict_for(pod))(record):
         return False
     return not (pod.hard_spread and indexes.spread().violation(pod, record))
 

@@ -13,6 +13,7 @@ from remediator.state.snapshot import Snapshot
 HOST, ZONE = "kubernetes.io/hostname", "topology.kubernetes.io/zone"
 WEB = LabelSelector(match_labels=(("app", "web"),))
 DB = LabelSelector(match_labels=(("app", "db"),))
+QUEUE = LabelSelector(match_labels=(("app", "queue"),))
 
 
 def _node(name: str, zone: str | None = "a") -> NodeRecord:
@@ -130,3 +131,31 @@ def test_removing_one_of_two_placements_of_the_same_pod_keeps_the_other() -> Non
     index.remove(arrival, "n3")
     assert index.conflict(_pod("w3", "x"), N1) == "existing pods' anti-affinity"
     assert index.conflict(_pod("w3", "x"), N3) is None
+
+
+def test_one_search_answers_every_node_as_a_question_asked_alone_and_keeps_no_zone_answer_for_another_zone() -> None:
+    # Zone a holds a web pod and a db pod refusing web pods in its zone; zone b holds a db pod the mover needs in
+    # its zone; hostname-level terms make each node its own domain. The search keeps one answer per zone.
+    nodes = [_node("a1"), _node("a2"), _node("b1", zone="b"), _node("b2", zone="b"), _node("c1", zone="c"),
+             _node("bare", zone=None)]
+    pods = [_pod("w2", "a1"), _pod("guard", "a2", "db", required_anti_affinity=(_term(WEB, ZONE),)),
+            _pod("db1", "b1", "db")]
+    index = _index(nodes, pods)
+    movers = [_pod("w1", "c1", required_anti_affinity=(_term(WEB, ZONE),)),
+              _pod("w3", "c1", required_affinity=(_term(DB, ZONE),)),
+              _pod("w4", "c1", required_anti_affinity=(_term(WEB),), required_affinity=(_term(DB, ZONE),)),
+              _pod("w5", "c1", required_affinity=(_term(DB),)),  # per node: only b1 holds a db pod
+              _pod("q1", "c1", "queue", required_affinity=(_term(QUEUE),))]  # the first of its group: anywhere
+    for mover in movers:
+        search = index.conflict_for(mover)
+        together = [search(n) for n in nodes + nodes]  # each node twice: the kept answers
+        alone = [_index(nodes, pods).conflict(mover, n) for n in nodes + nodes]
+        assert together == alone, mover.name
+    assert [index.conflict_for(movers[0])(n) for n in nodes] == [
+        "pod anti-affinity", "pod anti-affinity", None, None, None, None]
+    assert [index.conflict_for(movers[1])(n) for n in nodes] == [
+        "existing pods' anti-affinity", "existing pods' anti-affinity", None, None, "pod affinity", "pod affinity"]
+    assert [index.conflict_for(movers[3])(n) for n in nodes] == [
+        "existing pods' anti-affinity", "existing pods' anti-affinity", None, "pod affinity", "pod affinity",
+        "pod affinity"]
+    assert [index.conflict_for(movers[4])(n) for n in nodes] == [None] * len(nodes)
