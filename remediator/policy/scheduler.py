@@ -31,17 +31,16 @@ _EXPOSURE_KEYS = ("minSurvivingShare", "maxSeries")
 DEFAULT_SCHEDULER = "default-scheduler"
 PACKING_PROFILE = "nodemedic-packing"
 ZONE = "topology.kubernetes.io/zone"
-HOSTNAME = HOSTNAME_LABEL
 WHEN = ("DoNotSchedule", "ScheduleAnyway")
 MAX_EXPOSURE_SERIES = 10_000  # 20,000 series: ~2 MB of /metrics, rendered on the leader's event loop at each scrape
 
 
 # nodemedic's: spread every replicated workload across zones and nodes, one pod of skew at most. ScheduleAnyway: a
 # zone without room never leaves a pod Pending; the profile's scoring weight puts spreading above resource balance.
-SPREAD = (DefaultConstraint(1, ZONE, "ScheduleAnyway"), DefaultConstraint(1, HOSTNAME, "ScheduleAnyway"))
+SPREAD = (DefaultConstraint(1, ZONE, "ScheduleAnyway"), DefaultConstraint(1, HOSTNAME_LABEL, "ScheduleAnyway"))
 # kube-scheduler's own when its configuration says nothing (defaultingType: System): what a scheduler nodemedic did
 # not configure applies.
-SYSTEM = (DefaultConstraint(3, HOSTNAME, "ScheduleAnyway"), DefaultConstraint(5, ZONE, "ScheduleAnyway"))
+SYSTEM = (DefaultConstraint(3, HOSTNAME_LABEL, "ScheduleAnyway"), DefaultConstraint(5, ZONE, "ScheduleAnyway"))
 
 
 @dataclass(frozen=True)

@@ -127,6 +127,7 @@ class PodAffinityIndex:
 
     @property
     def holder_keys(self) -> Set[str]:
+        """The topology keys of the anti-affinity terms of the pods in the index (a few: hostname, zone)."""
         return self._holder_keys
 
     def affine_in(self, pod: PodRecord, term: PodAffinityTerm, value: str) -> bool:
