@@ -2,7 +2,7 @@
 process's own RSS), and one warning in the log when the most it has held comes near the limit, naming the cluster's
 size and what to raise, before the kernel kills it mid-cycle.
 
-Its caches grow with the cluster (docs/deploy.md, "Sizing the remediator": about 3.5 MiB per 1,000 pods measured
+Its caches grow with the cluster (docs/deploy.md, "Sizing the remediator": about 1 MiB per 1,000 pods measured
 against a real API server); a limit fitted to a small cluster is outgrown without a word otherwise.
 """
 

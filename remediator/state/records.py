@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import sys
 from typing import Any
 
 from remediator.model.records import (
@@ -33,12 +34,18 @@ from remediator.model.records import (
     usable_time,
 )
 from remediator.state.quantity import resources
+from remediator.state.sharing import Shared, SharedMaps
 
 
 def parse_time(value: Any) -> dt.datetime | None:
     """An API time, or None when absent or unusable (model.usable_time; `time_problem` says why)."""
     if not isinstance(value, str) or not value:
         return None
+    return _parsed_time(value)
+
+
+@functools.lru_cache(maxsize=4096)  # pods created in one second share their times (sharing.py)
+def _parsed_time(value: str) -> dt.datetime | None:
     try:
         parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
@@ -266,18 +273,21 @@ def container_statuses(raw: Any) -> ContainerStatuses:
     return ContainerStatuses(restarts, tuple(waiting), tuple(terminated), tuple(codes))
 
 
-# Interning tables: equal values of different pods become one object. Most running pods have the same five
-# conditions a few seconds after their creation: in bench-plan's cluster 135,000 pods hold 4,544 distinct lists
-# (most of them of the 3 % that restarted) and 9,091 condition objects instead of 675,000. Bounded: a rare value
-# only costs its own copy.
-@functools.lru_cache(maxsize=4096)
-def _shared_condition(c: PodCondition) -> PodCondition:
-    return c
-
-
-@functools.lru_cache(maxsize=4096)
-def _shared_conditions(cs: tuple[PodCondition, ...]) -> tuple[PodCondition, ...]:
-    return cs
+# Most running pods have the same five conditions a few seconds after their creation: in bench-plan's cluster 135,000
+# pods hold 4,544 distinct lists (most of them of the 3 % that restarted) and 9,091 condition objects instead of
+# 675,000. The other tables: what a workload's replicas have in common (sharing.py).
+_CONDITION = Shared[PodCondition]()
+_CONDITIONS = Shared[tuple[PodCondition, ...]]()
+_LABELS, _ANNOTATIONS, _NODE_SELECTOR = SharedMaps[str](), SharedMaps[str](), SharedMaps[str]()
+SHARED_ANNOTATIONS = 1024  # characters of annotation values at most, for a pod's annotations to be shared
+_REQUESTS = SharedMaps[int]()
+_OWNERS = Shared[tuple[OwnerRef, ...]]()
+_TOLERATIONS = Shared[tuple[Toleration, ...]]()
+_IMAGES = Shared[tuple[str, ...]]()
+_NODE_TERMS = Shared[tuple[NodeSelectorTerm, ...]]()
+_PREFERRED = Shared[tuple[PreferredNodeTerm, ...]]()
+_POD_TERMS = Shared[tuple[PodAffinityTerm, ...]]()
+_SPREAD = Shared[tuple[SpreadConstraint, ...]]()
 
 
 def pod_conditions(raw: Any, created: dt.datetime | None) -> tuple[PodCondition, ...]:
@@ -288,13 +298,22 @@ def pod_conditions(raw: Any, created: dt.datetime | None) -> tuple[PodCondition,
         after = None if since is None or created is None else int((since - created).total_seconds())
         condition = PodCondition(type=str(c.get("type", "") or ""), status=str(c.get("status", "") or ""),
                                  reason=str(c.get("reason", "") or ""), seconds_after_created=after)
-        out.append(_shared_condition(condition))
-    return _shared_conditions(tuple(out)) if out else ()
+        out.append(_CONDITION(condition))
+    return _CONDITIONS(tuple(out)) if out else ()
+
+
+def _annotations(raw: Any) -> dict[str, str]:
+    """Shared while small: one annotation may hold up to 256 KiB (kubectl's last-applied-configuration), and a table
+    keeps its last SIZE values alive after their pods are gone."""
+    annotations = _str_map(raw)
+    return _ANNOTATIONS(annotations) if sum(map(len, annotations.values())) <= SHARED_ANNOTATIONS else annotations
 
 
 def pod(obj: dict[str, Any]) -> PodRecord:
+    """One pod's record; what it has in common with other pods is the object they hold (sharing.py)."""
     meta, spec, status = _dict(obj.get("metadata")), _dict(obj.get("spec")), _dict(obj.get("status"))
-    labels = _str_map(meta.get("labels"))
+    labels = _LABELS(_str_map(meta.get("labels")))
+    namespace = sys.intern(str(meta.get("namespace", "")))
     volumes = list(map(_dict, _list(spec.get("volumes"))))
     node_affinity = _dict(_dict(spec.get("affinity")).get("nodeAffinity"))
     required = _dict(node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution"))
@@ -303,39 +322,40 @@ def pod(obj: dict[str, Any]) -> PodRecord:
     scheduled = next((c for c in map(_dict, _list(status.get("conditions"))) if c.get("type") == "PodScheduled"), {})
     refused = scheduled.get("status") == "False" and scheduled.get("reason") == "Unschedulable"
     created = parse_time(meta.get("creationTimestamp"))
+    containers = list(map(_dict, _list(spec.get("containers"))))
     return PodRecord(
-        namespace=str(meta.get("namespace", "")),
+        namespace=namespace,
         name=str(meta.get("name", "")),
         # The API always sets a uid; a hand-written snapshot may not, and pods sharing "" would share one identity
         # in every per-pod book (an eviction of one would count as a move of all).
         uid=str(meta.get("uid") or (f"{meta.get('namespace', '')}/{meta['name']}" if meta.get("name") else "")),
-        node_name=str(spec.get("nodeName", "") or ""),
-        phase=str(status.get("phase", "Pending") or "Pending"),
+        node_name=sys.intern(str(spec.get("nodeName", "") or "")),
+        phase=sys.intern(str(status.get("phase", "Pending") or "Pending")),
         labels=labels,
-        annotations=_str_map(meta.get("annotations")),
-        owners=tuple(
+        annotations=_annotations(meta.get("annotations")),
+        owners=_OWNERS(tuple(
             OwnerRef(kind=str(o.get("kind", "")), name=str(o.get("name", "")), uid=str(o.get("uid", "")),
                      controller=bool(o.get("controller", False)))
             for o in map(_dict, _list(meta.get("ownerReferences")))
-        ),
+        )),
         priority=priority if isinstance(priority, int) else None,
-        priority_class=str(spec.get("priorityClassName", "") or ""),
-        scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
-        tolerations=tuple(
+        priority_class=sys.intern(str(spec.get("priorityClassName", "") or "")),
+        scheduler_name=sys.intern(str(spec.get("schedulerName") or "default-scheduler")),
+        tolerations=_TOLERATIONS(tuple(
             Toleration(key=str(t.get("key", "") or ""), operator=str(t.get("operator", "") or "Equal"),
                        value=str(t.get("value", "") or ""), effect=str(t.get("effect", "") or ""))
             for t in map(_dict, _list(spec.get("tolerations")))
-        ),
-        node_selector=_str_map(spec.get("nodeSelector")),
-        required_node_affinity=terms,
-        preferred_node_affinity=_preferred_node_terms(node_affinity),
-        required_anti_affinity=_pod_affinity_terms(spec, "podAntiAffinity", str(meta.get("namespace", ""))),
-        required_affinity=_pod_affinity_terms(spec, "podAffinity", str(meta.get("namespace", ""))),
-        hard_spread=_spread(spec, labels, "DoNotSchedule"),
-        soft_spread=_spread(spec, labels, "ScheduleAnyway"),
-        requests=_pod_requests(spec),
-        images=tuple(sorted(str(c.get("image", "")) for c in map(_dict, _list(spec.get("containers"))))),
-        qos=str(status.get("qosClass") or _qos(list(map(_dict, _list(spec.get("containers")))))),
+        )),
+        node_selector=_NODE_SELECTOR(_str_map(spec.get("nodeSelector"))),
+        required_node_affinity=_NODE_TERMS(terms),
+        preferred_node_affinity=_PREFERRED(_preferred_node_terms(node_affinity)),
+        required_anti_affinity=_POD_TERMS(_pod_affinity_terms(spec, "podAntiAffinity", namespace)),
+        required_affinity=_POD_TERMS(_pod_affinity_terms(spec, "podAffinity", namespace)),
+        hard_spread=_SPREAD(_spread(spec, labels, "DoNotSchedule")),
+        soft_spread=_SPREAD(_spread(spec, labels, "ScheduleAnyway")),
+        requests=_REQUESTS(_pod_requests(spec)),
+        images=_IMAGES(tuple(sorted(str(c.get("image", "")) for c in containers))),
+        qos=sys.intern(str(status.get("qosClass") or _qos(containers))),
         has_local_storage=any("emptyDir" in v or "hostPath" in v for v in volumes),
         has_pvc=any("persistentVolumeClaim" in v or "ephemeral" in v for v in volumes),
         claims=tuple(sorted(str(_dict(v["persistentVolumeClaim"]).get("claimName", "")) for v in volumes
@@ -343,7 +363,7 @@ def pod(obj: dict[str, Any]) -> PodRecord:
         terminating=meta.get("deletionTimestamp") is not None,
         start_time=parse_time(status.get("startTime")),
         created=created,
-        reason=str(status.get("reason", "") or ""),
+        reason=sys.intern(str(status.get("reason", "") or "")),
         containers=container_statuses(status.get("containerStatuses")),
         init_containers=container_statuses(status.get("initContainerStatuses")),
         ephemeral_containers=container_statuses(status.get("ephemeralContainerStatuses")),

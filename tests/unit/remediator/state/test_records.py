@@ -299,3 +299,47 @@ def test_unusable_times_name_each_field_of_a_node_or_pod() -> None:
     node = records.node(obj)
     assert [c.last_transition for c in node.conditions] == [dt.datetime(2026, 1, 1, tzinfo=dt.UTC), None]
     assert records.pod(obj).start_time is None
+
+
+def _replica(name: str, *, labels: dict[str, str], cpu: str) -> dict[str, object]:
+    """A pod as the API server answers for one replica of a Deployment (every value a fresh object, as JSON gives)."""
+    return {
+        "metadata": {"name": name, "namespace": "".join(["sh", "op"]), "uid": f"uid-{name}",
+                     "creationTimestamp": "2026-06-01T10:00:00Z", "labels": dict(labels),
+                     "ownerReferences": [{"kind": "ReplicaSet", "name": "web-7f9c", "uid": "rs-1",
+                                          "controller": True}]},
+        "spec": {"nodeName": "".join(["node", "-1"]), "schedulerName": "default-scheduler",
+                 "containers": [{"name": "app", "image": "example/web:1", "resources": {"requests": {"cpu": cpu}}}],
+                 "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
+                                  "tolerationSeconds": 300}],
+                 "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                                                "whenUnsatisfiable": "DoNotSchedule",
+                                                "labelSelector": {"matchLabels": {"app": "web"}}}]},
+        "status": {"phase": "".join(["Run", "ning"]), "qosClass": "Burstable", "startTime": "2026-06-01T10:00:05Z"},
+    }
+
+
+def test_replicas_hold_what_they_have_in_common_as_one_object_and_their_own_values_apart() -> None:
+    web = {"app": "web", "pod-template-hash": "7f9c"}
+    a = records.pod(_replica("web-1", labels=web, cpu="100m"))
+    b = records.pod(_replica("web-2", labels=web, cpu="100m"))
+    c = records.pod(_replica("web-3", labels={"app": "web", "pod-template-hash": "0000"}, cpu="200m"))
+    shared = ("labels", "annotations", "owners", "tolerations", "node_selector", "hard_spread", "requests", "images",
+              "namespace", "node_name", "phase", "qos", "scheduler_name", "start_time", "created")
+    assert [f for f in shared if getattr(a, f) is not getattr(b, f)] == []
+    assert a.labels == web and a.requests == {"cpu": 100} and a.hard_spread[0].max_skew == 1
+    assert c.labels is not a.labels and c.labels["pod-template-hash"] == "0000"
+    assert c.requests is not a.requests and c.requests == {"cpu": 200}
+    assert (a.name, a.uid) != (b.name, b.uid)
+    # Sharing changes what is held, not what is read: the record equals one built from its own values.
+    assert a == dataclasses.replace(a, labels=dict(web), owners=tuple(a.owners), requests={"cpu": 100})
+
+
+def test_large_annotations_stay_the_pod_s_own_so_no_table_keeps_them_after_the_pod_is_gone() -> None:
+    big = {"kubectl.kubernetes.io/last-applied-configuration": "x" * (records.SHARED_ANNOTATIONS + 1)}
+    small = {"team": "shop"}
+    first, second = ({"metadata": {"name": n, "annotations": dict(big)}} for n in ("a", "b"))
+    assert records.pod(first).annotations is not records.pod(second).annotations
+    assert records.pod(first).annotations == big
+    assert records.pod({"metadata": {"annotations": dict(small)}}).annotations is \
+        records.pod({"metadata": {"annotations": dict(small)}}).annotations
