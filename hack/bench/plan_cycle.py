@@ -160,14 +160,16 @@ def build(n_nodes: int, n_pods: int, seed: int) -> Snapshot:
             by_owner.setdefault(o.uid, []).append(p)
 
     # DaemonSet pods: every node, every DaemonSet.
+    # What a workload's pods have in common is one object, as the cache's decoder holds it (state/sharing.py).
     for ds, cpu, mem in DAEMONSETS:
-        owner = OwnerRef("DaemonSet", ds, f"uid-ds-{ds}", controller=True)
+        owners = (OwnerRef("DaemonSet", ds, f"uid-ds-{ds}", controller=True),)
+        labels, requests, images = {"app": ds}, {"cpu": cpu, "memory": mem}, (f"registry.k8s.io/{ds}:1",)
+        tolerate_all, started = (Toleration(operator="Exists"),), NOW - dt.timedelta(days=3)
         for name in nodes:
             add(PodRecord(namespace="kube-system", name=f"{ds}-{name}", uid=f"uid-{ds}-{name}", node_name=name,
-                          phase="Running", labels={"app": ds}, owners=(owner,), priority=2_000_001_000,
-                          priority_class="system-node-critical", tolerations=(Toleration(operator="Exists"),),
-                          requests={"cpu": cpu, "memory": mem}, qos="Burstable", images=(f"registry.k8s.io/{ds}:1",),
-                          start_time=NOW - dt.timedelta(days=3)))
+                          phase="Running", labels=labels, owners=owners, priority=2_000_001_000,
+                          priority_class="system-node-critical", tolerations=tolerate_all,
+                          requests=requests, qos="Burstable", images=images, start_time=started))
 
     # Application pods: each Deployment lives in one pool (general, infra, GPU); its pods are dealt to the pool's
     # nodes in proportion to how full each node should end up, with requests sized to get it there.
@@ -179,6 +181,7 @@ def build(n_nodes: int, n_pods: int, seed: int) -> Snapshot:
     weight = sum(fill[m] + 0.01 for m in nodes)  # once: summed per node, the 65,000-node build took hours
     expected = {n: app_pods * (fill[n] + 0.01) / weight for n in nodes}
     pdbs: list[PdbRecord] = []
+    ages: dict[int, dt.datetime] = {}  # the r-th replica's creation time: one object, as decoded (parse_time)
     made, d = 0, 0
     while made < app_pods:
         d += 1
@@ -186,7 +189,8 @@ def build(n_nodes: int, n_pods: int, seed: int) -> Snapshot:
         replicas = min(app_pods - made, rng.choice((1, 2, 3, 3, 5, 8, 12, 20, 60)))
         made += replicas
         pool = rng.choices(("general", "infra", "gpu"), weights=(0.95, 0.03, 0.02))[0]
-        rs = OwnerRef("ReplicaSet", f"{app}-7d9f8", f"uid-rs-{d}", controller=True)
+        owners = (OwnerRef("ReplicaSet", f"{app}-7d9f8", f"uid-rs-{d}", controller=True),)
+        labels, images = {"app": app, "pod-template-hash": "7d9f8"}, (f"registry.example/{namespace}/{app}:1",)
         priority = rng.choice((None, None, 0, 0, 100, 1000, 100_000))
         tolerations = {"general": (), "infra": (Toleration(key=INFRA.key, value=INFRA.value, effect="NoSchedule"),),
                        "gpu": (Toleration(key=GPU.key, operator="Exists"),)}[pool]
@@ -218,15 +222,15 @@ def build(n_nodes: int, n_pods: int, seed: int) -> Snapshot:
             if pool == "gpu":
                 requests["nvidia.com/gpu"] = 1
             phase, reason, containers = _status(rng, crashing=crashing_here and name == crashing_node)
-            created = NOW - dt.timedelta(hours=r + 1)
+            created = ages.setdefault(r, NOW - dt.timedelta(hours=r + 1))
             add(PodRecord(namespace=namespace, name=f"{app}-7d9f8-{r:03d}", uid=f"uid-{d}-{r}", node_name=name,
-                          phase=phase, labels={"app": app, "pod-template-hash": "7d9f8"}, owners=(rs,),
+                          phase=phase, labels=labels, owners=owners,
                           priority=priority, tolerations=tolerations, node_selector=selector,
                           required_node_affinity=required, preferred_node_affinity=preferred,
                           required_anti_affinity=anti,
                           hard_spread=spread, soft_spread=soft, requests=requests, qos=qos,
                           has_local_storage=local_storage, reason=reason, containers=containers,
-                          images=(f"registry.example/{namespace}/{app}:1",), start_time=created, created=created,
+                          images=images, start_time=created, created=created,
                           conditions=_conditions(condition_rng, created, restarted=containers.restarts > 0)))
     return Snapshot(now=NOW, nodes=nodes, pods_by_node=by_node, pods_by_owner=by_owner, pdbs=pdbs)
 
