@@ -5,11 +5,14 @@ indexes the strategies share, each built on first use."""
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from remediator.model.records import NO_STATUSES, TERMINAL_PHASES, NodeRecord, PdbRecord, PodRecord
-from remediator.state.derived import Derived, NodeNotable
+from remediator.state.derived import Derived, NodeLive, NodeNotable
+
+NO_LIVE_PODS = NodeLive((), (), ())  # a node with no live pod: one value for all of them
 
 
 @dataclass(frozen=True)
@@ -36,11 +39,19 @@ class LivePods:
 
     def in_namespace(self, namespace: str) -> list[PodRecord]:
         if self._by_namespace is None:
-            self._by_namespace = {}
+            by_namespace: dict[str, list[PodRecord]] = {}
             kept = self._derived.live_by_namespace
             for node, pods in self._pods_by_node.items():  # node by node, in the snapshot's order, as the pods are
-                for ns, live in kept.get(node, pods, _live_by_namespace).items():
-                    self._by_namespace.setdefault(ns, []).extend(live)
+                live = kept.get(node, pods, _live_by_namespace)
+                start = 0
+                for ns, end in zip(live.namespaces, live.ends, strict=True):
+                    group = by_namespace.get(ns)
+                    if group is None:
+                        by_namespace[ns] = list(live.pods[start:end])
+                    else:
+                        group.extend(live.pods[start:end])
+                    start = end
+            self._by_namespace = by_namespace
         return self._by_namespace.get(namespace, [])
 
     def labelled(self, namespace: str, key: str, value: str) -> list[PodRecord]:
@@ -54,12 +65,15 @@ class LivePods:
         return index.get(value, [])
 
 
-def _live_by_namespace(pods: list[PodRecord]) -> dict[str, list[PodRecord]]:
-    out: dict[str, list[PodRecord]] = {}
+def _live_by_namespace(pods: list[PodRecord]) -> NodeLive:
+    groups: dict[str, list[PodRecord]] = {}
     for p in pods:  # every pod of the cluster when nothing is kept: kept tight
         if p.live:
-            out.setdefault(p.namespace, []).append(p)
-    return out
+            groups.setdefault(p.namespace, []).append(p)
+    if not groups:
+        return NO_LIVE_PODS
+    return NodeLive(tuple(groups), tuple(itertools.accumulate(map(len, groups.values()))),
+                    tuple(itertools.chain.from_iterable(groups.values())))
 
 
 def _notable(pods: list[PodRecord]) -> NodeNotable:
