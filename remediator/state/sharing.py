@@ -4,7 +4,7 @@ cache, not one per pod.
 Why: every value decoded from the API's JSON is a new object, and replicas of one workload decode to equal labels,
 owners, tolerations (every pod carries the two the API server adds for NotReady and unreachable nodes), requests,
 images and constraints, on the same namespace, node, phase and QoS strings. In bench-descheduler's cluster a
-decoded pod took 3.3 KiB, most of it such copies; the cache holds every pod of the cluster between cycles.
+decoded pod took 3,299 bytes, most of it such copies; the cache holds every pod of the cluster between cycles.
 
 Bounded: each table keeps the last `SIZE` distinct values it was asked for (the least recently used goes first), so
 a rare value costs only its own copy, as it did before, and no table keeps more than `SIZE` values alive (the one
