@@ -55,6 +55,10 @@ class Books:
         self._affinity: PodAffinityIndex | None = None
         self._spread: SpreadIndex | None = None
         self._zones: ZoneSpread | None = None
+        # (tolerations, node selector, required node affinity) -> node -> node fit's answer from the checks that read
+        # only those and the node (nodefit.find_destination's `node_reasons`): nodes and planned taints stay as they
+        # are for the whole plan, and a workload's replicas search the same nodes again and again.
+        self._node_reasons: dict[tuple[object, ...], dict[str, str | None]] = {}
         # Reservations only grow within a plan, so a pod shape that fitted nowhere fits nowhere later either.
         self._no_fit: dict[tuple[object, ...], str] = {}
         self.pdb_used: Counter[tuple[str, str]] = Counter()
@@ -187,10 +191,11 @@ class Books:
         if (unknown := self.unknown_scheduler(pod)) is not None:
             return None, unknown
         affinity, spread, _ = self.indexes()
+        placement = (pod.tolerations, tuple(sorted(pod.node_selector.items())), pod.required_node_affinity)
         result = find_destination(pod, self.snapshot, exclude=self.exclude, planned_taints=self.planned_taints,
                                   reserved=reserved, requested=self.requested, pod_affinity=affinity,
                                   spread=spread, nodes=destinations, accept=accept, first_fit=True,
-                                  offering=self.offering())
+                                  offering=self.offering(), node_reasons=self._node_reasons.setdefault(placement, {}))
         return result.node, result.reason
 
     def place(self, pod: PodRecord, destinations: Collection[str] | None, accept: Accept | None, *,

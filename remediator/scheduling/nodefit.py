@@ -26,6 +26,7 @@ BLOCKING_EFFECTS = frozenset({Effect.NO_SCHEDULE, Effect.NO_EXECUTE})
 PODS = "pods"
 CPU = "cpu"
 _NO_ROOM: Mapping[str, int] = {}
+_UNASKED = "?"  # no node's reason: a node `node_reasons` holds no answer for yet
 
 
 @dataclass(frozen=True)
@@ -56,12 +57,22 @@ def _untolerated_taint(pod: PodRecord, taints: Iterable[Taint]) -> Taint | None:
 
 
 def _placement_reason(pod: PodRecord, node: NodeRecord, exclude: Collection[str],
-                      planned: Sequence[Taint]) -> str | None:
-    """The checks that need no pod list, cheapest first; the first failure is the node's reason."""
+                      planned: Mapping[str, Sequence[Taint]], known: dict[str, str | None]) -> str | None:
+    """The checks that need no pod list, cheapest first; the first failure is the node's reason. `known`: node ->
+    `_node_reason`'s answers for pods alike in what it reads, filled in here."""
     if node.name == pod.node_name:
         return "current node"
     if node.name in exclude:
         return "excluded"
+    why = known.get(node.name, _UNASKED)
+    if why == _UNASKED:
+        why = known[node.name] = _node_reason(pod, node, planned.get(node.name, ()))
+    return why
+
+
+def _node_reason(pod: PodRecord, node: NodeRecord, planned: Sequence[Taint]) -> str | None:
+    """The last of those checks: they read only the node, the taints planned on it and the pod's tolerations and
+    node selection, so pods alike in those get the same answer from a node."""
     if node.deleting:
         return "deleting"
     if not node.ready:
@@ -80,7 +91,9 @@ def placement_reason(pod: PodRecord, node: NodeRecord, *, exclude: Collection[st
                      planned: Sequence[Taint] = ()) -> str | None:
     """Why `pod` may not go to `node` whatever room it has (Ready, schedulable, not excluded, taints tolerated,
     node selector and required node affinity), or None: the pool a pod can go to."""
-    return _placement_reason(pod, node, exclude, planned)
+    if node.name == pod.node_name:
+        return "current node"
+    return "excluded" if node.name in exclude else _node_reason(pod, node, planned)
 
 
 def _room_reason(node: NodeRecord, wanted: Mapping[str, int], used: Mapping[str, int],
@@ -103,7 +116,7 @@ def find_destination(pod: PodRecord, snapshot: Snapshot, *, exclude: Collection[
                      pod_affinity: PodAffinityIndex | None = None, spread: SpreadIndex | None = None,
                      nodes: Iterable[str] | None = None, first_fit: bool = False,
                      accept: Callable[[PodRecord, NodeRecord, Mapping[str, int]], str | None] | None = None,
-                     offering: Offering | None = None) -> FitResult:
+                     offering: Offering | None = None, node_reasons: dict[str, str | None] | None = None) -> FitResult:
     """The node `pod` would fit on, other than its own and those in `exclude`, or why there is none.
 
     `exclude`: node names that must not receive the pod (pass a set: it is probed once per node).
@@ -119,11 +132,14 @@ def find_destination(pod: PodRecord, snapshot: Snapshot, *, exclude: Collection[
     under its target"); it runs after every other check passed.
     `offering`: the cycle's index of the nodes offering the resources only some nodes have; a pod asking for one
     is checked on those nodes only, the others counted as lacking it (their other reasons untold).
+    `node_reasons`: node -> what `_node_reason` answered a pod with this one's tolerations and node selection,
+    kept by a caller whose searches share the nodes and planned taints (one plan's books), filled in here.
     Among fitting nodes the one with the most free CPU after placement wins, ties broken by name, so the
     same snapshot always gives the same answer.
     """
     planned_taints = planned_taints or {}
     reserved = reserved or {}
+    node_reasons = {} if node_reasons is None else node_reasons
     # A zero request needs nothing, even of a resource the node does not list (as the scheduler skips them).
     wanted = {resource: quantity for resource, quantity in pod.requests.items() if quantity > 0}
     best: tuple[int, str] | None = None  # (-free cpu after placement, name): the smallest wins
@@ -141,7 +157,7 @@ def find_destination(pod: PodRecord, snapshot: Snapshot, *, exclude: Collection[
             continue
         total += 1
         held = reserved.get(name, _NO_ROOM)
-        why = _placement_reason(pod, node, exclude, planned_taints.get(name, ()))
+        why = _placement_reason(pod, node, exclude, planned_taints, node_reasons)
         if why is None:
             # Summing the node's pods is the expensive part, so it runs only for nodes that passed the rest.
             precomputed = requested.get(name) if requested is not None else None

@@ -12,13 +12,16 @@ for affinity (stricter too): the records carry no namespace labels.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Set
+from collections.abc import Callable, Iterator, Sequence, Set
 from functools import partial
 from typing import Any
 
 from remediator.model.records import HOSTNAME_LABEL, TERMINAL_PHASES, NodeRecord, PodAffinityTerm, PodRecord
 from remediator.scheduling.selectors import matches_labels
 from remediator.state.snapshot import Snapshot
+
+Holding = tuple[str, str, str | None]  # (topology key, value, namespace or None): see PodAffinityIndex._holders
+_NO_HOLDERS: list[tuple[PodRecord, PodAffinityTerm]] = []  # never written: holders() of an empty domain
 
 
 def _matches(term: PodAffinityTerm, other: PodRecord) -> bool:
@@ -38,11 +41,12 @@ class PodAffinityIndex:
         self._by_node = snapshot.pods_by_node
         self._arrivals: list[tuple[PodRecord, str]] = []  # planned this cycle
         self._domains: dict[str, dict[str, list[PodRecord]]] = {}  # topology key -> value -> pods, built lazily
-        # (topology key, the holder's value of it) -> (pod, term) for every pod that keeps others away: a node is
-        # checked against the holders of its own domains only, not against every holder in the cluster
-        self._holders: dict[tuple[str, str], list[tuple[PodRecord, PodAffinityTerm]]] = {}
+        # (topology key, the holder's value of it, a namespace the term selects pods of; None: any) -> (pod, term) for
+        # every pod that keeps others away: a node is checked against the holders of its own domains that could
+        # select the pod's namespace only, not against every holder in the cluster
+        self._holders: dict[Holding, list[tuple[PodRecord, PodAffinityTerm]]] = {}
         self._holder_keys: set[str] = set()  # the topology keys of those terms (a few: hostname, zone)
-        self._added_holders: dict[tuple[int, str], list[list[tuple[str, str]]]] = {}
+        self._added_holders: dict[tuple[int, str], list[list[Holding]]] = {}
         for node, pods in snapshot.pods_by_node.items():
             for p in pods:
                 if p.required_anti_affinity and p.phase not in TERMINAL_PHASES:
@@ -59,15 +63,18 @@ class PodAffinityIndex:
         record = self._nodes.get(node)
         return record.labels.get(key) if record is not None else None
 
-    def _hold(self, pod: PodRecord, node: str) -> list[tuple[str, str]]:
-        """Index the pod's anti-affinity terms; the domains it was added to."""
+    def _hold(self, pod: PodRecord, node: str) -> list[Holding]:
+        """Index the pod's anti-affinity terms; where it was added. A term without a selector keeps no pod away."""
         held = []
         for term in pod.required_anti_affinity:
             value = self._value(node, term.topology_key)
-            if value is not None:
-                self._holders.setdefault((term.topology_key, value), []).append((pod, term))
-                self._holder_keys.add(term.topology_key)
-                held.append((term.topology_key, value))
+            if value is None or term.selector is None:
+                continue
+            self._holder_keys.add(term.topology_key)
+            for namespace in (None,) if term.any_namespace else term.namespaces:
+                holding = (term.topology_key, value, namespace)
+                self._holders.setdefault(holding, []).append((pod, term))
+                held.append(holding)
         return held
 
     def _domain(self, key: str, value: str) -> list[PodRecord]:
@@ -120,10 +127,10 @@ class PodAffinityIndex:
         """A pod of the domain `value` of the term's key matches the pod's anti-affinity `term`."""
         return any(other.uid != pod.uid and _matches(term, other) for other in self._domain(term.topology_key, value))
 
-    def held_off(self, pod: PodRecord, key: str, value: str) -> bool:
-        """A pod of the domain `value` of `key` keeps `pod` away by its own anti-affinity."""
-        return any(holder.uid != pod.uid and _matches(term, pod)
-                   for holder, term in self._holders.get((key, value), ()))
+    def holders(self, key: str, value: str, namespace: str | None) -> list[tuple[PodRecord, PodAffinityTerm]]:
+        """The (pod, anti-affinity term) pairs of the domain `value` of `key` whose term selects pods of `namespace`
+        (None: those of any namespace): who could keep a pod of it away from the domain."""
+        return self._holders.get((key, value, namespace), _NO_HOLDERS)
 
     @property
     def holder_keys(self) -> Set[str]:
@@ -151,6 +158,9 @@ class _PodConflicts:
         self.index, self.pod = index, pod
         self.known: dict[tuple[int, str, str], bool] = {}  # (which check, topology key, value) -> its answer
         self.first: dict[int, bool] = {}  # affinity term -> the pod is the first of its group
+        # id of a holder's anti-affinity term -> it selects the pod: a workload's replicas share one term object
+        # (state/sharing.py), asked of node after node; the terms live as long as the snapshot, so their ids do
+        self.selects: dict[int, bool] = {}
 
     def __call__(self, node: NodeRecord) -> str | None:
         pod, index, labels = self.pod, self.index, node.labels
@@ -160,7 +170,10 @@ class _PodConflicts:
                 return "pod anti-affinity"
         for key in index.holder_keys:
             value = labels.get(key)
-            if value is not None and self._answer(-1, key, value, partial(index.held_off, pod, key)):
+            if value is None:
+                continue
+            held, anywhere = index.holders(key, value, pod.namespace), index.holders(key, value, None)
+            if (held or anywhere) and self._held_off(key, value, (*held, *anywhere) if anywhere else held):
                 return "existing pods' anti-affinity"
         for i, term in enumerate(pod.required_affinity):
             value = labels.get(term.topology_key)  # None: a node in no domain of the key
@@ -169,6 +182,26 @@ class _PodConflicts:
             if not in_domain and not self._first_of_group(i, term):
                 return "pod affinity"
         return None
+
+    def _held_off(self, key: str, value: str, held: Sequence[tuple[PodRecord, PodAffinityTerm]]) -> bool:
+        """A pod of `held` (the domain `value` of `key`) keeps the pod away by its own anti-affinity. Each distinct
+        term is matched against the pod once a search; a zone's answer is kept as `_answer` keeps it."""
+        if key != HOSTNAME_LABEL and (found := self.known.get((-1, key, value))) is not None:
+            return found
+        pod, selects = self.pod, self.selects
+        found = False
+        for holder, term in held:
+            if holder.uid == pod.uid:
+                continue
+            matched = selects.get(id(term))
+            if matched is None:
+                matched = selects[id(term)] = _matches(term, pod)
+            if matched:
+                found = True
+                break
+        if key != HOSTNAME_LABEL:
+            self.known[(-1, key, value)] = found
+        return found
 
     def _first_of_group(self, i: int, term: PodAffinityTerm) -> bool:
         """`first_of_group` for the pod's `i`th affinity term, asked once a search: it scans every pod, and its answer
