@@ -184,12 +184,20 @@ def _members(domains: _Domains, pods: list[PodRecord], s: SpreadConstraint, move
     count."""
     members: dict[str, list[PodRecord]] = {}
     if s.selector is not None:
+        # id of a labels dict -> the selector matches it: a workload's replicas share one (state/sharing.py), and
+        # their pods keep it alive for the whole loop
+        matched: dict[int, bool] = {}
         for pod in pods:
             if pod.node_name not in ready:
                 continue
             node = moved_to.get(pod.uid, pod.node_name)  # None: moved, destination unknown
             domain = domains.of.get(node) if node is not None else None
-            if domain is not None and matches_labels(s.selector, pod.labels):
+            if domain is None:
+                continue
+            labels = pod.labels
+            if (matches := matched.get(id(labels))) is None:
+                matches = matched[id(labels)] = matches_labels(s.selector, labels)
+            if matches:
                 members.setdefault(domain, []).append(pod)
     return members
 
