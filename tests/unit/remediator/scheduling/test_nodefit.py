@@ -167,6 +167,25 @@ def test_the_summary_counts_each_nodes_first_failure_most_common_first() -> None
         "0/8 nodes fit: 3 excluded, 3 untolerated taint nodemedic.io/bad, 1 current node, 1 insufficient cpu"))
 
 
+def test_kept_node_answers_give_the_same_results_and_are_what_a_later_search_reads() -> None:
+    snap = cluster(HOME, node("n2", taints=(BAD,)), node("n3", unschedulable=True), node("n4", cpu=100),
+                   node("n5", conditions=()), node("n6"))
+    kept: dict[str, str | None] = {}
+    first = find_destination(pod(), snap, exclude={"n6"}, node_reasons=kept)
+    assert first == find_destination(pod(), snap, exclude={"n6"})
+    assert first.reason == ("0/6 nodes fit: 1 NotReady, 1 current node, 1 excluded, 1 insufficient cpu, "
+                            "1 unschedulable, 1 untolerated taint nodemedic.io/bad")
+    # Only the answers that read the node and the pod's tolerations and node selection are kept: not the current
+    # node, the excluded one, or room (n4 passed them and was then short of cpu).
+    assert kept == {"n2": "untolerated taint nodemedic.io/bad", "n3": "unschedulable", "n4": None,
+                    "n5": "NotReady"}
+    # A second search of a pod alike in those reads the kept answers: one changed here shows in its summary.
+    kept["n2"] = "deleting"
+    again = find_destination(pod("other", on="n4"), snap, exclude={"n1", "n6"}, node_reasons=kept)
+    assert again.reason == "0/6 nodes fit: 2 excluded, 1 NotReady, 1 current node, 1 deleting, 1 unschedulable"
+    assert find_destination(pod("other", on="n4"), snap, exclude={"n1"}, node_reasons=kept).node == "n6"
+
+
 def test_an_empty_cluster_says_so() -> None:
     assert find_destination(pod(), cluster(), exclude=()) == FitResult(node=None, reason="0/0 nodes fit: no nodes")
 

@@ -80,6 +80,26 @@ def test_namespaces_a_namespace_selector_and_a_missing_selector() -> None:
     assert index.conflict(_pod("w1", "x", required_anti_affinity=(_term(None),)), N1) is None
 
 
+def test_an_existing_pods_anti_affinity_keeps_away_only_pods_of_the_namespaces_its_term_selects() -> None:
+    guards = [_pod("own", "n1", "db", required_anti_affinity=(_term(WEB),)),  # its own namespace, "ns"
+              _pod("listed", "n2", "db", required_anti_affinity=(_term(WEB, namespaces=("other", "third")),)),
+              _pod("anywhere", "n3", "db", required_anti_affinity=(_term(WEB, any_namespace=True),)),
+              _pod("blind", "n4", "db", required_anti_affinity=(_term(None),))]  # selects no pod
+    nodes = [N1, N2, N3, _node("n4")]
+    index = _index(nodes, guards)
+    held = "existing pods' anti-affinity"
+    assert [index.conflict(_pod("w", "x"), n) for n in nodes] == [held, None, held, None]
+    assert [index.conflict(_pod("w", "x", ns="other"), n) for n in nodes] == [None, held, held, None]
+    assert [index.conflict(_pod("w", "x", ns="third"), n) for n in nodes] == [None, held, held, None]
+    assert [index.conflict(_pod("d", "x", "db", ns="other"), n) for n in nodes] == [None] * 4
+    # A planned holder of two namespaces keeps both away until it is taken back.
+    arrival = _pod("late", "x", "db", ns="third", required_anti_affinity=(_term(WEB, namespaces=("ns", "other")),))
+    index.add(arrival, "n4")
+    assert [index.conflict(_pod("w", "x", ns=ns), nodes[3]) for ns in ("ns", "other", "third")] == [held, held, None]
+    index.remove(arrival, "n4")
+    assert [index.conflict(_pod("w", "x", ns=ns), nodes[3]) for ns in ("ns", "other", "third")] == [None] * 3
+
+
 def test_finished_pods_hold_nothing_and_keep_nothing_away() -> None:
     done = _pod("w2", "n1", phase="Succeeded", required_anti_affinity=(_term(WEB),))
     index = _index([N1], [done])
