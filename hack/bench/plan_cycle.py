@@ -172,7 +172,7 @@ def build(n_nodes: int, n_pods: int, seed: int) -> Snapshot:
                           requests=requests, qos="Burstable", images=images, start_time=started))
 
     # Application pods: each Deployment lives in one pool (general, infra, GPU); its pods are dealt to the pool's
-    # nodes in proportion to how full each node should end up, with requests sized to get it there.
+    # nodes in proportion to how full each node should end up, with requests sized to get them there on average.
     pools: dict[str, list[str]] = {"general": [], "infra": [], "gpu": []}
     for name, node in nodes.items():
         pools["gpu" if GPU in node.taints else "infra" if INFRA in node.taints else "general"].append(name)
@@ -216,11 +216,13 @@ def build(n_nodes: int, n_pods: int, seed: int) -> Snapshot:
         placed = rng.choices(pools[pool], cum_weights=cumulative[pool], k=replicas)
         if crashing_here:
             placed[:2] = [crashing_node] * min(2, replicas)
+        # The replicas share their requests (their pod template's), sized for the nodes they are dealt to on average.
+        need = sum(fill[name] * 15_890 / max(1.0, expected[name]) for name in placed) / len(placed)
+        cpu = max(10, int(need * rng.uniform(0.6, 1.4)))
+        requests = {} if qos == "BestEffort" else {"cpu": cpu, "memory": int(cpu * rng.uniform(2, 6) * MI)}
+        if pool == "gpu":
+            requests["nvidia.com/gpu"] = 1
         for r, name in enumerate(placed):
-            cpu = max(10, int(fill[name] * 15_890 / max(1.0, expected[name]) * rng.uniform(0.6, 1.4)))
-            requests = {} if qos == "BestEffort" else {"cpu": cpu, "memory": int(cpu * rng.uniform(2, 6) * MI)}
-            if pool == "gpu":
-                requests["nvidia.com/gpu"] = 1
             phase, reason, containers = _status(rng, crashing=crashing_here and name == crashing_node)
             created = ages.setdefault(r, NOW - dt.timedelta(hours=r + 1))
             add(PodRecord(namespace=namespace, name=f"{app}-7d9f8-{r:03d}", uid=f"uid-{d}-{r}", node_name=name,

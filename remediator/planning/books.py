@@ -9,17 +9,25 @@ snapshot, writes only into the Plan it was given.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from remediator.model.plan import Plan, PlannedEviction, Protected
 from remediator.model.records import TERMINAL_PHASES, NodeRecord, PdbRecord, PodRecord, Taint
+from remediator.planning.alike_searches import AlikeSearches
 from remediator.planning.eviction_counts import LimitState
 from remediator.planning.memory import PlannerMemory
 from remediator.planning.rails import AUTOSCALER_TAINTS
 from remediator.planning.room import Room, add, add_pod
 from remediator.policy.model import Policy
-from remediator.scheduling.nodefit import CPU, PODS, find_destination, new_node_reason, pod_request_summary
+from remediator.scheduling.nodefit import (
+    CPU,
+    PODS,
+    FitResult,
+    find_destination,
+    new_node_reason,
+    pod_request_summary,
+)
 from remediator.scheduling.offering import Offering
 from remediator.scheduling.podaffinity import PodAffinityIndex
 from remediator.scheduling.selectors import matches_labels
@@ -59,6 +67,10 @@ class Books:
         # only those and the node (nodefit.find_destination's `node_reasons`): nodes and planned taints stay as they
         # are for the whole plan, and a workload's replicas search the same nodes again and again.
         self._node_reasons: dict[tuple[object, ...], dict[str, str | None]] = {}
+        # Counts every change to what a search reads (promised room, evictions, excluded nodes): a failed search is
+        # answered again for an alike pod while it stays the same (alike_searches.py).
+        self.version = 0
+        self._alike = AlikeSearches()
         # Reservations only grow within a plan, so a pod shape that fitted nowhere fits nowhere later either.
         self._no_fit: dict[tuple[object, ...], str] = {}
         self.pdb_used: Counter[tuple[str, str]] = Counter()
@@ -140,6 +152,7 @@ class Books:
         (self.plan.protected if protected else self.plan.deferred).append(p)
 
     def commit(self, c: PlannedEviction, destination: str | None) -> None:
+        self.version += 1
         self.moved_to[c.pod.uid] = destination
         c = replace(c, destination=destination)
         self.decided.add(c.pod.key)
@@ -152,7 +165,13 @@ class Books:
 
     def promise(self, pod: PodRecord, node: str) -> None:
         """Hold room on `node` for `pod`, so no later move of the plan takes it."""
+        self.version += 1
         add_pod(self.reserved.setdefault(node, {}), pod)
+
+    def exclude_node(self, node: str) -> None:
+        """`node` receives no pod from now on."""
+        self.version += 1
+        self.exclude.add(node)
 
     def _book_leaving(self, pod: PodRecord, destination: str | None) -> None:
         """An earlier cycle's eviction: the pod is decided, gone from its node and arriving at `destination`, as the
@@ -190,20 +209,46 @@ class Books:
         reserves nothing."""
         if (unknown := self.unknown_scheduler(pod)) is not None:
             return None, unknown
+        result = self._search(pod, destinations, accept, reserved)
+        return result.node, result.reason
+
+    def _search(self, pod: PodRecord, destinations: Collection[str], accept: Accept | None,
+                reserved: Mapping[str, Room]) -> FitResult:
         affinity, spread, _ = self.indexes()
         placement = (pod.tolerations, tuple(sorted(pod.node_selector.items())), pod.required_node_affinity)
-        result = find_destination(pod, self.snapshot, exclude=self.exclude, planned_taints=self.planned_taints,
-                                  reserved=reserved, requested=self.requested, pod_affinity=affinity,
-                                  spread=spread, nodes=destinations, accept=accept, first_fit=True,
-                                  offering=self.offering(), node_reasons=self._node_reasons.setdefault(placement, {}))
+        return find_destination(pod, self.snapshot, exclude=self.exclude, planned_taints=self.planned_taints,
+                                reserved=reserved, requested=self.requested, pod_affinity=affinity,
+                                spread=spread, nodes=destinations, accept=accept, first_fit=True,
+                                offering=self.offering(), node_reasons=self._node_reasons.setdefault(placement, {}))
+
+    def _search_alike(self, pod: PodRecord, destinations: Sequence[str], accept: Accept | None, check: Accept | None,
+                      alike: Hashable) -> tuple[str | None, str]:
+        """`find` for a balance move whose strategy states what its `accept` reads of the pod (`alike`): a search a
+        pod alike failed with these books is worked out from that one (alike_searches.py)."""
+        if (unknown := self.unknown_scheduler(pod)) is not None:
+            return None, unknown
+        _, spread, _ = self.indexes()
+        key = self._alike.key(pod, self.snapshot.nodes.get(pod.node_name), destinations=destinations, rule=accept,
+                              alike=alike, spreads=(*spread.hard(pod), *pod.soft_spread))
+        if key is None:
+            return self.find(pod, destinations, check, self.reserved)
+
+        def search(p: PodRecord, nodes: Sequence[str]) -> FitResult:
+            return self._search(p, nodes, check, self.reserved)
+        result = self._alike.answer(key, self.version, pod, destinations, search)
+        if result is None:
+            result = search(pod, destinations)
+            self._alike.remember(key, self.version, pod, result)
         return result.node, result.reason
 
     def place(self, pod: PodRecord, destinations: Collection[str] | None, accept: Accept | None, *,
-              cache: bool, count_leaving: bool = False, leaving: PodRecord | None = None) -> tuple[str | None, str]:
+              cache: bool, count_leaving: bool = False, leaving: PodRecord | None = None,
+              alike: Hashable | None = None) -> tuple[str | None, str]:
         """Reserve room for `pod` on a destination: (node, "") or (None, why there is none). `destinations` None:
         any node (a deschedule candidate); otherwise a balance move, which must not make its workload's zone
         spread worse. `leaving`: a pod about to be planned off its node as well (the other half of an exchange),
-        whose room counts there."""
+        whose room counts there. `alike`: what `accept` reads of the pod (Gate.move), for a search answered from an
+        alike pod's."""
         shape: tuple[object, ...] = ()
         if cache:
             # Pod (anti-)affinity and spread make the pod's namespace and labels part of its shape. A later move
@@ -226,7 +271,10 @@ class Books:
         reserved: Mapping[str, Room] = self.reserved
         if count_leaving:
             reserved = self._net_reserved(destinations, leaving)
-        node, why = self.find(pod, destinations, check, reserved)
+        if alike is not None and not count_leaving and isinstance(destinations, Sequence):
+            node, why = self._search_alike(pod, destinations, accept, check, alike)
+        else:
+            node, why = self.find(pod, destinations, check, reserved)
         if node is None:
             if cache:
                 self._no_fit[shape] = why
@@ -238,6 +286,7 @@ class Books:
         return node, ""
 
     def unplace(self, pod: PodRecord, node: str) -> None:
+        self.version += 1
         affinity, spread, zones = self.indexes()
         affinity.remove(pod, node)
         spread.remove(pod)

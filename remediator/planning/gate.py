@@ -10,7 +10,7 @@ is the gate's `view` (view.py).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -96,17 +96,21 @@ class Gate:
         return None if refusal is None else refusal.why
 
     def move(self, c: PlannedEviction, destinations: Sequence[str], *, accept: Accept | None = None,
-             count_leaving: bool = False) -> Outcome:
+             count_leaving: bool = False, alike: Hashable | None = None) -> Outcome:
         """Evict `c.pod` if it may go and fits one of `destinations` (always checked, whatever nodeFit says:
         a balance move is only worth making towards a node that takes the pod). `destinations` in the order to
         try them: `by_room(...)` gives the roomiest first. `count_leaving`: room on a destination that pods
         planned to leave it this plan free counts (a chain of moves, made in order, each after the ones before
-        it have left); otherwise only room free now counts."""
+        it have left); otherwise only room free now counts. `alike`: all that `accept` reads of the pod besides what
+        node fit reads (its requests, labels, ...) and changes only when a move is planned, when the strategy can say
+        it (None: it cannot); a move no node took is then answered for an alike pod without searching every node
+        again (alike_searches.py)."""
         books, pod = self._books, c.pod
         refused = self._record(walk(books, pod, move=True), pod)
         if refused is not None:
             return Outcome(False, stop={Verdict.STOP_NODE: NODE, Verdict.STOP_PLAN: CYCLE}.get(refused))
-        destination, why = books.place(pod, destinations, accept, cache=False, count_leaving=count_leaving)
+        destination, why = books.place(pod, destinations, accept, cache=False, count_leaving=count_leaving,
+                                       alike=alike)
         if destination is None:
             books.decide(Protected(pod, "no destination fits: " + why), protected=True)
             return Outcome(False)
@@ -162,7 +166,7 @@ class Gate:
 
     def empty(self, node: str) -> None:
         """`node` is being emptied this plan: no pod may move there."""
-        self._books.exclude.add(node)
+        self._books.exclude_node(node)
 
     def _record(self, refusal: Refusal | None, pod: PodRecord) -> Verdict | None:
         """Record a refusal in the plan where it says so; its verdict, or None when the pod may go on to node fit."""

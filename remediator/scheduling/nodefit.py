@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from remediator.model.records import HOSTNAME_LABEL, TERMINAL_PHASES, Effect, NodeRecord, PodRecord, Taint
 from remediator.scheduling.offering import Offering
@@ -33,6 +33,16 @@ _UNASKED = "?"  # no node's reason: a node `node_reasons` holds no answer for ye
 class FitResult:
     node: str | None  # a destination, or None
     reason: str  # "3/7 nodes fit", or why none did: "0/7 nodes fit: 3 excluded, 2 insufficient cpu, ..."
+    # When none fit: each node's first failure -> how many nodes, over `total` nodes (what `reason` sums up)
+    rejections: Mapping[str, int] = field(default_factory=dict, compare=False)
+    total: int = field(default=0, compare=False)
+
+
+def no_fit(total: int, rejections: Mapping[str, int]) -> FitResult:
+    """The answer of a search in which none of `total` nodes fit, each for its first failure in `rejections`."""
+    summary = ", ".join(f"{count} {why}" for why, count in sorted(rejections.items(), key=lambda kv: (-kv[1], kv[0])))
+    return FitResult(node=None, reason=f"0/{total} nodes fit: {summary or 'no nodes'}", rejections=rejections,
+                     total=total)
 
 
 def pod_request_summary(pods: Iterable[PodRecord]) -> dict[str, int]:
@@ -188,8 +198,7 @@ def find_destination(pod: PodRecord, snapshot: Snapshot, *, exclude: Collection[
             best = candidate
     if best is not None:
         return FitResult(node=best[1], reason=f"{fitting}/{total} nodes fit")
-    summary = ", ".join(f"{count} {why}" for why, count in sorted(rejections.items(), key=lambda kv: (-kv[1], kv[0])))
-    return FitResult(node=None, reason=f"0/{total} nodes fit: {summary or 'no nodes'}")
+    return no_fit(total, rejections)
 
 
 def _candidates(pod: PodRecord, nodes: Iterable[str], offering: Offering | None) -> tuple[Iterable[str], Counter[str]]:

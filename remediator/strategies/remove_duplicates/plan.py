@@ -109,7 +109,8 @@ def _relieve(gate: Gate, key: DuplicateKey, source: str, pods: list[PodRecord], 
             break
         reason = (f"{count[source]} replicas of {owners} on {source}, more than {upper} "
                   f"(per node over the {targets} nodes that can take them)")
-        outcome = gate.move(PlannedEviction(pod, NAME, reason), destinations, accept=fewer_there)
+        # fewer_there reads nothing of the pod, and its counts change only with a planned move
+        outcome = gate.move(PlannedEviction(pod, NAME, reason), destinations, accept=fewer_there, alike=())
         if outcome.evicted and outcome.destination is not None:
             count[source] -= 1
             count[outcome.destination] += 1

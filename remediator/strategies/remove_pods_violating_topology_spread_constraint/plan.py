@@ -167,7 +167,9 @@ def _balance(gate: Gate, domains: _Domains, pods: list[PodRecord], c: _Constrain
                 break
             reason = (f"{c.when} spread on {s.topology_key}: {source} holds {live[source]} matching pods, "
                       f"{target} {live[target]} (maxSkew {s.max_skew})")
-            outcome = gate.move(PlannedEviction(pod, NAME, reason), domains.by_room, accept=better_domain)
+            # better_domain reads only the pod's domain, and its counts change only with a planned move
+            outcome = gate.move(PlannedEviction(pod, NAME, reason), domains.by_room, accept=better_domain,
+                                alike=domains.of.get(pod.node_name))
             if outcome.evicted and outcome.destination is not None:
                 moved += 1
                 live[source] -= 1
