@@ -221,10 +221,11 @@ class Books:
                                 spread=spread, nodes=destinations, accept=accept, first_fit=True,
                                 offering=self.offering(), node_reasons=self._node_reasons.setdefault(placement, {}))
 
-    def _search_alike(self, pod: PodRecord, destinations: Sequence[str], accept: Accept | None, check: Accept | None,
-                      alike: Hashable) -> tuple[str | None, str]:
-        """`find` for a balance move whose strategy states what its `accept` reads of the pod (`alike`): a search a
-        pod alike failed with these books is worked out from that one (alike_searches.py)."""
+    def find_alike(self, pod: PodRecord, destinations: Sequence[str], accept: Accept | None, check: Accept | None,
+                   alike: Hashable) -> tuple[str | None, str]:
+        """`find` with `check` (`accept`, or what a balance move wraps around it) for a strategy that states what its
+        `accept` reads of the pod (`alike`): a search a pod alike failed with these books is worked out from that
+        one (alike_searches.py)."""
         if (unknown := self.unknown_scheduler(pod)) is not None:
             return None, unknown
         _, spread, _ = self.indexes()
@@ -272,7 +273,7 @@ class Books:
         if count_leaving:
             reserved = self._net_reserved(destinations, leaving)
         if alike is not None and not count_leaving and isinstance(destinations, Sequence):
-            node, why = self._search_alike(pod, destinations, accept, check, alike)
+            node, why = self.find_alike(pod, destinations, accept, check, alike)
         else:
             node, why = self.find(pod, destinations, check, reserved)
         if node is None:

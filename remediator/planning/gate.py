@@ -66,10 +66,13 @@ class Gate:
                 return
         books.commit(c, destination)
 
-    def fits(self, pod: PodRecord, accept: Accept | None = None) -> str | None:
+    def fits(self, pod: PodRecord, accept: Accept | None = None, *, alike: Hashable | None = None) -> str | None:
         """A node the pod could go to now (`accept`ed, when given), or None; reserves nothing. For a deschedule
-        strategy whose rule is itself about a better node (node affinity), with the plan's books."""
+        strategy whose rule is itself about a better node (node affinity), with the plan's books. `alike`: as for
+        `move`."""
         books = self._books
+        if alike is not None:
+            return books.find_alike(pod, books.every_by_room(), accept, accept, alike)[0]
         return books.find(pod, books.every_by_room(), accept, books.reserved)[0]
 
     def _on_new_node(self, c: PlannedEviction, why: str) -> tuple[str | None, PlannedEviction, str]:

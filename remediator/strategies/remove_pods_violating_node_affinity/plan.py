@@ -62,7 +62,7 @@ def plan(snapshot: Snapshot, args: RemovePodsViolatingNodeAffinityArgs, gate: Ga
 def _required(pod: PodRecord, node: NodeRecord, fits: Fits) -> str | None:
     if pod_fits_node_selection(pod, node):
         return None
-    elsewhere = fits(pod)
+    elsewhere = fits(pod, alike=())  # no rule of its own: a replica's failed search answers the next
     if elsewhere is None:
         return None
     return f"node {node.name} no longer matches its required node affinity; {elsewhere} does"

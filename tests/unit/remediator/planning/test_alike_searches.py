@@ -12,6 +12,7 @@ import remediator.planning.books as books_module
 from remediator.model.records import HOSTNAME_LABEL, Effect, LabelSelector, NodeRecord, SpreadConstraint, Taint
 from remediator.planning.alike_searches import AlikeSearches
 from remediator.planning.books import Books
+from remediator.planning.gate import Gate
 from remediator.scheduling.nodefit import FitResult, find_destination
 from remediator.scheduling.zonespread import ZONE
 from tests.unit.remediator.planning.test_books import books_for
@@ -118,3 +119,17 @@ def test_what_makes_two_searches_alike() -> None:
     assert key(web, a1, spreads=(per_host,)) is None  # its count per node differs between any two nodes
     per_type = SpreadConstraint(1, TYPE, LabelSelector(match_labels=(("app", "web"),)))
     assert key(web, a1, spreads=(per_type,)) != key(twin, a2, spreads=(per_type,))
+
+
+def test_a_deschedule_strategy_asking_where_a_pod_could_go_gets_the_same_alike_answers(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    books, _ = _cluster()
+    pods = {p.name: p for ps in books.snapshot.pods_by_node.values() for p in ps}
+    gate = Gate(books, strategy="RemovePodsViolatingNodeAffinity", terminal_pods=False, evict_taints={},
+                breaker_open=False)
+    fresh = Gate(_cluster()[0], strategy="RemovePodsViolatingNodeAffinity", terminal_pods=False, evict_taints={},
+                 breaker_open=False)
+    sizes = _searched(monkeypatch)
+    assert [gate.fits(pods[r], alike=()) for r in ("r1", "r2", "r3")] == [None, None, None]
+    assert sizes == [6, 1, 1, 1, 1]
+    assert [fresh.fits(pods[r]) for r in ("r1", "r2", "r3")] == [None, None, None]
