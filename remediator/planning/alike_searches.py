@@ -98,6 +98,8 @@ class AlikeSearches:
                 return None  # not the answer it was given: search in full
             counts.subtract(there.rejections)
             counts[CURRENT_NODE] += 1
+        if any(n < 0 for n in counts.values()):
+            return None  # a node answered apart from what the other pod's search counted: search in full
         return no_fit(failed.answer.total, {why: n for why, n in counts.items() if n > 0})
 
     def remember(self, key: Hashable, version: int, pod: PodRecord, answer: FitResult) -> None:
