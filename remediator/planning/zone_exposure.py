@@ -9,13 +9,18 @@ One pass over the pods by owner, the workload's name worked out once per owner: 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 from remediator.model.plan import ZoneExposure, ZoneMove
 from remediator.model.records import PodRecord
+from remediator.state.derived import OwnerZones
 from remediator.state.snapshot import Snapshot
 
 ZONE = "topology.kubernetes.io/zone"
 TEMPLATE_HASH = "pod-template-hash"
 REPLICATED = frozenset({"ReplicaSet", "StatefulSet", "ReplicationController"})
+NO_WORKLOAD = OwnerZones(None, {})
 
 
 def workload_of(pod: PodRecord) -> str | None:
@@ -31,54 +36,69 @@ def workload_of(pod: PodRecord) -> str | None:
 
 
 def zone_exposure(snapshot: Snapshot, min_share: float) -> list[ZoneExposure]:
-    """Every replicated workload's shares; the zones and moves only for those `exposed(min_share)`."""
+    """Every replicated workload's shares; the zones and moves only for those `exposed(min_share)`. A workload of one
+    owner (most: a Deployment between rollouts) keeps its answer while its pods, the nodes' zones and the share stay
+    the same (state/derived.py)."""
     zone_of = {name: n.labels.get(ZONE) or name for name, n in snapshot.nodes.items()}
     zones = sorted({zone_of[name] for name, n in snapshot.nodes.items()
                     if n.ready and not n.unschedulable and not n.deleting})
     if len(zones) < 2:
         return []  # one zone: nothing survives its loss, and no spread does better
-    counts = _replicas_per_zone(snapshot, zone_of)
+    kept = snapshot.derived.zone_counts.within(zone_of)
+    owner_zones = _owner_zones(zone_of)
+    by_workload: dict[tuple[str, str], list[tuple[str, list[PodRecord], OwnerZones]]] = {}
+    for owner, pods in snapshot.pods_by_owner.items():
+        found = kept.get(owner, pods, owner_zones)
+        if found.workload is not None:
+            by_workload.setdefault(found.workload, []).append((owner, pods, found))
+    exposures = snapshot.derived.zone_exposures.within((zone_of, zones, min_share))
     out = []
-    for (namespace, workload), per_zone in sorted(counts.items()):
-        total = sum(per_zone.values())
-        if total < 2:
-            continue  # also a workload with no pod counted
-        surviving = (total - max(per_zone.values())) / total
-        best = (total - -(-total // len(zones))) / total  # the fullest zone of an even spread holds ceil(total/zones)
-        if surviving < min_share and surviving < best:  # exposed: the zones by name and the moves to an even spread
-            full = {z: per_zone.get(z, 0) for z in sorted(set(zones) | set(per_zone))}
-            out.append(ZoneExposure(namespace, workload, tuple(full.items()), surviving, best,
-                                    _moves(full, _even(full, len(zones)))))
-        else:  # the gauges need no more
-            out.append(ZoneExposure(namespace, workload, (), surviving, best, ()))
+    for workload, owners in sorted(by_workload.items()):
+        if len(owners) == 1:
+            owner, pods, found = owners[0]
+            exposure = exposures.get(owner, pods, partial(_exposure, workload, found.per_zone, zones, min_share))
+        else:  # a rollout: its revisions count together
+            per_zone: dict[str, int] = {}
+            for _, _, found in owners:
+                for zone, n in found.per_zone.items():
+                    per_zone[zone] = per_zone.get(zone, 0) + n
+            exposure = _exposure(workload, per_zone, zones, min_share)
+        if exposure is not None:
+            out.append(exposure)
     return out
 
 
-def _replicas_per_zone(snapshot: Snapshot, zone_of: dict[str, str]) -> dict[tuple[str, str], dict[str, int]]:
-    """(namespace, workload) -> zone -> its live pods there. The pods of one owner are one workload's: its name is
-    worked out once, its zones kept while its pods and the nodes' zones stay the same (state/derived.py)."""
+def _exposure(workload: tuple[str, str], per_zone: dict[str, int], zones: list[str], min_share: float,
+              _pods: object = None) -> ZoneExposure | None:
+    """The workload's shares (None with fewer than two replicas counted); its zones and moves when exposed. (`_pods`:
+    the owner's pods, as a kept value's maker is given them: `per_zone` says all it needs of them.)"""
+    total = sum(per_zone.values())
+    if total < 2:
+        return None
+    namespace, name = workload
+    surviving = (total - max(per_zone.values())) / total
+    best = (total - -(-total // len(zones))) / total  # the fullest zone of an even spread holds ceil(total/zones)
+    if surviving < min_share and surviving < best:  # exposed: the zones by name and the moves to an even spread
+        full = {z: per_zone.get(z, 0) for z in sorted(set(zones) | set(per_zone))}
+        moves = _moves(full, _even(full, len(zones)))
+        return ZoneExposure(namespace, name, tuple(full.items()), surviving, best, moves)
+    return ZoneExposure(namespace, name, (), surviving, best, ())  # the gauges need no more
+
+
+def _owner_zones(zone_of: dict[str, str]) -> Callable[[list[PodRecord]], OwnerZones]:
+    """An owner's pods -> its workload and live pods per zone (its name worked out once per owner)."""
     zone_at = zone_of.get
 
-    def per_zone_of(pods: list[PodRecord]) -> dict[str, int]:
+    def owner_zones(pods: list[PodRecord]) -> OwnerZones:
+        workload = workload_of(pods[0]) if pods else None
+        if workload is None:
+            return NO_WORKLOAD
         per_zone: dict[str, int] = {}
         for p in pods:  # every pod of the cluster when nothing is kept: a plain dict, where Counters cost twice as much
             if p.live and (zone := zone_at(p.node_name)) is not None:  # None: not bound, or a node the snapshot lacks
                 per_zone[zone] = per_zone.get(zone, 0) + 1
-        return per_zone
-
-    counts: dict[tuple[str, str], dict[str, int]] = {}
-    kept = snapshot.derived.zone_counts.within(zone_of)
-    for owner, pods in snapshot.pods_by_owner.items():
-        workload = workload_of(pods[0]) if pods else None
-        if workload is None:
-            continue
-        key = (pods[0].namespace, workload)
-        per_zone = counts.get(key)
-        if per_zone is None:
-            per_zone = counts[key] = {}
-        for zone, n in kept.get(owner, pods, per_zone_of).items():
-            per_zone[zone] = per_zone.get(zone, 0) + n
-    return counts
+        return OwnerZones((pods[0].namespace, workload), per_zone)
+    return owner_zones
 
 
 def _even(counts: dict[str, int], zones: int) -> dict[str, int]:

@@ -7,7 +7,7 @@ between two cycles almost every node's pods are as they were. The cache (caches.
 object it handed the last one for a node or owner whose pods did not change, and a new list for one whose pods did:
 the list's identity is its version. Each value here is kept beside the list it was worked out from and served again
 only for that very list (the entry holds the list, so its identity cannot pass to another). The values depend on the
-pods alone, or on a context the caller passes and compares (the zone of each node): no clock, no policy.
+pods alone, or on a context the caller passes and compares (the zone of each node; a strategy's arguments): no clock.
 
 Callers never change a list they were handed, nor a value served from here: both are shared with later cycles.
 """
@@ -18,6 +18,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from remediator.model.plan import ZoneExposure
 from remediator.model.records import PodRecord
 
 T = TypeVar("T")
@@ -77,18 +78,40 @@ class NodeLive:
     pods: tuple[PodRecord, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class OwnerZones:
+    """One owner's replicated workload, (namespace, "Kind/name") or None for a pod no such controller owns, and its
+    live pods per zone."""
+
+    workload: tuple[str, str] | None
+    per_zone: dict[str, int]
+
+
 @dataclass
 class Derived:
-    """The tables kept across cycles: by node, except `zone_counts` (by owner)."""
+    """The tables kept across cycles: by node, except `zone_counts` and `zone_exposures` (by owner)."""
 
     requests: PerList[dict[str, int]] = field(default_factory=PerList)  # what the node's pods request
     notable: PerList[NodeNotable] = field(default_factory=PerList)
     live_by_namespace: PerList[NodeLive] = field(default_factory=PerList)
-    # An owner's live pods per zone, within one zone of each node (planning/zone_exposure.py)
-    zone_counts: PerList[dict[str, int]] = field(default_factory=PerList)
+    # An owner's workload and live pods per zone, within one zone of each node (planning/zone_exposure.py)
+    zone_counts: PerList[OwnerZones] = field(default_factory=PerList)
+    # The exposure of a workload of one owner, within the zones and the policy's share
+    zone_exposures: PerList[ZoneExposure | None] = field(default_factory=PerList)
+    # strategy name -> what it keeps for its next run, of its own type (its folder's kept.py): a strategy's values may
+    # also depend on its arguments, the nodes and the pods it compares there
+    strategies: dict[str, object] = field(default_factory=dict)
+
+    def kept_by(self, strategy: str, kind: type[T]) -> T:
+        """The strategy's kept values, new when it has none (or of another kind: a strategy renamed its type)."""
+        kept = self.strategies.get(strategy)
+        if not isinstance(kept, kind):
+            kept = self.strategies[strategy] = kind()
+        return kept
 
     def keep_only(self, nodes: Collection[str], owners: Collection[str]) -> None:
         self.requests.keep_only(nodes)
         self.notable.keep_only(nodes)
         self.live_by_namespace.keep_only(nodes)
         self.zone_counts.keep_only(owners)
+        self.zone_exposures.keep_only(owners)

@@ -27,42 +27,36 @@ from __future__ import annotations
 import itertools
 import math
 from collections import Counter
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Iterator, Mapping
+from functools import partial
 
 from remediator.model.plan import PlannedEviction
-from remediator.model.records import Effect, NodeRecord, PodRecord, SpreadConstraint
+from remediator.model.records import NodeRecord, PodRecord, SpreadConstraint
 from remediator.planning.gate import CYCLE, Gate
 from remediator.planning.wants import NOTHING, Wants
 from remediator.policy.scheduler import SchedulerSettings
 from remediator.scheduling.default_spread import default_spread
-from remediator.scheduling.selectors import matches_labels, pod_fits_node_selection
-from remediator.scheduling.tolerations import untolerated
+from remediator.scheduling.selectors import matches_labels
 from remediator.state.snapshot import LivePods, Snapshot
 from remediator.strategies.remove_pods_violating_topology_spread_constraint.args import (
     DO_NOT_SCHEDULE,
     SCHEDULE_ANYWAY,
     RemovePodsViolatingTopologySpreadConstraintArgs,
 )
+from remediator.strategies.remove_pods_violating_topology_spread_constraint.constraint import Constraint
+from remediator.strategies.remove_pods_violating_topology_spread_constraint.kept import Domains, KeptSpreads
 
 NAME = "RemovePodsViolatingTopologySpreadConstraint"
 KIND = "balance"
 
-_BLOCKING = (Effect.NO_SCHEDULE, Effect.NO_EXECUTE)
-
-
-@dataclass(frozen=True)
-class _Constraint:
-    spread: SpreadConstraint
-    when: str  # DoNotSchedule | ScheduleAnyway
-    declared_by: PodRecord  # its node selection and tolerations decide which nodes count (inclusion policies)
+BALANCED = "balanced"  # _balance: the constraint was within maxSkew, nothing to move
 
 
 def plan(snapshot: Snapshot, args: RemovePodsViolatingTopologySpreadConstraintArgs, gate: Gate) -> Wants:
     if gate.view.exhausted():
         return NOTHING
     nodes = {n: rec for n, rec in snapshot.nodes.items() if rec.ready and not rec.deleting}
-    live = snapshot.live()  # the pods the scheduler counts
+    kept = snapshot.derived.kept_by(NAME, KeptSpreads).run_on(nodes)
     spreading = snapshot.notable().spreading
     declaring: dict[str, list[PodRecord]] = {}  # namespace -> its live pods on those nodes declaring a constraint
     for node in sorted(nodes):
@@ -70,17 +64,36 @@ def plan(snapshot: Snapshot, args: RemovePodsViolatingTopologySpreadConstraintAr
             if p.live:
                 declaring.setdefault(p.namespace, []).append(p)
     constraints = {ns: _constraints(pods, args) for ns, pods in sorted(declaring.items())}
-    for namespace, found in _defaulted(snapshot, nodes, args, gate.view.scheduler).items():
+    for namespace, found in _defaulted(snapshot, kept, args, gate.view.scheduler).items():
         constraints.setdefault(namespace, []).extend(found)
-    shapes: dict[tuple[object, ...], _Domains] = {}
+    _balance_each(gate, kept, snapshot.live(), constraints, args)
+    return NOTHING
+
+
+def _balance_each(gate: Gate, kept: KeptSpreads, live: LivePods, constraints: dict[str, list[Constraint]],
+                  args: RemovePodsViolatingTopologySpreadConstraintArgs) -> None:
+    """Each constraint balanced in turn, until the cycle's limits stop the plan; one found within maxSkew on the same
+    pods and nodes as in the last run, none of its pods moved since, is so again (kept.py)."""
+    nodes = kept.nodes
+    rooms: dict[Hashable, tuple[str, ...]] = {}  # shape -> its nodes roomiest first, this plan
+    moved_to = gate.view.moved_to  # grows with this strategy's own moves
     for namespace, found in constraints.items():
         for c in found:
-            pods = _selectable(live, namespace, c.spread)
+            pods = _selectable(live, namespace, c.spread)  # the pods the scheduler counts
             if len(pods) <= c.spread.max_skew:
                 continue  # no domain can hold more than maxSkew above another: most workloads under the defaults
-            if _balance(gate, _domains(gate, nodes, c, shapes), pods, c, args, ready=nodes) == CYCLE:
-                return NOTHING
-    return NOTHING
+            shape = c.shape()
+            key, counted = (namespace, c.when, c.spread, shape), tuple(pods)
+            unmoved = not moved_to or moved_to.keys().isdisjoint(p.uid for p in pods)
+            if unmoved and kept.balanced(key, counted):
+                continue
+            domains = _domains(kept, c, shape)
+            outcome = _balance(gate, domains, pods, c, args, ready=nodes,
+                               by_room=partial(_by_room, gate, rooms, shape, domains))
+            if outcome == CYCLE:
+                return
+            if outcome == BALANCED and unmoved:
+                kept.remember_balanced(key, counted)
 
 
 def _selectable(live: LivePods, namespace: str, s: SpreadConstraint) -> list[PodRecord]:
@@ -93,9 +106,9 @@ def _selectable(live: LivePods, namespace: str, s: SpreadConstraint) -> list[Pod
 
 
 def _constraints(pods: list[PodRecord],
-                 args: RemovePodsViolatingTopologySpreadConstraintArgs) -> list[_Constraint]:
+                 args: RemovePodsViolatingTopologySpreadConstraintArgs) -> list[Constraint]:
     """The distinct constraints the namespace's pods in scope declare, in the order first seen."""
-    found: dict[tuple[object, ...], _Constraint] = {}
+    found: dict[tuple[object, ...], Constraint] = {}
     for pod in pods:
         if not (pod.hard_spread or pod.soft_spread) or not args.scope.selects(pod):
             continue
@@ -110,45 +123,45 @@ def _constraints(pods: list[PodRecord],
                             if s.honor_node_affinity else None,
                             pod.tolerations if s.honor_node_taints else None)
                 if identity not in found:  # (a frozen dataclass costs more to build than to look up)
-                    found[identity] = _Constraint(s, when, pod)
+                    found[identity] = Constraint(s, when, pod)
     return list(found.values())
 
 
-def _defaulted(snapshot: Snapshot, nodes: Mapping[str, NodeRecord],
-               args: RemovePodsViolatingTopologySpreadConstraintArgs,
-               scheduler: SchedulerSettings) -> dict[str, list[_Constraint]]:
+def _defaulted(snapshot: Snapshot, kept: KeptSpreads, args: RemovePodsViolatingTopologySpreadConstraintArgs,
+               scheduler: SchedulerSettings) -> dict[str, list[Constraint]]:
     """namespace -> the default constraints of its workloads whose pods declare none, one set per workload (its
     pods share their template: the first live one on a Ready node speaks for all)."""
-    found: dict[str, list[_Constraint]] = {}
-    for pods in snapshot.pods_by_owner.values():
+    nodes = kept.nodes
+
+    def of_owner(pods: list[PodRecord]) -> tuple[Constraint, ...]:
         pod = next((p for p in pods if p.live and p.node_name in nodes), None)
         if pod is None or not args.scope.selects(pod):
-            continue
+            return ()
         hard, soft = default_spread(pod, scheduler.constraints_for)
-        for when, spreads in ((DO_NOT_SCHEDULE, hard), (SCHEDULE_ANYWAY, soft)):
-            if when in args.constraints:
-                found.setdefault(pod.namespace, []).extend(_Constraint(s, when, pod) for s in spreads)
+        return tuple(Constraint(s, when, pod) for when, spreads in ((DO_NOT_SCHEDULE, hard), (SCHEDULE_ANYWAY, soft))
+                     if when in args.constraints for s in spreads)
+
+    found: dict[str, list[Constraint]] = {}
+    per_owner = kept.defaults.within((nodes, args, scheduler))
+    for owner, pods in snapshot.pods_by_owner.items():
+        if defaults := per_owner.get(owner, pods, of_owner):
+            found.setdefault(defaults[0].declared_by.namespace, []).extend(defaults)
+    if len(per_owner) > len(snapshot.pods_by_owner):  # every owner has its entry now: the others are gone
+        per_owner.keep_only(snapshot.pods_by_owner)
     return found
 
 
-@dataclass(frozen=True)
-class _Domains:
-    """The nodes one constraint shape includes: each one's domain, the domains sorted, and the nodes in the order
-    node fit tries them (roomiest first). Shared by every constraint with the same topology key and inclusion."""
-
-    of: dict[str, str]  # included node -> its domain
-    names: list[str]
-    by_room: tuple[str, ...]
-
-
-def _balance(gate: Gate, domains: _Domains, pods: list[PodRecord], c: _Constraint,
-             args: RemovePodsViolatingTopologySpreadConstraintArgs, *, ready: Mapping[str, NodeRecord]) -> str | None:
+def _balance(gate: Gate, domains: Domains, pods: list[PodRecord], c: Constraint,
+             args: RemovePodsViolatingTopologySpreadConstraintArgs, *, ready: Mapping[str, NodeRecord],
+             by_room: Callable[[], tuple[str, ...]]) -> str | None:
+    """Moves out of the constraint's overfilled domains, each to a node `by_room` names (its domains' nodes, roomiest
+    first); BALANCED when within maxSkew, CYCLE when the plan's limits end the cycle."""
     s = c.spread
     members = _members(domains, pods, s, gate.view.moved_to, ready)
     start = {d: len(ps) for d, ps in members.items()}
     unbalanced = _unbalanced(domains, start, s.max_skew)
     if unbalanced is None:
-        return None
+        return BALANCED
     order, average = unbalanced
     live = Counter(start)  # matching pods per domain once this cycle's moves are done
 
@@ -168,7 +181,7 @@ def _balance(gate: Gate, domains: _Domains, pods: list[PodRecord], c: _Constrain
             reason = (f"{c.when} spread on {s.topology_key}: {source} holds {live[source]} matching pods, "
                       f"{target} {live[target]} (maxSkew {s.max_skew})")
             # better_domain reads only the pod's domain, and its counts change only with a planned move
-            outcome = gate.move(PlannedEviction(pod, NAME, reason), domains.by_room, accept=better_domain,
+            outcome = gate.move(PlannedEviction(pod, NAME, reason), by_room(), accept=better_domain,
                                 alike=domains.of.get(pod.node_name))
             if outcome.evicted and outcome.destination is not None:
                 moved += 1
@@ -179,7 +192,7 @@ def _balance(gate: Gate, domains: _Domains, pods: list[PodRecord], c: _Constrain
     return None
 
 
-def _members(domains: _Domains, pods: list[PodRecord], s: SpreadConstraint, moved_to: Mapping[str, str | None],
+def _members(domains: Domains, pods: list[PodRecord], s: SpreadConstraint, moved_to: Mapping[str, str | None],
              ready: Mapping[str, NodeRecord]) -> dict[str, list[PodRecord]]:
     """domain -> the matching pods in it, those an earlier strategy moves this cycle where they are going (gone
     when that is not known); a domain without any is absent. Only pods on `ready` nodes (Ready, not being deleted)
@@ -204,7 +217,7 @@ def _members(domains: _Domains, pods: list[PodRecord], s: SpreadConstraint, move
     return members
 
 
-def _unbalanced(domains: _Domains, start: dict[str, int], max_skew: int) -> tuple[list[str], float] | None:
+def _unbalanced(domains: Domains, start: dict[str, int], max_skew: int) -> tuple[list[str], float] | None:
     """None when the constraint is within maxSkew, else (domains emptiest first, ideal average)."""
     if len(domains.names) < 2:
         return None
@@ -242,17 +255,20 @@ def descheduler_moves(domains: list[tuple[str, int]], average: float,
         virtual[i] += count
 
 
-def _domains(gate: Gate, nodes: Mapping[str, NodeRecord], c: _Constraint,
-             cache: dict[tuple[object, ...], _Domains]) -> _Domains:
-    s, pod = c.spread, c.declared_by
-    shape = (s.topology_key,
-             (tuple(sorted(pod.node_selector.items())), pod.required_node_affinity) if s.honor_node_affinity else None,
-             pod.tolerations if s.honor_node_taints else None)
-    found = cache.get(shape)
+def _by_room(gate: Gate, rooms: dict[Hashable, tuple[str, ...]], shape: Hashable, domains: Domains) -> tuple[str, ...]:
+    """The shape's nodes roomiest first (the order node fit tries them), worked out once a plan, when first needed."""
+    found = rooms.get(shape)
     if found is None:
-        of = {n: rec.labels[s.topology_key] for n, rec in nodes.items()
-              if s.topology_key in rec.labels and _included(c, rec)}
-        found = cache[shape] = _Domains(of, sorted(set(of.values())), gate.view.by_room(of))
+        found = rooms[shape] = gate.view.by_room(domains.of)
+    return found
+
+
+def _domains(kept: KeptSpreads, c: Constraint, shape: Hashable) -> Domains:
+    found = kept.domains.get(shape)
+    if found is None:
+        key = c.spread.topology_key
+        of = {n: rec.labels[key] for n, rec in kept.nodes.items() if key in rec.labels and c.includes(rec)}
+        found = kept.domains[shape] = Domains(of, sorted(set(of.values())))
     return found
 
 
@@ -263,11 +279,3 @@ def _eviction_candidates(pods: list[PodRecord],
     return sorted((p for p in pods if args.scope.selects(p)),
                   key=lambda p: (bool(p.node_selector or p.required_node_affinity), p.priority is not None,
                                  p.priority or 0, p.name))
-
-
-def _included(c: _Constraint, node: NodeRecord) -> bool:
-    """nodeAffinityPolicy (default Honor) and nodeTaintsPolicy (default Ignore), with the declaring pod's terms."""
-    pod = c.declared_by
-    if c.spread.honor_node_affinity and not pod_fits_node_selection(pod, node):
-        return False
-    return not c.spread.honor_node_taints or not untolerated(pod.tolerations, node.taints, _BLOCKING)

@@ -1,11 +1,14 @@
-"""Zone-loss exposure of the zone article's Deployment D and of the cases where no better spread exists."""
+"""Zone-loss exposure of the zone article's Deployment D and of the cases where no better spread exists, and what a
+workload keeps for the next cycle."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 
 from remediator.model.plan import ZoneMove
-from remediator.model.records import OwnerRef, PodRecord
+from remediator.model.records import Condition, OwnerRef, PodRecord
 from remediator.planning.zone_exposure import zone_exposure
 from tests.unit.remediator.strategies.cluster import node, pod, snapshot
 
@@ -45,3 +48,22 @@ def test_daemonsets_single_replicas_and_bare_pods_are_not_workloads_at_risk() ->
     bare = [PodRecord(namespace="default", name="bare", uid="bare", node_name="n-a", phase="Running",
                       owners=(OwnerRef("ReplicaSet", "x", "x", controller=False),))]
     assert zone_exposure(snapshot(NODES, ds + single + bare), 1.0) == []
+
+
+def test_a_workload_of_one_owner_keeps_its_answer_while_its_pods_the_zones_and_the_share_stay() -> None:
+    first = snapshot(NODES, [d(i, zone) for i, zone in enumerate("abbccc")])
+    [z] = zone_exposure(first, 0.6)
+    assert z.moves and zone_exposure(dataclasses.replace(first), 0.6) == [z]
+    assert zone_exposure(dataclasses.replace(first), 0.6)[0] is z  # kept, not worked out again
+    # A lower share: not exposed, no moves.
+    [low] = zone_exposure(dataclasses.replace(first), 0.4)
+    assert low.moves == () and low.surviving == z.surviving and low.best == pytest.approx(4 / 6)
+    # Zone a's only node NotReady: two zones left, an even spread keeps half.
+    gone = [*NODES[1:], dataclasses.replace(NODES[0], conditions=(Condition("Ready", "False"),))]
+    [two] = zone_exposure(dataclasses.replace(first, nodes={n.name: n for n in gone}), 0.4)
+    assert two.best == pytest.approx(0.5) and two.surviving == pytest.approx(0.5)
+    # The owner's pods changed (a new list, as the cache hands it): one replica moved from c to a.
+    owner = next(iter(first.pods_by_owner))
+    moved = [d(i, zone) for i, zone in enumerate("aabbcc")]
+    [even] = zone_exposure(dataclasses.replace(first, pods_by_owner={owner: moved}), 0.4)
+    assert even.surviving == pytest.approx(4 / 6)

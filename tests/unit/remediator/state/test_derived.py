@@ -48,3 +48,18 @@ def test_keys_no_longer_in_the_cluster_are_forgotten() -> None:
         derived.zone_counts.get(f"owner-{key}", pods("a"), lambda ps: {"zone-a": len(ps)})
     derived.keep_only({"n1", "n3"}, {"owner-n2"})
     assert len(derived.requests) == 2 and len(derived.zone_counts) == 1
+
+
+class _Kept:
+    def __init__(self) -> None:
+        self.runs = 0
+
+
+def test_a_strategy_gets_back_the_object_it_keeps_and_a_new_one_of_another_kind() -> None:
+    d = Derived()
+    first = d.kept_by("S", _Kept)
+    first.runs = 3
+    assert d.kept_by("S", _Kept) is first and d.kept_by("S", _Kept).runs == 3
+    assert d.kept_by("T", _Kept) is not first  # each strategy its own
+    assert isinstance(d.kept_by("S", PerList), PerList)  # another kind replaces it
+    assert d.kept_by("S", _Kept).runs == 0

@@ -1,15 +1,23 @@
 """remove_pods_violating_topology_spread_constraint/plan.py: descheduler's balanceDomains arithmetic
 (`descheduler_moves`), and one planning cycle through the real gate on declared constraints: what an eviction says,
-which constraints are balanced (`constraints`), which pods move first, which nodes count as domains, and the pods in
-scope. test_defaults.py covers the scheduler's default constraints, test_balance_strategies.py the scenario table."""
+which constraints are balanced (`constraints`), which pods move first, which nodes count as domains, the pods in
+scope, and what a constraint found within maxSkew keeps for the next cycle. test_defaults.py covers the scheduler's
+default constraints, test_balance_strategies.py the scenario table."""
 
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 
+from remediator.control.planner import PlannerMemory, make_plan
 from remediator.model.plan import Plan
 from remediator.model.records import LabelSelector, NodeRecord, PodRecord, SpreadConstraint, Taint
+from remediator.policy.default_evictor import EvictorArgs
 from remediator.policy.fields import Namespaces
+from remediator.policy.limits import Limits
+from remediator.policy.model import Policy, StrategyConfig
+from remediator.state.derived import Derived
+from remediator.strategies.pod_life_time.args import PodLifeTimeArgs
 from remediator.strategies.pod_scope import PodScope
 from remediator.strategies.remove_pods_violating_topology_spread_constraint.args import (
     RemovePodsViolatingTopologySpreadConstraintArgs,
@@ -96,3 +104,38 @@ def test_a_constraint_without_a_selector_or_declared_out_of_scope_is_not_balance
     pods = [web(i, z, namespace="shop") for i, z in enumerate("accc")]
     assert evicted(run(pods, scope=PodScope(Namespaces(exclude=("shop",))))) == []
     assert evicted(run(pods)) != []
+
+
+def test_a_constraint_kept_within_max_skew_is_worked_out_again_when_its_pods_or_the_nodes_change() -> None:
+    # One Derived across cycles, as the controller's cache keeps it: the first finds web within maxSkew and keeps it.
+    derived = Derived()
+    args = RemovePodsViolatingTopologySpreadConstraintArgs()
+
+    def again(nodes: list[NodeRecord], pods: list[PodRecord]) -> Plan:
+        return cycle(dataclasses.replace(snapshot(nodes, pods), derived=derived), NAME, args)
+    settled = [web(0, "a"), web(1, "b"), web(2, "c"), web(3, "c")]
+    assert evicted(again(ZONES, settled)) == [] and evicted(again(ZONES, settled)) == []
+    # The same pods, but a new zone with a node and no pod: d holds 0, c 2.
+    zone_d = [*ZONES, node("n-d", labels={ZONE: "d"})]
+    assert [(e.pod.node_name, e.destination) for e in again(zone_d, settled).evictions] == [("n-c", "n-d")]
+    # The same nodes, one more pod in c.
+    assert len(again(ZONES, settled).evictions) == 0
+    assert [e.destination for e in again(ZONES, [*settled, web(4, "c")]).evictions] == ["n-a"]
+
+
+def test_a_kept_constraint_one_of_whose_pods_an_earlier_strategy_evicts_this_cycle_is_worked_out_again() -> None:
+    derived = Derived()
+    spread = StrategyConfig(NAME, RemovePodsViolatingTopologySpreadConstraintArgs())
+    old = web(0, "a", age=dt.timedelta(days=30))
+    settled = [old, web(1, "b"), web(2, "c"), web(3, "c")]
+    limits = Limits(owner_cooldown=dt.timedelta(0))
+    plan = make_plan(dataclasses.replace(snapshot(ZONES, settled), derived=derived),
+                     Policy(strategies=(spread,), limits=limits), PlannerMemory())
+    assert evicted(plan) == []  # kept: within maxSkew
+    # PodLifeTime runs first and evicts a's only pod (nodeFit off: it may go back to a): a holds none, c two, and c
+    # gives one to a.
+    lifetime = StrategyConfig("PodLifeTime", PodLifeTimeArgs(max_pod_life_time_seconds=7 * 86400))
+    plan = make_plan(dataclasses.replace(snapshot(ZONES, settled), derived=derived),
+                     Policy(evictor=EvictorArgs(node_fit=False), strategies=(lifetime, spread), limits=limits),
+                     PlannerMemory())
+    assert [(e.strategy, e.pod.node_name) for e in plan.evictions] == [("PodLifeTime", "n-a"), (NAME, "n-c")]
