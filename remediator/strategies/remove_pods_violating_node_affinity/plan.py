@@ -16,24 +16,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from remediator.model.plan import PlannedEviction
-from remediator.model.records import TERMINAL_PHASES, NodeRecord, PodRecord
+from remediator.model.records import NodeRecord, PodRecord
 from remediator.planning.gate import Gate
 from remediator.planning.wants import NOTHING, Wants
-from remediator.scheduling.selectors import node_matches_terms, pod_fits_node_selection
 from remediator.state.snapshot import Snapshot
 from remediator.strategies.pod_scope import ready_nodes
 from remediator.strategies.remove_pods_violating_node_affinity.args import (
     REQUIRED,
     RemovePodsViolatingNodeAffinityArgs,
 )
+from remediator.strategies.remove_pods_violating_node_affinity.kept import KeptNodeAffinity, preferred_weight
 
 NAME = "RemovePodsViolatingNodeAffinity"
 KIND = "deschedule"
-
-
-def preferred_weight(pod: PodRecord, node: NodeRecord) -> int:
-    """The summed weight of the pod's preferred node-affinity terms that `node` matches."""
-    return sum(p.weight for p in pod.preferred_node_affinity if node_matches_terms((p.term,), node))
 
 
 Fits = Callable[..., str | None]  # Gate.fits: (pod, accept=None) -> a node the pod could go to, or None
@@ -41,38 +36,35 @@ Fits = Callable[..., str | None]  # Gate.fits: (pod, accept=None) -> a node the 
 
 def plan(snapshot: Snapshot, args: RemovePodsViolatingNodeAffinityArgs, gate: Gate) -> Wants:
     fits = gate.fits
-    # The pods with node affinity (few), then each type runs over them in descheduler's order.
-    having: list[tuple[NodeRecord, PodRecord]] = []
+    # The few pods whose node affinity needs a look (kept.py), then each type runs over them in descheduler's order.
+    kept = snapshot.derived.kept_by(NAME, KeptNodeAffinity)
     notable = snapshot.notable().node_affinity
-    for node in ready_nodes(snapshot):
-        having.extend((node, p) for p in notable.get(node.name, ()) if p.phase not in TERMINAL_PHASES)
+    nodes = ready_nodes(snapshot)
+    looks = [(node, kept.of(node, found)) for node in nodes if (found := notable.get(node.name))]
+    kept.keep_only({node.name for node, _ in looks})
     for affinity_type in args.node_affinity_type:
-        required = affinity_type == REQUIRED
-        for node, pod in having:
-            if not (pod.required_node_affinity if required else pod.preferred_node_affinity):
-                continue
-            if not args.scope.selects(pod):
-                continue
-            reason = _required(pod, node, fits) if required else _preferred(pod, node, snapshot, fits)
-            if reason is not None:
-                gate.admit(PlannedEviction(pod, NAME, reason))
+        for node, look in looks:
+            if affinity_type == REQUIRED:
+                for pod in look.violating:
+                    if args.scope.selects(pod) and (reason := _required(pod, node, fits)) is not None:
+                        gate.admit(PlannedEviction(pod, NAME, reason))
+            else:
+                for pod, own in look.preferring:
+                    if args.scope.selects(pod) and (reason := _preferred(pod, node, own, snapshot, fits)) is not None:
+                        gate.admit(PlannedEviction(pod, NAME, reason))
     return NOTHING
 
 
 def _required(pod: PodRecord, node: NodeRecord, fits: Fits) -> str | None:
-    if pod_fits_node_selection(pod, node):
-        return None
+    """For a pod whose node no longer matches its required terms: a node it fits, named."""
     elsewhere = fits(pod, alike=())  # no rule of its own: a replica's failed search answers the next
     if elsewhere is None:
         return None
     return f"node {node.name} no longer matches its required node affinity; {elsewhere} does"
 
 
-def _preferred(pod: PodRecord, node: NodeRecord, snapshot: Snapshot, fits: Fits) -> str | None:
-    own = preferred_weight(pod, node)
-    if own >= sum(p.weight for p in pod.preferred_node_affinity):
-        return None  # nothing can score higher
-
+def _preferred(pod: PodRecord, node: NodeRecord, own: int, snapshot: Snapshot, fits: Fits) -> str | None:
+    """For a pod scoring `own` of its preferred weight on its node: a node it fits that scores higher, named."""
     def scores_higher(p: PodRecord, there: NodeRecord, _: Mapping[str, int]) -> str | None:
         return None if preferred_weight(p, there) > own else "lower preference"
 
