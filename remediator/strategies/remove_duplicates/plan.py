@@ -19,6 +19,7 @@ import math
 from collections import Counter
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
+from functools import partial
 
 from remediator.model.plan import PlannedEviction
 from remediator.model.records import Effect, NodeRecord, PodRecord
@@ -29,6 +30,7 @@ from remediator.scheduling.tolerations import untolerated
 from remediator.scheduling.usage import eviction_order
 from remediator.state.snapshot import Snapshot
 from remediator.strategies.remove_duplicates.args import RemoveDuplicatesArgs
+from remediator.strategies.remove_duplicates.kept import KeptTargets
 
 NAME = "RemoveDuplicates"
 KIND = "balance"
@@ -43,15 +45,16 @@ Shape = tuple[object, ...]
 def plan(snapshot: Snapshot, args: RemoveDuplicatesArgs, gate: Gate) -> Wants:
     if gate.view.exhausted():
         return NOTHING
-    nodes = sorted(n for n, rec in snapshot.nodes.items() if rec.ready and not rec.deleting)
+    kept = snapshot.derived.kept_by(NAME, KeptTargets).run_on(
+        {n: rec for n, rec in snapshot.nodes.items() if rec.ready and not rec.deleting})
     # Replicas of most workloads share a few shapes (tolerations, node selection): their targets, and the order in
     # which node fit tries them, are computed once per set of shapes.
     shape_fit: dict[Shape, list[str]] = {}
     by_shapes: dict[frozenset[Shape], tuple[list[str], tuple[str, ...]]] = {}
-    for key, on_node in sorted(_duplicates(snapshot, args, set(nodes), gate.view.moved_to).items()):
+    for key, on_node in sorted(_duplicates(snapshot, args, kept.nodes, gate.view.moved_to).items()):
         shapes = frozenset(_shape(p) for pods in on_node.values() for p in pods)
         if shapes not in by_shapes:
-            targets = _target_nodes(snapshot, nodes, on_node, gate.view.excluded, shape_fit)
+            targets = _target_nodes(kept, on_node, gate.view.excluded, shape_fit)
             by_shapes[shapes] = targets, gate.view.by_room(t for t in targets if t not in gate.view.excluded)
         targets, destinations = by_shapes[shapes]
         if len(targets) < 2:
@@ -67,7 +70,7 @@ def plan(snapshot: Snapshot, args: RemoveDuplicatesArgs, gate: Gate) -> Wants:
     return NOTHING
 
 
-def _duplicates(snapshot: Snapshot, args: RemoveDuplicatesArgs, ready: set[str],
+def _duplicates(snapshot: Snapshot, args: RemoveDuplicatesArgs, ready: Mapping[str, NodeRecord],
                 moved_to: Mapping[str, str | None]) -> dict[DuplicateKey, dict[str, list[PodRecord]]]:
     """Duplicate key -> Ready node -> its live replicas there, for the keys with two or more on one node. Owner by
     owner: only an owner with two pods on one node is looked at closely (a 150,000-pod cluster has few)."""
@@ -77,7 +80,7 @@ def _duplicates(snapshot: Snapshot, args: RemoveDuplicatesArgs, ready: set[str],
             continue
         for pod in group:
             node = moved_to.get(pod.uid, pod.node_name)  # where an earlier strategy moves it; None: gone
-            if node not in ready or not pod.live:
+            if node is None or node not in ready or not pod.live:
                 continue
             key = _duplicate_key(pod, args)
             if key is None:
@@ -138,20 +141,21 @@ def _shape(pod: PodRecord) -> Shape:
     return pod.tolerations, tuple(sorted(pod.node_selector.items())), pod.required_node_affinity
 
 
-def _target_nodes(snapshot: Snapshot, nodes: list[str], on_node: Mapping[str, list[PodRecord]],
-                  exclude: AbstractSet[str], shape_fit: dict[Shape, list[str]]) -> list[str]:
+def _target_nodes(kept: KeptTargets, on_node: Mapping[str, list[PodRecord]], exclude: AbstractSet[str],
+                  shape_fit: dict[Shape, list[str]]) -> list[str]:
     """The nodes that can take some replica: one check per distinct (tolerations, node selection) of the replicas,
     a shape only counting when more than one node takes it (descheduler's getTargetNodes)."""
     shapes = {_shape(p): p for pods in on_node.values() for p in pods}
     targets: set[str] = set()
     for shape, pod in shapes.items():
         if shape not in shape_fit:
-            shape_fit[shape] = [n for n in nodes if n not in exclude and _takes(snapshot.nodes[n], pod)]
+            taking = kept.taking(shape, partial(_takes, pod=pod))
+            shape_fit[shape] = [n for n in taking if n not in exclude] if exclude else taking
         if len(shape_fit[shape]) > 1:
             targets.update(shape_fit[shape])
     return sorted(targets)
 
 
-def _takes(node: NodeRecord, pod: PodRecord) -> bool:
+def _takes(node: NodeRecord, *, pod: PodRecord) -> bool:
     return (not node.unschedulable and not untolerated(pod.tolerations, node.taints, _BLOCKING)
             and pod_fits_node_selection(pod, node))
