@@ -19,6 +19,7 @@ from remediator.model.plan import PlannedEviction
 from remediator.model.records import PodCondition, PodRecord
 from remediator.state.snapshot import Snapshot
 from remediator.strategies.pod_life_time.args import ConditionFilter, PodLifeTimeArgs
+from remediator.strategies.pod_life_time.kept import OldestPods, oldest_created
 from remediator.strategies.pod_scope import ready_nodes
 
 NAME = "PodLifeTime"
@@ -103,10 +104,17 @@ def candidates(snapshot: Snapshot, args: PodLifeTimeArgs) -> Iterator[PlannedEvi
     found: list[PlannedEviction] = []
     now, most = snapshot.now, args.max_pod_life_time_seconds
     born_by = None if most is None else now - dt.timedelta(seconds=most + 1)
-    for node in ready_nodes(snapshot):
-        for pod in args.scope.select(snapshot.pods(node.name)):
+    kept = snapshot.derived.kept_by(NAME, OldestPods)
+    nodes = ready_nodes(snapshot)
+    for node in nodes:
+        pods = snapshot.pods(node.name)
+        if born_by is not None and ((first := kept.get(node.name, pods, oldest_created)) is None or first > born_by):
+            continue  # every pod too young (or of unknown age): refused below
+        for pod in args.scope.select(pods):
             if (reason := _reason(pod, args, now, born_by)) is not None:
                 found.append(PlannedEviction(pod, NAME, reason))
+    if born_by is not None and len(kept) > len(nodes):  # every Ready node has its entry now: the others are gone
+        kept.keep_only({node.name for node in nodes})
     oldest = snapshot.now
     found.sort(key=lambda e: (e.pod.created or oldest, e.pod.namespace, e.pod.name))
     yield from found
