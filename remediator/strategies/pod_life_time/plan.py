@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterator
+from functools import partial
 
 from remediator.model.plan import PlannedEviction
 from remediator.model.records import PodCondition, PodRecord
@@ -104,13 +105,15 @@ def candidates(snapshot: Snapshot, args: PodLifeTimeArgs) -> Iterator[PlannedEvi
     found: list[PlannedEviction] = []
     now, most = snapshot.now, args.max_pod_life_time_seconds
     born_by = None if most is None else now - dt.timedelta(seconds=most + 1)
-    kept = snapshot.derived.kept_by(NAME, OldestPods)
+    scope = args.scope
+    kept = snapshot.derived.kept_by(NAME, OldestPods).within(scope)
     nodes = ready_nodes(snapshot)
     for node in nodes:
         pods = snapshot.pods(node.name)
-        if born_by is not None and ((first := kept.get(node.name, pods, oldest_created)) is None or first > born_by):
-            continue  # every pod too young (or of unknown age): refused below
-        for pod in args.scope.select(pods):
+        if born_by is not None and ((first := kept.get(node.name, pods, partial(oldest_created, scope=scope))) is None
+                                    or first > born_by):
+            continue  # every pod in scope too young (or of unknown age): refused below
+        for pod in scope.select(pods):
             if (reason := _reason(pod, args, now, born_by)) is not None:
                 found.append(PlannedEviction(pod, NAME, reason))
     if born_by is not None and len(kept) > len(nodes):  # every Ready node has its entry now: the others are gone
