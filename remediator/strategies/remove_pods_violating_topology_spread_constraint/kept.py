@@ -19,6 +19,8 @@ from remediator.model.records import NodeRecord, PodRecord
 from remediator.state.derived import PerList
 from remediator.strategies.remove_pods_violating_topology_spread_constraint.constraint import Constraint
 
+OwnerDefaults = tuple[str, tuple[Constraint, ...]]  # a workload's namespace and default constraints
+
 
 @dataclass(frozen=True)
 class Domains:
@@ -36,8 +38,9 @@ class KeptSpreads:
     _now: dict[Hashable, tuple[PodRecord, ...]] = field(default_factory=dict)
     _last: dict[Hashable, tuple[PodRecord, ...]] = field(default_factory=dict)
     domains: dict[Hashable, Domains] = field(default_factory=dict)  # shape -> its domains on those nodes
-    # owner uid -> its default constraints, found from its pod list under one context (nodes, arguments, defaults)
-    defaults: PerList[tuple[Constraint, ...]] = field(default_factory=PerList)
+    # owner uid -> its namespace and default constraints (None: not in scope), found from its pod list under one
+    # context (nodes, arguments, defaults)
+    defaults: PerList[OwnerDefaults | None] = field(default_factory=PerList)
 
     def run_on(self, nodes: Mapping[str, NodeRecord]) -> KeptSpreads:
         """Start a run on `nodes`: what was kept serves again only when they are the same (equal records)."""

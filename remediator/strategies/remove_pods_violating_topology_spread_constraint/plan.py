@@ -44,7 +44,11 @@ from remediator.strategies.remove_pods_violating_topology_spread_constraint.args
     RemovePodsViolatingTopologySpreadConstraintArgs,
 )
 from remediator.strategies.remove_pods_violating_topology_spread_constraint.constraint import Constraint
-from remediator.strategies.remove_pods_violating_topology_spread_constraint.kept import Domains, KeptSpreads
+from remediator.strategies.remove_pods_violating_topology_spread_constraint.kept import (
+    Domains,
+    KeptSpreads,
+    OwnerDefaults,
+)
 
 NAME = "RemovePodsViolatingTopologySpreadConstraint"
 KIND = "balance"
@@ -130,22 +134,24 @@ def _constraints(pods: list[PodRecord],
 def _defaulted(snapshot: Snapshot, kept: KeptSpreads, args: RemovePodsViolatingTopologySpreadConstraintArgs,
                scheduler: SchedulerSettings) -> dict[str, list[Constraint]]:
     """namespace -> the default constraints of its workloads whose pods declare none, one set per workload (its
-    pods share their template: the first live one on a Ready node speaks for all)."""
+    pods share their template: the first live one on a Ready node speaks for all). A namespace comes in the order of
+    its first workload in scope, with default constraints or not: that order is the order they are balanced in."""
     nodes = kept.nodes
+    whens = [w for w in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY) if w in args.constraints]
 
-    def of_owner(pods: list[PodRecord]) -> tuple[Constraint, ...]:
+    def of_owner(pods: list[PodRecord]) -> OwnerDefaults | None:
         pod = next((p for p in pods if p.live and p.node_name in nodes), None)
-        if pod is None or not args.scope.selects(pod):
-            return ()
+        if pod is None or not args.scope.selects(pod) or not whens:
+            return None
         hard, soft = default_spread(pod, scheduler.constraints_for)
-        return tuple(Constraint(s, when, pod) for when, spreads in ((DO_NOT_SCHEDULE, hard), (SCHEDULE_ANYWAY, soft))
-                     if when in args.constraints for s in spreads)
+        spreads = {DO_NOT_SCHEDULE: hard, SCHEDULE_ANYWAY: soft}
+        return pod.namespace, tuple(Constraint(s, when, pod) for when in whens for s in spreads[when])
 
     found: dict[str, list[Constraint]] = {}
     per_owner = kept.defaults.within((nodes, args, scheduler))
     for owner, pods in snapshot.pods_by_owner.items():
-        if defaults := per_owner.get(owner, pods, of_owner):
-            found.setdefault(defaults[0].declared_by.namespace, []).extend(defaults)
+        if (defaults := per_owner.get(owner, pods, of_owner)) is not None:
+            found.setdefault(defaults[0], []).extend(defaults[1])
     if len(per_owner) > len(snapshot.pods_by_owner):  # every owner has its entry now: the others are gone
         per_owner.keep_only(snapshot.pods_by_owner)
     return found

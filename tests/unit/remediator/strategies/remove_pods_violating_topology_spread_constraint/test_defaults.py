@@ -67,3 +67,20 @@ def test_node_fit_says_it_cannot_predict_a_scheduler_it_does_not_know() -> None:
         "schedulerName 'mystery' is not a scheduler nodemedic knows (scheduler.profile, packingProfile, "
         "otherSchedulers): where it would place the pod cannot be predicted"), PlanAnswer.of(p).to_json()
     assert [e.pod.name for e in p.evictions] == ["d-4"], "a pod of a known scheduler of the same zone moves instead"
+
+
+def test_namespaces_are_balanced_in_the_order_of_their_first_workload_in_scope_with_defaults_or_not() -> None:
+    # Owners in this order: a Job's pod in x (no default constraints), Deployment e in y, Deployment f in x, both
+    # placed 1/2/3. x comes first, so with room for one eviction it is f's.
+    job = pod("job-0", "n-a", owner="Job", owner_name="job", namespace="x")
+
+    def replica(name: str, i: int, zone: str, namespace: str) -> PodRecord:
+        return pod(f"{name}-{i}", f"n-{zone}", owner_name=f"{name}-7d9f", namespace=namespace,
+                   labels={"app": name, "pod-template-hash": "7d9f"})
+    pods = [job, *(replica("e", i, z, "y") for i, z in enumerate("abbccc")),
+            *(replica("f", i, z, "x") for i, z in enumerate("abbccc"))]
+    args = RemovePodsViolatingTopologySpreadConstraintArgs(constraints=("DoNotSchedule", "ScheduleAnyway"))
+    policy = Policy(strategies=(StrategyConfig("RemovePodsViolatingTopologySpreadConstraint", args),),
+                    limits=Limits(owner_cooldown=dt.timedelta(0), max_pods_to_evict_total=1), scheduler=ZONE_ONE)
+    p = make_plan(snapshot(NODES, pods), policy, PlannerMemory())
+    assert [(e.pod.namespace, e.pod.name) for e in p.evictions] == [("x", "f-3")], PlanAnswer.of(p).to_json()
