@@ -59,8 +59,10 @@ class KeptNodeAffinity:
         self._kept[node.name] = (pods, node.labels, found)
         return found
 
-    def keep_only(self, nodes: set[str]) -> None:
-        """Forget the nodes not looked at this run (gone, or no longer Ready)."""
-        if len(self._kept) > len(nodes):
-            for name in [n for n in self._kept if n not in nodes]:
+    def keep_only(self, looked_at: list[tuple[NodeRecord, NodeAffinityPods]]) -> None:
+        """Forget the nodes not looked at this run (gone, no longer Ready, or without such pods): every node looked at
+        has its entry, so there are others only when there are more entries."""
+        if len(self._kept) > len(looked_at):
+            names = {node.name for node, _ in looked_at}
+            for name in [n for n in self._kept if n not in names]:
                 del self._kept[name]

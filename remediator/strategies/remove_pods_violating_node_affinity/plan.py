@@ -41,7 +41,7 @@ def plan(snapshot: Snapshot, args: RemovePodsViolatingNodeAffinityArgs, gate: Ga
     notable = snapshot.notable().node_affinity
     nodes = ready_nodes(snapshot)
     looks = [(node, kept.of(node, found)) for node in nodes if (found := notable.get(node.name))]
-    kept.keep_only({node.name for node, _ in looks})
+    kept.keep_only(looks)
     for affinity_type in args.node_affinity_type:
         for node, look in looks:
             if affinity_type == REQUIRED:

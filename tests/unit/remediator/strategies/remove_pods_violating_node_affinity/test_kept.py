@@ -45,6 +45,6 @@ def test_a_node_s_look_is_kept_for_its_pod_list_and_labels() -> None:
     assert kept.of(hdd, list(pods)) is not first  # another list: the node's pods changed
     again = kept.of(hdd, pods)
     assert kept.of(hdd, pods) is again
-    kept.of(node("n2"), [])  # a run that looks at n2 only: n1 is forgotten
-    kept.keep_only({"n2"})
+    n2 = node("n2")
+    kept.keep_only([(n2, kept.of(n2, []))])  # a run that looks at n2 only: n1 is forgotten
     assert kept.of(hdd, pods) is not again and kept.of(hdd, pods).violating == first.violating
