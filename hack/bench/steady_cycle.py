@@ -10,7 +10,10 @@ pods would be; then each cycle is what the controller does every time it wakes: 
 - steady, no changes: the cluster as it was (what a quiet cluster costs between watch events);
 - steady, with changes: before each cycle `--changed` of the pods are replaced by a new version of themselves (a
   restart counted, as a watch MODIFIED event brings it), spread over the nodes at random: their nodes and owners
-  are worked out again, the others kept (remediator/state/derived.py).
+  are worked out again, the others kept (remediator/state/derived.py);
+- steady, and nodes reported: the same, and before each cycle `--reported` of the nodes (a 30th: kubelet's status
+  report every 5 min, cycles 10 s apart) report their status again, a new record with newer heartbeats, as in any
+  real cluster: what placement reads of a node (labels, taints, cordon) stays as it was.
 Prints each steady case's median wall and CPU time over `--runs` cycles, the plan's size, and the peak RSS. The default
 sizes are 5,000 and 20,000 nodes. `--nodes 65000` (1,950,000 pods) builds in about 4 min, but its settling did not end
 in 25 min (each cycle without a limit plans tens of thousands of moves, each a node-fit search over 65,000 nodes):
@@ -46,6 +49,9 @@ from remediator.strategies import CATALOG
 
 CYCLE_STEP = dt.timedelta(seconds=10)  # between two steady cycles
 SETTLE_STEP = dt.timedelta(minutes=10)  # between two settling cycles
+# kubelet reports a node's status every nodeStatusReportFrequency (5 min by default) even when nothing changed: a
+# 30th of the nodes between two cycles 10 s apart
+REPORTED = CYCLE_STEP / dt.timedelta(minutes=5)
 
 
 def load(nodes: int, pods: int, seed: int) -> ClusterCache:
@@ -74,6 +80,21 @@ def change(cache: ClusterCache, keys: list[str], rng: random.Random, count: int)
         new = dataclasses.replace(old, containers=dataclasses.replace(old.containers,
                                                                       restarts=old.containers.restarts + 1))
         cache._put_pod("MODIFIED", new, ())  # a watch event
+
+
+def report(cache: ClusterCache, names: list[str], rng: random.Random, count: int, clock: Clock) -> None:
+    """`count` of the nodes `names` names report their status again, as kubelets do every few minutes (a watch
+    MODIFIED event): a new record whose conditions carry a newer heartbeat, all else as it was."""
+    for name in rng.sample(names, count):
+        old = cache.nodes[name]
+        conditions = tuple(dataclasses.replace(c, heartbeat=clock.now) for c in old.conditions)
+        cache.nodes[name] = dataclasses.replace(old, conditions=conditions,
+                                                resource_version=f"{old.resource_version}+")
+
+
+def change_and_report(cache: ClusterCache, rng: random.Random, pods: int, nodes: int, clock: Clock) -> None:
+    change(cache, sorted(cache.pods), rng, pods)
+    report(cache, sorted(cache.nodes), rng, nodes, clock)
 
 
 class Clock:
@@ -152,6 +173,8 @@ def main() -> int:
     ap.add_argument("--nodes", default="5000,20000", help="cluster sizes, comma-separated (30 pods a node)")
     ap.add_argument("--runs", type=int, default=3, help="steady cycles timed per case")
     ap.add_argument("--changed", type=float, default=0.01, help="share of the pods changed before each cycle")
+    ap.add_argument("--reported", type=float, default=REPORTED,
+                    help="share of the nodes reporting their status before each cycle of the last case")
     ap.add_argument("--settle", type=int, default=8, help="most cycles run to carry out what the cluster needs")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
@@ -173,6 +196,9 @@ def main() -> int:
         count = max(1, round(len(cache.pods) * args.changed))
         timed(f"steady, {count} pods changed", cache, policy, memory, clock, runs=args.runs,
               before=partial(change, cache, sorted(cache.pods), random.Random(args.seed), count))
+        reports = max(1, round(len(cache.nodes) * args.reported))
+        timed(f"steady, and {reports} node{'s' * (reports > 1)} reported", cache, policy, memory, clock, runs=args.runs,
+              before=partial(change_and_report, cache, random.Random(args.seed), count, reports, clock))
         del cache, memory
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     print(f"\npeak RSS: {rss / 1024:.0f} MiB")

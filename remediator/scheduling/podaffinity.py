@@ -47,9 +47,11 @@ class PodAffinityIndex:
         self._holders: dict[Holding, list[tuple[PodRecord, PodAffinityTerm]]] = {}
         self._holder_keys: set[str] = set()  # the topology keys of those terms (a few: hostname, zone)
         self._added_holders: dict[tuple[int, str], list[list[Holding]]] = {}
-        for node, pods in snapshot.pods_by_node.items():
+        # The snapshot's pods with required anti-affinity, node by node as the nodes' pods are (Snapshot.notable, kept
+        # across cycles per node): not a pass over every pod of the cluster each cycle.
+        for node, pods in snapshot.notable().anti_affinity.items():
             for p in pods:
-                if p.required_anti_affinity and p.phase not in TERMINAL_PHASES:
+                if p.phase not in TERMINAL_PHASES:
                     self._hold(p, node)
 
     def _pods(self) -> Iterator[tuple[PodRecord, str]]:

@@ -98,7 +98,7 @@ class SpreadIndex:
         self._tallies: dict[tuple[object, ...], _Tally] = {}
         self._by_namespace: dict[str, list[_Tally]] = {}
         # per shape: eligible node -> domain, and the domains
-        self._domains: dict[tuple[object, ...], tuple[dict[str, str], frozenset[str]]] = {}
+        self._domains = snapshot.derived.spread_domains.on(self._nodes)  # kept across cycles on the same nodes
 
     def add(self, pod: PodRecord, node: str) -> None:
         self._shift(pod, self._counted_on(pod), node)
@@ -238,12 +238,12 @@ class SpreadIndex:
         keys = {k.topology_key for k in constraints}
         shape = (c.topology_key, c.honor_node_affinity, c.honor_node_taints, frozenset(keys),
                  tuple(sorted(pod.node_selector.items())), pod.required_node_affinity, pod.tolerations)
-        found = self._domains.get(shape)
-        if found is None:
+
+        def eligible() -> tuple[dict[str, str], frozenset[str]]:
             domain_of = {name: n.labels[c.topology_key] for name, n in self._nodes.items()
                          if _eligible(pod, n, keys, c)}
-            found = self._domains[shape] = (domain_of, frozenset(domain_of.values()))
-        return shape, *found
+            return domain_of, frozenset(domain_of.values())
+        return shape, *self._domains.get(shape, eligible)
 
 
 def _skew(extremes: tuple[int, int], domains: int, c: SpreadConstraint) -> int:

@@ -14,14 +14,23 @@ Callers never change a list they were handed, nor a value served from here: both
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from remediator.model.plan import ZoneExposure
-from remediator.model.records import PodRecord
+from remediator.model.records import NodeRecord, PodRecord, Taint
 
 T = TypeVar("T")
+
+# What placing a pod reads of a node: its labels (node selection, topology domains), taints and whether it is cordoned;
+# not its status, which every kubelet reports again every few minutes (a new record, equal in all of this).
+Placement = tuple[dict[str, str], tuple[Taint, ...], bool]
+
+
+def placement_of(nodes: Mapping[str, NodeRecord]) -> dict[str, Placement]:
+    """Each node's `Placement`: a value worked out from these alone holds for nodes with equal ones."""
+    return {name: (n.labels, n.taints, n.unschedulable) for name, n in nodes.items()}
 
 
 class PerList(Generic[T]):
@@ -54,6 +63,39 @@ class PerList(Generic[T]):
 
     def __len__(self) -> int:
         return len(self._kept)
+
+
+class PerNodes(Generic[T]):
+    """Values worked out from what placement reads of the nodes (`Placement`, and what their key names), kept while
+    that stays the same, compared once per snapshot. A value no snapshot asked for since the nodes last came (by
+    identity) is forgotten the next time they do, so keys that stop coming do not pile up."""
+
+    def __init__(self) -> None:
+        self._nodes: Mapping[str, NodeRecord] = {}
+        self._placement: dict[str, Placement] = {}
+        self._now: dict[Hashable, T] = {}
+        self._last: dict[Hashable, T] = {}
+
+    def on(self, nodes: Mapping[str, NodeRecord]) -> PerNodes[T]:
+        """Serve values for `nodes` (a snapshot's): those kept for nodes equal in placement, or none."""
+        if nodes is not self._nodes:
+            placement = placement_of(nodes)
+            if placement == self._placement:
+                self._last, self._now = self._now, {}
+            else:
+                self._last, self._now, self._placement = {}, {}, placement
+            self._nodes = nodes
+        return self
+
+    def get(self, key: Hashable, compute: Callable[[], T]) -> T:
+        if key in self._now:
+            return self._now[key]
+        value = self._last[key] if key in self._last else compute()
+        self._now[key] = value
+        return value
+
+    def __len__(self) -> int:
+        return len(self._now)
 
 
 @dataclass(frozen=True)
@@ -89,7 +131,8 @@ class OwnerZones:
 
 @dataclass
 class Derived:
-    """The tables kept across cycles: by node, except `zone_counts` and `zone_exposures` (by owner)."""
+    """The tables kept across cycles: by node, except `zone_counts` and `zone_exposures` (by owner) and
+    `spread_domains` (by the nodes alone)."""
 
     requests: PerList[dict[str, int]] = field(default_factory=PerList)  # what the node's pods request
     notable: PerList[NodeNotable] = field(default_factory=PerList)
@@ -98,6 +141,11 @@ class Derived:
     zone_counts: PerList[OwnerZones] = field(default_factory=PerList)
     # The exposure of a workload of one owner, within the zones and the policy's share
     zone_exposures: PerList[ZoneExposure | None] = field(default_factory=PerList)
+    # Node fit's topology spread: per constraint shape, each eligible node's domain and the domains
+    # (scheduling/topologyspread.py)
+    spread_domains: PerNodes[tuple[dict[str, str], frozenset[str]]] = field(default_factory=PerNodes)
+    # The last snapshot's LivePods (state/snapshot.py; typed there): served again while no node's pods changed
+    live_pods: object = None
     # strategy name -> what it keeps for its next run, of its own type (its folder's kept.py): a strategy's values may
     # also depend on its arguments, the nodes and the pods it compares there
     strategies: dict[str, object] = field(default_factory=dict)

@@ -37,6 +37,13 @@ class LivePods:
         self._by_namespace: dict[str, list[PodRecord]] | None = None
         self._labelled: dict[tuple[str, str], dict[str, list[PodRecord]]] = {}
 
+    def reads(self, pods_by_node: dict[str, list[PodRecord]]) -> bool:
+        """Whether these are the very pods this index reads: the same nodes in the same order, each the same list
+        (the cache hands an unchanged node's list again), so every answer holds for them too."""
+        mine = self._pods_by_node
+        return len(mine) == len(pods_by_node) and all(
+            a == b and pa is pb for (a, pa), (b, pb) in zip(mine.items(), pods_by_node.items(), strict=True))
+
     def in_namespace(self, namespace: str) -> list[PodRecord]:
         if self._by_namespace is None:
             by_namespace: dict[str, list[PodRecord]] = {}
@@ -162,7 +169,12 @@ class Snapshot:
         return self._notable
 
     def live(self) -> LivePods:
-        """Built on first use and kept with the snapshot (one planning cycle)."""
+        """Built on first use and kept with the snapshot (one planning cycle), or the last cycle's when it read the
+        very same pods (a quiet cycle: no pod changed anywhere)."""
         if self._live is None:
-            self._live = LivePods(self.pods_by_node, self.derived)
+            kept = self.derived.live_pods
+            if isinstance(kept, LivePods) and kept.reads(self.pods_by_node):
+                self._live = kept
+            else:
+                self._live = self.derived.live_pods = LivePods(self.pods_by_node, self.derived)
         return self._live

@@ -30,7 +30,8 @@ SMALLEST: dict[str, tuple[str, str, bool]] = {
     "bench-plan": ("--nodes 40 --pods 1200 --runs 1 --total-limits 50", r"planning cycle: median [0-9.]+ s over 1 runs",
                    False),
     "bench-steady": ("--nodes 40 --runs 1 --settle 2",
-                     r"steady, no changes +median +[0-9.]+ s .*\n.*steady, 12 pods changed +median +[0-9.]+ s", False),
+                     r"steady, no changes +median +[0-9.]+ s .*\n.*steady, 12 pods changed +median +[0-9.]+ s .*\n"
+                     r".*steady, and 1 node reported +median +[0-9.]+ s", False),
     "bench-affinity": ("--nodes 40", r"zone anti-affinity matching no pod +[0-9.]+ s CPU", False),
     "bench-descheduler": ("--nodes 6 --pods 60 --samples 1 --steady-seconds 3 --steady-cycles 1 --interval 3",
                           r"nodemedic vs descheduler v[0-9.]+ \(dry-run\), 6 nodes", False),

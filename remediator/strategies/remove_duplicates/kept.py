@@ -2,7 +2,8 @@
 replica shape (tolerations, node selection), the Ready nodes that take it, with the nodes they were found on.
 
 Why: at 20,000 nodes the dozen shapes of a settled cluster's duplicates cost 0.5 s of a steady cycle to check against
-every node again (`make bench-steady`); whether a node takes a shape reads only the node record and the shape.
+every node again (`make bench-steady`); whether a node takes a shape reads only the shape and the node's labels,
+taints and cordon (state/derived.py, `Placement`), which a node's status reports leave as they were.
 """
 
 from __future__ import annotations
@@ -11,18 +12,23 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 
 from remediator.model.records import NodeRecord
+from remediator.state.derived import Placement, placement_of
 
 
 @dataclass
 class KeptTargets:
-    nodes: Mapping[str, NodeRecord] = field(default_factory=dict)  # the Ready nodes the answers were found on
+    nodes: Mapping[str, NodeRecord] = field(default_factory=dict)  # the Ready nodes of this run
+    placement: dict[str, Placement] = field(default_factory=dict)  # what placement reads of those the answers came from
     _takes: dict[Hashable, list[str]] = field(default_factory=dict)  # shape -> the nodes taking it, in name order
 
     def run_on(self, nodes: Mapping[str, NodeRecord]) -> KeptTargets:
-        """Start a run on `nodes`: what was kept serves again only when they are the same (equal records)."""
-        if nodes != self.nodes:
+        """Start a run on `nodes`: what was kept serves again only when they are the same nodes, equal in what
+        placement reads of them (a node's status report alone changes none of it)."""
+        placement = placement_of(nodes)
+        if placement != self.placement:
             self._takes.clear()
-            self.nodes = nodes
+            self.placement = placement
+        self.nodes = nodes
         return self
 
     def taking(self, shape: Hashable, takes: Callable[[NodeRecord], bool]) -> list[str]:

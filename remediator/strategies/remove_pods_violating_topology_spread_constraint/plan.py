@@ -113,9 +113,17 @@ def _constraints(pods: list[PodRecord],
                  args: RemovePodsViolatingTopologySpreadConstraintArgs) -> list[Constraint]:
     """The distinct constraints the namespace's pods in scope declare, in the order first seen."""
     found: dict[tuple[object, ...], Constraint] = {}
+    # The very objects a pod's constraints are found from (replicas share them: state/sharing.py): a pod holding the
+    # same ones as a pod before it finds only constraints already found.
+    templates: set[tuple[int, ...]] = set()
     for pod in pods:
         if not (pod.hard_spread or pod.soft_spread) or not args.scope.selects(pod):
             continue
+        template = (id(pod.hard_spread), id(pod.soft_spread), id(pod.node_selector), id(pod.required_node_affinity),
+                    id(pod.tolerations))
+        if template in templates:
+            continue
+        templates.add(template)
         for when, spreads in ((DO_NOT_SCHEDULE, pod.hard_spread), (SCHEDULE_ANYWAY, pod.soft_spread)):
             if when not in args.constraints:
                 continue
@@ -148,7 +156,7 @@ def _defaulted(snapshot: Snapshot, kept: KeptSpreads, args: RemovePodsViolatingT
         return pod.namespace, tuple(Constraint(s, when, pod) for when in whens for s in spreads[when])
 
     found: dict[str, list[Constraint]] = {}
-    per_owner = kept.defaults.within((nodes, args, scheduler))
+    per_owner = kept.defaults.within((kept.placement, args, scheduler))
     for owner, pods in snapshot.pods_by_owner.items():
         if (defaults := per_owner.get(owner, pods, of_owner)) is not None:
             found.setdefault(defaults[0], []).extend(defaults[1])

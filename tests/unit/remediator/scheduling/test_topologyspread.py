@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
@@ -79,3 +80,29 @@ def test_a_failed_pod_counts_nowhere_until_its_replacement_is_placed() -> None:
     index.remove(failed)  # live: z0 1, z1 1, z2 0 again
     assert index.violation(other, nodes[2]) is None
     assert index.violation(other, nodes[0]) == "topology spread"
+
+
+def test_the_next_cycle_counts_on_the_domains_kept_for_equal_nodes_and_works_them_out_when_a_node_changed() -> None:
+    """Which nodes are eligible, and their domains, read the node records alone: a later snapshot with equal nodes
+    (its own dict of them) is answered from the kept ones; one where a node moved zone, from its own."""
+    zone = (SpreadConstraint(max_skew=1, topology_key=ZONE, selector=LabelSelector(match_labels=(("app", "web"),))),)
+
+    def web(name: str, on: str) -> PodRecord:
+        return PodRecord(namespace="ns", name=name, uid=f"uid-{name}", node_name=on, phase="Running",
+                         labels={"app": "web"}, hard_spread=zone)
+
+    nodes = [node(f"n{i}", labels={HOST: f"n{i}", ZONE: f"z{i}"}) for i in range(3)]
+    a, b = web("a", "n0"), web("b", "n0")
+    first = cluster(*nodes, pods=(a, b))
+    assert SpreadIndex(first).violation(b, nodes[2]) is None, "z2 0 + 1 against 0"
+    kept = first.derived.spread_domains
+    assert len(kept) == 1
+    again = dataclasses.replace(cluster(*[dataclasses.replace(n) for n in nodes], pods=(a, b)), derived=first.derived)
+    assert SpreadIndex(again).violation(b, nodes[2]) is None
+    assert SpreadIndex(again).violation(b, nodes[0]) == "topology spread", "z0 2 against 0"
+    assert len(kept) == 1, "the same shape on equal nodes: its domains kept"
+    moved = [nodes[0], nodes[1], node("n2", labels={HOST: "n2", ZONE: "z0"})]  # n2 joins z0: two domains
+    later = dataclasses.replace(cluster(*moved, pods=(a, b)), derived=first.derived)
+    assert SpreadIndex(later).violation(b, moved[2]) == "topology spread", \
+        "z0 (n0, n2) would hold 2 against z1's 0: n2's new zone counted, not the kept one"
+    assert SpreadIndex(later).violation(b, moved[1]) is None

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
-from remediator.model.records import PodRecord
-from remediator.state.derived import Derived, PerList
+import datetime as dt
+
+from remediator.model.records import Condition, NodeRecord, PodRecord, Taint
+from remediator.state.derived import Derived, PerList, PerNodes
 
 
 def pods(*names: str) -> list[PodRecord]:
@@ -63,3 +65,40 @@ def test_a_strategy_gets_back_the_object_it_keeps_and_a_new_one_of_another_kind(
     assert d.kept_by("T", _Kept) is not first  # each strategy its own
     assert isinstance(d.kept_by("S", PerList), PerList)  # another kind replaces it
     assert d.kept_by("S", _Kept).runs == 0
+
+
+def test_a_value_from_the_nodes_is_served_while_their_placement_is_equal_and_forgotten_when_it_changes() -> None:
+    table: PerNodes[int] = PerNodes()
+    calls: list[str] = []
+
+    def compute(key: str) -> int:
+        calls.append(key)
+        return len(calls)
+
+    nodes = {"n1": NodeRecord("n1", labels={"zone": "a"})}
+    assert table.on(nodes).get("shape", lambda: compute("shape")) == 1
+    assert table.on(nodes).get("shape", lambda: compute("shape")) == 1
+    equal = {"n1": NodeRecord("n1", labels={"zone": "a"})}
+    assert table.on(equal).get("shape", lambda: compute("shape")) == 1 and calls == ["shape"], \
+        "equal records (another snapshot's): kept"
+    heartbeat = Condition("Ready", "True", heartbeat=dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
+    reported = {"n1": NodeRecord("n1", labels={"zone": "a"}, resource_version="2", conditions=(heartbeat,))}
+    assert table.on(reported).get("shape", lambda: compute("shape")) == 1 and calls == ["shape"], \
+        "a status report (another record, its labels, taints and cordon as they were): kept"
+    relabelled = {"n1": NodeRecord("n1", labels={"zone": "b"})}
+    assert table.on(relabelled).get("shape", lambda: compute("shape")) == 2, "a node relabelled: worked out again"
+    tainted = {"n1": NodeRecord("n1", labels={"zone": "b"}, taints=(Taint("dedicated", "x"),))}
+    assert table.on(tainted).get("shape", lambda: compute("shape")) == 3, "a node tainted: worked out again"
+    cordoned = {"n1": NodeRecord("n1", labels={"zone": "b"}, taints=(Taint("dedicated", "x"),), unschedulable=True)}
+    assert table.on(cordoned).get("shape", lambda: compute("shape")) == 4, "a node cordoned: worked out again"
+
+
+def test_a_value_no_snapshot_asked_for_is_forgotten_when_the_next_snapshot_comes() -> None:
+    table: PerNodes[str] = PerNodes()
+    first, second, third = ({"n1": NodeRecord("n1")} for _ in range(3))
+    table.on(first).get("old", lambda: "kept")
+    table.on(second).get("new", lambda: "x")
+    assert len(table) == 1, "'old' was not asked for with the second snapshot"
+    table.on(third)
+    assert table.get("old", lambda: "worked out again") == "worked out again"
+    assert table.get("new", lambda: "worked out again") == "x", "asked for last time: still kept"

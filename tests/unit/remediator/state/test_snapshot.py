@@ -121,3 +121,24 @@ def test_live_pods_by_label_value_match_the_key_and_value_in_that_namespace_only
 def test_a_label_with_an_empty_value_is_indexed_under_the_empty_value() -> None:
     empty = _pod("empty", labels={"canary": ""})
     assert LivePods({"n1": [empty]}).labelled("shop", "canary", "") == [empty]
+
+
+def test_a_snapshot_of_the_very_same_pods_is_served_the_last_cycles_live_pods_and_a_changed_one_new_ones() -> None:
+    web1, web2 = _pod("web1", labels={"app": "web"}), _pod("web2", "n2", labels={"app": "web"})
+    first = _snapshot([web1, web2])
+    assert first.live().labelled("shop", "app", "web") == [web1, web2]
+    quiet = Snapshot(now=NOW, nodes=first.nodes, pods_by_node=dict(first.pods_by_node), pods_by_owner={},
+                     derived=first.derived)
+    assert quiet.live() is first.live(), "every node's list the same: the index (and its label lookups) kept"
+    web3 = _pod("web3", "n2", labels={"app": "web"})
+    changed = Snapshot(now=NOW, nodes=first.nodes, pods_by_node={"n1": first.pods_by_node["n1"], "n2": [web2, web3]},
+                       pods_by_owner={}, derived=first.derived)
+    assert changed.live() is not first.live()
+    assert changed.live().labelled("shop", "app", "web") == [web1, web2, web3]
+    equal = Snapshot(now=NOW, nodes=first.nodes, pods_by_node={"n1": [web1], "n2": [web2, web3]},
+                     pods_by_owner={}, derived=first.derived)
+    assert equal.live() is not changed.live(), "an equal list is another version (the cache's): not the same pods"
+    reordered = Snapshot(now=NOW, nodes=first.nodes, pods_by_node=dict(reversed(equal.pods_by_node.items())),
+                         pods_by_owner={}, derived=first.derived)
+    assert reordered.live() is not equal.live(), "the nodes in another order: the namespace's order differs"
+    assert reordered.live().in_namespace("shop") == [web2, web3, web1]

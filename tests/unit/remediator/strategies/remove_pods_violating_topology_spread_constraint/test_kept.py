@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from remediator.model.records import Taint
 from remediator.strategies.remove_pods_violating_topology_spread_constraint.kept import Domains, KeptSpreads
-from tests.unit.remediator.strategies.cluster import node, pod
+from tests.unit.remediator.strategies.cluster import NOW, node, pod
 
 NODES = {"n1": node("n1"), "n2": node("n2")}
 PODS = (pod("a", "n1"), pod("b", "n2"))
@@ -46,3 +47,17 @@ def test_a_shape_s_domains_are_kept_on_the_same_nodes_only() -> None:
     kept.domains["zone"] = Domains({"n1": "a"}, ["a"])
     assert kept.run_on(dict(NODES)).domains == {"zone": Domains({"n1": "a"}, ["a"])}
     assert kept.run_on({"n1": NODES["n1"]}).domains == {}
+
+
+def test_a_node_s_status_report_keeps_what_was_found_and_a_taint_forgets_it() -> None:
+    kept = KeptSpreads().run_on(NODES)
+    kept.remember_balanced("web", PODS)
+    kept.domains["zone"] = Domains({"n1": "a"}, ["a"])
+    ready = dataclasses.replace(NODES["n1"].conditions[0], heartbeat=NOW)
+    after_report = {**NODES, "n1": dataclasses.replace(NODES["n1"], conditions=(ready,), resource_version="2")}
+    assert after_report != NODES
+    kept.run_on(after_report)
+    assert kept.balanced("web", PODS) and kept.domains == {"zone": Domains({"n1": "a"}, ["a"])}
+    assert kept.nodes is after_report, "the run reads this cycle's records"
+    kept.run_on({**after_report, "n2": dataclasses.replace(NODES["n2"], taints=(Taint("dedicated", "x"),))})
+    assert not kept.balanced("web", PODS) and kept.domains == {}

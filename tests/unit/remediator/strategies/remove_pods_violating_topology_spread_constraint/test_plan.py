@@ -22,7 +22,11 @@ from remediator.strategies.pod_scope import PodScope
 from remediator.strategies.remove_pods_violating_topology_spread_constraint.args import (
     RemovePodsViolatingTopologySpreadConstraintArgs,
 )
-from remediator.strategies.remove_pods_violating_topology_spread_constraint.plan import NAME, descheduler_moves
+from remediator.strategies.remove_pods_violating_topology_spread_constraint.plan import (
+    NAME,
+    _constraints,
+    descheduler_moves,
+)
 from tests.unit.remediator.strategies.cluster import cycle, evicted, node, pod, snapshot
 
 ZONE = "topology.kubernetes.io/zone"
@@ -139,3 +143,14 @@ def test_a_kept_constraint_one_of_whose_pods_an_earlier_strategy_evicts_this_cyc
                      Policy(evictor=EvictorArgs(node_fit=False), strategies=(lifetime, spread), limits=limits),
                      PlannerMemory())
     assert [(e.strategy, e.pod.node_name) for e in plan.evictions] == [("PodLifeTime", "n-a"), (NAME, "n-c")]
+
+
+def test_replicas_holding_the_same_constraint_objects_declare_one_constraint_and_other_node_selection_another() -> None:
+    spreads, pool_x = (SKEW_1,), {"pool": "x"}
+    replicas = [pod(f"web-{i}", "n-b", labels={"app": "web"}, hard_spread=spreads, node_selector=pool_x)
+                for i in range(3)]  # one template's objects, shared as the cache shares them
+    equal = pod("web-3", "n-c", labels={"app": "web"}, hard_spread=(SKEW_1,), node_selector={"pool": "x"})
+    elsewhere = pod("web-4", "n-c", labels={"app": "web"}, hard_spread=spreads, node_selector={"pool": "y"})
+    found = _constraints([*replicas, equal, elsewhere], RemovePodsViolatingTopologySpreadConstraintArgs())
+    assert [(c.declared_by.name, c.declared_by.node_selector) for c in found] == [
+        ("web-0", {"pool": "x"}), ("web-4", {"pool": "y"})], "equal objects of another pod find the same one"
