@@ -75,7 +75,9 @@ class Books:
         self._no_fit: dict[tuple[object, ...], str] = {}
         self.pdb_used: Counter[tuple[str, str]] = Counter()
         self._pdbs: dict[str, list[PdbRecord]] | None = None  # by namespace
-        self._pdb_match: dict[str, list[PdbRecord]] = {}  # pod uid -> the PDBs selecting it
+        # (namespace, id of a labels dict) -> that dict and the PDBs selecting pods carrying it: a workload's replicas
+        # share one (state/sharing.py), and the entry holds it, so its id names no other
+        self._pdb_match: dict[tuple[str, int], tuple[dict[str, str], list[PdbRecord]]] = {}
         self._room_rank: dict[str, int] | None = None
         self._all_by_room: tuple[str, ...] | None = None
         self._offering: Offering | None = None
@@ -129,14 +131,18 @@ class Books:
 
     # --- PodDisruptionBudgets ---------------------------------------------------------------------------------
     def pdbs_matching(self, pod: PodRecord) -> list[PdbRecord]:
-        found = self._pdb_match.get(pod.uid)
-        if found is None:
-            if self._pdbs is None:
-                self._pdbs = {}
-                for b in self.snapshot.pdbs:
-                    self._pdbs.setdefault(b.namespace, []).append(b)
-            found = self._pdb_match[pod.uid] = [b for b in self._pdbs.get(pod.namespace, ())
-                                                if b.selector is not None and matches_labels(b.selector, pod.labels)]
+        labels = pod.labels
+        key = (pod.namespace, id(labels))
+        kept = self._pdb_match.get(key)
+        if kept is not None:
+            return kept[1]
+        if self._pdbs is None:
+            self._pdbs = {}
+            for b in self.snapshot.pdbs:
+                self._pdbs.setdefault(b.namespace, []).append(b)
+        found = [b for b in self._pdbs.get(pod.namespace, ())
+                 if b.selector is not None and matches_labels(b.selector, labels)]
+        self._pdb_match[key] = (labels, found)
         return found
 
     def pdb_headroom(self, pod: PodRecord) -> dict[str, int]:

@@ -11,6 +11,10 @@ gate's answer (`evicting`). Only the pods in scope count as the "other" pod, as 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
+from functools import partial
+
 from remediator.model.plan import PlannedEviction
 from remediator.model.records import TERMINAL_PHASES, NodeRecord, PodAffinityTerm, PodRecord
 from remediator.planning.gate import Gate
@@ -21,11 +25,13 @@ from remediator.strategies.pod_scope import PodScope, ready_nodes
 from remediator.strategies.remove_pods_violating_inter_pod_anti_affinity.args import (
     RemovePodsViolatingInterPodAntiAffinityArgs,
 )
+from remediator.strategies.remove_pods_violating_inter_pod_anti_affinity.kept import KeptAntiAffinity
 
 NAME = "RemovePodsViolatingInterPodAntiAffinity"
 KIND = "deschedule"
 SMALL_DOMAIN = 8  # nodes; a domain this small is read node by node (a hostname), a larger one through an index
 _QOS_RANK = {"BestEffort": 0, "Burstable": 1, "Guaranteed": 2}
+_NONE_GONE: frozenset[str] = frozenset()
 
 
 def eviction_order(pod: PodRecord) -> tuple[bool, int, int, str, str]:
@@ -74,13 +80,23 @@ class _Domains:
             self._namespaces = sorted({ns for n in self.nodes for ns in self.on_node(n.name)})
         return self._namespaces
 
-    def pods(self, key: str, namespace: str, value: str) -> list[PodRecord]:
+    def _by_value(self, key: str) -> dict[str, list[str]]:
         by_value = self._nodes_by_key.get(key)
         if by_value is None:
             by_value = self._nodes_by_key[key] = {}
             for n in self.nodes:
                 if (v := n.labels.get(key)) is not None:
                     by_value.setdefault(v, []).append(n.name)
+        return by_value
+
+    def alone(self, node: NodeRecord, key: str) -> bool:
+        """Whether the node's domain of `key` is the node alone (a hostname; a node without the key counts its own
+        pods only)."""
+        value = node.labels.get(key)
+        return value is None or self._by_value(key).get(value) == [node.name]
+
+    def pods(self, key: str, namespace: str, value: str) -> list[PodRecord]:
+        by_value = self._by_value(key)
         names = by_value.get(value, [])
         if len(names) <= SMALL_DOMAIN:
             return [p for name in names for p in self.of(name, namespace)]
@@ -98,10 +114,11 @@ def plan(snapshot: Snapshot, args: RemovePodsViolatingInterPodAntiAffinityArgs, 
     nodes = ready_nodes(snapshot)
     domains = _Domains(snapshot, nodes, args.scope)
     notable = snapshot.notable().anti_affinity
+    kept = snapshot.derived.kept_by(NAME, KeptAntiAffinity).run_on(nodes, args.scope)
     gone: set[str] = set()
     for node in nodes:
-        holders = [p for p in notable.get(node.name, ()) if p.phase not in TERMINAL_PHASES and args.scope.selects(p)]
-        for pod in sorted(holders, key=eviction_order):
+        holders = partial(_needing_a_look, node, notable.get(node.name, ()), domains, args.scope)
+        for pod in kept.needing_a_look(node.name, snapshot.pods(node.name), holders):
             found = _violated_by(pod, node, domains=domains, gone=gone)
             if found is None:
                 continue
@@ -115,8 +132,17 @@ def plan(snapshot: Snapshot, args: RemovePodsViolatingInterPodAntiAffinityArgs, 
     return NOTHING
 
 
+def _needing_a_look(node: NodeRecord, holding: Sequence[PodRecord], domains: _Domains,
+                    scope: PodScope) -> tuple[PodRecord, ...]:
+    """The node's listed holders in eviction order, but for those clear of violators (none counted as gone) whose
+    every term's domain is the node alone: they read only the node's own pods (kept.py)."""
+    holders = sorted((p for p in holding if p.phase not in TERMINAL_PHASES and scope.selects(p)), key=eviction_order)
+    return tuple(p for p in holders if not all(domains.alone(node, t.topology_key) for t in p.required_anti_affinity)
+                 or _violated_by(p, node, domains=domains, gone=_NONE_GONE) is not None)
+
+
 def _violated_by(pod: PodRecord, node: NodeRecord, *, domains: _Domains,
-                 gone: set[str]) -> tuple[PodRecord, PodAffinityTerm] | None:
+                 gone: AbstractSet[str]) -> tuple[PodRecord, PodAffinityTerm] | None:
     for term in pod.required_anti_affinity:
         value = node.labels.get(term.topology_key)
         for namespace in (domains.namespaces() if term.any_namespace else term.namespaces):

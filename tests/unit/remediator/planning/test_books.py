@@ -66,6 +66,21 @@ def test_a_pdb_counts_each_committed_disruption_against_what_it_allows() -> None
     assert books.pdb_headroom(b) == {"default/web": 1}
 
 
+def test_replicas_sharing_one_labels_dict_are_matched_to_pdbs_once_and_each_namespace_on_its_own() -> None:
+    web = {"app": "web"}
+    a, b = pod("a", "n1", labels=web), pod("b", "n1", labels=web)
+    elsewhere, equal = pod("c", "n1", labels=web, namespace="shop"), pod("d", "n1", labels={"app": "web"})
+    web_pdb = PdbRecord("default", "web", LabelSelector(match_labels=(("app", "web"),)), disruptions_allowed=1)
+    shop_pdb = PdbRecord("shop", "web", LabelSelector(match_labels=(("app", "web"),)), disruptions_allowed=1)
+    s = snapshot([node("n1")], [a, b, elsewhere, equal])
+    s.pdbs = [web_pdb, shop_pdb]
+    books = books_for(s)
+    assert books.pdbs_matching(a) == [web_pdb]
+    assert books.pdbs_matching(b) is books.pdbs_matching(a), "the same labels dict: matched once"
+    assert books.pdbs_matching(elsewhere) == [shop_pdb], "the same dict in another namespace: its own PDBs"
+    assert books.pdbs_matching(equal) == [web_pdb]
+
+
 def test_a_pod_is_decided_once_whatever_is_decided_after() -> None:
     a = pod("a", "n1")
     books = books_for(snapshot([node("n1")], [a]))
