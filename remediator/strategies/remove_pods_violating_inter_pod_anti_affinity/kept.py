@@ -27,14 +27,12 @@ class KeptAntiAffinity:
     _kept: dict[str, tuple[list[PodRecord], tuple[PodRecord, ...]]] = field(default_factory=dict)
 
     def run_on(self, nodes: Sequence[NodeRecord], scope: PodScope) -> KeptAntiAffinity:
-        """Start a run: what was kept serves again only on nodes equal in placement, under the same scope."""
+        """Start a run: what was kept serves again only on nodes equal in placement, under the same scope. (A node
+        gone or no longer Ready changes the placement: nothing kept outlives the nodes it was found on.)"""
         placement = placement_of({n.name: n for n in nodes})
         if placement != self.placement or scope != self.scope:
             self._kept.clear()
             self.placement, self.scope = placement, scope
-        elif len(self._kept) > len(placement):  # some node is gone or no longer Ready
-            for name in [n for n in self._kept if n not in placement]:
-                del self._kept[name]
         return self
 
     def needing_a_look(self, node: str, pods: list[PodRecord],
