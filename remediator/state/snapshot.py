@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from remediator.model.records import NO_STATUSES, TERMINAL_PHASES, NodeRecord, PdbRecord, PodRecord
-from remediator.state.derived import Derived, NodeLive, NodeNotable
+from remediator.state.derived import Derived, NodeLive, NodeNotable, PerList
 
 NO_LIVE_PODS = NodeLive((), (), ())  # a node with no live pod: one value for all of them
 
@@ -31,9 +31,11 @@ class LivePods:
     (one pass over the nodes, on first use), and by namespace and value of a label key, indexed per namespace and key
     the first time a selector asks. Shared by the spread strategy and node fit's spread checks."""
 
-    def __init__(self, pods_by_node: dict[str, list[PodRecord]], derived: Derived | None = None) -> None:
+    def __init__(self, pods_by_node: dict[str, list[PodRecord]], kept: PerList[NodeLive] | None = None) -> None:
         self._pods_by_node = pods_by_node
-        self._derived = derived or Derived()
+        # The per-node table alone, not the whole Derived: Derived keeps this index for the next cycle, and a
+        # reference back would put both in a cycle only the cyclic collector frees (a dropped Derived, a cold cycle's).
+        self._kept = PerList[NodeLive]() if kept is None else kept
         self._by_namespace: dict[str, list[PodRecord]] | None = None
         self._labelled: dict[tuple[str, str], dict[str, list[PodRecord]]] = {}
 
@@ -47,7 +49,7 @@ class LivePods:
     def in_namespace(self, namespace: str) -> list[PodRecord]:
         if self._by_namespace is None:
             by_namespace: dict[str, list[PodRecord]] = {}
-            kept = self._derived.live_by_namespace
+            kept = self._kept
             for node, pods in self._pods_by_node.items():  # node by node, in the snapshot's order, as the pods are
                 live = kept.get(node, pods, _live_by_namespace)
                 start = 0
@@ -176,5 +178,5 @@ class Snapshot:
             if isinstance(kept, LivePods) and kept.reads(self.pods_by_node):
                 self._live = kept
             else:
-                self._live = self.derived.live_pods = LivePods(self.pods_by_node, self.derived)
+                self._live = self.derived.live_pods = LivePods(self.pods_by_node, self.derived.live_by_namespace)
         return self._live

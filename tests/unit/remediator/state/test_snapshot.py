@@ -5,6 +5,8 @@ namespace and by label value (finished and terminating pods left out)."""
 from __future__ import annotations
 
 import datetime as dt
+import gc
+import weakref
 
 from remediator.model.records import (
     ContainerStatuses,
@@ -142,3 +144,19 @@ def test_a_snapshot_of_the_very_same_pods_is_served_the_last_cycles_live_pods_an
                          pods_by_owner={}, derived=first.derived)
     assert reordered.live() is not equal.live(), "the nodes in another order: the namespace's order differs"
     assert reordered.live().in_namespace("shop") == [web2, web3, web1]
+
+
+def test_a_dropped_derived_is_freed_by_reference_counting_alone_once_its_live_pods_were_built() -> None:
+    # The kept LivePods reads the per-node table, not the Derived keeping it: no cycle, so a cold cycle's Derived
+    # (and all it kept) goes as soon as it is dropped, without waiting for the cyclic collector.
+    snapshot = _snapshot([_pod("web1", labels={"app": "web"}), _pod("web2", "n2", labels={"app": "web"})])
+    assert snapshot.live().in_namespace("shop")
+    gone = weakref.ref(snapshot.derived)
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        del snapshot
+        assert gone() is None
+    finally:
+        if was_enabled:
+            gc.enable()
