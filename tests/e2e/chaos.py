@@ -4,14 +4,14 @@
   (`[chaos] ...`, even under pytest's capture), attached to the test report, and appended as a JSON line to
   $NODEMEDIC_CHAOS_FIGURES when that is set (docs/reliability.md's table is made from those lines).
 * `audited_cluster(nodes)`: a control plane of the test's own with the API server's audit log on, so requests
-  can be counted per client, verb and object (a fault must never be injected into the shared session cluster).
+  can be counted per client, verb and object (audit_log.py; a fault must never be injected into the shared session
+  cluster).
 * agents playing kwok nodes with a fixture host root, kernel lines written into their /dev/kmsg.
 """
 
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import json
 import os
 import secrets
@@ -64,51 +64,6 @@ class Figures:
 def audited_cluster(nodes: int) -> Iterator[LocalCluster]:
     with _started(f"pytest-{os.getpid()}-chaos-{secrets.token_hex(2)}", nodes, audit=True) as started:
         yield started
-
-
-# --- the API server's audit log, with object names ----------------------------------------------------------
-@dataclass(frozen=True)
-class Call:
-    at: float  # stageTimestamp, seconds since the epoch
-    user_agent: str
-    verb: str
-    resource: str  # "pods/eviction", "nodes", ...
-    namespace: str
-    name: str
-    code: int
-
-
-def audit_calls(cluster: LocalCluster, since: float = 0.0) -> list[Call]:
-    """Every completed request (a watch: when it started) logged at or after `since` (epoch seconds)."""
-    assert cluster.owned is not None and cluster.owned.audit
-    out = []
-    path = cluster.owned.audit_log
-    for line in path.read_bytes().splitlines():
-        try:
-            ev = json.loads(line)
-        except ValueError:
-            continue  # the line being written
-        stage, verb = ev.get("stage"), ev.get("verb", "")
-        if (verb == "watch") != (stage == "ResponseStarted") or stage not in ("ResponseStarted", "ResponseComplete"):
-            continue
-        stamp = ev.get("stageTimestamp", "")
-        at = dt.datetime.fromisoformat(stamp).timestamp() if stamp else 0.0
-        if at < since:
-            continue
-        ref = ev.get("objectRef") or {}
-        resource = ref.get("resource", "") + (f"/{ref['subresource']}" if ref.get("subresource") else "")
-        out.append(Call(at, ev.get("userAgent", ""), verb, resource, ref.get("namespace", ""), ref.get("name", ""),
-                        int((ev.get("responseStatus") or {}).get("code", 0))))
-    return out
-
-
-def remediator_calls(calls: list[Call]) -> list[Call]:
-    return [c for c in calls if c.user_agent.startswith("nodemedic-remediator")]
-
-
-def evictions(calls: list[Call]) -> list[Call]:
-    """Eviction requests the API server granted (201): each one is a pod evicted."""
-    return [c for c in calls if c.verb == "create" and c.resource == "pods/eviction" and c.code == 201]
 
 
 # --- agents playing kwok nodes --------------------------------------------------------------------------------

@@ -151,8 +151,9 @@ def gke_priority_cluster() -> Iterator[LocalCluster]:
 def karpenter_cluster() -> Iterator[LocalCluster]:
     """A control plane of its own with no static node and Karpenter (kwok provider) running, for the tests of the
     whole chain: every node is a NodeClaim a test's NodePool made. Karpenter is recorded among the cluster's
-    processes, so it is stopped with them (first) and the stray check covers it."""
-    with _started(f"pytest-{os.getpid()}-karpenter-{secrets.token_hex(2)}", 0) as started:
+    processes, so it is stopped with them (first) and the stray check covers it. The audit log is on: when a pod
+    leaves a node it should not have, a test names who took it away (audit_log.pod_removals)."""
+    with _started(f"pytest-{os.getpid()}-karpenter-{secrets.token_hex(2)}", 0, audit=True) as started:
         assert started.owned is not None
         try:
             karpenter.start(started.owned, karpenter.Options(node_pools=()))

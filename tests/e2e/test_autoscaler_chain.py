@@ -24,6 +24,7 @@ from kubernetes.client.rest import ApiException
 
 from hack.kcp import karpenter, partition
 from tests.e2e.agent_harness import HUNG, Agent, kmsg, start_agent, write_config
+from tests.e2e.audit_log import audit_calls, pod_removals
 from tests.e2e.autoscaler_harness import POOL_LABEL, PoolWatch, node_pool, pool_nodes
 from tests.e2e.conftest import LocalCluster
 from tests.e2e.fake_host import host_root
@@ -249,7 +250,7 @@ def eviction_evidence(chain: Chain, r: RemediatorProcess, app: str, tainted_at: 
     """What tells an eviction of a replacement bound back to the sick node from any other cause: the remediator's own
     account of each eviction (pod, node) and of each retry or pod found gone, the app's pods (node, created), and every
     Event on a pod of the namespace: kube-scheduler's bindings, and whoever else removed one (Karpenter's drain,
-    kube-controller-manager's taint eviction)."""
+    kube-controller-manager's taint eviction); then the API server's account of every request that removed one."""
     lines = [f"taint logged {tainted_at.isoformat()}"]
     lines += [f"remediator {when.isoformat()}: {pod} {msg}" for when, pod, msg in evictions_logged(r)]
     lines += [f"remediator {e.get('time')}: {e.get('pod')} {e.get('msg')} {e.get('error') or e.get('detail') or ''}"
@@ -263,6 +264,19 @@ def eviction_evidence(chain: Chain, r: RemediatorProcess, app: str, tainted_at: 
         source = e.reporting_component or (e.source.component if e.source else "") or "?"
         lines.append(f"{source} {e.event_time or e.last_timestamp or e.first_timestamp}: {e.reason} "
                      f"{e.involved_object.name}: {e.message}")
+    lines += [f"audit {line}" for line in pod_removals(audit_calls(chain.cluster), chain.namespace)]
+    return lines
+
+
+def node_evidence(chain: Chain, node: str) -> list[str]:
+    """The node's taints and conditions now, and every Event about it: whoever else acted on it (the node
+    lifecycle controller, Karpenter)."""
+    n = chain.core.read_node(node)
+    lines = [f"node {node} taints {[(t.key, t.effect) for t in n.spec.taints or []]}"]
+    lines += [f"node {node} {c.type}={c.status} since {c.last_transition_time}" for c in n.status.conditions or []]
+    for e in chain.core.list_event_for_all_namespaces(field_selector=f"involvedObject.name={node}").items:
+        source = e.reporting_component or (e.source.component if e.source else "") or "?"
+        lines.append(f"{source} {e.event_time or e.last_timestamp or e.first_timestamp}: {e.reason} {e.message}")
     return lines
 
 
@@ -319,6 +333,7 @@ def test_with_the_breaker_at_its_limit_no_further_node_is_tainted_drained_or_rem
     r = chain.remediator(policy(chain.namespace, safety="{maxTaintedNodes: 1}"), processes)
     set_condition(chain.core, first, "KernelDeadlock", "True")
     wait_until(lambda: TAINT in taint_keys(chain.core, first), timeout=30, what=f"{TAINT} on {first}")
+    tainted_at = dt.datetime.now(dt.UTC)
     wait_until(lambda: [e for e in r.log_events() if e.get("msg") == "eviction retry"
                         and "disruption budget" in str(e.get("error", "")).lower()],
                timeout=30, what="the PDB refusing the first node's evictions")
@@ -331,7 +346,9 @@ def test_with_the_breaker_at_its_limit_no_further_node_is_tainted_drained_or_rem
     deadline = time.monotonic() + 45
     while time.monotonic() < deadline:
         assert TAINT not in taint_keys(chain.core, second), "the breaker let a second node be tainted"
-        assert chain.serving("other") == other_pods, "pods left the node the breaker holds"
+        if (serving := chain.serving("other")) != other_pods:
+            pytest.fail("\n".join([f"pods left the node the breaker holds: {other_pods} became {serving}",
+                                    *eviction_evidence(chain, r, "other", tainted_at), *node_evidence(chain, second)]))
         assert not chain.gone(first) and not chain.gone(second)
         time.sleep(1)
     watch.stop()

@@ -17,14 +17,12 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
+from tests.e2e.audit_log import audit_calls, evictions, remediator_calls
 from tests.e2e.chaos import (
     HUNG,
     READ_ONLY,
-    audit_calls,
     audited_cluster,
     condition,
-    evictions,
-    remediator_calls,
     start_agent,
     wait_first_write,
 )

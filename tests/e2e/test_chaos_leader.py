@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from tests.e2e.chaos import audit_calls, audited_cluster, evictions, remediator_calls
+from tests.e2e.audit_log import audit_calls, evictions, remediator_calls
+from tests.e2e.chaos import audited_cluster
 from tests.e2e.remediator_harness import (
     REMEDIATOR,
     cordon,

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from tests.e2e.chaos import Figures, audit_calls, audited_cluster, evictions, remediator_calls
+from tests.e2e.audit_log import audit_calls, evictions, remediator_calls
+from tests.e2e.chaos import Figures, audited_cluster
 from tests.e2e.remediator_harness import cordon, deployment, set_condition, start_remediator, wait_running
 from tests.waiting import wait_until
 
