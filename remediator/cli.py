@@ -7,50 +7,31 @@ import asyncio
 import datetime as dt
 import gc
 import json
-import logging
 import os
-import socket
 import sys
-import uuid
 from collections.abc import Callable
 from typing import Any
-
-from prometheus_client import CollectorRegistry
 
 from nodemedic_common import bounded_json, logs
 from nodemedic_common.config_errors import ConfigError
 from nodemedic_common.durations import parse_go_duration
-from nodemedic_common.http_server import BoundedServer
-from nodemedic_common.kube_client import Kube
 from nodemedic_common.kube_errors import ApiError, CredentialsError
 from nodemedic_common.listen import listen_flag
-from nodemedic_common.tasks import cancelled, run_until_signal
 from nodemedic_common.terminal_text import printable
 from remediator import __version__
-from remediator.alerts import metrics as metrics_mod
-from remediator.alerts.announcer import Alerts
-from remediator.alerts.memory_headroom import MemoryHeadroom, container_limit
-from remediator.alerts.notifier import Notifier
-from remediator.control.controller import Controller
-from remediator.control.leader import LeaderElector, LeaseTimings
+from remediator.control.leader import LeaseTimings
 from remediator.control.planner import PlannerMemory, make_plan
-from remediator.control.policy_reload import PolicyReload
 from remediator.peer_config.autoscaler_flags import status_taint_flags
 from remediator.peer_config.scheduler_config import Connection, render
 from remediator.policy.autoscaler import AUTO
 from remediator.policy.loader import convert_policy, load_policy, validate_main
 from remediator.policy.secret_files import DEFAULT_SECRETS_DIR
-from remediator.policy.source import PolicySource
 from remediator.policy.syntax import dns_subdomain_problem, namespace_problem
 from remediator.read_side.plan_answer import PlanAnswer
 from remediator.read_side.plan_text import plan_lines
-from remediator.read_side.server import loop_health, routes
-from remediator.read_side.status_answer import StatusAnswer
-from remediator.state.autoscaler_detection import AutoscalerDetector
-from remediator.state.caches import ClusterCache, snapshot_from_list
-from remediator.state.credentials import load_credentials
+from remediator.state.caches import snapshot_from_list
 from remediator.state.live_cluster import read_live_cluster
-from remediator.state.measured.reader import UsageReader, sources
+from remediator.state.measured.reader import sources
 from remediator.state.measured.resource_metrics_api import usage_from_items
 from remediator.state.records import parse_time, time_problem
 from remediator.state.snapshot import MeasuredUsage, NodeAutoscaler
@@ -69,94 +50,10 @@ def _load_or_exit(path: str, secrets_dir: str) -> Any:
         raise SystemExit(2) from None
 
 
-# --- run --------------------------------------------------------------------------------------------
-async def _run(args: argparse.Namespace) -> int:
-    log = logs.setup("nodemedic.remediator", args.log_level, args.log_format)
+def cmd_run(args: argparse.Namespace) -> int:
     policy = _load_or_exit(args.policy, args.secrets_dir)
-    registry = CollectorRegistry()
-    metrics = metrics_mod.create(registry)
-    identity = args.identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
-    try:
-        kube = Kube(load_credentials(args.kubeconfig), registry=registry)
-    except CredentialsError as e:
-        log.error("no credentials for the API server", extra={"error": str(e)})
-        print(f"nodemedic-remediator: {e}", file=sys.stderr)
-        return 2
-    cache = ClusterCache(kube, log=log)
-    notifier = Notifier(policy.notifications, cluster=args.cluster_name, registry=registry, log=log)
-    await notifier.start()
-    alerts = Alerts(kube, notifier, identity=identity, log=log)
-    elector = None
-    if not args.dry_run and not args.once:  # a dry run writes nothing, not even a Lease; a Job runs alone
-        elector = LeaderElector(
-            kube, namespace=args.lease_namespace, name=args.lease_name, identity=identity, log=log,
-            timings=LeaseTimings(args.lease_duration, args.renew_deadline, args.retry_period),
-            on_change=lambda leading: metrics.leader.set(1 if leading else 0),
-        )
-    # Always there: a reloaded policy may start asking for measured usage; it reads nothing until one does.
-    usage = UsageReader(kube, registry=registry, log=log, secrets_dir=args.secrets_dir)
-    # Likewise: it looks for the node autoscalers only while the policy says addsNodes: auto.
-    autoscalers = AutoscalerDetector(kube, gauge=metrics.autoscaler_detected, log=log)
-    source = PolicySource(args.policy, policy, secrets_dir=args.secrets_dir, catalog=CATALOG)
-    reload = PolicyReload(source, alerts=alerts, metrics=metrics, log=log, lease_namespace=args.lease_namespace,
-                          lease_name=args.lease_name, announce=not args.dry_run)
-    controller = Controller(kube=kube, cache=cache, policy=reload, alerts=alerts, metrics=metrics, log=log,
-                            elector=elector, dry_run=args.dry_run, usage=usage, autoscalers=autoscalers,
-                            memory_headroom=MemoryHeadroom(registry, log, limit=container_limit()),
-                            landing_namespace=args.lease_namespace, savings_ledger=args.savings_ledger)
-    server = None
-    if args.listen:
-        try:
-            server = BoundedServer(routes(
-                registry=registry, plan=lambda: controller.plan, why=controller.why,
-                status=lambda: StatusAnswer(identity, controller.leading(), args.dry_run,
-                                            "once" if args.once else "deployment", __version__, str(source.path),
-                                            source.digest[:12]),
-                healthy=lambda: loop_health(lambda: controller.last_cycle,
-                                            lambda: all(i.synced.is_set() for i in cache.informers), 60.0),
-            ))
-            await server.start(args.listen)
-        except (ValueError, OSError) as e:  # a host that does not resolve, a port in use or not ours to take
-            log.error("cannot serve /metrics, /healthz and /plan", extra={"listen": args.listen, "error": str(e)})
-            print(f"nodemedic-remediator: --listen {args.listen}: {e}", file=sys.stderr)
-            await notifier.close()
-            await kube.close()
-            return 2
-    log.info("remediator starting", extra={"identity": identity, "dry_run": args.dry_run, "version": __version__,
-                                           "rules": len(policy.rules), "once": args.once})
-    if args.once:
-        return await _once(controller, cache=cache, kube=kube, usage=usage, notifier=notifier, server=server,
-                           log=log, sync_timeout=args.sync_timeout)
-    background = [cache.run(), controller.run(), *([] if elector is None else [elector.run()])]
-    code = await run_until_signal(background, log)
-    if elector is not None:
-        await elector.release()
-    await notifier.close()
-    if server is not None:
-        await server.close()
-    await usage.close()
-    await kube.close()
-    log.info("remediator stopped")
-    return code
-
-
-async def _once(controller: Controller, *, cache: ClusterCache, kube: Kube, usage: UsageReader, notifier: Notifier,
-                server: BoundedServer | None, log: logging.Logger, sync_timeout: float) -> int:
-    """`run --once`: one cycle, then exit 0, or 1 with the reason (a Job's or CronJob's run)."""
-    watching = asyncio.create_task(cache.run())
-    try:
-        code, summary = await controller.run_once(sync_timeout)
-    finally:
-        await cancelled(watching, log)
-        await notifier.close()
-        if server is not None:
-            await server.close()
-        await usage.close()
-        await kube.close()
-    (log.info if code == 0 else log.error)("one cycle done", extra={"summary": summary, "exit": code})
-    if code:
-        print(f"nodemedic-remediator run --once: {summary}", file=sys.stderr)
-    return code
+    from remediator import daemon  # noqa: PLC0415 - the one command that needs it: see daemon.py
+    return asyncio.run(daemon.run(args, policy))
 
 
 # --- plan -------------------------------------------------------------------------------------------
@@ -396,4 +293,4 @@ def main(argv: list[str] | None = None) -> int:
         return validate_main(args.policy, secrets_dir=args.secrets_dir, catalog=CATALOG)
     if args.cmd == "plan":
         return cmd_plan(args)
-    return asyncio.run(_run(args))
+    return cmd_run(args)

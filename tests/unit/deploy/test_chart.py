@@ -5,6 +5,7 @@ need the built helm: tests/e2e/test_chart_render.py."""
 from __future__ import annotations
 
 import ast
+import asyncio
 import datetime as dt
 import re
 from pathlib import Path
@@ -124,7 +125,7 @@ def test_the_containers_run_the_console_scripts_with_arguments_the_programs_acce
 
     monkeypatch.setattr(agent_cli.logs, "setup", lambda *_: None)
     monkeypatch.setattr(agent_cli, "_run", lambda args, _log: record("agent", args))
-    monkeypatch.setattr(remediator_cli, "_run", lambda args: record("remediator", args))
+    monkeypatch.setattr(remediator_cli, "cmd_run", lambda args: asyncio.run(record("remediator", args)))
     assert agent_cli.main([x.replace("$(NODE_NAME)", "node-a") for x in a["args"]]) == 0
     assert remediator_cli.main([x.replace("$(POD_NAME)", "pod-1") for x in r["args"]]) == 0
 
