@@ -18,21 +18,17 @@ from remediator.model.records import (
     Condition,
     ContainerStatuses,
     Effect,
-    LabelSelector,
     NodeRecord,
-    NodeSelectorTerm,
     OwnerRef,
     PdbRecord,
-    PodAffinityTerm,
     PodCondition,
     PodRecord,
-    PreferredNodeTerm,
-    SelectorRequirement,
-    SpreadConstraint,
     Taint,
     Toleration,
     usable_time,
 )
+from remediator.state.json_values import as_dict, as_list, str_map
+from remediator.state.pod_constraints import label_selector, pod_constraints
 from remediator.state.quantity import resources
 from remediator.state.sharing import SIZE, Shared, SharedMaps
 
@@ -74,24 +70,12 @@ def unusable_times(obj: Any) -> list[str]:
     user, once, about an object whose times planning cannot use."""
     if not isinstance(obj, dict):
         return []
-    meta, status = _dict(obj.get("metadata")), _dict(obj.get("status"))
+    meta, status = as_dict(obj.get("metadata")), as_dict(obj.get("status"))
     fields: list[tuple[str, Any]] = [("metadata.creationTimestamp", meta.get("creationTimestamp")),
                                      ("status.startTime", status.get("startTime"))]
-    for i, c in enumerate(_list(status.get("conditions"))):
-        fields.append((f"status.conditions[{i}].lastTransitionTime", _dict(c).get("lastTransitionTime")))
+    for i, c in enumerate(as_list(status.get("conditions"))):
+        fields.append((f"status.conditions[{i}].lastTransitionTime", as_dict(c).get("lastTransitionTime")))
     return [f"{where}: {why}" for where, value in fields if (why := time_problem(value)) is not None]
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _str_map(value: Any) -> dict[str, str]:
-    return {str(k): str(v) for k, v in _dict(value).items()}
 
 
 def taint(raw: dict[str, Any]) -> Taint | None:
@@ -103,11 +87,11 @@ def taint(raw: dict[str, Any]) -> Taint | None:
 
 
 def taints(raw: Any) -> tuple[Taint, ...]:
-    return tuple(t for t in (taint(_dict(x)) for x in _list(raw)) if t is not None)
+    return tuple(t for t in (taint(as_dict(x)) for x in as_list(raw)) if t is not None)
 
 
 def node(obj: dict[str, Any]) -> NodeRecord:
-    meta, spec, status = _dict(obj.get("metadata")), _dict(obj.get("spec")), _dict(obj.get("status"))
+    meta, spec, status = as_dict(obj.get("metadata")), as_dict(obj.get("spec")), as_dict(obj.get("status"))
     conditions = tuple(
         Condition(
             type=str(c.get("type", "")),
@@ -117,16 +101,16 @@ def node(obj: dict[str, Any]) -> NodeRecord:
             message=str(c.get("message", "") or ""),
             heartbeat=parse_time(c.get("lastHeartbeatTime")),
         )
-        for c in map(_dict, _list(status.get("conditions")))
+        for c in map(as_dict, as_list(status.get("conditions")))
     )
     return NodeRecord(
         name=str(meta.get("name", "")),
-        labels=_str_map(meta.get("labels")),
-        annotations=_str_map(meta.get("annotations")),
+        labels=str_map(meta.get("labels")),
+        annotations=str_map(meta.get("annotations")),
         taints=taints(spec.get("taints")),
         unschedulable=bool(spec.get("unschedulable", False)),
         conditions=conditions,
-        allocatable=resources(_dict(status.get("allocatable"))),
+        allocatable=resources(as_dict(status.get("allocatable"))),
         created=parse_time(meta.get("creationTimestamp")),
         deleting=meta.get("deletionTimestamp") is not None,
         resource_version=str(meta.get("resourceVersion", "")),
@@ -136,35 +120,18 @@ def node(obj: dict[str, Any]) -> NodeRecord:
 
 def node_claim(raw: Any) -> str:
     """The name of the Karpenter NodeClaim among a Node's ownerReferences (Karpenter sets it at registration)."""
-    for ref in map(_dict, _list(raw)):
+    for ref in map(as_dict, as_list(raw)):
         if ref.get("kind") == "NodeClaim" and str(ref.get("apiVersion", "")).startswith("karpenter.sh/"):
             return str(ref.get("name", "") or "")
     return ""
-
-
-def _requirements(raw: Any) -> tuple[SelectorRequirement, ...]:
-    return tuple(
-        SelectorRequirement(key=str(r.get("key", "")), operator=str(r.get("operator", "")),
-                            values=tuple(str(v) for v in _list(r.get("values"))))
-        for r in map(_dict, _list(raw))
-    )
-
-
-def label_selector(raw: Any) -> LabelSelector | None:
-    if not isinstance(raw, dict):
-        return None
-    return LabelSelector(
-        match_labels=tuple(sorted(_str_map(raw.get("matchLabels")).items())),
-        match_expressions=_requirements(raw.get("matchExpressions")),
-    )
 
 
 def _qos(containers: list[dict[str, Any]]) -> str:
     """Pod QoS class from container requests/limits (cpu and memory), as the kubelet computes it."""
     any_set, guaranteed = False, bool(containers)
     for c in containers:
-        res = _dict(c.get("resources"))
-        req, lim = _dict(res.get("requests")), _dict(res.get("limits"))
+        res = as_dict(c.get("resources"))
+        req, lim = as_dict(res.get("requests")), as_dict(res.get("limits"))
         for r in ("cpu", "memory"):
             if r in req or r in lim:
                 any_set = True
@@ -178,87 +145,32 @@ def _qos(containers: list[dict[str, Any]]) -> str:
 def _pod_requests(spec: dict[str, Any]) -> dict[str, int]:
     """Effective requests: max(sum of app containers, largest init container) per resource, plus overhead."""
     total: dict[str, int] = {}
-    for c in map(_dict, _list(spec.get("containers"))):
-        for k, v in resources(_dict(_dict(c.get("resources")).get("requests"))).items():
+    for c in map(as_dict, as_list(spec.get("containers"))):
+        for k, v in resources(as_dict(as_dict(c.get("resources")).get("requests"))).items():
             total[k] = total.get(k, 0) + v
-    for c in map(_dict, _list(spec.get("initContainers"))):
-        for k, v in resources(_dict(_dict(c.get("resources")).get("requests"))).items():
+    for c in map(as_dict, as_list(spec.get("initContainers"))):
+        for k, v in resources(as_dict(as_dict(c.get("resources")).get("requests"))).items():
             total[k] = max(total.get(k, 0), v)
-    for k, v in resources(_dict(spec.get("overhead"))).items():
+    for k, v in resources(as_dict(spec.get("overhead"))).items():
         total[k] = total.get(k, 0) + v
     return total
-
-
-def _pod_affinity_terms(spec: dict[str, Any], kind: str, namespace: str) -> tuple[PodAffinityTerm, ...]:
-    """The required terms of `podAffinity` or `podAntiAffinity`."""
-    raw = _dict(_dict(spec.get("affinity")).get(kind)).get("requiredDuringSchedulingIgnoredDuringExecution")
-    terms = []
-    for t in map(_dict, _list(raw)):
-        key = t.get("topologyKey")
-        if not isinstance(key, str) or not key:
-            continue  # the API server requires one; a term without it could not be evaluated
-        listed = tuple(str(n) for n in _list(t.get("namespaces")) if isinstance(n, str))
-        has_selector = isinstance(t.get("namespaceSelector"), dict)
-        terms.append(PodAffinityTerm(
-            selector=label_selector(t.get("labelSelector")),
-            namespaces=listed or (() if has_selector else (namespace,)),
-            any_namespace=has_selector,
-            topology_key=key,
-        ))
-    return tuple(terms)
-
-
-def _spread(spec: dict[str, Any], labels: dict[str, str], when: str) -> tuple[SpreadConstraint, ...]:
-    """The topologySpreadConstraints with `whenUnsatisfiable: <when>` (DoNotSchedule or ScheduleAnyway)."""
-    out = []
-    for c in map(_dict, _list(spec.get("topologySpreadConstraints"))):
-        skew, key = c.get("maxSkew"), c.get("topologyKey")
-        if c.get("whenUnsatisfiable", "DoNotSchedule") != when or not isinstance(key, str) or not key:
-            continue
-        if not isinstance(skew, int) or isinstance(skew, bool) or skew < 1:
-            continue  # the API server refuses these
-        selector = label_selector(c.get("labelSelector"))
-        keys = [k for k in _list(c.get("matchLabelKeys")) if isinstance(k, str) and k in labels]
-        if selector is not None and keys:  # matchLabelKeys: "key In (the pod's value)" ANDed to the selector
-            selector = LabelSelector(selector.match_labels, selector.match_expressions + tuple(
-                SelectorRequirement(k, "In", (labels[k],)) for k in keys))
-        domains = c.get("minDomains")
-        out.append(SpreadConstraint(
-            max_skew=skew, topology_key=key, selector=selector,
-            min_domains=domains if isinstance(domains, int) and not isinstance(domains, bool) and domains > 0 else 1,
-            honor_node_affinity=c.get("nodeAffinityPolicy", "Honor") != "Ignore",
-            honor_node_taints=c.get("nodeTaintsPolicy", "Ignore") == "Honor",
-        ))
-    return tuple(out)
-
-
-def _node_term(raw: dict[str, Any]) -> NodeSelectorTerm:
-    return NodeSelectorTerm(match_expressions=_requirements(raw.get("matchExpressions")),
-                            match_fields=_requirements(raw.get("matchFields")))
-
-
-def _preferred_node_terms(node_affinity: dict[str, Any]) -> tuple[PreferredNodeTerm, ...]:
-    out = []
-    for t in map(_dict, _list(node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution"))):
-        weight = t.get("weight")
-        if isinstance(weight, int) and not isinstance(weight, bool) and weight > 0:
-            out.append(PreferredNodeTerm(weight, _node_term(_dict(t.get("preference")))))
-    return tuple(out)
 
 
 def container_statuses(raw: Any) -> ContainerStatuses:
     """Restart counts, state reasons and exit codes of one list of container statuses; the shared empty value when
     there is nothing to say (a healthy pod), so the cache keeps no per-pod object for it."""
+    if not raw:  # most pods: no init or ephemeral containers
+        return NO_STATUSES
     restarts = 0
     waiting: list[str] = []
     terminated: list[str] = []
     codes: list[int] = []
-    for cs in map(_dict, _list(raw)):
+    for cs in map(as_dict, as_list(raw)):
         count = cs.get("restartCount")
         if isinstance(count, int) and not isinstance(count, bool) and count > 0:
             restarts += count
-        state = _dict(cs.get("state"))
-        reason = _dict(state.get("waiting")).get("reason")
+        state = as_dict(cs.get("state"))
+        reason = as_dict(state.get("waiting")).get("reason")
         if isinstance(reason, str) and reason:
             waiting.append(reason)
         if isinstance(state.get("terminated"), dict):
@@ -280,16 +192,12 @@ _LABELS, _ANNOTATIONS, _NODE_SELECTOR = SharedMaps[str](), SharedMaps[str](), Sh
 SHARED_ANNOTATIONS = 1024  # characters of annotation values at most, for a pod's annotations to be shared
 _REQUESTS = SharedMaps[int]()
 _IMAGES = Shared[tuple[str, ...]]()
-_NODE_TERMS = Shared[tuple[NodeSelectorTerm, ...]]()
-_PREFERRED = Shared[tuple[PreferredNodeTerm, ...]]()
-_POD_TERMS = Shared[tuple[PodAffinityTerm, ...]]()
-_SPREAD = Shared[tuple[SpreadConstraint, ...]]()
 
 
 def pod_conditions(raw: Any, created: dt.datetime | None) -> tuple[PodCondition, ...]:
     """status.conditions, each transition time as seconds after `created` (see PodCondition)."""
     fields = []
-    for c in map(_dict, _list(raw)):
+    for c in map(as_dict, as_list(raw)):
         since = parse_time(c.get("lastTransitionTime"))
         after = None if since is None or created is None else int((since - created).total_seconds())
         fields.append((str(c.get("type", "") or ""), str(c.get("status", "") or ""), str(c.get("reason", "") or ""),
@@ -322,24 +230,23 @@ def _tolerations(fields: tuple[tuple[str, str, str, str], ...]) -> tuple[Tolerat
 def _annotations(raw: Any) -> dict[str, str]:
     """Shared while small: one annotation may hold up to 256 KiB (kubectl's last-applied-configuration), and a table
     keeps its last SIZE values alive after their pods are gone."""
-    annotations = _str_map(raw)
+    annotations = str_map(raw)
     return _ANNOTATIONS(annotations) if sum(map(len, annotations.values())) <= SHARED_ANNOTATIONS else annotations
 
 
 def pod(obj: dict[str, Any]) -> PodRecord:
     """One pod's record; what it has in common with other pods is the object they hold (sharing.py)."""
-    meta, spec, status = _dict(obj.get("metadata")), _dict(obj.get("spec")), _dict(obj.get("status"))
-    labels = _LABELS(_str_map(meta.get("labels")))
+    meta, spec, status = as_dict(obj.get("metadata")), as_dict(obj.get("spec")), as_dict(obj.get("status"))
+    labels = _LABELS(str_map(meta.get("labels")))
     namespace = sys.intern(str(meta.get("namespace", "")))
-    volumes = list(map(_dict, _list(spec.get("volumes"))))
-    node_affinity = _dict(_dict(spec.get("affinity")).get("nodeAffinity"))
-    required = _dict(node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution"))
-    terms = tuple(_node_term(t) for t in map(_dict, _list(required.get("nodeSelectorTerms"))))
+    volumes = list(map(as_dict, as_list(spec.get("volumes"))))
+    constraints = pod_constraints(spec, labels, namespace)
     priority = spec.get("priority")
-    scheduled = next((c for c in map(_dict, _list(status.get("conditions"))) if c.get("type") == "PodScheduled"), {})
+    scheduled = next((c for c in map(as_dict, as_list(status.get("conditions")))
+                      if c.get("type") == "PodScheduled"), {})
     refused = scheduled.get("status") == "False" and scheduled.get("reason") == "Unschedulable"
     created = parse_time(meta.get("creationTimestamp"))
-    containers = list(map(_dict, _list(spec.get("containers"))))
+    containers = list(map(as_dict, as_list(spec.get("containers"))))
     return PodRecord(
         namespace=namespace,
         name=str(meta.get("name", "")),
@@ -352,7 +259,7 @@ def pod(obj: dict[str, Any]) -> PodRecord:
         annotations=_annotations(meta.get("annotations")),
         owners=_owners(tuple(
             (str(o.get("kind", "")), str(o.get("name", "")), str(o.get("uid", "")), bool(o.get("controller", False)))
-            for o in map(_dict, _list(meta.get("ownerReferences")))
+            for o in map(as_dict, as_list(meta.get("ownerReferences")))
         )),
         priority=priority if isinstance(priority, int) else None,
         priority_class=sys.intern(str(spec.get("priorityClassName", "") or "")),
@@ -360,21 +267,21 @@ def pod(obj: dict[str, Any]) -> PodRecord:
         tolerations=_tolerations(tuple(
             (str(t.get("key", "") or ""), str(t.get("operator", "") or "Equal"), str(t.get("value", "") or ""),
              str(t.get("effect", "") or ""))
-            for t in map(_dict, _list(spec.get("tolerations")))
+            for t in map(as_dict, as_list(spec.get("tolerations")))
         )),
-        node_selector=_NODE_SELECTOR(_str_map(spec.get("nodeSelector"))),
-        required_node_affinity=_NODE_TERMS(terms),
-        preferred_node_affinity=_PREFERRED(_preferred_node_terms(node_affinity)),
-        required_anti_affinity=_POD_TERMS(_pod_affinity_terms(spec, "podAntiAffinity", namespace)),
-        required_affinity=_POD_TERMS(_pod_affinity_terms(spec, "podAffinity", namespace)),
-        hard_spread=_SPREAD(_spread(spec, labels, "DoNotSchedule")),
-        soft_spread=_SPREAD(_spread(spec, labels, "ScheduleAnyway")),
+        node_selector=_NODE_SELECTOR(str_map(spec.get("nodeSelector"))),
+        required_node_affinity=constraints.required_node,
+        preferred_node_affinity=constraints.preferred_node,
+        required_anti_affinity=constraints.anti_affinity,
+        required_affinity=constraints.affinity,
+        hard_spread=constraints.hard_spread,
+        soft_spread=constraints.soft_spread,
         requests=_REQUESTS(_pod_requests(spec)),
         images=_IMAGES(tuple(sorted(str(c.get("image", "")) for c in containers))),
         qos=sys.intern(str(status.get("qosClass") or _qos(containers))),
         has_local_storage=any("emptyDir" in v or "hostPath" in v for v in volumes),
         has_pvc=any("persistentVolumeClaim" in v or "ephemeral" in v for v in volumes),
-        claims=tuple(sorted(str(_dict(v["persistentVolumeClaim"]).get("claimName", "")) for v in volumes
+        claims=tuple(sorted(str(as_dict(v["persistentVolumeClaim"]).get("claimName", "")) for v in volumes
                             if "persistentVolumeClaim" in v)),
         terminating=meta.get("deletionTimestamp") is not None,
         start_time=parse_time(status.get("startTime")),
@@ -390,7 +297,7 @@ def pod(obj: dict[str, Any]) -> PodRecord:
 
 def priority_class(obj: dict[str, Any]) -> tuple[str, int] | None:
     """(name, value) of a PriorityClass; None when the object has no usable value."""
-    name, value = _dict(obj.get("metadata")).get("name"), obj.get("value")
+    name, value = as_dict(obj.get("metadata")).get("name"), obj.get("value")
     if not isinstance(name, str) or not name or not isinstance(value, int) or isinstance(value, bool):
         return None
     return name, value
@@ -398,14 +305,14 @@ def priority_class(obj: dict[str, Any]) -> tuple[str, int] | None:
 
 def claim_class(obj: dict[str, Any]) -> tuple[str, str]:
     """("ns/name", storageClassName or "") of a PersistentVolumeClaim."""
-    meta = _dict(obj.get("metadata"))
-    storage_class = _dict(obj.get("spec")).get("storageClassName")
+    meta = as_dict(obj.get("metadata"))
+    storage_class = as_dict(obj.get("spec")).get("storageClassName")
     return (f"{meta.get('namespace', '')}/{meta.get('name', '')}",
             storage_class if isinstance(storage_class, str) else "")
 
 
 def pdb(obj: dict[str, Any]) -> PdbRecord:
-    meta, spec, status = _dict(obj.get("metadata")), _dict(obj.get("spec")), _dict(obj.get("status"))
+    meta, spec, status = as_dict(obj.get("metadata")), as_dict(obj.get("spec")), as_dict(obj.get("status"))
     allowed = status.get("disruptionsAllowed", 0)
     return PdbRecord(
         namespace=str(meta.get("namespace", "")),
