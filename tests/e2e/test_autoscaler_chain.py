@@ -260,10 +260,8 @@ def eviction_evidence(chain: Chain, r: RemediatorProcess, app: str, tainted_at: 
         lines.append(f"pod {p.metadata.name} on {p.spec.node_name} created {p.metadata.creation_timestamp}"
                      + (" (terminating)" if p.metadata.deletion_timestamp else ""))
     events = chain.core.list_namespaced_event(chain.namespace, field_selector="involvedObject.kind=Pod").items
-    for e in sorted(events, key=lambda e: str(e.event_time or e.last_timestamp or e.first_timestamp)):
-        source = e.reporting_component or (e.source.component if e.source else "") or "?"
-        lines.append(f"{source} {e.event_time or e.last_timestamp or e.first_timestamp}: {e.reason} "
-                     f"{e.involved_object.name}: {e.message}")
+    lines += [event_line(e) for e in sorted(events, key=lambda e: str(e.event_time or e.last_timestamp
+                                                                        or e.first_timestamp))]
     lines += [f"audit {line}" for line in pod_removals(audit_calls(chain.cluster), chain.namespace)]
     return lines
 
@@ -274,10 +272,15 @@ def node_evidence(chain: Chain, node: str) -> list[str]:
     n = chain.core.read_node(node)
     lines = [f"node {node} taints {[(t.key, t.effect) for t in n.spec.taints or []]}"]
     lines += [f"node {node} {c.type}={c.status} since {c.last_transition_time}" for c in n.status.conditions or []]
-    for e in chain.core.list_event_for_all_namespaces(field_selector=f"involvedObject.name={node}").items:
-        source = e.reporting_component or (e.source.component if e.source else "") or "?"
-        lines.append(f"{source} {e.event_time or e.last_timestamp or e.first_timestamp}: {e.reason} {e.message}")
-    return lines
+    return lines + [event_line(e) for e in
+                    chain.core.list_event_for_all_namespaces(field_selector=f"involvedObject.name={node}").items]
+
+
+def event_line(e: client.CoreV1Event) -> str:
+    """Who reported it, when, why, about what."""
+    source = e.reporting_component or (e.source.component if e.source else "") or "?"
+    return (f"{source} {e.event_time or e.last_timestamp or e.first_timestamp}: {e.reason} "
+            f"{e.involved_object.name}: {e.message}")
 
 
 def test_high_node_utilization_empties_an_idle_karpenter_node_and_karpenter_removes_it(
