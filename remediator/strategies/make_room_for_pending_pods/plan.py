@@ -15,6 +15,7 @@ import datetime as dt
 import heapq
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import partial
 
 from remediator.model.plan import PlannedEviction
 from remediator.model.records import NodeRecord, PodRecord
@@ -29,6 +30,7 @@ from remediator.state.snapshot import Snapshot
 from remediator.strategies.make_room_for_pending_pods.args import MakeRoomForPendingPodsArgs
 from remediator.strategies.make_room_for_pending_pods.detect import Stuck, free_vector, stuck_pods, vector
 from remediator.strategies.make_room_for_pending_pods.report import Fragmentation, MadeRoom
+from remediator.strategies.make_room_for_pending_pods.room import Room
 from remediator.strategies.make_room_for_pending_pods.search import Found, Limits, Mover, find_plan
 
 NAME = "MakeRoomForPendingPods"
@@ -45,7 +47,7 @@ def plan(snapshot: Snapshot, args: MakeRoomForPendingPodsArgs, gate: Gate) -> Wa
     # The budget bounds all the strategy does, its books and the detection included, not only the search: at
     # 5,000 nodes those two took a quarter of a second before any search began.
     deadline = time.monotonic() + args.time_budget.total_seconds()
-    books = _Books(snapshot, gate)
+    books = _Books(snapshot, gate, args)
     stuck, stranded = stuck_pods(snapshot, books.usage, exclude=gate.view.excluded,
                                  planned_taints=gate.view.planned_taints)
     made: list[MadeRoom] = []
@@ -71,22 +73,44 @@ def _recently_helped(helped: Remembered, pod: PodRecord, snapshot: Snapshot, arg
 
 class _Books:
     """What every search of the cycle shares: each node's requests after the cycle's moves, the nodes that may
-    receive pods, free room per set of resources, and the affinity indexes; refreshed where a plan moved pods."""
+    receive pods, free room per set of resources, what a node's pods ask for at most, and the affinity indexes;
+    refreshed where a plan moved pods."""
 
-    def __init__(self, snapshot: Snapshot, gate: Gate) -> None:
-        self.snapshot, self.gate = snapshot, gate
+    def __init__(self, snapshot: Snapshot, gate: Gate, args: MakeRoomForPendingPodsArgs) -> None:
+        self.snapshot, self.gate, self.args = snapshot, gate, args
         self.usage = {n: gate.view.usage(n) for n in snapshot.nodes}
         self.eligible = [n for n, rec in snapshot.nodes.items()
                          if rec.ready and not rec.unschedulable and not rec.deleting and n not in gate.view.excluded
                          and gate.view.hold(n) is None]
         self.indexes = _Indexes(snapshot)
-        self._free: dict[tuple[str, ...], dict[str, tuple[int, ...]]] = {}
+        self._free: dict[tuple[str, ...], Room] = {}
+        self._reach: dict[tuple[str, tuple[str, ...]], tuple[int, ...]] = {}
+        self._lowest: dict[str, int] = {}
 
-    def free(self, resources: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
+    def free(self, resources: tuple[str, ...]) -> Room:
         found = self._free.get(resources)
         if found is None:
             nodes = self.snapshot.nodes
-            found = self._free[resources] = {n: free_vector(nodes[n], self.usage[n], resources) for n in self.eligible}
+            found = self._free[resources] = Room(
+                ((n, free_vector(nodes[n], self.usage[n], resources)) for n in self.eligible), len(resources))
+        return found
+
+    def reach(self, node: str, resources: tuple[str, ...]) -> tuple[int, ...]:
+        """The most any one pod on `node` that might move asks for, resource by resource (a pod's own requests
+        stay as they are all cycle, so this is worked out once per node)."""
+        key = (node, resources)
+        found = self._reach.get(key)
+        if found is None:
+            vectors = [vector(p.requests, resources) for p in self.snapshot.pods(node) if _might_move(p, self.args)]
+            found = self._reach[key] = tuple(map(max, zip(*vectors, strict=True))) if vectors else (0,) * len(resources)
+        return found
+
+    def lowest_priority(self, node: str) -> int:
+        """The lowest priority of a pod on `node`: no mover there costs less than its share of a mover's cost (the
+        other terms are never negative), which bounds the cost of any plan."""
+        found = self._lowest.get(node)
+        if found is None:
+            found = self._lowest[node] = min(((p.priority or 0) for p in self.snapshot.pods(node)), default=0)
         return found
 
     def refresh(self, names: set[str]) -> None:
@@ -94,7 +118,7 @@ class _Books:
             self.usage[n] = self.gate.view.usage(n)
             for resources, free in self._free.items():
                 if n in free:
-                    free[n] = free_vector(self.snapshot.nodes[n], self.usage[n], resources)
+                    free.update(n, free_vector(self.snapshot.nodes[n], self.usage[n], resources))
 
 
 def _search(books: _Books, args: MakeRoomForPendingPodsArgs, s: Stuck, deadline: float) -> Found | None:
@@ -102,7 +126,7 @@ def _search(books: _Books, args: MakeRoomForPendingPodsArgs, s: Stuck, deadline:
     free, need = books.free(resources), s.need
     # Smallest deficit first, until enough the pending pod's own constraints accept: popped from a heap, as only
     # the first few of a pool of thousands are ever looked at (the name in the key: the order is sorted()'s).
-    ranked = [(sum([q - f for f, q in zip(free[n], need, strict=True) if q > f]), n) for n in s.pool if n in free]
+    ranked = free.shortfalls(s.pool, need)
     heapq.heapify(ranked)
     targets: list[str] = []
     conflict = indexes.affinity().conflict_for(s.pod)  # asked of node after node: a zone's answer is kept
@@ -114,9 +138,7 @@ def _search(books: _Books, args: MakeRoomForPendingPodsArgs, s: Stuck, deadline:
         return None
     chosen = set(targets)
     # The roomiest others, in units of the pod's requests (so cpu and bytes weigh alike).
-    shares = [(-sum([min(r, 4 * q) / q for r, q in zip(free[n], need, strict=True) if q > 0]), n)
-              for n in free if n not in chosen]
-    roomy = [n for _, n in heapq.nsmallest(ROOMY, shares)]
+    roomy = free.roomiest(need, ROOMY, chosen)
     nodes = {n: free[n] for n in (*targets, *roomy)}
     movers = _Movers(snapshot, args, gate, pending=s.pod, resources=resources, nodes=chosen | set(roomy))
     records: dict[str, PodRecord] = movers.records
@@ -131,8 +153,10 @@ def _search(books: _Books, args: MakeRoomForPendingPodsArgs, s: Stuck, deadline:
                 snapshot, pod, node, indexes) and not indexes.zones().worse(pod, snapshot.nodes[node])
         return fits[key]
 
-    limits = Limits(max_evictions=args.max_evictions_per_pod, depth=args.chain_depth, deadline=deadline)
-    return find_plan(s.need, targets, nodes, movers, can_go, headroom=movers.headroom, limits=limits)
+    limits = Limits(max_evictions=args.max_evictions_per_pod, depth=args.chain_depth, deadline=deadline,
+                    cheapest=min((books.lowest_priority(n) for n in movers), default=0) * 100.0)
+    return find_plan(s.need, targets, nodes, movers, can_go, may_move=movers.may_move,
+                     reach=partial(books.reach, resources=resources), headroom=movers.headroom, limits=limits)
 
 
 class _Indexes:
@@ -172,7 +196,8 @@ def _pod_may_land(snapshot: Snapshot, pod: PodRecord, node: str, indexes: _Index
 
 
 class _Movers(Mapping[str, Sequence[Mover]]):
-    """node -> the pods the gate would let move for this pending pod, worked out when the search first asks."""
+    """node -> the pods that may move for this pending pod (`may_move`: if the gate lets them), worked out when the
+    search first asks."""
 
     def __init__(self, snapshot: Snapshot, args: MakeRoomForPendingPodsArgs, gate: Gate, *, pending: PodRecord,
                  resources: Sequence[str], nodes: set[str]) -> None:
@@ -181,6 +206,7 @@ class _Movers(Mapping[str, Sequence[Mover]]):
         self.records: dict[str, PodRecord] = {}
         self.headroom: dict[str, int] = {}
         self._cache: dict[str, list[Mover]] = {}
+        self._may_move: dict[str, bool] = {}
 
     def __getitem__(self, node: str) -> Sequence[Mover]:
         if node not in self.nodes:
@@ -196,13 +222,21 @@ class _Movers(Mapping[str, Sequence[Mover]]):
     def __len__(self) -> int:
         return len(self.nodes)
 
+    def may_move(self, mover: Mover) -> bool:
+        """The gate would let the pod go (asked when a set of pods first needs it: the gate's checks are most of a
+        mover's cost, and the search looks at few of the pods it lists)."""
+        found = self._may_move.get(mover.key)
+        if found is None:
+            found = self._may_move[mover.key] = self.gate.refusal(
+                PlannedEviction(self.records[mover.key], NAME, "")) is None
+        return found
+
+
     def _mover(self, pod: PodRecord) -> Mover | None:
-        if not pod.live or pod.namespace in self.args.evictable_namespaces_exclude:
+        if not _might_move(pod, self.args):
             return None
         if (pod.priority or 0) > (self.pending.priority or 0):
             return None  # never displace a pod that matters more than the one waiting
-        if self.gate.refusal(PlannedEviction(pod, NAME, "")) is not None:
-            return None
         headroom = self.gate.view.pdb_headroom(pod)
         self.headroom.update(headroom)
         owner = pod.controller
@@ -210,6 +244,11 @@ class _Movers(Mapping[str, Sequence[Mover]]):
         cost = (pod.priority or 0) * 100.0 + _OWNER_COST.get(owner.kind if owner else "", 1) * 10 + tight
         self.records[pod.key] = pod
         return Mover(pod.key, pod.node_name, vector(pod.requests, self.resources), cost, tuple(sorted(headroom)))
+
+
+def _might_move(pod: PodRecord, args: MakeRoomForPendingPodsArgs) -> bool:
+    """What of being a mover the pod alone decides, whichever pod is pending and whatever the plan holds."""
+    return pod.live and pod.namespace not in args.evictable_namespaces_exclude
 
 
 def _commit(snapshot: Snapshot, gate: Gate, s: Stuck, found: Found) -> bool:

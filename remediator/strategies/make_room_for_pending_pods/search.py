@@ -1,14 +1,17 @@
 """The placement search: the fewest evictions that free one node enough for a pending pod.
 
-Pure and free of Kubernetes: nodes are free-room vectors, pods are request vectors, and `can_go(pod, node)` says
-whether a pod's constraints (taints, selectors, affinity) accept a node. The search is iterative deepening on
+Pure and free of Kubernetes: nodes are free-room vectors, pods are request vectors, `can_go(pod, node)` says
+whether a pod's constraints (taints, selectors, affinity) accept a node, and `may_move(pod)` whether the pod may be
+evicted at all (asked only of the pods of a set that covers a deficit: most pods never are); `reach(node)` bounds
+what any one pod there asks for, so that a node no set of its pods could free is passed over before its pods are
+listed. The search is iterative deepening on
 the number of evictions: for k = 1, 2, ... it tries every target node the pending pod may go to, every set of
 that node's movable pods that covers the node's deficit, and places each evicted pod somewhere other than the
 target and its own node — directly where there is room, or (up to `depth` links) on a node that itself evicts
 pods to make room, those counting towards k. The first k with a plan is the optimum for the model; among the
-plans of that size the one with the lowest disruption cost wins. Failed sub-searches are memoised on the pods
-still to place and the room changed so far; a deadline stops the search (the best plan found so far, if any,
-is kept).
+plans of that size the one with the lowest disruption cost wins; a plan no other can undercut (every move at the
+lowest cost any move has) ends the search at once. Failed sub-searches are memoised on the pods still to place and
+the room changed so far; a deadline stops the search (the best plan found so far, if any, is kept).
 """
 
 from __future__ import annotations
@@ -53,6 +56,11 @@ class Limits:
     branch: int = 6  # destinations tried per pod (distinct free rooms, tightest first)
     deadline: float = float("inf")  # time.monotonic() after which the search gives up
     expired: bool = False
+    cheapest: float = float("-inf")  # no move costs less than this (a lower bound: -inf when unknown)
+
+    def floor(self, k: int) -> float:
+        """The lowest cost a plan of 1 to k moves can have: once a plan costs this, no other can cost less."""
+        return self.cheapest if self.cheapest >= 0 else k * self.cheapest
 
 
 @dataclass
@@ -60,6 +68,8 @@ class _State:
     free: dict[str, Vector]
     movers: Mapping[str, Sequence[Mover]]
     can_go: Callable[[Mover, str], bool]
+    may_move: Callable[[Mover], bool]
+    reach: Callable[[str], Vector] | None
     headroom: Mapping[str, int]
     limits: Limits
     moved: set[str] = field(default_factory=set)
@@ -85,19 +95,25 @@ def deficit(free: Vector, need: Vector) -> Vector:
 
 
 def find_plan(need: Vector, targets: Sequence[str], free: Mapping[str, Vector], movers: Mapping[str, Sequence[Mover]],
-              can_go: Callable[[Mover, str], bool], *, headroom: Mapping[str, int] | None = None,
+              can_go: Callable[[Mover, str], bool], *, may_move: Callable[[Mover], bool] = lambda _: True,
+              reach: Callable[[str], Vector] | None = None, headroom: Mapping[str, int] | None = None,
               limits: Limits | None = None) -> Found | None:
     """The fewest evictions after which `need` fits one of `targets` (ties: lowest total cost), or None.
 
     `free`: each node's free room now (allocatable minus requests, "pods" counting slots); `movers`: per node the
-    pods that may be evicted, each `can_go` some node; `headroom`: per PDB how many more disruptions it allows.
+    pods that may be evicted, each `can_go` some node; `reach`: per node, at least what each of its movers asks for
+    in every resource; `headroom`: per PDB how many more disruptions it allows.
     """
     limits = limits or Limits()
-    state = _State(free=dict(free), movers=movers, can_go=can_go, headroom=headroom or {}, limits=limits)
+    state = _State(free=dict(free), movers=movers, can_go=can_go, may_move=may_move, reach=reach,
+                   headroom=headroom or {}, limits=limits)
     ordered = sorted(targets, key=lambda n: (sum(deficit(free[n], need)), n))
     for k in range(1, limits.max_evictions + 1):
         best: Found | None = None
+        floor = limits.floor(k)
         for target in ordered:
+            if best is not None and best.cost <= floor:
+                break  # no later target's plan can cost less, and a tie keeps the earlier one
             if _expired(limits):
                 return best
             lack = deficit(state.free[target], need)
@@ -121,8 +137,9 @@ def _expired(limits: Limits) -> bool:
     return limits.expired
 
 
-def _subsets(pods: Sequence[Mover], lack: Vector, size: int) -> Iterator[tuple[Mover, ...]]:
-    """Sets of exactly `size` pods whose requests cover `lack`, cheapest first within the size."""
+def _subsets(pods: Sequence[Mover], lack: Vector, size: int,
+             may_move: Callable[[Mover], bool]) -> Iterator[tuple[Mover, ...]]:
+    """Sets of exactly `size` pods that may move and whose requests cover `lack`, cheapest first within the size."""
     if len(pods) < size:
         return
     # A set is minimal when no smaller one covers; the caller walks sizes upwards, so sets of `size` that cover
@@ -131,17 +148,19 @@ def _subsets(pods: Sequence[Mover], lack: Vector, size: int) -> Iterator[tuple[M
         total = combo[0].requests
         for p in combo[1:]:
             total = add(total, p.requests)
-        if covers(total, lack):
+        if covers(total, lack) and all(may_move(p) for p in combo):
             yield combo
 
 
 def _free_target(state: _State, target: str, lack: Vector, k: int) -> Found | None:
     """The cheapest plan of at most k evictions that frees `lack` on `target`; the state is left unchanged."""
+    if not _may_cover(state, target, lack, k):
+        return None
     pods = sorted((p for p in state.movers.get(target, ()) if p.key not in state.moved),
                   key=lambda p: (p.cost, p.key))
     best: Found | None = None
     for size in range(1, k + 1):
-        for chosen in _subsets(pods, lack, size):
+        for chosen in _subsets(pods, lack, size, state.may_move):
             if _expired(state.limits):
                 return best
             moves = _place_all(state, list(chosen), k - size, state.limits.depth, frozenset({target}))
@@ -152,7 +171,16 @@ def _free_target(state: _State, target: str, lack: Vector, k: int) -> Found | No
             if best is None or cost < best.cost:
                 best = Found(target, tuple(moves), cost)
             break  # the cheapest covering set of this size that places
+        if best is not None and best.cost <= state.limits.floor(k):
+            break  # a larger set cannot cost less
     return best
+
+
+def _may_cover(state: _State, node: str, lack: Vector, size: int) -> bool:
+    """Whether `size` of the node's pods could cover `lack` at all, by its bound (True without one)."""
+    if state.reach is None:
+        return True
+    return all(size * r >= need for r, need in zip(state.reach(node), lack, strict=True))
 
 
 def _take(state: _State, pod: Mover) -> bool:
@@ -250,7 +278,7 @@ def _place_chained(state: _State, pending: list[Mover], budget: int, depth: int,
     """The first pod on a node that makes room by moving some of its own pods on (counted against `budget`)."""
     pod, rest = pending[0], pending[1:]
     chained = sorted((n for n in state.free if n not in forbidden and n != pod.node
-                      and not covers(state.free[n], pod.requests) and state.movers.get(n)),
+                      and not covers(state.free[n], pod.requests) and _any_may_move(state, n)),
                      key=lambda n: (sum(deficit(state.free[n], pod.requests)), n))
     tried = 0
     for node in chained:
@@ -260,8 +288,10 @@ def _place_chained(state: _State, pending: list[Mover], budget: int, depth: int,
             continue
         tried += 1
         lack = deficit(state.free[node], pod.requests)
+        if not _may_cover(state, node, lack, budget):
+            continue
         others = sorted((p for p in state.movers[node] if p.key not in state.moved), key=lambda p: (p.cost, p.key))
-        sets = (c for size in range(1, budget + 1) for c in _subsets(others, lack, size))
+        sets = (c for size in range(1, budget + 1) for c in _subsets(others, lack, size, state.may_move))
         for chosen in itertools.islice(sets, state.limits.branch):
             inner = _place_all(state, list(chosen), budget - len(chosen), depth - 1, forbidden | {node})
             if inner is None:
@@ -274,6 +304,10 @@ def _place_chained(state: _State, pending: list[Mover], budget: int, depth: int,
                 _shift(state, node, pod.requests)
             _undo(state, inner)
     return None
+
+
+def _any_may_move(state: _State, node: str) -> bool:
+    return any(state.may_move(p) for p in state.movers.get(node, ()))
 
 
 def _undo(state: _State, moves: Sequence[Move]) -> None:

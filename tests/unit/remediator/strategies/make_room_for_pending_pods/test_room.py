@@ -1,0 +1,55 @@
+"""Room's ranks against the per-node sums they replace, on random rooms with ties, negative room and zero asks."""
+
+from __future__ import annotations
+
+import heapq
+import random
+
+from remediator.strategies.make_room_for_pending_pods.room import Room, Vector
+
+
+def _rooms(rng: random.Random, count: int) -> dict[str, Vector]:
+    # Few distinct values, so ties are common; some nodes overcommitted (negative room).
+    return {f"n{i:03d}": (rng.choice((-100, 0, 250, 500, 4000)), rng.choice((-1, 0, 3, 8, 64)) * 2**20,
+                          rng.choice((0, 2, 4, 110)))
+            for i in range(count)}
+
+
+def _needs(rng: random.Random) -> Vector:
+    return rng.choice((0, 100, 300)), rng.choice((0, 2**20, 5 * 2**20)), 1
+
+
+def test_shortfalls_are_the_per_node_sums() -> None:
+    rng = random.Random(3)
+    for _ in range(50):
+        rooms = _rooms(rng, 60)
+        room = Room(rooms.items(), 3)
+        need = _needs(rng)
+        pool = tuple(sorted(rng.sample([*rooms, "gone-1", "gone-2"], 30)))
+        expected = [(sum([q - f for f, q in zip(rooms[n], need, strict=True) if q > f]), n)
+                    for n in pool if n in rooms]
+        assert room.shortfalls(pool, need) == expected
+        assert room.shortfalls(pool, need) == expected  # the second ask uses the kept positions
+
+
+def test_roomiest_is_the_per_node_ranking() -> None:
+    rng = random.Random(4)
+    for _ in range(200):
+        rooms = _rooms(rng, rng.choice((5, 60)))
+        room = Room(rooms.items(), 3)
+        need = _needs(rng)
+        skip = set(rng.sample(sorted(rooms), 3))
+        count = rng.choice((1, 4, 10, 64))
+        shares = [(-sum([min(r, 4 * q) / q for r, q in zip(rooms[n], need, strict=True) if q > 0]), n)
+                  for n in rooms if n not in skip]
+        assert room.roomiest(need, count, skip) == [n for _, n in heapq.nsmallest(count, shares)]
+
+
+def test_an_update_is_read_back_by_node_and_ranked() -> None:
+    room = Room([("a", (100, 100, 1)), ("b", (200, 200, 2))], 3)
+    assert "a" in room and "c" not in room
+    assert room.roomiest((100, 100, 1), 1, set()) == ["b"]
+    room.update("a", (900, 900, 9))
+    assert room["a"] == (900, 900, 9)
+    assert room.roomiest((100, 100, 1), 1, set()) == ["a"]
+    assert room.shortfalls(("a", "b"), (300, 300, 1)) == [(0, "a"), (200, "b")]
