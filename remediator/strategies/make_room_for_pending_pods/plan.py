@@ -241,6 +241,7 @@ class _Movers(Mapping[str, Sequence[Mover]]):
         self.headroom.update(headroom)
         owner = pod.controller
         tight = 1 if any(h <= 1 for h in headroom.values()) else 0
+        # Every term but the priority's is never negative: the search's lower bound on a plan's cost counts on it.
         cost = (pod.priority or 0) * 100.0 + _OWNER_COST.get(owner.kind if owner else "", 1) * 10 + tight
         self.records[pod.key] = pod
         return Mover(pod.key, pod.node_name, vector(pod.requests, self.resources), cost, tuple(sorted(headroom)))
