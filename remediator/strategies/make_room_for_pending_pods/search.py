@@ -4,14 +4,15 @@ Pure and free of Kubernetes: nodes are free-room vectors, pods are request vecto
 whether a pod's constraints (taints, selectors, affinity) accept a node, and `may_move(pod)` whether the pod may be
 evicted at all (asked only of the pods of a set that covers a deficit: most pods never are); `reach(node)` bounds
 what any one pod there asks for, so that a node no set of its pods could free is passed over before its pods are
-listed. The search is iterative deepening on
-the number of evictions: for k = 1, 2, ... it tries every target node the pending pod may go to, every set of
-that node's movable pods that covers the node's deficit, and places each evicted pod somewhere other than the
-target and its own node — directly where there is room, or (up to `depth` links) on a node that itself evicts
-pods to make room, those counting towards k. The first k with a plan is the optimum for the model; among the
-plans of that size the one with the lowest disruption cost wins; a plan no other can undercut (every move at the
-lowest cost any move has) ends the search at once. Failed sub-searches are memoised on the pods still to place and
-the room changed so far; a deadline stops the search (the best plan found so far, if any, is kept).
+listed.
+
+The search is iterative deepening on the number of evictions: for k = 1, 2, ... it tries every target node the
+pending pod may go to, every set of that node's movable pods that covers the node's deficit, and places each evicted
+pod somewhere other than the target and its own node — directly where there is room, or (up to `depth` links) on a
+node that itself evicts pods to make room, those counting towards k. The first k with a plan is the optimum for the
+model; among the plans of that size the one with the lowest disruption cost wins; a plan no other can undercut (every
+move at the lowest cost any move has) ends the search at once. Failed sub-searches are memoised on the pods still to
+place and the room changed so far; a deadline stops the search (the best plan found so far, if any, is kept).
 """
 
 from __future__ import annotations
