@@ -240,7 +240,7 @@ def scheduled_to(core: client.CoreV1Api, namespace: str, node: str) -> dict[str,
     """pod -> when kube-scheduler bound it to `node`, from its Scheduled Events (kept after the pod is gone)."""
     out = {}
     for e in core.list_namespaced_event(namespace, field_selector="reason=Scheduled").items:
-        when = e.event_time or e.last_timestamp or e.first_timestamp
+        when = event_time(e)
         if (e.message or "").endswith(f" to {node}") and when is not None:
             out[e.involved_object.name] = when
     return out
@@ -260,8 +260,7 @@ def eviction_evidence(chain: Chain, r: RemediatorProcess, app: str, tainted_at: 
         lines.append(f"pod {p.metadata.name} on {p.spec.node_name} created {p.metadata.creation_timestamp}"
                      + (" (terminating)" if p.metadata.deletion_timestamp else ""))
     events = chain.core.list_namespaced_event(chain.namespace, field_selector="involvedObject.kind=Pod").items
-    lines += [event_line(e) for e in sorted(events, key=lambda e: str(e.event_time or e.last_timestamp
-                                                                        or e.first_timestamp))]
+    lines += [event_line(e) for e in sorted(events, key=lambda e: str(event_time(e)))]
     lines += [f"audit {line}" for line in pod_removals(audit_calls(chain.cluster), chain.namespace)]
     return lines
 
@@ -279,8 +278,12 @@ def node_evidence(chain: Chain, node: str) -> list[str]:
 def event_line(e: client.CoreV1Event) -> str:
     """Who reported it, when, why, about what."""
     source = e.reporting_component or (e.source.component if e.source else "") or "?"
-    return (f"{source} {e.event_time or e.last_timestamp or e.first_timestamp}: {e.reason} "
-            f"{e.involved_object.name}: {e.message}")
+    return f"{source} {event_time(e)}: {e.reason} {e.involved_object.name}: {e.message}"
+
+
+def event_time(e: client.CoreV1Event) -> dt.datetime | None:
+    """When it happened: an events.k8s.io Event's eventTime, a core one's last (or first) timestamp."""
+    return e.event_time or e.last_timestamp or e.first_timestamp
 
 
 def test_high_node_utilization_empties_an_idle_karpenter_node_and_karpenter_removes_it(

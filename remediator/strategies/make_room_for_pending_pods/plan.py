@@ -37,9 +37,11 @@ NAME = "MakeRoomForPendingPods"
 KIND = "balance"
 TARGETS = 32  # pool nodes tried as the one to free, smallest deficit first
 ROOMY = 64  # other nodes the evicted pods may go to, roomiest first (at scale the search never looks further)
-# Evicting a pod of a StatefulSet or a Job costs more than one a ReplicaSet replaces at once.
 # A pod made room for is forgotten after this long (whatever retryAfter says), so the memory stays bounded.
 FORGET_HELPED = dt.timedelta(hours=1)
+# A mover's cost: its priority first, then its owner (evicting a pod of a StatefulSet or a Job costs more than one a
+# ReplicaSet replaces at once), then a PDB with no spare disruption.
+_PRIORITY_COST = 100.0
 _OWNER_COST = {"ReplicaSet": 0, "ReplicationController": 0, "StatefulSet": 2, "Job": 3}
 
 
@@ -154,7 +156,7 @@ def _search(books: _Books, args: MakeRoomForPendingPodsArgs, s: Stuck, deadline:
         return fits[key]
 
     limits = Limits(max_evictions=args.max_evictions_per_pod, depth=args.chain_depth, deadline=deadline,
-                    cheapest=min((books.lowest_priority(n) for n in movers), default=0) * 100.0)
+                    cheapest=min((books.lowest_priority(n) for n in movers), default=0) * _PRIORITY_COST)
     return find_plan(s.need, targets, nodes, movers, can_go, may_move=movers.may_move,
                      reach=partial(books.reach, resources=resources), headroom=movers.headroom, limits=limits)
 
@@ -242,7 +244,7 @@ class _Movers(Mapping[str, Sequence[Mover]]):
         owner = pod.controller
         tight = 1 if any(h <= 1 for h in headroom.values()) else 0
         # Every term but the priority's is never negative: the search's lower bound on a plan's cost counts on it.
-        cost = (pod.priority or 0) * 100.0 + _OWNER_COST.get(owner.kind if owner else "", 1) * 10 + tight
+        cost = (pod.priority or 0) * _PRIORITY_COST + _OWNER_COST.get(owner.kind if owner else "", 1) * 10 + tight
         self.records[pod.key] = pod
         return Mover(pod.key, pod.node_name, vector(pod.requests, self.resources), cost, tuple(sorted(headroom)))
 
