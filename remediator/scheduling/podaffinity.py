@@ -40,7 +40,10 @@ class PodAffinityIndex:
         self._nodes = snapshot.nodes
         self._by_node = snapshot.pods_by_node
         self._arrivals: list[tuple[PodRecord, str]] = []  # planned this cycle
-        self._domains: dict[str, dict[str, list[PodRecord]]] = {}  # topology key -> value -> pods, built lazily
+        # topology key -> value -> the pods of that domain, each built when first asked for: a term asks about the
+        # domains of the nodes searched (for a hostname term, a few nodes out of thousands), never all of them
+        self._domains: dict[str, dict[str, list[PodRecord]]] = {}
+        self._nodes_by_value: dict[str, dict[str, list[str]]] = {}  # topology key -> value -> its nodes, in order
         # (topology key, the holder's value of it, a namespace the term selects pods of; None: any) -> (pod, term) for
         # every pod that keeps others away: a node is checked against the holders of its own domains that could
         # select the pod's namespace only, not against every holder in the cluster
@@ -80,26 +83,34 @@ class PodAffinityIndex:
         return held
 
     def _domain(self, key: str, value: str) -> list[PodRecord]:
-        if key not in self._domains:
-            by_value: dict[str, list[PodRecord]] = {}
-            for node, pods in self._by_node.items():  # a node's pods share its value: looked up once per node
+        by_value = self._domains.setdefault(key, {})
+        found = by_value.get(value)
+        if found is None:
+            by_node = self._by_node
+            found = by_value[value] = [p for node in self._nodes_with(key).get(value, ()) for p in by_node[node]
+                                       if p.phase not in TERMINAL_PHASES]
+            found.extend(p for p, node in self._arrivals if self._value(node, key) == value)
+        return found
+
+    def _nodes_with(self, key: str) -> dict[str, list[str]]:
+        """value of `key` -> the nodes holding pods that carry it (a node's pods share its value: looked up once per
+        node, once per key)."""
+        found = self._nodes_by_value.get(key)
+        if found is None:
+            found = self._nodes_by_value[key] = {}
+            for node in self._by_node:
                 v = self._value(node, key)
                 if v is not None:
-                    by_value.setdefault(v, []).extend(p for p in pods if p.phase not in TERMINAL_PHASES)
-            for p, node in self._arrivals:
-                v = self._value(node, key)
-                if v is not None:
-                    by_value.setdefault(v, []).append(p)
-            self._domains[key] = by_value
-        return self._domains[key].get(value, [])
+                    found.setdefault(v, []).append(node)
+        return found
 
     def add(self, pod: PodRecord, node: str) -> None:
         """`pod` will run on `node` after this cycle."""
         self._arrivals.append((pod, node))
-        for key, by_value in self._domains.items():
+        for key, by_value in self._domains.items():  # a domain built later counts the arrival from `_arrivals`
             value = self._value(node, key)
-            if value is not None:
-                by_value.setdefault(value, []).append(pod)
+            if value is not None and value in by_value:
+                by_value[value].append(pod)
         self._added_holders.setdefault((id(pod), node), []).append(self._hold(pod, node))
 
     def remove(self, pod: PodRecord, node: str) -> None:
@@ -110,7 +121,7 @@ class PodAffinityIndex:
                 break
         for key, by_value in self._domains.items():
             value = self._value(node, key)
-            if value is not None:
+            if value is not None and value in by_value:
                 _drop_last(by_value[value], pod)
         added = self._added_holders.get((id(pod), node))
         for domain in added.pop() if added else ():

@@ -81,6 +81,7 @@ def _balance_each(gate: Gate, kept: KeptSpreads, live: LivePods, constraints: di
     nodes = kept.nodes
     rooms: dict[Hashable, tuple[str, ...]] = {}  # shape -> its nodes roomiest first, this plan
     moved_to = gate.view.moved_to  # grows with this strategy's own moves
+    moved = _MovedNamespaces(gate)
     for namespace, found in constraints.items():
         for c in found:
             pods = _selectable(live, namespace, c.spread)  # the pods the scheduler counts
@@ -88,7 +89,7 @@ def _balance_each(gate: Gate, kept: KeptSpreads, live: LivePods, constraints: di
                 continue  # no domain can hold more than maxSkew above another: most workloads under the defaults
             shape = c.shape()
             key, counted = (namespace, c.when, c.spread, shape), tuple(pods)
-            unmoved = not moved_to or moved_to.keys().isdisjoint(p.uid for p in pods)
+            unmoved = namespace not in moved or moved_to.keys().isdisjoint(p.uid for p in pods)
             if unmoved and kept.balanced(key, counted):
                 continue
             domains = _domains(kept, c, shape)
@@ -98,6 +99,24 @@ def _balance_each(gate: Gate, kept: KeptSpreads, live: LivePods, constraints: di
                 return
             if outcome == BALANCED and unmoved:
                 kept.remember_balanced(key, counted)
+
+
+class _MovedNamespaces:
+    """The namespaces of the pods moved so far, this plan's and those under way (the pods `moved_to` names): a
+    constraint's pods are of its namespace, so one of a namespace without a moved pod has none of its pods moved,
+    answered without walking their uids (at 20,000 nodes, 40,000 constraints a cycle)."""
+
+    def __init__(self, gate: Gate) -> None:
+        self._view = gate.view
+        self._names = {p.namespace for p, _ in self._view.leaving}
+        self._planned = 0  # the planned evictions already counted (the list only grows while strategies plan)
+
+    def __contains__(self, namespace: str) -> bool:
+        planned = self._view.planned
+        if len(planned) > self._planned:
+            self._names.update(e.pod.namespace for e in planned[self._planned:])
+            self._planned = len(planned)
+        return namespace in self._names
 
 
 def _selectable(live: LivePods, namespace: str, s: SpreadConstraint) -> list[PodRecord]:

@@ -143,6 +143,26 @@ def test_a_planned_arrival_counts_and_taking_it_back_forgets_it() -> None:
     assert index.conflict(_pod("w3", "x"), N1) is None
 
 
+def test_a_domain_first_asked_about_after_arrivals_counts_those_still_planned() -> None:
+    # Each domain is built when a term first asks about it: zone a before the arrivals, zone b after them.
+    index = _index([N1, N2, N3], [_pod("db1", "n2", "db")])
+    mover = _pod("w1", "x", required_anti_affinity=(_term(WEB, ZONE),))
+    assert index.conflict(mover, N1) is None
+    kept, taken_back = _pod("w2", "x"), _pod("w3", "x")
+    index.add(kept, "n3")
+    index.add(taken_back, "n1")
+    index.add(taken_back, "n3")
+    index.remove(taken_back, "n3")
+    assert index.conflict(mover, N1) == "pod anti-affinity"  # zone a, built before: the arrival joined it
+    assert index.conflict(mover, N3) == "pod anti-affinity"  # zone b, built now: from the arrivals
+    index.remove(kept, "n3")
+    index.remove(taken_back, "n1")
+    assert index.conflict(mover, N1) is None
+    assert index.conflict(mover, N3) is None
+    host_mover = _pod("w4", "x", required_anti_affinity=(_term(DB),))
+    assert [index.conflict(host_mover, n) for n in (N1, N2, N3)] == [None, "pod anti-affinity", None]
+
+
 def test_removing_one_of_two_placements_of_the_same_pod_keeps_the_other() -> None:
     index = _index([N1, N3], [])
     arrival = _pod("w2", "x", required_anti_affinity=(_term(WEB, ZONE),))

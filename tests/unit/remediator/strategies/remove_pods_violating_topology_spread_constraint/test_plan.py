@@ -145,6 +145,21 @@ def test_a_kept_constraint_one_of_whose_pods_an_earlier_strategy_evicts_this_cyc
     assert [(e.strategy, e.pod.node_name) for e in plan.evictions] == [("PodLifeTime", "n-a"), (NAME, "n-c")]
 
 
+def test_a_kept_constraint_one_of_whose_pods_an_earlier_cycles_eviction_is_moving_is_worked_out_again() -> None:
+    # Evictions under way (the snapshot still shows the pods where they were) count the pods where they go: both of
+    # c's, sent to a by an earlier cycle, make the same pods hold other counts than the ones kept.
+    derived, memory = Derived(), PlannerMemory()
+    spread = Policy(strategies=(StrategyConfig(NAME, RemovePodsViolatingTopologySpreadConstraintArgs()),),
+                    limits=Limits(owner_cooldown=dt.timedelta(0)))
+    settled = [web(0, "a"), web(1, "b"), web(2, "c"), web(3, "c"), web(4, "a")]
+    assert evicted(make_plan(dataclasses.replace(snapshot(ZONES, settled), derived=derived), spread, memory)) == []
+    memory.record_eviction(settled[2], balance=True, now=snapshot(ZONES, settled).now, destination="n-a")
+    memory.record_eviction(settled[3], balance=True, now=snapshot(ZONES, settled).now, destination="n-a")
+    plan = make_plan(dataclasses.replace(snapshot(ZONES, settled), derived=derived), spread, memory)
+    # a 4, b 1, c 0 once both land: a gives one to c and one to b
+    assert [(e.pod.node_name, e.destination) for e in plan.evictions] == [("n-a", "n-c"), ("n-a", "n-b")]
+
+
 def test_replicas_holding_the_same_constraint_objects_declare_one_constraint_and_other_node_selection_another() -> None:
     spreads, pool_x = (SKEW_1,), {"pool": "x"}
     replicas = [pod(f"web-{i}", "n-b", labels={"app": "web"}, hard_spread=spreads, node_selector=pool_x)
