@@ -119,6 +119,16 @@ def _room_reason(node: NodeRecord, wanted: Mapping[str, int], used: Mapping[str,
     return None
 
 
+def _kept_room_reason(kept: dict[str, str | None], node: NodeRecord, wanted: Mapping[str, int],
+                      used: Mapping[str, int]) -> str | None:
+    """`_room_reason` on a node no room is promised on, from `kept` (find_destination's `room_reasons`), filled in
+    here."""
+    why = kept.get(node.name, _UNASKED)
+    if why == _UNASKED:
+        why = kept[node.name] = _room_reason(node, wanted, used, _NO_ROOM)
+    return why
+
+
 def find_destination(pod: PodRecord, snapshot: Snapshot, *, exclude: Collection[str],
                      planned_taints: Mapping[str, Sequence[Taint]] | None = None,
                      reserved: Mapping[str, Mapping[str, int]] | None = None,
@@ -126,7 +136,8 @@ def find_destination(pod: PodRecord, snapshot: Snapshot, *, exclude: Collection[
                      pod_affinity: PodAffinityIndex | None = None, spread: SpreadIndex | None = None,
                      nodes: Iterable[str] | None = None, first_fit: bool = False,
                      accept: Callable[[PodRecord, NodeRecord, Mapping[str, int]], str | None] | None = None,
-                     offering: Offering | None = None, node_reasons: dict[str, str | None] | None = None) -> FitResult:
+                     offering: Offering | None = None, node_reasons: dict[str, str | None] | None = None,
+                     room_reasons: dict[str, str | None] | None = None) -> FitResult:
     """The node `pod` would fit on, other than its own and those in `exclude`, or why there is none.
 
     `exclude`: node names that must not receive the pod (pass a set: it is probed once per node).
@@ -144,6 +155,8 @@ def find_destination(pod: PodRecord, snapshot: Snapshot, *, exclude: Collection[
     is checked on those nodes only, the others counted as lacking it (their other reasons untold).
     `node_reasons`: node -> what `_node_reason` answered a pod with this one's tolerations and node selection,
     kept by a caller whose searches share the nodes and planned taints (one plan's books), filled in here.
+    `room_reasons`: node -> what the room check answered a pod with these requests on a node holding no `reserved`
+    room, against `requested`: kept by a caller whose searches share `requested` (one plan's books), filled in here.
     Among fitting nodes the one with the most free CPU after placement wins, ties broken by name, so the
     same snapshot always gives the same answer.
     """
@@ -172,7 +185,9 @@ def find_destination(pod: PodRecord, snapshot: Snapshot, *, exclude: Collection[
             # Summing the node's pods is the expensive part, so it runs only for nodes that passed the rest.
             precomputed = requested.get(name) if requested is not None else None
             used = precomputed if precomputed is not None else pod_request_summary(snapshot.pods(name))
-            why = _room_reason(node, wanted, used, held)
+            kept = room_reasons if held is _NO_ROOM and precomputed is not None else None
+            why = (_room_reason(node, wanted, used, held) if kept is None
+                   else _kept_room_reason(kept, node, wanted, used))
         if why is None:
             if affinity_conflict is None:
                 affinity_conflict = (pod_affinity if pod_affinity is not None

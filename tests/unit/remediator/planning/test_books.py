@@ -36,6 +36,18 @@ def test_a_committed_move_frees_its_source_and_holds_room_on_its_destination() -
     assert books.limits.taken == 1
 
 
+def test_a_room_answer_kept_for_equal_requests_is_not_given_for_a_node_room_was_promised_on_since() -> None:
+    # n2 has room for one of the two; the second asks after the first was placed there: n2 answered again, full.
+    a, b = pod("a", "n1", cpu=3000), pod("b", "n1", cpu=3000)
+    books = books_for(snapshot([node("n1", cpu=8000), node("n2")], [a, b]))
+    assert books.find(b, ["n2"], None, books.reserved) == ("n2", "fits n2")  # kept: n2 takes 3000 of cpu
+    assert books.place(a, ["n2"], None, cache=False) == ("n2", "")
+    node_b, why = books.find(b, ["n2"], None, books.reserved)
+    assert node_b is None and why == "0/1 nodes fit: 1 insufficient cpu"
+    books.unplace(a, "n2")
+    assert books.find(b, ["n2"], None, books.reserved) == ("n2", "fits n2")
+
+
 def test_unplace_gives_back_the_room_a_place_took() -> None:
     a = pod("a", "n1", cpu=300)
     books = books_for(snapshot([node("n1"), node("n2")], [a]))
@@ -102,3 +114,6 @@ def test_destinations_are_tried_roomiest_first_then_by_name() -> None:
     books = books_for(s)
     assert books.by_room(["small", "b-big", "a-big", "gone"]) == ("a-big", "b-big", "small")
     assert books.every_by_room() == ("a-big", "b-big", "small")
+    # Most of the nodes, as a set or a mapping (filtered from the whole order), or a few (sorted): the same order
+    assert books.by_room({"small", "a-big", "gone"}) == books.by_room({"small": 1, "a-big": 2}) == ("a-big", "small")
+    assert books.by_room(iter(["small", "a-big"])) == ("a-big", "small")
