@@ -12,7 +12,6 @@ pod in the cycle's books. Everything the strategy does in a cycle shares one tim
 from __future__ import annotations
 
 import datetime as dt
-import heapq
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
@@ -126,16 +125,15 @@ class _Books:
 def _search(books: _Books, args: MakeRoomForPendingPodsArgs, s: Stuck, deadline: float) -> Found | None:
     snapshot, gate, indexes, resources = books.snapshot, books.gate, books.indexes, s.resources
     free, need = books.free(resources), s.need
-    # Smallest deficit first, until enough the pending pod's own constraints accept: popped from a heap, as only
-    # the first few of a pool of thousands are ever looked at (the name in the key: the order is sorted()'s).
-    ranked = free.shortfalls(s.pool, need)
-    heapq.heapify(ranked)
+    # Smallest deficit first (ties by name), until enough the pending pod's own constraints accept: only the first
+    # few of a pool of thousands are ever looked at, and only those are worked out (Room.by_shortfall).
     targets: list[str] = []
     conflict = indexes.affinity().conflict_for(s.pod)  # asked of node after node: a zone's answer is kept
-    while ranked and len(targets) < TARGETS:
-        n = heapq.heappop(ranked)[1]
+    for n in free.by_shortfall(s.pool, need):
         if _pod_may_land(snapshot, s.pod, n, indexes, conflict):
             targets.append(n)
+            if len(targets) == TARGETS:
+                break
     if not targets:
         return None
     chosen = set(targets)

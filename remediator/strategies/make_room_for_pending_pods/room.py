@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 Vector = tuple[int, ...]
 
@@ -30,6 +30,9 @@ class Room:
         self._at: dict[str, int] = {}
         self._positions: dict[tuple[str, ...], tuple[list[str], list[int]]] = {}
         self._orders: dict[int, list[tuple[int, int]]] = {}  # column -> (-room, position) of every node, most first
+        # (pool, column) -> the same of the pool's nodes; the pool's positions as a set
+        self._pool_orders: dict[tuple[tuple[str, ...], int], list[tuple[int, int]]] = {}
+        self._pool_sets: dict[tuple[str, ...], set[int]] = {}
         for name, vector in rooms:
             self._at[name] = len(self.names)
             self.names.append(name)
@@ -46,19 +49,47 @@ class Room:
     def update(self, name: str, vector: Vector) -> None:
         at = self._at[name]
         for c, (column, value) in enumerate(zip(self.columns, vector, strict=True)):
-            order = self._orders.get(c)
-            if order is not None and column[at] != value:
-                del order[bisect.bisect_left(order, (-column[at], at))]
-                bisect.insort(order, (-value, at))
+            if column[at] == value:
+                continue
+            orders = [self._orders.get(c)] + [order for (pool, oc), order in self._pool_orders.items()
+                                             if oc == c and at in self._pool_sets[pool]]
+            for order in orders:
+                if order is not None:
+                    del order[bisect.bisect_left(order, (-column[at], at))]
+                    bisect.insort(order, (-value, at))
             column[at] = value
+
+    def by_shortfall(self, names: tuple[str, ...], need: Vector) -> Iterator[str]:
+        """`names` held here, the least short of `need` first (the shortfalls summed over the resources), ties by
+        name; worked out as far as the caller reads (a search reads a few dozen of a pool of thousands): walking the
+        pool's nodes down from the roomiest in each resource asked for, a node is given once no node not met yet can
+        be less short (each is short at least of what the walk's place in each column lacks). Where the walk would go
+        deep, the rest are summed whole."""
+        at = self._pool(names)[1]
+        asked = [c for c, q in enumerate(need) if q > 0]
+        orders = [self._pool_order(names, c) for c in asked]
+        met: set[int] = set()
+        given: set[str] = set()
+        waiting: list[tuple[int, str]] = []  # a heap of the nodes met and not given yet
+        for depth in range(len(at) // 4):
+            for order in orders:
+                position = order[depth][1]
+                if position not in met:
+                    met.add(position)
+                    heapq.heappush(waiting, (self._short(position, need), self.names[position]))
+            least = sum(max(0, need[c] + order[depth][0]) for c, order in zip(asked, orders, strict=True))
+            while waiting and waiting[0][0] < least:
+                name = heapq.heappop(waiting)[1]
+                given.add(name)
+                yield name
+        rest = [(short, name) for short, name in self.shortfalls(names, need) if name not in given]
+        heapq.heapify(rest)
+        while rest:
+            yield heapq.heappop(rest)[1]
 
     def shortfalls(self, names: tuple[str, ...], need: Vector) -> list[tuple[int, str]]:
         """(how far each of `names` held here is short of `need`, summed over the resources, name)."""
-        kept = self._positions.get(names)
-        if kept is None:  # pods of one workload share their pool: its positions are looked up once
-            known = [n for n in names if n in self._at]
-            kept = self._positions[names] = (known, [self._at[n] for n in known])
-        known, at = kept
+        known, at = self._pool(names)
         if not known:
             return []
         total = [0] * len(at)
@@ -66,6 +97,26 @@ class Room:
             values = [column[i] for i in at]
             total = [t + q - f if q > f else t for t, f in zip(total, values, strict=True)]
         return list(zip(total, known, strict=True))
+
+    def _short(self, position: int, need: Vector) -> int:
+        """`shortfalls`' sum for one node."""
+        return sum(q - column[position] for column, q in zip(self.columns, need, strict=True) if q > column[position])
+
+    def _pool(self, names: tuple[str, ...]) -> tuple[list[str], list[int]]:
+        kept = self._positions.get(names)
+        if kept is None:  # pods of one workload share their pool: its positions are looked up once
+            known = [n for n in names if n in self._at]
+            kept = self._positions[names] = (known, [self._at[n] for n in known])
+        return kept
+
+    def _pool_order(self, names: tuple[str, ...], c: int) -> list[tuple[int, int]]:
+        order = self._pool_orders.get((names, c))
+        if order is None:
+            at = self._pool(names)[1]
+            self._pool_sets[names] = set(at)
+            column = self.columns[c]
+            order = self._pool_orders[(names, c)] = sorted((-column[i], i) for i in at)
+        return order
 
     def roomiest(self, need: Vector, count: int, skip: set[str]) -> list[str]:
         """The `count` nodes outside `skip` with the most room in units of `need` (each resource counting up to four

@@ -1,10 +1,12 @@
 """Room's ranks against the per-node sums they replace, on random rooms with ties, negative room and zero asks, and
-the roomiest found by walking the columns down (many nodes, few asked for) against the same sums, updates between."""
+the roomiest and the least short found by walking the columns down (many nodes, few read) against the same sums,
+updates between."""
 
 from __future__ import annotations
 
 import heapq
 import random
+from unittest import mock
 
 from remediator.strategies.make_room_for_pending_pods.room import Room, Vector
 
@@ -90,3 +92,30 @@ def test_the_roomiest_of_many_found_walking_the_columns_are_the_per_node_ranking
                 rooms[name] = _node_room(rng)
                 room.update(name, rooms[name])
     assert walked > 150  # the big pods' asks were answered by the walk, not by summing every column
+
+
+def test_the_least_short_given_walking_the_columns_are_the_per_node_order_through_updates() -> None:
+    rng = random.Random(6)
+    walked = 0
+    for _ in range(60):
+        small = rng.random() < 0.3
+        rooms = _rooms(rng, 60) if small else {f"n{i:04d}": _node_room(rng) for i in range(rng.choice((400, 2000)))}
+        room = Room(rooms.items(), 3)
+        pool = tuple(sorted(rng.sample([*rooms, "gone-1"], len(rooms) // 2)))
+        for _ in range(5):
+            # A stuck pod: more than most nodes of its pool hold (so few or none are short of nothing, and a walk can
+            # give the least short early)
+            cpu = rng.randrange(40000, 70000)
+            need = _needs(rng) if small else (cpu, cpu * 2**22, 1)
+            expected = [n for _, n in sorted((sum([q - f for f, q in zip(rooms[n], need, strict=True) if q > f]), n)
+                                             for n in pool if n in rooms)]
+            read = rng.choice((1, 40, len(expected)))
+            with mock.patch.object(room, "shortfalls", wraps=room.shortfalls) as summed:
+                given = room.by_shortfall(pool, need)
+                assert [next(given) for _ in range(min(read, len(expected)))] == expected[:read]
+            walked += read == 1 and not small and not summed.called
+            assert list(room.by_shortfall(pool, need)) == expected
+            for name in rng.sample(sorted(rooms), 3):
+                rooms[name] = _rooms(rng, 1)["n000"] if small else _node_room(rng)
+                room.update(name, rooms[name])
+    assert walked > 20  # the first of a big pool was given by the walk, not by summing the pool whole
