@@ -148,7 +148,7 @@ class Room:
         share is at least the `wanted`th largest. None when the walk would look at more than an eighth of the nodes
         (`_shares` then costs less)."""
         asked = [(c, column, q, 4 * q) for c, (column, q) in enumerate(zip(self.columns, need, strict=True)) if q > 0]
-        if not asked:
+        if not asked or wanted < 1:
             return None
         orders = [self._order(c) for c, *_ in asked]
         met: dict[int, float] = {}

@@ -52,6 +52,7 @@ def test_an_update_is_read_back_by_node_and_ranked() -> None:
     room = Room([("a", (100, 100, 1)), ("b", (200, 200, 2))], 3)
     assert "a" in room and "c" not in room
     assert room.roomiest((100, 100, 1), 1, set()) == ["b"]
+    assert room.roomiest((100, 100, 1), 0, set()) == []
     room.update("a", (900, 900, 9))
     assert room["a"] == (900, 900, 9)
     assert room.roomiest((100, 100, 1), 1, set()) == ["a"]
