@@ -125,7 +125,9 @@ def test_a_dark_node_with_a_persons_confirmation_is_fenced_and_unfenced_when_it_
     # second than the node's return: API times are whole seconds, and a write in the same second may have come first.
     back = next(c.last_transition_time for c in core.read_node_status(node).status.conditions if c.type == "Ready")
     wait_until(lambda: time.time() >= back.timestamp() + 1, timeout=5, what="a second after the node's return")
-    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    # Stamped by the clock the wait read: time.gmtime() alone reads C's time(), the kernel's coarse clock, which
+    # still says the second before for a few milliseconds after time.time() has passed it.
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time()))
     core.patch_node_status(node, {"status": {"conditions": [{
         "type": "KernelDeadlock", "status": "False", "reason": "KernelHasNoDeadlock", "message": "e2e agent",
         "lastTransitionTime": now, "lastHeartbeatTime": now}]}})
