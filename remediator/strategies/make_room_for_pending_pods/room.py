@@ -52,12 +52,14 @@ class Room:
         for c, (column, value) in enumerate(zip(self.columns, vector, strict=True)):
             if column[at] == value:
                 continue
-            orders = [self._orders.get(c)] + [order for (pool, oc), order in self._pool_orders.items()
-                                             if oc == c and at in self._pool_sets[pool]]
+            # every kept order holding the node: the whole column's, and those of the pools it is in
+            orders = [order for (pool, oc), order in self._pool_orders.items()
+                      if oc == c and at in self._pool_sets[pool]]
+            if c in self._orders:
+                orders.append(self._orders[c])
             for order in orders:
-                if order is not None:
-                    del order[bisect.bisect_left(order, (-column[at], at))]
-                    bisect.insort(order, (-value, at))
+                del order[bisect.bisect_left(order, (-column[at], at))]
+                bisect.insort(order, (-value, at))
             column[at] = value
 
     def by_shortfall(self, names: tuple[str, ...], need: Vector) -> Iterator[str]:
