@@ -20,6 +20,7 @@ from remediator.planning.memory import PlannerMemory
 from remediator.planning.rails import AUTOSCALER_TAINTS
 from remediator.planning.room import Room, add, add_pod
 from remediator.policy.model import Policy
+from remediator.scheduling.fit_screen import ScreenSlot
 from remediator.scheduling.nodefit import (
     CPU,
     PODS,
@@ -27,6 +28,7 @@ from remediator.scheduling.nodefit import (
     find_destination,
     new_node_reason,
     pod_request_summary,
+    screen_nodes,
 )
 from remediator.scheduling.offering import Offering
 from remediator.scheduling.podaffinity import PodAffinityIndex
@@ -34,6 +36,9 @@ from remediator.scheduling.selectors import matches_labels
 from remediator.scheduling.topologyspread import SpreadIndex
 from remediator.scheduling.zonespread import ZoneSpread
 from remediator.state.snapshot import Snapshot
+
+# A search through fewer nodes is walked whole: a screen of them would save less than it costs to keep.
+SCREEN_LEAST = 64
 
 # node fit's last word on a destination: None, or why not (a strategy's own rule about where a pod may go)
 Accept = Callable[[PodRecord, NodeRecord, Mapping[str, int]], str | None]
@@ -74,6 +79,10 @@ class Books:
         # answered again for an alike pod while it stays the same (alike_searches.py).
         self.version = 0
         self._alike = AlikeSearches()
+        # (id of a tuple of nodes, (placement, requests)) -> its searches' screen (fit_screen.py), and whether any
+        # pod promised room this plan asks for less than nothing of a resource (a snapshot's "-1"): none holds then
+        self._screens: dict[tuple[int, Hashable], ScreenSlot] = {}
+        self._negative_promise = False
         # Reservations only grow within a plan, so a pod shape that fitted nowhere fits nowhere later either.
         self._no_fit: dict[tuple[object, ...], str] = {}
         self.pdb_used: Counter[tuple[str, str]] = Counter()
@@ -179,6 +188,8 @@ class Books:
     def promise(self, pod: PodRecord, node: str) -> None:
         """Hold room on `node` for `pod`, so no later move of the plan takes it."""
         self.version += 1
+        if not self._negative_promise and any(q < 0 for q in pod.requests.values()):
+            self._negative_promise = True  # promised room can shrink a node's requests: no screen holds (_search)
         add_pod(self.reserved.setdefault(node, {}), pod)
 
     def exclude_node(self, node: str) -> None:
@@ -229,11 +240,35 @@ class Books:
                 reserved: Mapping[str, Room]) -> FitResult:
         affinity, spread, _ = self.indexes()
         placement = (pod.tolerations, tuple(sorted(pod.node_selector.items())), pod.required_node_affinity)
-        return find_destination(pod, self.snapshot, exclude=self.exclude, planned_taints=self.planned_taints,
-                                reserved=reserved, requested=self.requested, pod_affinity=affinity,
-                                spread=spread, nodes=destinations, accept=accept, first_fit=True,
-                                offering=self.offering(), node_reasons=self._node_reasons.setdefault(placement, {}),
-                                room_reasons=self._room_reasons.setdefault(tuple(pod.requests.items()), {}))
+        requests = tuple(pod.requests.items())
+        node_reasons = self._node_reasons.setdefault(placement, {})
+        room_reasons = self._room_reasons.setdefault(requests, {})
+        slot = self._screen_slot(destinations, (placement, requests), reserved)
+        if slot is not None and slot.due():
+            slot.screen = screen_nodes(pod, self.snapshot, slot.nodes, offering=self.offering(),
+                                       planned_taints=self.planned_taints, node_reasons=node_reasons,
+                                       requested=self.requested, room_reasons=room_reasons)
+        result = find_destination(pod, self.snapshot, exclude=self.exclude, planned_taints=self.planned_taints,
+                                  reserved=reserved, requested=self.requested, pod_affinity=affinity,
+                                  spread=spread, nodes=destinations, accept=accept, first_fit=True,
+                                  offering=self.offering(), node_reasons=node_reasons, room_reasons=room_reasons,
+                                  screen=None if slot is None else slot.screen)
+        if slot is not None and result.node is None:
+            slot.failed = True
+        return result
+
+    def _screen_slot(self, nodes: Collection[str], alike: Hashable, reserved: Mapping[str, Room]) -> ScreenSlot | None:
+        """The slot of the searches through `nodes` by pods `alike` in placement and requests (fit_screen.py); None
+        where no screen holds or pays: nodes that are not a tuple (they could change) or a short one, room counted
+        with what pods leaving free (it can shrink), a pod with a negative request promised room this plan."""
+        if (not isinstance(nodes, tuple) or len(nodes) < SCREEN_LEAST or reserved is not self.reserved
+                or self._negative_promise):
+            return None
+        key = (id(nodes), alike)
+        slot = self._screens.get(key)
+        if slot is None:
+            slot = self._screens[key] = ScreenSlot(nodes)
+        return slot
 
     def find_alike(self, pod: PodRecord, destinations: Sequence[str], accept: Accept | None, check: Accept | None,
                    alike: Hashable) -> tuple[str | None, str]:

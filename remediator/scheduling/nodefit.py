@@ -15,6 +15,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from remediator.model.records import HOSTNAME_LABEL, TERMINAL_PHASES, Effect, NodeRecord, PodRecord, Taint
+from remediator.scheduling.fit_screen import FitScreen, build_screen, refusals
 from remediator.scheduling.offering import Offering
 from remediator.scheduling.podaffinity import PodAffinityIndex
 from remediator.scheduling.selectors import pod_fits_node_selection
@@ -74,6 +75,12 @@ def _placement_reason(pod: PodRecord, node: NodeRecord, exclude: Collection[str]
         return "current node"
     if node.name in exclude:
         return "excluded"
+    return _known_node_reason(pod, node, planned, known)
+
+
+def _known_node_reason(pod: PodRecord, node: NodeRecord, planned: Mapping[str, Sequence[Taint]],
+                       known: dict[str, str | None]) -> str | None:
+    """`_node_reason` from `known`, filled in here."""
     why = known.get(node.name, _UNASKED)
     if why == _UNASKED:
         why = known[node.name] = _node_reason(pod, node, planned.get(node.name, ()))
@@ -137,7 +144,8 @@ def find_destination(pod: PodRecord, snapshot: Snapshot, *, exclude: Collection[
                      nodes: Iterable[str] | None = None, first_fit: bool = False,
                      accept: Callable[[PodRecord, NodeRecord, Mapping[str, int]], str | None] | None = None,
                      offering: Offering | None = None, node_reasons: dict[str, str | None] | None = None,
-                     room_reasons: dict[str, str | None] | None = None) -> FitResult:
+                     room_reasons: dict[str, str | None] | None = None,
+                     screen: FitScreen | None = None) -> FitResult:
     """The node `pod` would fit on, other than its own and those in `exclude`, or why there is none.
 
     `exclude`: node names that must not receive the pod (pass a set: it is probed once per node).
@@ -157,6 +165,8 @@ def find_destination(pod: PodRecord, snapshot: Snapshot, *, exclude: Collection[
     kept by a caller whose searches share the nodes and planned taints (one plan's books), filled in here.
     `room_reasons`: node -> what the room check answered a pod with these requests on a node holding no `reserved`
     room, against `requested`: kept by a caller whose searches share `requested` (one plan's books), filled in here.
+    `screen`: `screen_nodes` of these `nodes`, `node_reasons` and `room_reasons`, with `requested` and `reserved`
+    room that only grows (fit_screen.py): only the nodes those two checks pass are walked, the others counted.
     Among fitting nodes the one with the most free CPU after placement wins, ties broken by name, so the
     same snapshot always gives the same answer.
     """
@@ -167,7 +177,8 @@ def find_destination(pod: PodRecord, snapshot: Snapshot, *, exclude: Collection[
     wanted = {resource: quantity for resource, quantity in pod.requests.items() if quantity > 0}
     best: tuple[int, str] | None = None  # (-free cpu after placement, name): the smallest wins
     fitting = 0
-    considered, rejections = _candidates(pod, snapshot.nodes.keys() if nodes is None else nodes, offering)
+    considered, rejections = ((screen.open, Counter()) if screen is not None
+                              else _candidates(pod, snapshot.nodes.keys() if nodes is None else nodes, offering))
     total = sum(rejections.values())
     # The scheduler's filter checks the pod's DoNotSchedule constraints, its own or its scheduler's defaults.
     hard_spread = bool(pod.hard_spread or (spread is not None and spread.hard(pod)))
@@ -212,8 +223,27 @@ def find_destination(pod: PodRecord, snapshot: Snapshot, *, exclude: Collection[
         if best is None or candidate < best:
             best = candidate
     if best is not None:
-        return FitResult(node=best[1], reason=f"{fitting}/{total} nodes fit")
-    return no_fit(total, rejections)
+        return FitResult(node=best[1], reason=f"{fitting}/{total if screen is None else screen.total} nodes fit")
+    return no_fit(total, rejections) if screen is None else no_fit(screen.total, refusals(
+        screen, rejections, current=pod.node_name, exclude=exclude, reserved=reserved,
+        held_room=lambda name: _room_reason(snapshot.nodes[name], wanted, (requested or {})[name], reserved[name])))
+
+
+def screen_nodes(pod: PodRecord, snapshot: Snapshot, nodes: Iterable[str], *, offering: Offering | None,
+                 planned_taints: Mapping[str, Sequence[Taint]], node_reasons: dict[str, str | None],
+                 requested: Mapping[str, Mapping[str, int]], room_reasons: dict[str, str | None]) -> FitScreen:
+    """`find_destination`'s screen of `nodes` for pods alike in `node_reasons` and `room_reasons` (fit_screen.py):
+    the nodes both kept checks pass, the reasons of the others."""
+    wanted = {resource: quantity for resource, quantity in pod.requests.items() if quantity > 0}
+
+    def placement(node: NodeRecord) -> str | None:
+        return _known_node_reason(pod, node, planned_taints, node_reasons)
+
+    def room(node: NodeRecord) -> str | None:
+        used = requested.get(node.name)
+        return None if used is None else _kept_room_reason(room_reasons, node, wanted, used)  # None: walked in full
+
+    return build_screen(*_candidates(pod, nodes, offering), snapshot.nodes, placement, room)
 
 
 def _candidates(pod: PodRecord, nodes: Iterable[str], offering: Offering | None) -> tuple[Iterable[str], Counter[str]]:

@@ -7,7 +7,7 @@ import datetime as dt
 
 from remediator.model.plan import Plan, PlannedEviction, Protected
 from remediator.model.records import LabelSelector, PdbRecord, PodRecord
-from remediator.planning.books import Books
+from remediator.planning.books import SCREEN_LEAST, Books
 from remediator.planning.memory import PlannerMemory
 from remediator.policy.limits import Limits
 from remediator.policy.model import Policy
@@ -117,3 +117,24 @@ def test_destinations_are_tried_roomiest_first_then_by_name() -> None:
     # Most of the nodes, as a set or a mapping (filtered from the whole order), or a few (sorted): the same order
     assert books.by_room({"small", "a-big", "gone"}) == books.by_room({"small": 1, "a-big": 2}) == ("a-big", "small")
     assert books.by_room(iter(["small", "a-big"])) == ("a-big", "small")
+
+
+def test_searches_through_a_long_tuple_are_screened_after_one_found_no_node_and_answer_as_before() -> None:
+    nodes = [node(f"n{i:03}", cpu=1000) for i in range(SCREEN_LEAST + 6)]
+    movers = [pod(f"m{i}", "n000", cpu=2000) for i in range(3)]
+    s = snapshot(nodes, [*movers, pod("small", "n000", cpu=100)])
+    books, plain = books_for(s), books_for(s)
+    order = books.every_by_room()
+    assert isinstance(order, tuple) and len(order) >= SCREEN_LEAST
+    answers = []
+    for mover in movers:
+        answers.append(books.find(mover, order, None, books.reserved))
+        assert answers[-1] == plain.find(mover, list(order), None, plain.reserved)  # a list is never screened
+    assert answers[0] == (None, f"0/{len(nodes)} nodes fit: {len(nodes) - 1} insufficient cpu, 1 current node")
+    slots = list(books._screens.values())
+    assert len(slots) == 1 and slots[0].screen is not None and slots[0].screen.open == ()
+    # short tuples and room counted with what leaves are walked whole; no screen once room may shrink
+    assert books._screen_slot(order[:SCREEN_LEAST - 1], (), books.reserved) is None
+    assert books._screen_slot(order, (), {}) is None
+    books.promise(pod("odd", "n000", cpu=-5), "n001")
+    assert books._screen_slot(order, (), books.reserved) is None
