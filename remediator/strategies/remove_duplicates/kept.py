@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 
-from remediator.model.records import NodeRecord
-from remediator.state.derived import Placement, placement_of
+from remediator.model.records import NodeRecord, PodRecord
+from remediator.state.derived import PerList, Placement, placement_of
 
 
 @dataclass
@@ -20,6 +20,8 @@ class KeptTargets:
     nodes: Mapping[str, NodeRecord] = field(default_factory=dict)  # the Ready nodes of this run
     placement: dict[str, Placement] = field(default_factory=dict)  # what placement reads of those the answers came from
     _takes: dict[Hashable, list[str]] = field(default_factory=dict)  # shape -> the nodes taking it, in name order
+    # owner -> whether two of its pods share a node (few do: the others are not looked at), kept with its pod list
+    _stacked: PerList[bool] = field(default_factory=PerList)
 
     def run_on(self, nodes: Mapping[str, NodeRecord]) -> KeptTargets:
         """Start a run on `nodes`: what was kept serves again only when they are the same nodes, equal in what
@@ -37,3 +39,15 @@ class KeptTargets:
         if found is None:
             found = self._takes[shape] = sorted(n for n, rec in self.nodes.items() if takes(rec))
         return found
+
+    def stacked(self, owners: Mapping[str, list[PodRecord]]) -> list[list[PodRecord]]:
+        """The pod lists of the `owners` (a snapshot's, by owner) with two pods on one node, wherever their pods
+        are moved this plan: the 38,000 owners of a 20,000-node cluster were each looked through every cycle."""
+        if len(self._stacked) > len(owners):
+            self._stacked.keep_only(owners)
+        return [group for owner, group in owners.items()
+                if len(group) > 1 and self._stacked.get(owner, group, _shares_a_node)]
+
+
+def _shares_a_node(pods: list[PodRecord]) -> bool:
+    return len({p.node_name for p in pods}) < len(pods)

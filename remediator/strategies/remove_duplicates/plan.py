@@ -51,7 +51,8 @@ def plan(snapshot: Snapshot, args: RemoveDuplicatesArgs, gate: Gate) -> Wants:
     # which node fit tries them, are computed once per set of shapes.
     shape_fit: dict[Shape, list[str]] = {}
     by_shapes: dict[frozenset[Shape], tuple[list[str], tuple[str, ...]]] = {}
-    for key, on_node in sorted(_duplicates(snapshot, args, kept.nodes, gate.view.moved_to).items()):
+    for key, on_node in sorted(_duplicates(kept.stacked(snapshot.pods_by_owner), args, kept.nodes,
+                                           gate.view.moved_to).items()):
         shapes = frozenset(_shape(p) for pods in on_node.values() for p in pods)
         if shapes not in by_shapes:
             targets = _target_nodes(kept, on_node, gate.view.excluded, shape_fit)
@@ -70,14 +71,13 @@ def plan(snapshot: Snapshot, args: RemoveDuplicatesArgs, gate: Gate) -> Wants:
     return NOTHING
 
 
-def _duplicates(snapshot: Snapshot, args: RemoveDuplicatesArgs, ready: Mapping[str, NodeRecord],
+def _duplicates(stacked: list[list[PodRecord]], args: RemoveDuplicatesArgs, ready: Mapping[str, NodeRecord],
                 moved_to: Mapping[str, str | None]) -> dict[DuplicateKey, dict[str, list[PodRecord]]]:
     """Duplicate key -> Ready node -> its live replicas there, for the keys with two or more on one node. Owner by
-    owner: only an owner with two pods on one node is looked at closely (a 150,000-pod cluster has few)."""
+    owner: only the pods of an owner with two pods on one node (`stacked`, KeptTargets.stacked) are looked at
+    closely (a 150,000-pod cluster has few)."""
     found: dict[DuplicateKey, dict[str, list[PodRecord]]] = {}
-    for group in snapshot.pods_by_owner.values():
-        if len(group) < 2 or len({p.node_name for p in group}) == len(group):
-            continue
+    for group in stacked:
         for pod in group:
             node = moved_to.get(pod.uid, pod.node_name)  # where an earlier strategy moves it; None: gone
             if node is None or node not in ready or not pod.live:

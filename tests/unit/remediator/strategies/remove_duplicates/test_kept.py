@@ -7,7 +7,7 @@ import dataclasses
 
 from remediator.model.records import NodeRecord, Taint
 from remediator.strategies.remove_duplicates.kept import KeptTargets
-from tests.unit.remediator.strategies.cluster import NOW, node
+from tests.unit.remediator.strategies.cluster import NOW, node, pod
 
 NODES = {n.name: n for n in (node("n2", labels={"disk": "ssd"}), node("n1", labels={"disk": "ssd"}), node("n3"))}
 
@@ -51,3 +51,15 @@ def test_a_node_s_status_report_keeps_the_answers_and_a_cordon_or_a_taint_forget
     assert kept.run_on(cordoned).taking("ssd", takes) == ["n2"] and len(asked) == 6
     tainted = {**NODES, "n2": dataclasses.replace(NODES["n2"], taints=(Taint("dedicated", "x"),))}
     assert kept.run_on(tainted).taking("ssd", takes) == ["n1"] and len(asked) == 9
+
+
+def test_the_owners_with_two_pods_on_one_node_are_kept_with_their_pod_lists_and_forgotten_when_gone() -> None:
+    stacked_pods, spread_pods = [pod("a", "n1"), pod("b", "n1")], [pod("c", "n1"), pod("d", "n2")]
+    owners = {"stacked": stacked_pods, "spread": spread_pods, "single": [pod("e", "n1")]}
+    kept = KeptTargets()
+    assert kept.stacked(owners) == [stacked_pods]
+    moved = [pod("c", "n1"), pod("d", "n1")]  # a new list: the owner's pods changed, looked at again
+    assert kept.stacked({**owners, "spread": moved}) == [stacked_pods, moved]
+    stacked_pods[1] = pod("b", "n2")  # the same list (the cache never changes one it handed out): the kept answer
+    assert kept.stacked({"stacked": stacked_pods}) == [stacked_pods]
+    assert len(kept._stacked) == 1  # the owners gone are forgotten
