@@ -109,18 +109,6 @@ class NodeNotable:
 
 
 @dataclass(frozen=True, slots=True)
-class NodeLive:
-    """One node's live pods by namespace, flat: `pods` grouped by namespace in the order each namespace first comes,
-    each group in the node's order; group i is `namespaces[i]`, ending at `ends[i]`. Three tuples a node, not a list
-    per namespace: a node holds pods of many namespaces, one or two of each, and at 65,000 nodes those lists took
-    142 MiB of the cycle's peak (bench-plan)."""
-
-    namespaces: tuple[str, ...]
-    ends: tuple[int, ...]
-    pods: tuple[PodRecord, ...]
-
-
-@dataclass(frozen=True, slots=True)
 class OwnerZones:
     """One owner's replicated workload, (namespace, "Kind/name") or None for a pod no such controller owns, and its
     live pods per zone."""
@@ -136,7 +124,8 @@ class Derived:
 
     requests: PerList[dict[str, int]] = field(default_factory=PerList)  # what the node's pods request
     notable: PerList[NodeNotable] = field(default_factory=PerList)
-    live_by_namespace: PerList[NodeLive] = field(default_factory=PerList)
+    # Each node's live pods, in its order: a tuple a node, the least memory (LivePods indexes them by namespace)
+    live: PerList[tuple[PodRecord, ...]] = field(default_factory=PerList)
     # An owner's workload and live pods per zone, within one zone of each node (planning/zone_exposure.py)
     zone_counts: PerList[OwnerZones] = field(default_factory=PerList)
     # The exposure of a workload of one owner, within the zones and the policy's share
@@ -160,6 +149,6 @@ class Derived:
     def keep_only(self, nodes: Collection[str], owners: Collection[str]) -> None:
         self.requests.keep_only(nodes)
         self.notable.keep_only(nodes)
-        self.live_by_namespace.keep_only(nodes)
+        self.live.keep_only(nodes)
         self.zone_counts.keep_only(owners)
         self.zone_exposures.keep_only(owners)

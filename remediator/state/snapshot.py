@@ -5,14 +5,11 @@ indexes the strategies share, each built on first use."""
 from __future__ import annotations
 
 import datetime as dt
-import itertools
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from remediator.model.records import NO_STATUSES, TERMINAL_PHASES, NodeRecord, PdbRecord, PodRecord
-from remediator.state.derived import Derived, NodeLive, NodeNotable, PerList
-
-NO_LIVE_PODS = NodeLive((), (), ())  # a node with no live pod: one value for all of them
+from remediator.state.derived import Derived, NodeNotable, PerList
 
 
 @dataclass(frozen=True)
@@ -31,11 +28,12 @@ class LivePods:
     (one pass over the nodes, on first use), and by namespace and value of a label key, indexed per namespace and key
     the first time a selector asks. Shared by the spread strategy and node fit's spread checks."""
 
-    def __init__(self, pods_by_node: dict[str, list[PodRecord]], kept: PerList[NodeLive] | None = None) -> None:
+    def __init__(self, pods_by_node: dict[str, list[PodRecord]],
+                 kept: PerList[tuple[PodRecord, ...]] | None = None) -> None:
         self._pods_by_node = pods_by_node
         # The per-node table alone, not the whole Derived: Derived keeps this index for the next cycle, and a
         # reference back would put both in a cycle only the cyclic collector frees (a dropped Derived, a cold cycle's).
-        self._kept = PerList[NodeLive]() if kept is None else kept
+        self._kept = PerList[tuple[PodRecord, ...]]() if kept is None else kept
         self._by_namespace: dict[str, list[PodRecord]] | None = None
         self._labelled: dict[tuple[str, str], dict[str, list[PodRecord]]] = {}
 
@@ -49,17 +47,14 @@ class LivePods:
     def in_namespace(self, namespace: str) -> list[PodRecord]:
         if self._by_namespace is None:
             by_namespace: dict[str, list[PodRecord]] = {}
-            kept = self._kept
+            group_of, kept = by_namespace.get, self._kept
             for node, pods in self._pods_by_node.items():  # node by node, in the snapshot's order, as the pods are
-                live = kept.get(node, pods, _live_by_namespace)
-                start = 0
-                for ns, end in zip(live.namespaces, live.ends, strict=True):
-                    group = by_namespace.get(ns)
+                for pod in kept.get(node, pods, _live):
+                    group = group_of(pod.namespace)
                     if group is None:
-                        by_namespace[ns] = list(live.pods[start:end])
+                        by_namespace[pod.namespace] = [pod]
                     else:
-                        group.extend(live.pods[start:end])
-                    start = end
+                        group.append(pod)
             self._by_namespace = by_namespace
         return self._by_namespace.get(namespace, [])
 
@@ -74,15 +69,11 @@ class LivePods:
         return index.get(value, [])
 
 
-def _live_by_namespace(pods: list[PodRecord]) -> NodeLive:
-    groups: dict[str, list[PodRecord]] = {}
-    for p in pods:  # every pod of the cluster when nothing is kept: kept tight
-        if p.live:
-            groups.setdefault(p.namespace, []).append(p)
-    if not groups:
-        return NO_LIVE_PODS
-    return NodeLive(tuple(groups), tuple(itertools.accumulate(map(len, groups.values()))),
-                    tuple(itertools.chain.from_iterable(groups.values())))
+def _live(pods: list[PodRecord]) -> tuple[PodRecord, ...]:
+    # Every pod of the cluster when nothing is kept: kept tight (a list comprehension, then one tuple). Kept per node
+    # flat, not grouped by namespace: a node holds one or two pods of a namespace, so the index built pod by pod
+    # from these (0.06 s for 600,000 pods) costs less than one slice per namespace did (0.10 s).
+    return tuple([p for p in pods if p.live])
 
 
 def _notable(pods: list[PodRecord]) -> NodeNotable:
@@ -178,5 +169,5 @@ class Snapshot:
             if isinstance(kept, LivePods) and kept.reads(self.pods_by_node):
                 self._live = kept
             else:
-                self._live = self.derived.live_pods = LivePods(self.pods_by_node, self.derived.live_by_namespace)
+                self._live = self.derived.live_pods = LivePods(self.pods_by_node, self.derived.live)
         return self._live
