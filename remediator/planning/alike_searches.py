@@ -29,10 +29,9 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 from remediator.model.records import HOSTNAME_LABEL, NodeRecord, PodRecord, SpreadConstraint
+from remediator.scheduling.fit_screen import CURRENT_NODE
 from remediator.scheduling.nodefit import FitResult, no_fit
 from remediator.scheduling.zonespread import ZONE
-
-CURRENT_NODE = "current node"  # nodefit's reason for the pod's own node
 
 # a search of `pod` over `nodes`, with the books as they are: what Books.place would find
 Search = Callable[[PodRecord, Sequence[str]], FitResult]

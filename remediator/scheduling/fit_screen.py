@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from remediator.model.records import NodeRecord
 
+# node fit's first two reasons, before any check of the node: the pod's own node, a node the plan excludes
 CURRENT_NODE = "current node"
 EXCLUDED = "excluded"
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from remediator.model.records import HOSTNAME_LABEL, TERMINAL_PHASES, Effect, NodeRecord, PodRecord, Taint
-from remediator.scheduling.fit_screen import FitScreen, build_screen, refusals
+from remediator.scheduling.fit_screen import CURRENT_NODE, EXCLUDED, FitScreen, build_screen, refusals
 from remediator.scheduling.offering import Offering
 from remediator.scheduling.podaffinity import PodAffinityIndex
 from remediator.scheduling.selectors import pod_fits_node_selection
@@ -72,9 +72,9 @@ def _placement_reason(pod: PodRecord, node: NodeRecord, exclude: Collection[str]
     """The checks that need no pod list, cheapest first; the first failure is the node's reason. `known`: node ->
     `_node_reason`'s answers for pods alike in what it reads, filled in here."""
     if node.name == pod.node_name:
-        return "current node"
+        return CURRENT_NODE
     if node.name in exclude:
-        return "excluded"
+        return EXCLUDED
     return _known_node_reason(pod, node, planned, known)
 
 
@@ -109,8 +109,8 @@ def placement_reason(pod: PodRecord, node: NodeRecord, *, exclude: Collection[st
     """Why `pod` may not go to `node` whatever room it has (Ready, schedulable, not excluded, taints tolerated,
     node selector and required node affinity), or None: the pool a pod can go to."""
     if node.name == pod.node_name:
-        return "current node"
-    return "excluded" if node.name in exclude else _node_reason(pod, node, planned)
+        return CURRENT_NODE
+    return EXCLUDED if node.name in exclude else _node_reason(pod, node, planned)
 
 
 def _room_reason(node: NodeRecord, wanted: Mapping[str, int], used: Mapping[str, int],
