@@ -14,7 +14,7 @@ from functools import partial
 
 from remediator.model.plan import ZoneExposure, ZoneMove
 from remediator.model.records import PodRecord
-from remediator.state.derived import OwnerZones
+from remediator.planning.zone_exposure_kept import KeptExposures, OwnerZones
 from remediator.state.snapshot import Snapshot
 
 ZONE = "topology.kubernetes.io/zone"
@@ -36,42 +36,25 @@ def workload_of(pod: PodRecord) -> str | None:
 
 
 def zone_exposure(snapshot: Snapshot, min_share: float) -> list[ZoneExposure]:
-    """Every replicated workload's shares; the zones and moves only for those `exposed(min_share)`. A workload of one
-    owner (most: a Deployment between rollouts) keeps its answer while its pods, the nodes' zones and the share stay
-    the same (state/derived.py)."""
+    """Every replicated workload's shares; the zones and moves only for those `exposed(min_share)`. Only the owners
+    whose pods changed since the last plan are counted again, and only their workloads' exposures worked out again
+    (zone_exposure_kept.py)."""
     zone_of = {name: n.labels.get(ZONE) or name for name, n in snapshot.nodes.items()}
     zones = sorted({zone_of[name] for name, n in snapshot.nodes.items()
                     if n.ready and not n.unschedulable and not n.deleting})
     if len(zones) < 2:
         return []  # one zone: nothing survives its loss, and no spread does better
-    kept = snapshot.derived.zone_counts.within(zone_of)
-    owner_zones = _owner_zones(zone_of)
-    by_workload: dict[tuple[str, str], list[tuple[str, list[PodRecord], OwnerZones]]] = {}
-    for owner, pods in snapshot.pods_by_owner.items():
-        found = kept.get(owner, pods, owner_zones)
-        if found.workload is not None:
-            by_workload.setdefault(found.workload, []).append((owner, pods, found))
-    exposures = snapshot.derived.zone_exposures.within((zone_of, zones, min_share))
-    out = []
-    for workload, owners in sorted(by_workload.items()):
-        if len(owners) == 1:
-            owner, pods, found = owners[0]
-            exposure = exposures.get(owner, pods, partial(_exposure, workload, found.per_zone, zones, min_share))
-        else:  # a rollout: its revisions count together
-            per_zone: dict[str, int] = {}
-            for _, _, found in owners:
-                for zone, n in found.per_zone.items():
-                    per_zone[zone] = per_zone.get(zone, 0) + n
-            exposure = _exposure(workload, per_zone, zones, min_share)
-        if exposure is not None:
-            out.append(exposure)
-    return out
+    derived = snapshot.derived
+    kept = derived.zone_exposure
+    if not isinstance(kept, KeptExposures):
+        kept = derived.zone_exposure = KeptExposures()
+    return kept.within((zone_of, zones, min_share)).exposures_of(
+        snapshot.pods_by_owner, _owner_zones(zone_of), partial(_exposure, zones=zones, min_share=min_share))
 
 
-def _exposure(workload: tuple[str, str], per_zone: dict[str, int], zones: list[str], min_share: float,
-              _pods: object = None) -> ZoneExposure | None:
-    """The workload's shares (None with fewer than two replicas counted); its zones and moves when exposed. (`_pods`:
-    the owner's pods, as a kept value's maker is given them: `per_zone` says all it needs of them.)"""
+def _exposure(workload: tuple[str, str], per_zone: dict[str, int], *, zones: list[str],
+              min_share: float) -> ZoneExposure | None:
+    """The workload's shares (None with fewer than two replicas counted); its zones and moves when exposed."""
     total = sum(per_zone.values())
     if total < 2:
         return None

@@ -211,7 +211,7 @@ class ClusterCache:
         """`autoscalers`: the node autoscalers found in the cluster (autoscaler_detection.py)."""
         pods_by_node = _lists(self.pods_by_node, self._node_lists, self._changed_nodes)
         pods_by_owner = _lists(self.pods_by_owner, self._owner_lists, self._changed_owners)
-        self.derived.keep_only(pods_by_node, pods_by_owner)
+        self.derived.keep_only(pods_by_node)
         return Snapshot(
             now=now,
             nodes=dict(self.nodes),

@@ -18,7 +18,6 @@ from collections.abc import Callable, Collection, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from remediator.model.plan import ZoneExposure
 from remediator.model.records import NodeRecord, PodRecord, Taint
 
 T = TypeVar("T")
@@ -108,28 +107,17 @@ class NodeNotable:
     spreading: list[PodRecord]
 
 
-@dataclass(frozen=True, slots=True)
-class OwnerZones:
-    """One owner's replicated workload, (namespace, "Kind/name") or None for a pod no such controller owns, and its
-    live pods per zone."""
-
-    workload: tuple[str, str] | None
-    per_zone: dict[str, int]
-
-
 @dataclass
 class Derived:
-    """The tables kept across cycles: by node, except `zone_counts` and `zone_exposures` (by owner) and
-    `spread_domains` (by the nodes alone)."""
+    """The tables kept across cycles: by node, except `zone_exposure` (by owner and workload), `spread_domains` (by
+    the nodes alone) and the strategies' own."""
 
     requests: PerList[dict[str, int]] = field(default_factory=PerList)  # what the node's pods request
     notable: PerList[NodeNotable] = field(default_factory=PerList)
     # Each node's live pods, in its order: a tuple a node, the least memory (LivePods indexes them by namespace)
     live: PerList[tuple[PodRecord, ...]] = field(default_factory=PerList)
-    # An owner's workload and live pods per zone, within one zone of each node (planning/zone_exposure.py)
-    zone_counts: PerList[OwnerZones] = field(default_factory=PerList)
-    # The exposure of a workload of one owner, within the zones and the policy's share
-    zone_exposures: PerList[ZoneExposure | None] = field(default_factory=PerList)
+    # Zone exposure's owners, workloads and their exposures (planning/zone_exposure_kept.py; typed there)
+    zone_exposure: object = None
     # Node fit's topology spread: per constraint shape, each eligible node's domain and the domains
     # (scheduling/topologyspread.py)
     spread_domains: PerNodes[tuple[dict[str, str], frozenset[str]]] = field(default_factory=PerNodes)
@@ -146,9 +134,7 @@ class Derived:
             kept = self.strategies[strategy] = kind()
         return kept
 
-    def keep_only(self, nodes: Collection[str], owners: Collection[str]) -> None:
+    def keep_only(self, nodes: Collection[str]) -> None:
         self.requests.keep_only(nodes)
         self.notable.keep_only(nodes)
         self.live.keep_only(nodes)
-        self.zone_counts.keep_only(owners)
-        self.zone_exposures.keep_only(owners)

@@ -47,9 +47,9 @@ def test_keys_no_longer_in_the_cluster_are_forgotten() -> None:
     derived = Derived()
     for key in ("n1", "n2", "n3"):
         derived.requests.get(key, pods("a"), lambda ps: {"pods": len(ps)})
-        derived.zone_counts.get(f"owner-{key}", pods("a"), lambda ps: {"zone-a": len(ps)})
-    derived.keep_only({"n1", "n3"}, {"owner-n2"})
-    assert len(derived.requests) == 2 and len(derived.zone_counts) == 1
+        derived.live.get(key, pods("a"), tuple)
+    derived.keep_only({"n1", "n3"})
+    assert len(derived.requests) == 2 and len(derived.live) == 2
 
 
 class _Kept:
