@@ -62,12 +62,8 @@ def plan(snapshot: Snapshot, args: RemovePodsViolatingTopologySpreadConstraintAr
     nodes = {n: rec for n, rec in snapshot.nodes.items() if rec.ready and not rec.deleting}
     kept = snapshot.derived.kept_by(NAME, KeptSpreads).run_on(nodes)
     spreading = snapshot.notable().spreading
-    declaring: dict[str, list[PodRecord]] = {}  # namespace -> its live pods on those nodes declaring a constraint
-    for node in sorted(nodes):
-        for p in spreading.get(node, ()):
-            if p.live:
-                declaring.setdefault(p.namespace, []).append(p)
-    constraints = {ns: _constraints(pods, args) for ns, pods in sorted(declaring.items())}
+    declared = kept.declared(spreading, args, partial(_declared, nodes, spreading, args, kept))
+    constraints = {namespace: list(found) for namespace, found in declared.items()}
     for namespace, found in _defaulted(snapshot, kept, args, gate.view.scheduler).items():
         constraints.setdefault(namespace, []).extend(found)
     _balance_each(gate, kept, snapshot.live(), constraints, args)
@@ -87,18 +83,17 @@ def _balance_each(gate: Gate, kept: KeptSpreads, live: LivePods, constraints: di
             pods = _selectable(live, namespace, c.spread)  # the pods the scheduler counts
             if len(pods) <= c.spread.max_skew:
                 continue  # no domain can hold more than maxSkew above another: most workloads under the defaults
-            shape = c.shape()
-            key, counted = (namespace, c.when, c.spread, shape), tuple(pods)
             unmoved = namespace not in moved or moved_to.keys().isdisjoint(p.uid for p in pods)
-            if unmoved and kept.balanced(key, counted):
+            if unmoved and kept.balanced(c, pods):
                 continue
+            shape = c.shape()
             domains = _domains(kept, c, shape)
             outcome = _balance(gate, domains, pods, c, args, ready=nodes,
                                by_room=partial(_by_room, gate, rooms, shape, domains))
             if outcome == CYCLE:
                 return
             if outcome == BALANCED and unmoved:
-                kept.remember_balanced(key, counted)
+                kept.remember_balanced(c, pods)
 
 
 class _MovedNamespaces:
@@ -128,9 +123,22 @@ def _selectable(live: LivePods, namespace: str, s: SpreadConstraint) -> list[Pod
     return live.labelled(namespace, key, value)
 
 
-def _constraints(pods: list[PodRecord],
-                 args: RemovePodsViolatingTopologySpreadConstraintArgs) -> list[Constraint]:
-    """The distinct constraints the namespace's pods in scope declare, in the order first seen."""
+def _declared(nodes: Mapping[str, NodeRecord], spreading: Mapping[str, list[PodRecord]],
+              args: RemovePodsViolatingTopologySpreadConstraintArgs, kept: KeptSpreads) -> dict[str, list[Constraint]]:
+    """namespace -> the constraints declared by its live pods on `nodes` (node by node in name order), namespaces in
+    name order."""
+    declaring: dict[str, list[PodRecord]] = {}
+    for node in sorted(nodes):
+        for p in spreading.get(node, ()):
+            if p.live:
+                declaring.setdefault(p.namespace, []).append(p)
+    return {ns: _constraints(pods, args, kept) for ns, pods in sorted(declaring.items())}
+
+
+def _constraints(pods: list[PodRecord], args: RemovePodsViolatingTopologySpreadConstraintArgs,
+                 kept: KeptSpreads) -> list[Constraint]:
+    """The distinct constraints the namespace's pods in scope declare, in the order first seen (each the object kept
+    for it, kept.py)."""
     found: dict[tuple[object, ...], Constraint] = {}
     # The very objects a pod's constraints are found from (replicas share them: state/sharing.py): a pod holding the
     # same ones as a pod before it finds only constraints already found.
@@ -153,8 +161,8 @@ def _constraints(pods: list[PodRecord],
                             (tuple(sorted(pod.node_selector.items())), pod.required_node_affinity)
                             if s.honor_node_affinity else None,
                             pod.tolerations if s.honor_node_taints else None)
-                if identity not in found:  # (a frozen dataclass costs more to build than to look up)
-                    found[identity] = Constraint(s, when, pod)
+                if identity not in found:
+                    found[identity] = kept.constraint((pod.namespace, identity), s, when, pod)
     return list(found.values())
 
 

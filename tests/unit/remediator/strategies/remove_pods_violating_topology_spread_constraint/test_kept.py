@@ -1,45 +1,51 @@
 """remove_pods_violating_topology_spread_constraint/kept.py: a constraint found within maxSkew answers so again only
-for the same pods on the same nodes, and what no run asks for is forgotten."""
+for the same pods on the same nodes, what no run asks for is forgotten, and the declared constraints are found again
+only when a node's declaring pods changed, each as the object found before."""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
-from remediator.model.records import Taint
+from remediator.model.records import LabelSelector, PodRecord, SpreadConstraint, Taint
+from remediator.strategies.remove_pods_violating_topology_spread_constraint.constraint import Constraint
 from remediator.strategies.remove_pods_violating_topology_spread_constraint.kept import Domains, KeptSpreads
 from tests.unit.remediator.strategies.cluster import NOW, node, pod
 
 NODES = {"n1": node("n1"), "n2": node("n2")}
-PODS = (pod("a", "n1"), pod("b", "n2"))
+PODS = [pod("a", "n1"), pod("b", "n2")]
+SPREAD = SpreadConstraint(1, "zone", LabelSelector((("app", "web"),)))
+WEB, API = Constraint(SPREAD, "DoNotSchedule", PODS[0]), Constraint(SPREAD, "DoNotSchedule", PODS[1])
 
 
 def test_a_kept_constraint_is_balanced_again_for_the_same_pods_or_equal_records_only() -> None:
     kept = KeptSpreads().run_on(NODES)
-    assert not kept.balanced("web", PODS)
-    kept.remember_balanced("web", PODS)
+    assert not kept.balanced(WEB, PODS)
+    kept.remember_balanced(WEB, PODS)
     kept.run_on(dict(NODES))  # another cycle, the same nodes
-    assert kept.balanced("web", PODS)
-    assert kept.balanced("web", (pod("a", "n1"), pod("b", "n2")))  # records equal to the kept ones
-    assert not kept.balanced("web", (pod("a", "n1"), pod("b", "n1")))  # a pod on another node
-    assert not kept.balanced("web", PODS[:1])
-    assert not kept.balanced("api", PODS)
+    assert kept.balanced(WEB, PODS)
+    assert kept.balanced(WEB, [pod("a", "n1"), pod("b", "n2")])  # records equal to the kept ones
+    assert not kept.balanced(WEB, [pod("a", "n1"), pod("b", "n1")])  # a pod on another node
+    assert not kept.balanced(WEB, PODS[:1])
+    assert not kept.balanced(API, PODS), "kept by the constraint object, not by an equal spread"
+    assert not kept.balanced(dataclasses.replace(WEB), PODS)
 
 
 def test_other_nodes_forget_every_kept_constraint() -> None:
     kept = KeptSpreads().run_on(NODES)
-    kept.remember_balanced("web", PODS)
+    kept.remember_balanced(WEB, PODS)
     kept.run_on({**NODES, "n2": dataclasses.replace(NODES["n2"], labels={"zone": "b"})})
-    assert not kept.balanced("web", PODS)
+    assert not kept.balanced(WEB, PODS)
 
 
 def test_a_constraint_no_run_asks_about_is_forgotten_after_one_more_run() -> None:
     kept = KeptSpreads().run_on(NODES)
-    kept.remember_balanced("web", PODS)
-    kept.remember_balanced("api", PODS)
+    kept.remember_balanced(WEB, PODS)
+    kept.remember_balanced(API, PODS)
     kept.run_on(NODES)
-    assert kept.balanced("web", PODS)  # asked: carried on
+    assert kept.balanced(WEB, PODS)  # asked: carried on
     kept.run_on(NODES)
-    assert kept.balanced("web", PODS) and not kept.balanced("api", PODS)
+    assert kept.balanced(WEB, PODS) and not kept.balanced(API, PODS)
 
 
 def test_a_shape_s_domains_are_kept_on_the_same_nodes_only() -> None:
@@ -51,13 +57,51 @@ def test_a_shape_s_domains_are_kept_on_the_same_nodes_only() -> None:
 
 def test_a_node_s_status_report_keeps_what_was_found_and_a_taint_forgets_it() -> None:
     kept = KeptSpreads().run_on(NODES)
-    kept.remember_balanced("web", PODS)
+    kept.remember_balanced(WEB, PODS)
     kept.domains["zone"] = Domains({"n1": "a"}, ["a"])
     ready = dataclasses.replace(NODES["n1"].conditions[0], heartbeat=NOW)
     after_report = {**NODES, "n1": dataclasses.replace(NODES["n1"], conditions=(ready,), resource_version="2")}
     assert after_report != NODES
     kept.run_on(after_report)
-    assert kept.balanced("web", PODS) and kept.domains == {"zone": Domains({"n1": "a"}, ["a"])}
+    assert kept.balanced(WEB, PODS) and kept.domains == {"zone": Domains({"n1": "a"}, ["a"])}
     assert kept.nodes is after_report, "the run reads this cycle's records"
     kept.run_on({**after_report, "n2": dataclasses.replace(NODES["n2"], taints=(Taint("dedicated", "x"),))})
-    assert not kept.balanced("web", PODS) and kept.domains == {}
+    assert not kept.balanced(WEB, PODS) and kept.domains == {}
+
+
+def test_declared_constraints_are_found_again_only_when_a_node_s_declaring_pods_changed() -> None:
+    kept, finds = KeptSpreads().run_on(NODES), []
+
+    def find() -> dict[str, list[Constraint]]:
+        finds.append(1)
+        return {"default": [WEB]}
+    spreading = {"n1": PODS[:1], "n2": PODS[1:]}
+    assert kept.declared(spreading, "args", find) == {"default": [WEB]}
+    kept.run_on(dict(NODES))
+    assert kept.declared(dict(spreading), "args", find) == {"default": [WEB]} and len(finds) == 1
+    kept.declared({**spreading, "n2": [pod("b", "n2")]}, "args", find)  # an equal record in a new list
+    assert len(finds) == 2
+    kept.declared({"n1": PODS[:1]}, "args", find)  # n2's pods declare none now
+    kept.declared({"n1": PODS[:1]}, "other args", find)
+    assert len(finds) == 4
+    kept.run_on({"n1": NODES["n1"]})  # other nodes
+    kept.declared({"n1": PODS[:1]}, "other args", find)
+    assert len(finds) == 5
+
+
+def test_a_declared_constraint_is_the_object_of_the_last_find_until_a_find_passes_without_it() -> None:
+    kept = KeptSpreads().run_on(NODES)
+    found: list[Constraint] = []
+
+    def find(namespace: str, declaring: PodRecord) -> Callable[[], dict[str, list[Constraint]]]:
+        def run() -> dict[str, list[Constraint]]:
+            found.append(kept.constraint((namespace, "web"), SPREAD, "DoNotSchedule", declaring))
+            return {}
+        return run
+    kept.declared({"n1": PODS[:1]}, "args", find("default", PODS[0]))
+    kept.declared({"n1": PODS[1:]}, "args", find("default", PODS[1]))
+    assert found[1] is found[0] and found[1].declared_by is PODS[0], "the object found before, not a new one"
+    kept.declared({"n1": PODS}, "args", find("other", PODS[1]))  # a find without it
+    assert found[2] is not found[0], "another namespace's is another object"
+    kept.declared({"n1": PODS[1:]}, "args", find("default", PODS[1]))
+    assert found[3] is not found[0] and found[3].declared_by is PODS[1], "a find without it forgot it"
