@@ -37,7 +37,8 @@ from remediator.planning.wants import NOTHING, Wants
 from remediator.policy.scheduler import SchedulerSettings
 from remediator.scheduling.default_spread import default_spread
 from remediator.scheduling.selectors import matches_labels
-from remediator.state.snapshot import LivePods, Snapshot
+from remediator.state.live_pods import LivePods
+from remediator.state.snapshot import Snapshot
 from remediator.strategies.remove_pods_violating_topology_spread_constraint.args import (
     DO_NOT_SCHEDULE,
     SCHEDULE_ANYWAY,
