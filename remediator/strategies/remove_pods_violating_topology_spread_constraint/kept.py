@@ -7,8 +7,9 @@ it; matching their pods to domains again every cycle cost 0.9 s of a 11 s steady
 defaults 0.5 s, every shape's domains 0.4 s (`make bench-steady`). They read only what is compared here: which nodes
 are Ready and their labels and taints (their domains and which ones a constraint includes: state/derived.py,
 `Placement`; not the node's status, which its kubelet reports again every few minutes), the pods (the very
-records, or equal ones), the strategy's arguments and the scheduler's defaults. A constraint counted over the same
-pods on the same nodes, none of them moved by this plan, is within maxSkew again.
+records, or newer ones of the same pods on the same nodes with the same labels: a status report changes a pod's
+record, not what is counted), the strategy's arguments and the scheduler's defaults. A constraint counted over the
+same pods on the same nodes, none of them moved by this plan, is within maxSkew again.
 
 The constraints the pods declare are found again only when some node's pods declaring one are not the very list of the
 last run (a quiet cycle finds none: 0.3 s of it at 20,000 nodes), and a constraint found again is the object found
@@ -92,14 +93,28 @@ class KeptSpreads:
         return found
 
     def balanced(self, constraint: Constraint, pods: list[PodRecord]) -> bool:
-        """The constraint was within maxSkew on exactly these pods (the caller checks none of them moved since)."""
+        """The constraint was within maxSkew on these pods, as balancing reads them (the caller checks none of them
+        moved since)."""
         kept = self._now.get(id(constraint))
         if kept is None and (kept := self._last.get(id(constraint))) is not None:
             self._now[id(constraint)] = kept
-        return kept is not None and kept[0] is constraint and (kept[1] is pods or kept[1] == pods)
+        return kept is not None and kept[0] is constraint and (kept[1] is pods or _counted_alike(kept[1], pods))
 
     def remember_balanced(self, constraint: Constraint, pods: list[PodRecord]) -> None:
         self._now[id(constraint)] = (constraint, pods)
+
+
+def _counted_alike(kept: list[PodRecord], pods: list[PodRecord]) -> bool:
+    """The same pods where balancing reads them: each the very record, or a newer one of the same pod (its uid) on
+    the same node with equal labels, in any order. A pod's status (restarts, conditions) is most of what changes a
+    record, and the counts read none of it."""
+    if len(kept) != len(pods):
+        return False
+    if all(a is b for a, b in zip(kept, pods, strict=True)):
+        return True
+    were = {p.uid: p for p in kept}
+    return all((q := were.get(p.uid)) is not None and (q is p or (q.node_name == p.node_name and q.labels == p.labels))
+               for p in pods)
 
 
 def _same_lists(kept: Mapping[str, list[PodRecord]], now: Mapping[str, list[PodRecord]]) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from remediator.model.records import LabelSelector, PodRecord, SpreadConstraint, Taint
+from remediator.model.records import ContainerStatuses, LabelSelector, PodRecord, SpreadConstraint, Taint
 from remediator.strategies.remove_pods_violating_topology_spread_constraint.constraint import Constraint
 from remediator.strategies.remove_pods_violating_topology_spread_constraint.kept import Domains, KeptSpreads
 from tests.unit.remediator.strategies.cluster import NOW, node, pod
@@ -25,7 +25,12 @@ def test_a_kept_constraint_is_balanced_again_for_the_same_pods_or_equal_records_
     kept.run_on(dict(NODES))  # another cycle, the same nodes
     assert kept.balanced(WEB, PODS)
     assert kept.balanced(WEB, [pod("a", "n1"), pod("b", "n2")])  # records equal to the kept ones
+    restarted = dataclasses.replace(PODS[1], containers=ContainerStatuses(restarts=3))
+    assert kept.balanced(WEB, [PODS[0], restarted]), "a newer status of the same pod: nothing counted changed"
+    assert kept.balanced(WEB, [restarted, PODS[0]]), "in another order"
     assert not kept.balanced(WEB, [pod("a", "n1"), pod("b", "n1")])  # a pod on another node
+    assert not kept.balanced(WEB, [PODS[0], dataclasses.replace(PODS[1], labels={"app": "db"})])
+    assert not kept.balanced(WEB, [PODS[0], pod("c", "n2")])  # another pod
     assert not kept.balanced(WEB, PODS[:1])
     assert not kept.balanced(API, PODS), "kept by the constraint object, not by an equal spread"
     assert not kept.balanced(dataclasses.replace(WEB), PODS)
