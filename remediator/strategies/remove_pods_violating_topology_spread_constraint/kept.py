@@ -12,9 +12,10 @@ record, not what is counted), the strategy's arguments and the scheduler's defau
 same pods on the same nodes, none of them moved by this plan, is within maxSkew again.
 
 The constraints the pods declare are found again only when some node's pods declaring one are not the very list of the
-last run (a quiet cycle finds none: 0.3 s of it at 20,000 nodes), and a constraint found again is the object found
-before for it, so that what is kept of it is looked up by that object, not by hashing its spread and shape (40,000
-lookups a cycle).
+last run (a quiet cycle finds none: 0.3 s of it at 20,000 nodes), then only in the namespaces whose declaring pods are
+not alike in what constraints are found from (a restart changes a pod's record, not its spread), and a constraint found
+again is the object found before for it, so that what is kept of it is looked up by that object, not by hashing its
+spread and shape (40,000 lookups a cycle).
 """
 
 from __future__ import annotations
@@ -27,6 +28,18 @@ from remediator.state.derived import PerList, Placement, placement_of
 from remediator.strategies.remove_pods_violating_topology_spread_constraint.constraint import Constraint
 
 OwnerDefaults = tuple[str, tuple[Constraint, ...]]  # a workload's namespace and default constraints
+# (what tells a declared constraint apart, its spread, whenUnsatisfiable, the pod declaring it) -> its object
+Intern = Callable[[Hashable, SpreadConstraint, str, PodRecord], Constraint]
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One namespace's declaring pods (node by node), the constraints found from them, each one's object by what
+    tells it apart."""
+
+    pods: list[PodRecord]
+    constraints: list[Constraint]
+    objects: dict[Hashable, Constraint]
 
 
 @dataclass(frozen=True)
@@ -50,9 +63,10 @@ class KeptSpreads:
     # owner uid -> its namespace and default constraints (None: not in scope), found from its pod list under one
     # context (the nodes' placement, arguments, defaults)
     defaults: PerList[OwnerDefaults | None] = field(default_factory=PerList)
-    # a declared constraint's namespace and what tells it apart -> its one object, from the last two finds
-    _found_now: dict[Hashable, Constraint] = field(default_factory=dict)
-    _found_last: dict[Hashable, Constraint] = field(default_factory=dict)
+    # namespace -> its declaring pods, the constraints found from them and each one's object by what tells it apart:
+    # of this find (`_declaring_now`) and of the last one
+    _declaring_now: dict[str, Declared] = field(default_factory=dict)
+    _declaring_last: dict[str, Declared] = field(default_factory=dict)
     # the pods declaring a constraint per node, and the arguments, the declared constraints were last found from
     _declared_from: tuple[Mapping[str, list[PodRecord]], object] | None = None
     _declared: dict[str, list[Constraint]] = field(default_factory=dict)  # namespace -> them, in the order found
@@ -78,19 +92,33 @@ class KeptSpreads:
         changed: it is served again."""
         last = self._declared_from
         if last is None or last[1] != args or not _same_lists(last[0], spreading):
-            self._found_last, self._found_now = self._found_now, {}
+            if last is None or last[1] != args:
+                self._declaring_now = {}
+            self._declaring_last, self._declaring_now = self._declaring_now, {}
             self._declared = find()
             self._declared_from = (spreading, args)
         return self._declared
 
-    def constraint(self, identity: Hashable, spread: SpreadConstraint, when: str, pod: PodRecord) -> Constraint:
-        """The declared constraint told apart by `identity` (its namespace, its spread, and what of `pod` decides its
-        domains): the object found for it by the last find, else a new one."""
-        found = self._found_now.get(identity)
-        if found is None:
-            found = self._found_last.get(identity) or Constraint(spread, when, pod)
-            self._found_now[identity] = found
-        return found
+    def declared_in(self, namespace: str, pods: list[PodRecord],
+                    find: Callable[[Intern], list[Constraint]]) -> list[Constraint]:
+        """Within `declared`'s find: the constraints a namespace's declaring `pods` declare, those of the last find
+        when its pods are alike in all constraints are found from, else `find(intern)`, where `intern` gives each
+        constraint the object the last find gave it."""
+        last = self._declaring_last.get(namespace)
+        if last is not None and _declare_alike(last.pods, pods):
+            self._declaring_now[namespace] = last
+            return last.constraints
+        before = last.objects if last is not None else {}
+        objects: dict[Hashable, Constraint] = {}
+
+        def intern(identity: Hashable, spread: SpreadConstraint, when: str, pod: PodRecord) -> Constraint:
+            found = objects.get(identity)
+            if found is None:
+                found = objects[identity] = before.get(identity) or Constraint(spread, when, pod)
+            return found
+        constraints = find(intern)
+        self._declaring_now[namespace] = Declared(pods, constraints, objects)
+        return constraints
 
     def balanced(self, constraint: Constraint, pods: list[PodRecord]) -> bool:
         """The constraint was within maxSkew on these pods, as balancing reads them (the caller checks none of them
@@ -115,6 +143,17 @@ def _counted_alike(kept: list[PodRecord], pods: list[PodRecord]) -> bool:
     were = {p.uid: p for p in kept}
     return all((q := were.get(p.uid)) is not None and (q is p or (q.node_name == p.node_name and q.labels == p.labels))
                for p in pods)
+
+
+def _declare_alike(kept: list[PodRecord], pods: list[PodRecord]) -> bool:
+    """The same pods in the same order where finding constraints reads them: each the very record, or one holding
+    the very spread, node selection, toleration and label objects (replicas share them: state/sharing.py; a new
+    status of a pod keeps them)."""
+    return len(kept) == len(pods) and all(
+        a is b or (a.hard_spread is b.hard_spread and a.soft_spread is b.soft_spread and a.labels is b.labels
+                   and a.node_selector is b.node_selector and a.required_node_affinity is b.required_node_affinity
+                   and a.tolerations is b.tolerations)
+        for a, b in zip(kept, pods, strict=True))
 
 
 def _same_lists(kept: Mapping[str, list[PodRecord]], now: Mapping[str, list[PodRecord]]) -> bool:

@@ -47,6 +47,7 @@ from remediator.strategies.remove_pods_violating_topology_spread_constraint.args
 from remediator.strategies.remove_pods_violating_topology_spread_constraint.constraint import Constraint
 from remediator.strategies.remove_pods_violating_topology_spread_constraint.kept import (
     Domains,
+    Intern,
     KeptSpreads,
     OwnerDefaults,
 )
@@ -133,13 +134,13 @@ def _declared(nodes: Mapping[str, NodeRecord], spreading: Mapping[str, list[PodR
         for p in spreading.get(node, ()):
             if p.live:
                 declaring.setdefault(p.namespace, []).append(p)
-    return {ns: _constraints(pods, args, kept) for ns, pods in sorted(declaring.items())}
+    return {ns: kept.declared_in(ns, pods, partial(_constraints, pods, args)) for ns, pods in sorted(declaring.items())}
 
 
 def _constraints(pods: list[PodRecord], args: RemovePodsViolatingTopologySpreadConstraintArgs,
-                 kept: KeptSpreads) -> list[Constraint]:
-    """The distinct constraints the namespace's pods in scope declare, in the order first seen (each the object kept
-    for it, kept.py)."""
+                 intern: Intern) -> list[Constraint]:
+    """The distinct constraints the namespace's pods in scope declare, in the order first seen (each the object
+    `intern` gives it, kept.py)."""
     found: dict[tuple[object, ...], Constraint] = {}
     # The very objects a pod's constraints are found from (replicas share them: state/sharing.py): a pod holding the
     # same ones as a pod before it finds only constraints already found.
@@ -163,7 +164,7 @@ def _constraints(pods: list[PodRecord], args: RemovePodsViolatingTopologySpreadC
                             if s.honor_node_affinity else None,
                             pod.tolerations if s.honor_node_taints else None)
                 if identity not in found:
-                    found[identity] = kept.constraint((pod.namespace, identity), s, when, pod)
+                    found[identity] = intern(identity, s, when, pod)
     return list(found.values())
 
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from remediator.model.records import ContainerStatuses, LabelSelector, PodRecord, SpreadConstraint, Taint
 from remediator.strategies.remove_pods_violating_topology_spread_constraint.constraint import Constraint
-from remediator.strategies.remove_pods_violating_topology_spread_constraint.kept import Domains, KeptSpreads
+from remediator.strategies.remove_pods_violating_topology_spread_constraint.kept import Domains, Intern, KeptSpreads
 from tests.unit.remediator.strategies.cluster import NOW, node, pod
 
 NODES = {"n1": node("n1"), "n2": node("n2")}
@@ -94,19 +94,29 @@ def test_declared_constraints_are_found_again_only_when_a_node_s_declaring_pods_
     assert len(finds) == 5
 
 
-def test_a_declared_constraint_is_the_object_of_the_last_find_until_a_find_passes_without_it() -> None:
-    kept = KeptSpreads().run_on(NODES)
-    found: list[Constraint] = []
+def _finder(found: list[Constraint], declaring: PodRecord) -> Callable[[Intern], list[Constraint]]:
+    def find(intern: Intern) -> list[Constraint]:
+        found.append(intern("web", SPREAD, "DoNotSchedule", declaring))
+        return [found[-1]]
+    return find
 
-    def find(namespace: str, declaring: PodRecord) -> Callable[[], dict[str, list[Constraint]]]:
-        def run() -> dict[str, list[Constraint]]:
-            found.append(kept.constraint((namespace, "web"), SPREAD, "DoNotSchedule", declaring))
-            return {}
-        return run
-    kept.declared({"n1": PODS[:1]}, "args", find("default", PODS[0]))
-    kept.declared({"n1": PODS[1:]}, "args", find("default", PODS[1]))
-    assert found[1] is found[0] and found[1].declared_by is PODS[0], "the object found before, not a new one"
-    kept.declared({"n1": PODS}, "args", find("other", PODS[1]))  # a find without it
-    assert found[2] is not found[0], "another namespace's is another object"
-    kept.declared({"n1": PODS[1:]}, "args", find("default", PODS[1]))
-    assert found[3] is not found[0] and found[3].declared_by is PODS[1], "a find without it forgot it"
+
+def test_a_namespace_s_constraints_are_found_again_only_for_pods_not_alike_each_as_the_object_found_before() -> None:
+    kept, found = KeptSpreads().run_on(NODES), []
+
+    def find_all(pods: list[PodRecord]) -> Callable[[], dict[str, list[Constraint]]]:
+        return lambda: {"default": kept.declared_in("default", pods, _finder(found, pods[0]))}
+    first = [PODS[0]]
+    kept.declared({"n1": first}, "args", find_all(first))
+    restarted = [dataclasses.replace(PODS[0], containers=ContainerStatuses(restarts=1))]
+    assert kept.declared({"n1": restarted}, "args", find_all(restarted)) == {"default": [found[0]]}
+    assert len(found) == 1, "alike in all constraints are found from: not found again"
+    other_spread = [dataclasses.replace(PODS[0], hard_spread=(SPREAD,))]
+    kept.declared({"n1": other_spread}, "args", find_all(other_spread))
+    assert len(found) == 2 and found[1] is found[0], "found again, as the object found before"
+    assert found[1].declared_by is PODS[0]
+    kept.declared({"n1": other_spread}, "other args", find_all(other_spread))
+    assert len(found) == 3 and found[2] is not found[0], "other arguments: a new object"
+    kept.declared({"n1": []}, "other args", dict)  # a find without the namespace
+    kept.declared({"n1": first}, "other args", find_all(first))
+    assert len(found) == 4 and found[3] is not found[2], "a find without it forgot it"

@@ -22,7 +22,7 @@ from remediator.strategies.pod_scope import PodScope
 from remediator.strategies.remove_pods_violating_topology_spread_constraint.args import (
     RemovePodsViolatingTopologySpreadConstraintArgs,
 )
-from remediator.strategies.remove_pods_violating_topology_spread_constraint.kept import KeptSpreads
+from remediator.strategies.remove_pods_violating_topology_spread_constraint.constraint import Constraint
 from remediator.strategies.remove_pods_violating_topology_spread_constraint.plan import (
     NAME,
     _constraints,
@@ -168,6 +168,6 @@ def test_replicas_holding_the_same_constraint_objects_declare_one_constraint_and
     equal = pod("web-3", "n-c", labels={"app": "web"}, hard_spread=(SKEW_1,), node_selector={"pool": "x"})
     elsewhere = pod("web-4", "n-c", labels={"app": "web"}, hard_spread=spreads, node_selector={"pool": "y"})
     found = _constraints([*replicas, equal, elsewhere], RemovePodsViolatingTopologySpreadConstraintArgs(),
-                         KeptSpreads())
+                         lambda identity, spread, when, declaring: Constraint(spread, when, declaring))
     assert [(c.declared_by.name, c.declared_by.node_selector) for c in found] == [
         ("web-0", {"pool": "x"}), ("web-4", {"pool": "y"})], "equal objects of another pod find the same one"
