@@ -39,12 +39,17 @@ class PerList(Generic[T]):
         self._kept: dict[str, tuple[list[PodRecord], T]] = {}
         self._context: object = None
 
-    def get(self, key: str, pods: list[PodRecord], compute: Callable[[list[PodRecord]], T]) -> T:
-        """The value of `compute(pods)`, worked out again only when `pods` is not the list it was kept with."""
+    def get(self, key: str, pods: list[PodRecord], compute: Callable[[list[PodRecord]], T], *,
+            alike: Callable[[T, T], bool] | None = None) -> T:
+        """The value of `compute(pods)`, worked out again only when `pods` is not the list it was kept with; the kept
+        value itself when `alike(kept, worked out)` says it stands for the new one (what a caller keeps by the
+        value's identity then holds)."""
         kept = self._kept.get(key)
         if kept is not None and kept[0] is pods:
             return kept[1]
         value = compute(pods)
+        if alike is not None and kept is not None and alike(kept[1], value):
+            value = kept[1]
         self._kept[key] = (pods, value)
         return value
 

@@ -187,11 +187,21 @@ def _defaulted(snapshot: Snapshot, kept: KeptSpreads, args: RemovePodsViolatingT
     found: dict[str, list[Constraint]] = {}
     per_owner = kept.defaults.within((kept.placement, args, scheduler))
     for owner, pods in snapshot.pods_by_owner.items():
-        if (defaults := per_owner.get(owner, pods, of_owner)) is not None:
+        if (defaults := per_owner.get(owner, pods, of_owner, alike=_same_defaults)) is not None:
             found.setdefault(defaults[0], []).extend(defaults[1])
     if len(per_owner) > len(snapshot.pods_by_owner):  # every owner has its entry now: the others are gone
         per_owner.keep_only(snapshot.pods_by_owner)
     return found
+
+
+def _same_defaults(kept: OwnerDefaults | None, found: OwnerDefaults | None) -> bool:
+    """A workload's default constraints found again alike: the same spreads in the same shapes (a new status of the
+    pod they were found from changes neither), so the kept objects, and what is kept by them, stand."""
+    if kept is None or found is None:
+        return kept is found
+    return kept[0] == found[0] and len(kept[1]) == len(found[1]) and all(
+        a.spread == b.spread and a.when == b.when and a.shape() == b.shape()
+        for a, b in zip(kept[1], found[1], strict=True))
 
 
 def _balance(gate: Gate, domains: Domains, pods: list[PodRecord], c: Constraint,

@@ -27,6 +27,15 @@ def test_a_value_is_served_again_for_the_very_list_it_came_from_only() -> None:
     assert table.get("n2", equal, compute) == 2 and calls == [2, 2, 2], "each key has its own value"
 
 
+def test_a_value_worked_out_alike_for_a_new_list_is_the_kept_one() -> None:
+    table: PerList[list[int]] = PerList()
+    first = table.get("n1", pods("a"), lambda ps: [len(ps)])
+    again = table.get("n1", pods("a"), lambda ps: [len(ps)], alike=lambda kept, found: kept == found)
+    assert again is first, "alike: the kept object stands for the new list"
+    other = table.get("n1", pods("a", "b"), lambda ps: [len(ps)], alike=lambda kept, found: kept == found)
+    assert other == [2] and other is not first
+
+
 def test_a_different_context_forgets_every_value_and_an_equal_one_keeps_them() -> None:
     table: PerList[int] = PerList()
     calls: list[int] = []

@@ -3,11 +3,12 @@ constraints, as the policy's `scheduler` section gives them (the zone article's 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 
 from remediator.control.planner import PlannerMemory, make_plan
 from remediator.model.plan import Plan
-from remediator.model.records import DefaultConstraint, LabelSelector, PodRecord, SpreadConstraint
+from remediator.model.records import ContainerStatuses, DefaultConstraint, LabelSelector, PodRecord, SpreadConstraint
 from remediator.policy.limits import Limits
 from remediator.policy.model import Policy, StrategyConfig
 from remediator.policy.scheduler import SchedulerSettings
@@ -15,6 +16,8 @@ from remediator.read_side.plan_answer import PlanAnswer
 from remediator.strategies.remove_pods_violating_topology_spread_constraint.args import (
     RemovePodsViolatingTopologySpreadConstraintArgs,
 )
+from remediator.strategies.remove_pods_violating_topology_spread_constraint.kept import KeptSpreads
+from remediator.strategies.remove_pods_violating_topology_spread_constraint.plan import _defaulted
 from tests.unit.remediator.strategies.cluster import evicted, node, pod, snapshot
 
 ZONE = "topology.kubernetes.io/zone"
@@ -84,3 +87,18 @@ def test_namespaces_are_balanced_in_the_order_of_their_first_workload_in_scope_w
                     limits=Limits(owner_cooldown=dt.timedelta(0), max_pods_to_evict_total=1), scheduler=ZONE_ONE)
     p = make_plan(snapshot(NODES, pods), policy, PlannerMemory())
     assert [(e.pod.namespace, e.pod.name) for e in p.evictions] == [("x", "f-3")], PlanAnswer.of(p).to_json()
+
+
+def test_a_workload_s_default_constraints_found_again_for_a_new_status_are_the_objects_kept() -> None:
+    args = RemovePodsViolatingTopologySpreadConstraintArgs(constraints=("DoNotSchedule", "ScheduleAnyway"))
+    first = snapshot(NODES, ONE_TWO_THREE)
+    kept = first.derived.kept_by("RemovePodsViolatingTopologySpreadConstraint", KeptSpreads).run_on(first.nodes)
+    [before] = _defaulted(first, kept, args, ZONE_ONE).values()
+    restarted = [dataclasses.replace(p, containers=ContainerStatuses(restarts=2)) for p in ONE_TWO_THREE]
+    [again] = _defaulted(dataclasses.replace(first, pods_by_owner={"uid-d-7d9f": restarted}), kept, args,
+                         ZONE_ONE).values()
+    assert again[0] is before[0], "the same spread and domains: the kept object, and what is kept by it, stand"
+    relabelled = [dataclasses.replace(p, labels={"app": "d2", "pod-template-hash": "7d9f"}) for p in ONE_TWO_THREE]
+    [other] = _defaulted(dataclasses.replace(first, pods_by_owner={"uid-d-7d9f": relabelled}), kept, args,
+                         ZONE_ONE).values()
+    assert other[0] is not before[0] and other[0].spread != before[0].spread
