@@ -34,7 +34,7 @@ class KeptExposures:
     context: object = None
     # owner uid -> the pod list it was counted from, and its counts
     owners: dict[str, tuple[list[PodRecord], OwnerZones]] = field(default_factory=dict)
-    members: dict[Workload, dict[str, OwnerZones]] = field(default_factory=dict)  # workload -> its owners' counts
+    members: dict[Workload, list[str]] = field(default_factory=dict)  # workload -> its owners (a list: most have one)
     exposures: dict[Workload, ZoneExposure | None] = field(default_factory=dict)
     order: list[Workload] | None = None  # `exposures`' workloads sorted; None when one came or went since
 
@@ -61,7 +61,7 @@ class KeptExposures:
                 continue
             if workload not in self.exposures:
                 self.order = None
-            self.exposures[workload] = expose(workload, _per_zone(owners))
+            self.exposures[workload] = expose(workload, self._per_zone(owners))
         if self.order is None:
             self.order = sorted(self.exposures)
         exposures = self.exposures
@@ -81,29 +81,28 @@ class KeptExposures:
             found = count(pods)
             owners[owner] = (pods, found)
             if found.workload is not None:
-                self.members.setdefault(found.workload, {})[owner] = found
+                self.members.setdefault(found.workload, []).append(owner)
                 touched.add(found.workload)
         if len(owners) > len(pods_by_owner):  # every owner of the snapshot is in `owners` now: the others are gone
             for owner in [o for o in owners if o not in pods_by_owner]:
                 self._leave(owner, owners.pop(owner)[1], touched)
         return touched
 
+    def _per_zone(self, owners: list[str]) -> dict[str, int]:
+        """The workload's live pods per zone, its owners' together (a rollout's revisions count as one workload)."""
+        if len(owners) == 1:
+            return self.owners[owners[0]][1].per_zone
+        per_zone: dict[str, int] = {}
+        for owner in owners:
+            for zone, n in self.owners[owner][1].per_zone.items():
+                per_zone[zone] = per_zone.get(zone, 0) + n
+        return per_zone
+
     def _leave(self, owner: str, found: OwnerZones, touched: set[Workload]) -> None:
         if found.workload is None:
             return
         owners = self.members[found.workload]
-        del owners[owner]
+        owners.remove(owner)
         if not owners:
             del self.members[found.workload]
         touched.add(found.workload)
-
-
-def _per_zone(owners: dict[str, OwnerZones]) -> dict[str, int]:
-    """The workload's live pods per zone, its owners' together (a rollout's revisions count as one workload)."""
-    if len(owners) == 1:
-        return next(iter(owners.values())).per_zone
-    per_zone: dict[str, int] = {}
-    for found in owners.values():
-        for zone, n in found.per_zone.items():
-            per_zone[zone] = per_zone.get(zone, 0) + n
-    return per_zone
