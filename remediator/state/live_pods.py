@@ -64,7 +64,9 @@ class LivePods:
                 seen += 1
                 if old is pods:
                     continue
-            _compare(changes, _live(old) if old is not None else (), kept.get(node, pods, _live))
+            # the old list's live pods are still kept beside it: served, not worked out again
+            before = kept.get(node, old, _live) if old is not None else ()
+            _compare(changes, before, kept.get(node, pods, _live))
         if seen < len(mine):
             for node in [n for n in mine if n not in pods_by_node]:
                 _compare(changes, _live(mine[node]), ())
