@@ -4,9 +4,9 @@ An eviction alone leaves the replacement to kube-scheduler, whose scores may put
 zone example's default scheduler did, one run in four): the plan's promise is then not kept. A landed move pins the
 replacement to the node whose room the plan booked. One landing per workload at a time: a balance move of a workload
 whose last replacement is not bound yet waits for a later plan, which sees that replacement where it is. A pinned pod
-still pending at its deadline, or pinned to a node gone or cordoned since, is evicted (a pending pod's eviction ignores
-PDBs) and made again, unpinned, by its controller: nothing is left pending for a node that cannot take it, whichever
-leader is running then.
+still pending at its deadline, or pinned to a node gone or cordoned against it since, is evicted (a pending pod's
+eviction ignores PDBs) and made again, unpinned, by its controller: nothing is left pending for a node that cannot take
+it, whichever leader is running then.
 """
 
 from __future__ import annotations
@@ -29,10 +29,12 @@ from remediator.alerts.alert import AlertKind
 from remediator.alerts.announcer import Alerts
 from remediator.model.landing import LANDING_ANNOTATION, LANDING_PREFIX, Landing, pinned_until
 from remediator.model.plan import PlannedEviction
-from remediator.model.records import HOSTNAME_LABEL, PodRecord
+from remediator.model.records import HOSTNAME_LABEL, NodeRecord, PodRecord, Taint
 from remediator.policy.eviction import EvictionSettings
+from remediator.scheduling.tolerations import tolerated
 from remediator.state.caches import ClusterCache
 
+CORDON = Taint("node.kubernetes.io/unschedulable")  # what a cordon is to a toleration (NoSchedule)
 POLL = 0.2  # seconds between looks at the pod cache while a replacement is awaited (an in-memory read)
 
 
@@ -218,14 +220,20 @@ _MISSED = {
 
 
 def stuck_pods(cache: ClusterCache, now: dt.datetime) -> list[PodRecord]:
-    """Pinned pods still pending past their deadline, or pinned to a node that is gone or cordoned since (no need to
-    wait for the deadline then), whoever pinned them: evicted, to be made again unpinned."""
+    """Pinned pods still pending past their deadline, or pinned to a node that is gone, going or cordoned against them
+    since (no need to wait for the deadline then), whoever pinned them: evicted, to be made again unpinned."""
     pinned = [(pod, mark[1]) for pod in cache.pending.values() if LANDING_ANNOTATION in pod.annotations
               and (mark := pinned_until(pod.annotations[LANDING_ANNOTATION])) is not None
               and pod.live and pod.controller is not None]
     if not pinned:  # every cycle asks: the nodes are walked only when a pinned pod waits
         return []
-    open_hosts = {n.labels.get(HOSTNAME_LABEL) for n in cache.nodes.values() if not n.unschedulable}
+    hosts = {n.labels.get(HOSTNAME_LABEL): n for n in cache.nodes.values() if not n.deleting}
     return sorted((pod for pod, deadline in pinned
-                   if deadline <= now or pod.node_selector.get(HOSTNAME_LABEL) not in open_hosts),
+                   if deadline <= now or not _may_land(pod, hosts.get(pod.node_selector.get(HOSTNAME_LABEL)))),
                   key=lambda p: p.key)
+
+
+def _may_land(pod: PodRecord, node: NodeRecord | None) -> bool:
+    """The pinned node is there and takes the pod: a cordon keeps out only the pods that do not tolerate it (as
+    kube-scheduler's NodeUnschedulable filter does; a migration's slow test pods and DaemonSet-like pods do)."""
+    return node is not None and (not node.unschedulable or tolerated(pod.tolerations, CORDON))

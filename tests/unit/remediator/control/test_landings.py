@@ -207,6 +207,22 @@ def test_a_pod_pinned_to_a_node_gone_or_cordoned_since_is_reaped_before_its_dead
     assert [p.key for p in stuck_pods(w.cache, NOW)] == ["shop/gone", "shop/off"]
 
 
+def test_a_pod_that_tolerates_the_cordon_still_lands_there_and_a_deleting_node_is_gone() -> None:
+    """kube-scheduler binds a pod tolerating node.kubernetes.io/unschedulable to a cordoned node: reaping it would
+    fail a migration step cordoned mid-move for nothing; a node being deleted takes nothing more."""
+    pinned = {"nodemedic.io/landing": "nodemedic-landing-0011aabb 2026-03-01T12:02:00Z"}
+    cordoned, deleting = node("n3"), node("n4")
+    cordoned["spec"]["unschedulable"] = True
+    deleting["metadata"]["deletionTimestamp"] = "2026-03-01T11:59:00Z"
+    tolerant, other_key = pod("tolerant", "", pinned, pinned_to="n3"), pod("other", "", pinned, pinned_to="n3")
+    tolerant["spec"]["tolerations"] = [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists",
+                                        "effect": "NoSchedule"}]
+    other_key["spec"]["tolerations"] = [{"key": "node.kubernetes.io/not-ready", "operator": "Exists"}]
+    w = World([node("n1"), cordoned, deleting],
+              [tolerant, other_key, pod("leaving", "", pinned, pinned_to="n4")])
+    assert [p.key for p in stuck_pods(w.cache, NOW)] == ["shop/leaving", "shop/other"]
+
+
 def test_each_stuck_pod_is_asked_to_go_once() -> None:
     pinned = {"nodemedic.io/landing": "nodemedic-landing-0011aabb 2026-03-01T11:59:00Z"}
     w = World([node("n1"), node("n2")], [pod("c", "", pinned)])
