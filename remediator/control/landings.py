@@ -4,7 +4,7 @@ An eviction alone leaves the replacement to kube-scheduler, whose scores may put
 zone example's default scheduler did, one run in four): the plan's promise is then not kept. A landed move pins the
 replacement to the node whose room the plan booked. One landing per workload at a time: a balance move of a workload
 whose last replacement is not bound yet waits for a later plan, which sees that replacement where it is. A pinned pod
-still pending at its deadline, or pinned to a node gone or cordoned against it since, is evicted (a pending pod's
+still pending at its deadline, or pinned to a node gone, going or cordoned against it since, is evicted (a pending pod's
 eviction ignores PDBs) and made again, unpinned, by its controller: nothing is left pending for a node that cannot take
 it, whichever leader is running then.
 """
@@ -227,13 +227,17 @@ def stuck_pods(cache: ClusterCache, now: dt.datetime) -> list[PodRecord]:
               and pod.live and pod.controller is not None]
     if not pinned:  # every cycle asks: the nodes are walked only when a pinned pod waits
         return []
-    hosts = {n.labels.get(HOSTNAME_LABEL): n for n in cache.nodes.values() if not n.deleting}
+    hosts: dict[str | None, list[NodeRecord]] = {}
+    for n in cache.nodes.values():
+        if not n.deleting:
+            hosts.setdefault(n.labels.get(HOSTNAME_LABEL), []).append(n)
     return sorted((pod for pod, deadline in pinned
-                   if deadline <= now or not _may_land(pod, hosts.get(pod.node_selector.get(HOSTNAME_LABEL)))),
+                   if deadline <= now or not any(_takes(n, pod) for n in hosts.get(
+                       pod.node_selector.get(HOSTNAME_LABEL), ()))),
                   key=lambda p: p.key)
 
 
-def _may_land(pod: PodRecord, node: NodeRecord | None) -> bool:
-    """The pinned node is there and takes the pod: a cordon keeps out only the pods that do not tolerate it (as
-    kube-scheduler's NodeUnschedulable filter does; a migration's slow test pods and DaemonSet-like pods do)."""
-    return node is not None and (not node.unschedulable or tolerated(pod.tolerations, CORDON))
+def _takes(node: NodeRecord, pod: PodRecord) -> bool:
+    """A cordon keeps out only the pods that do not tolerate it, as kube-scheduler's NodeUnschedulable filter does
+    (pods that tolerate it: DaemonSet-like ones, those of a migration step whose target was cordoned mid-move)."""
+    return not node.unschedulable or tolerated(pod.tolerations, CORDON)

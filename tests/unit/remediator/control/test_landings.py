@@ -221,6 +221,9 @@ def test_a_pod_that_tolerates_the_cordon_still_lands_there_and_a_deleting_node_i
     w = World([node("n1"), cordoned, deleting],
               [tolerant, other_key, pod("leaving", "", pinned, pinned_to="n4")])
     assert [p.key for p in stuck_pods(w.cache, NOW)] == ["shop/leaving", "shop/other"]
+    # Two nodes answering to one hostname: the pin takes either, so a cordon on one strands nothing.
+    w = World([cordoned, node("n5", hostname="n3")], [other_key])
+    assert stuck_pods(w.cache, NOW) == []
 
 
 def test_each_stuck_pod_is_asked_to_go_once() -> None:
