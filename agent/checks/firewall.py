@@ -3,7 +3,9 @@
 Read with iptables' own dump tools, `iptables-legacy-save` and `iptables-nft-save` (IPv4 and IPv6), run from the
 agent's image in the host's network namespace (the pod is host-network and privileged, which reading the rules
 needs: nothing more). Where the split tools are missing, plain `iptables-save` / `ip6tables-save` is the one backend.
-No tool at all: no report. Every `interval` (5 min: rules change rarely, and each look is a few short processes).
+No tool at all: no report. Every `interval` (5 min: rules change rarely), and a look runs only the dumps whose rules
+may have changed since the last (agent/sensors/ruleset_versions.py): the nf_tables dumps when the ruleset generation
+moved, the legacy ones when that backend has a table at all. On a quiet nf_tables node a look is one netlink request.
 
 - `KubeletPortHijacked`: a DNAT rule for the kubelet's port (`--dport 10250`), e.g. a pod's hostPort on 10250: the
   API server's logs, exec and metrics calls to this node reach that pod instead of the kubelet.
@@ -18,12 +20,13 @@ from __future__ import annotations
 
 import datetime as dt
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from agent.bounds import PORT, Bounds, bounded, text_form
 from agent.host import HostRoot
 from agent.model import CheckTiming, ConditionReport, EventReport, Observation, Status
+from agent.sensors.ruleset_versions import legacy_tables_present, nft_generation
 from agent.services.restarts import CommandError, CommandRunner, run_command
 
 HIJACKED = "KubeletPortHijacked"
@@ -33,6 +36,7 @@ DEFAULT_ALLOWED = ("KUBE-", "CNI-", "cali-", "CILIUM_", "FLANNEL", "DOCKER", "WE
 _BACKENDS = {"legacy": ("iptables-legacy-save", "ip6tables-legacy-save"),
              "nf_tables": ("iptables-nft-save", "ip6tables-nft-save")}
 _PLAIN = ("iptables-save", "ip6tables-save")
+_GENERATION_COUNTED = frozenset(_BACKENDS["nf_tables"])  # dumps of what the nf_tables generation counts
 
 
 @dataclass(frozen=True)
@@ -91,11 +95,16 @@ class FirewallCheck:
     condition_types = (HIJACKED, MIXED)
 
     def __init__(self, config: Config, host: HostRoot, *, run: CommandRunner = run_command,
-                 tools: dict[str, tuple[str, ...]] | None = None) -> None:
+                 tools: dict[str, tuple[str, ...]] | None = None,
+                 generation: Callable[[], int | None] = nft_generation,
+                 tables_present: Callable[[str], bool | None] = legacy_tables_present) -> None:
         self.timing = config.timing
         self._config = config
         self._run = run
         self._tools = find_tools() if tools is None else tools
+        self._generation, self._tables_present = generation, tables_present
+        self._counted = any(t in _GENERATION_COUNTED for tools in self._tools.values() for t in tools)
+        self._dumped: dict[str, tuple[int, list[Rule]]] = {}  # nf_tables tool -> (generation, its rules then)
         self._reported: set[Rule] = set()  # unexpected rules already told, while they stay
 
     async def observe(self, now: dt.datetime) -> Observation:
@@ -103,10 +112,12 @@ class FirewallCheck:
             return Observation(self.name, now)
         rules: dict[str, list[Rule]] = {}
         failures: list[str] = []
+        # Read before the dumps: a change while they run moves it past what is kept, and the next look dumps again.
+        generation = self._generation() if self._counted else None
         for backend, tools in self._tools.items():
             for tool in tools:
                 try:
-                    rules.setdefault(backend, []).extend(parse_save(await self._run([tool])))
+                    rules.setdefault(backend, []).extend(await self._rules(tool, generation))
                 except (OSError, CommandError) as exc:
                     failures.append(f"{tool}: {exc}")
         if failures:
@@ -118,6 +129,18 @@ class FirewallCheck:
         if len(self._tools) > 1:
             conditions.append(_mixed(rules))
         return Observation(self.name, now, conditions=tuple(conditions), events=tuple(self._unexpected(everything)))
+
+    async def _rules(self, tool: str, generation: int | None) -> list[Rule]:
+        """The rules `tool` dumps, without running it where they cannot have changed or cannot exist."""
+        if self._tables_present(tool) is False:
+            return []
+        kept = self._dumped.get(tool)
+        if kept is not None and generation is not None and kept[0] == generation:
+            return kept[1]
+        rules = parse_save(await self._run([tool]))
+        if tool in _GENERATION_COUNTED and generation is not None:
+            self._dumped[tool] = (generation, rules)
+        return rules
 
     def _types(self) -> tuple[str, ...]:
         return self.condition_types if len(self._tools) > 1 else (HIJACKED,)

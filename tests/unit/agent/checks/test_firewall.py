@@ -32,9 +32,22 @@ class Dumps:
         return out
 
 
-def check(dumps: Dumps, tools: dict[str, tuple[str, ...]] | None = None) -> FirewallCheck:
-    both = {"legacy": ("iptables-legacy-save",), "nf_tables": ("iptables-nft-save",)}
-    return FirewallCheck(Config(), HostRoot(Path("/x")), run=dumps, tools=both if tools is None else tools)
+class Kernel:
+    """The two answers that spare dumps (agent/sensors/ruleset_versions.py): by default neither is known."""
+
+    def __init__(self) -> None:
+        self.generation: int | None = None
+        self.tables: dict[str, bool] = {}
+
+    def tables_present(self, tool: str) -> bool | None:
+        return self.tables.get(tool)
+
+
+def check(dumps: Dumps, tools: dict[str, tuple[str, ...]] | None = None, kernel: Kernel | None = None) -> FirewallCheck:
+    both: dict[str, tuple[str, ...]] = {"legacy": ("iptables-legacy-save",), "nf_tables": ("iptables-nft-save",)}
+    k = Kernel() if kernel is None else kernel
+    return FirewallCheck(Config(), HostRoot(Path("/x")), run=dumps, tools=both if tools is None else tools,
+                         generation=lambda: k.generation, tables_present=k.tables_present)
 
 
 def look(c: FirewallCheck) -> Observation:
@@ -95,6 +108,57 @@ def test_no_tool_no_report() -> None:
     dumps = Dumps()
     assert look(check(dumps, tools={})) == Observation("firewall", NOW)
     assert dumps.calls == []
+
+
+def test_an_nf_tables_dump_runs_again_only_when_the_ruleset_generation_moved() -> None:
+    dumps, kernel = Dumps(iptables_nft_save=KUBE_PROXY + HOSTILE, iptables_legacy_save=""), Kernel()
+    kernel.generation = 7
+    c = check(dumps, kernel=kernel)
+    first = look(c)
+    assert len(first.events) == 1
+    assert dumps.calls == ["iptables-legacy-save", "iptables-nft-save"]
+    dumps.outputs["iptables_nft_save"] = KUBE_PROXY  # (a dump now would see the REJECT and the DNAT gone)
+    kept = look(c)
+    assert dumps.calls == ["iptables-legacy-save", "iptables-nft-save", "iptables-legacy-save"]
+    assert (kept.conditions, kept.events) == (first.conditions, ())
+    kernel.generation = 8
+    moved = look(c)
+    assert dumps.calls[-1] == "iptables-nft-save"
+    assert moved.conditions[0].status is Status.FALSE
+    kernel.generation = None  # the kernel stopped telling: every look dumps
+    look(c)
+    look(c)
+    assert dumps.calls[-4:] == ["iptables-legacy-save", "iptables-nft-save"] * 2
+
+
+def test_a_failed_dump_is_not_kept_for_its_generation() -> None:
+    dumps, kernel = Dumps(iptables_nft_save="fail"), Kernel()
+    kernel.generation = 3
+    c = check(dumps, tools={"nf_tables": ("iptables-nft-save",)}, kernel=kernel)
+    assert look(c).conditions[0].status is Status.UNKNOWN
+    dumps.outputs["iptables_nft_save"] = KUBE_PROXY
+    assert look(c).conditions[0].status is Status.FALSE
+    assert dumps.calls == ["iptables-nft-save"] * 2
+
+
+def test_a_legacy_backend_without_a_table_is_not_dumped_and_holds_no_rule() -> None:
+    dumps, kernel = Dumps(iptables_nft_save=KUBE_PROXY, iptables_legacy_save="*filter\n-A INPUT -j ACCEPT\n"), Kernel()
+    kernel.tables["iptables-legacy-save"] = False
+    c = check(dumps, kernel=kernel)
+    assert look(c).conditions[1].message == "0 rules in legacy, 4 rules in nf_tables"
+    assert dumps.calls == ["iptables-nft-save"]
+    kernel.tables["iptables-legacy-save"] = True
+    assert look(c).conditions[1].status is Status.TRUE
+    assert dumps.calls[-2:] == ["iptables-legacy-save", "iptables-nft-save"]
+
+
+def test_the_plain_tools_are_dumped_every_look_whatever_the_generation() -> None:
+    dumps, kernel = Dumps(iptables_save=HOSTILE), Kernel()
+    kernel.generation = 1
+    c = check(dumps, tools={"iptables": ("iptables-save", "ip6tables-save")}, kernel=kernel)
+    look(c)
+    look(c)
+    assert dumps.calls == ["iptables-save", "ip6tables-save"] * 2
 
 
 def test_parse_keeps_table_chain_and_rule() -> None:
