@@ -48,7 +48,7 @@ class WatchServer:
             if not self.watches:
                 await self.closing.wait()  # the last watch stays open until the server stops
                 return resp
-            data = b"".join(json.dumps(e).encode() + b"\n" for e in self.watches.pop(0))
+            data = b"".join(json.dumps(e, separators=(",", ":")).encode() + b"\n" for e in self.watches.pop(0))
             for start in range(0, len(data), PIECE):
                 await resp.write(data[start:start + PIECE])
             await resp.write_eof()

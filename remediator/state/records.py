@@ -198,11 +198,23 @@ def pod_conditions(raw: Any, created: dt.datetime | None) -> tuple[PodCondition,
     """status.conditions, each transition time as seconds after `created` (see PodCondition)."""
     fields = []
     for c in map(as_dict, as_list(raw)):
-        since = parse_time(c.get("lastTransitionTime"))
-        after = None if since is None or created is None else int((since - created).total_seconds())
+        since = c.get("lastTransitionTime")
         fields.append((str(c.get("type", "") or ""), str(c.get("status", "") or ""), str(c.get("reason", "") or ""),
-                       after))
-    return _conditions(tuple(fields)) if fields else ()
+                       since if isinstance(since, str) else None))
+    return _timed_conditions(tuple(fields), created) if fields else ()
+
+
+# Looked up by the conditions' own text and the pod's creation time, before any time is parsed: most pods of a cluster
+# share both with many others (pods created in one second, their conditions a few seconds after).
+@functools.lru_cache(maxsize=SIZE)
+def _timed_conditions(fields: tuple[tuple[str, str, str, str | None], ...],
+                      created: dt.datetime | None) -> tuple[PodCondition, ...]:
+    timed = []
+    for kind, status, reason, stamp in fields:
+        since = parse_time(stamp)
+        after = None if since is None or created is None else int((since - created).total_seconds())
+        timed.append((kind, status, reason, after))
+    return _conditions(tuple(timed))
 
 
 # The shared values found by their fields before any record is built: a pod has five conditions and two tolerations,

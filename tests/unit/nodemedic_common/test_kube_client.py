@@ -286,3 +286,43 @@ def test_a_caller_that_stops_early_leaves_no_request_running() -> None:
 def test_continue_token_reads_a_lists_metadata_from_its_first_bytes_or_gives_nothing(raw: bytes,
                                                                                      token: str) -> None:
     assert kube_client.continue_token(raw) == token
+
+
+MANAGED = {"manager": "kubectl", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {".": {}}}}
+
+
+def _with_managed_fields(name: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "managedFields": [MANAGED]}, "spec": {"nodeName": "n"}}
+
+
+def test_list_pages_and_watch_events_come_without_managed_fields() -> None:
+    listed = {"kind": "PodList", "metadata": {"resourceVersion": "9"},
+              "items": [_with_managed_fields("a"), _with_managed_fields("b")]}
+    server = WatchServer("/api/v1/pods", lists=[], watches=[[{"type": "ADDED", "object": _with_managed_fields("c")}]])
+    got: list[Any] = []
+
+    async def listing(base: str) -> None:
+        async with client(base) as kube:
+            got.extend([page async for page in kube.list_pages("/api/v1/pods", page_size=2)])
+
+    async def watching(base: str) -> None:
+        async with client(base) as kube:
+            got.extend([e async for e in kube.watch("/api/v1/pods", "1")])
+
+    pages = {"": json.dumps(listed, separators=(",", ":")).encode()}
+    asyncio.run(answering("/api/v1/pods", _paged(pages, []), listing))
+    asyncio.run(serving(server, watching))
+    assert [i["metadata"] for i in got[0]["items"]] == [{"name": "a"}, {"name": "b"}]
+    assert got[1]["object"] == {"metadata": {"name": "c"}, "spec": {"nodeName": "n"}}
+
+
+def test_a_page_that_is_not_json_is_told_as_the_server_sent_it() -> None:
+    # The cut of what is not JSON is no JSON either: the error quotes the answer, managedFields and all.
+    truncated = b'{"metadata":{},"items":[{"metadata":{"name":"a","managedFields":[{"f":{}}]},"spec":{"node'
+
+    async def body(base: str) -> None:
+        async with client(base) as kube:
+            with pytest.raises(ApiError, match=r"GET /api/v1/pods: HTTP 200: the answer is not JSON .*managedFields"):
+                _ = [page async for page in kube.list_pages("/api/v1/pods", page_size=2)]
+
+    asyncio.run(answering("/api/v1/pods", _paged({"": truncated}, []), body))
