@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nodemedic_common.kube_client import Kube
+from nodemedic_common.kube_client import PARTIAL_METADATA, PARTIAL_METADATA_LIST, Kube
 from nodemedic_common.kube_errors import ApiError, WatchExpired, WatchLineTooLong
 
 
@@ -41,13 +41,16 @@ class Informer:
     def __init__(self, kube: Kube, path: str, *, reset: Callable[[list[Any]], None],
                  apply: Callable[[str, dict[str, Any]], None], log: logging.Logger,
                  params: Mapping[str, str] | None = None, page_size: int = 5000, backoff: Backoff = Backoff(),
-                 slim: Callable[[dict[str, Any]], Any] | None = None,
+                 slim: Callable[[dict[str, Any]], Any] | None = None, metadata_only: bool = False,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         """`path`: the collection (`/api/v1/pods`); `params`: what narrows it, for the LIST and the WATCH alike
         (`{"fieldSelector": "spec.nodeName=node-a"}`); `slim`: what `reset` gets of each listed object (the object
-        itself without it)."""
+        itself without it); `metadata_only`: the objects come as their metadata alone (PartialObjectMetadata), for a
+        user that reads nothing else: the API server sends, and this process decodes, a fraction of each."""
         self.kube, self.path, self._reset, self._apply, self.log = kube, path, reset, apply, log
         self._slim = slim
+        # (a watch's, a LIST's) Accept headers
+        self._accept = (PARTIAL_METADATA, PARTIAL_METADATA_LIST) if metadata_only else ("application/json",) * 2
         self.params = dict(params or {})
         self.page_size, self.backoff, self._sleep = page_size, backoff, sleep
         self.resource_version = ""
@@ -62,7 +65,8 @@ class Informer:
                 if need_list:
                     await self._list()
                     need_list = False
-                async for event in self.kube.watch(self.path, self.resource_version, params=self.params):
+                async for event in self.kube.watch(self.path, self.resource_version, params=self.params,
+                                                   accept=self._accept[0]):
                     obj = event["object"]
                     meta = obj.get("metadata")
                     version = meta.get("resourceVersion") if isinstance(meta, dict) else None
@@ -89,7 +93,8 @@ class Informer:
 
     async def _list(self) -> None:
         items: list[Any] = []
-        async for page in self.kube.list_pages(self.path, self.params, page_size=self.page_size):
+        async for page in self.kube.list_pages(self.path, self.params, page_size=self.page_size,
+                                               accept=self._accept[1]):
             meta = page.get("metadata") if isinstance(page, dict) else None
             found = page.get("items") if isinstance(page, dict) else None
             if not isinstance(meta, dict) or not isinstance(found, list | None):

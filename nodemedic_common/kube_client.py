@@ -30,9 +30,10 @@ from nodemedic_common.kube_errors import ApiError, TooLarge, WatchExpired, Watch
 from nodemedic_common.lines import MAX_WATCH_LINE, LineTooLong, bounded_lines
 from nodemedic_common.managed_fields import without_managed_fields
 
-# The Accept header for an object's metadata without its data (meta.k8s.io/v1 PartialObjectMetadata, Kubernetes
-# 1.15+); a server that cannot answer so sends the whole object.
+# The Accept headers for objects' metadata without their data (meta.k8s.io/v1 PartialObjectMetadata, Kubernetes
+# 1.15+): of one object or a watch's events, and of a LIST; a server that cannot answer so sends the whole objects.
 PARTIAL_METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json"
+PARTIAL_METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1, application/json"
 
 WATCH_SECONDS = 300  # asked of the API server (timeoutSeconds): it ends each watch after this, and the caller resumes
 CONNECT_SECONDS = 10.0
@@ -77,22 +78,24 @@ class Kube:
                                            accept=accept, timeout=timeout, limit=limit)
         return _decoded(status, method, path, raw)
 
-    async def list_pages(self, path: str, params: Mapping[str, str] | None = None, *,
-                         page_size: int) -> AsyncIterator[Any]:
+    async def list_pages(self, path: str, params: Mapping[str, str] | None = None, *, page_size: int,
+                         accept: str = "application/json") -> AsyncIterator[Any]:
         """The pages of LIST `path` (each a decoded list answer of at most `page_size` objects, without the objects'
-        managedFields: nodemedic_common/managed_fields.py), in order. The next
+        managedFields: nodemedic_common/managed_fields.py), in order; `accept`: PARTIAL_METADATA_LIST for the
+        objects' metadata only. The next
         page is asked for before this one is decoded: its continue token is read from the first bytes of the answer
         (the API server writes a list's metadata before its items), so the server encodes the next page while this
         one is decoded (a third less time for 15,000 pods). The decoded page has the last word: when its token is
         not the one read ahead, the page asked for is dropped and the right one asked for."""
         asked = {**(params or {}), "limit": str(page_size)}
         ahead: asyncio.Task[tuple[int, bytes]] | None = asyncio.ensure_future(self._exchange("GET", path,
-                                                                                            params=asked))
+                                                                                            params=asked,
+                                                                                            accept=accept))
         try:
             while ahead is not None:
                 status, raw = await ahead
                 token = continue_token(raw)
-                ahead = self._next_page(path, asked, token)
+                ahead = self._next_page(path, asked, token, accept)
                 await asyncio.sleep(0)  # the next page's request goes out (on the connection just freed) first
                 page = _decoded_listed(status, "GET", path, raw)
                 del raw
@@ -101,16 +104,17 @@ class Kube:
                 if said != token:
                     if ahead is not None:
                         ahead.cancel()
-                    ahead = self._next_page(path, asked, said)
+                    ahead = self._next_page(path, asked, said, accept)
                 yield page
         finally:
             if ahead is not None:
                 ahead.cancel()
 
-    def _next_page(self, path: str, asked: dict[str, str], token: str) -> asyncio.Task[tuple[int, bytes]] | None:
+    def _next_page(self, path: str, asked: dict[str, str], token: str,
+                   accept: str) -> asyncio.Task[tuple[int, bytes]] | None:
         if not token:
             return None
-        return asyncio.ensure_future(self._exchange("GET", path, params=asked | {"continue": token}))
+        return asyncio.ensure_future(self._exchange("GET", path, params=asked | {"continue": token}, accept=accept))
 
     async def _exchange(self, method: str, path: str, *, params: Mapping[str, str] | None, data: bytes | None = None,
                         content_type: str = "", accept: str = "application/json", timeout: float | None = None,
@@ -138,16 +142,18 @@ class Kube:
         return await self.request("GET", path, params=params or None)
 
     async def watch(self, path: str, resource_version: str, *, params: Mapping[str, str] | None = None,
-                    timeout_seconds: int = WATCH_SECONDS) -> AsyncIterator[dict[str, Any]]:
+                    timeout_seconds: int = WATCH_SECONDS,
+                    accept: str = "application/json") -> AsyncIterator[dict[str, Any]]:
         """The watch events ({"type", "object"}) of collection `path` from `resource_version`, bookmarks included, as
-        they arrive; `params` narrow it (fieldSelector, labelSelector). Returns when the server ends the watch
+        they arrive; `params` narrow it (fieldSelector, labelSelector); `accept`: PARTIAL_METADATA for the objects'
+        metadata only. Returns when the server ends the watch
         (timeoutSeconds), so the caller resumes. WatchExpired on 410 Gone (an HTTP status or an ERROR event),
         WatchLineTooLong for an event over the line bound (counted by `path`), ApiError for any other failure."""
         query = {**(params or {}), "watch": "1", "resourceVersion": resource_version, "allowWatchBookmarks": "true",
                  "timeoutSeconds": str(timeout_seconds)}
         try:
             async with self._http.open(
-                "GET", _target(path, query), self._headers(None, "application/json"), None,
+                "GET", _target(path, query), self._headers(None, accept), None,
                 connect_seconds=CONNECT_SECONDS, read_seconds=timeout_seconds + 30,
             ) as resp:
                 self.requests.labels("WATCH", str(resp.status)).inc()

@@ -12,6 +12,7 @@ class Call(NamedTuple):
     kind: str  # "LIST" or "WATCH"
     path: str
     query: dict[str, str]  # a WATCH's carries its resourceVersion
+    accept: str = "application/json"  # the Accept header asked for
 
 
 class ScriptedKube:
@@ -22,16 +23,17 @@ class ScriptedKube:
         self.lists, self.watches = lists, watches
         self.calls: list[Call] = []
 
-    async def request(self, method: str, path: str, *, params: Mapping[str, str] | None = None, **_: Any) -> Any:
-        self.calls.append(Call("LIST", path, dict(params or {})))
+    async def request(self, method: str, path: str, *, params: Mapping[str, str] | None = None,
+                      accept: str = "application/json", **_: Any) -> Any:
+        self.calls.append(Call("LIST", path, dict(params or {}), accept))
         return self.lists.pop(0)
 
-    async def list_pages(self, path: str, params: Mapping[str, str] | None = None, *,
-                         page_size: int) -> AsyncIterator[Any]:
+    async def list_pages(self, path: str, params: Mapping[str, str] | None = None, *, page_size: int,
+                         accept: str = "application/json") -> AsyncIterator[Any]:
         """Each page a LIST answers, following its continue token as the real client's pages do."""
         asked = {**(params or {}), "limit": str(page_size)}
         while True:
-            page = await self.request("GET", path, params=asked)
+            page = await self.request("GET", path, params=asked, accept=accept)
             yield page
             meta = page.get("metadata") if isinstance(page, dict) else None
             token = meta.get("continue") if isinstance(meta, dict) else None
@@ -40,8 +42,8 @@ class ScriptedKube:
             asked = asked | {"continue": str(token)}
 
     async def watch(self, path: str, resource_version: str, *, params: Mapping[str, str] | None = None,
-                    **_: Any) -> AsyncIterator[dict[str, Any]]:
-        self.calls.append(Call("WATCH", path, {**(params or {}), "resourceVersion": resource_version}))
+                    accept: str = "application/json", **_: Any) -> AsyncIterator[dict[str, Any]]:
+        self.calls.append(Call("WATCH", path, {**(params or {}), "resourceVersion": resource_version}, accept))
         if not self.watches:
             await asyncio.Event().wait()
         script = self.watches.pop(0)

@@ -4,8 +4,10 @@ LIST then WATCH `nodes?fieldSelector=metadata.name=<node>` (one object, served f
 through the list+watch loop both programs share (nodemedic_common/informer.py): resumed from the last
 resourceVersion, with bookmarks; a 410 Gone, or an event over the line bound, starts over with a LIST. API cost:
 one LIST of one Node per (re)connect and one long-running watch connection that receives this Node's changes (the
-kubelet's and this agent's own status writes, a few every five minutes); no polling. Memory: only the annotation's
-text, cut past the contract's size bound (a longer one is refused as too long anyway).
+kubelet's and this agent's own status writes, a few every five minutes); no polling. Each comes as the Node's
+metadata alone (PartialObjectMetadata): its status (conditions, images, a 15 KB event on a node with a few dozen
+conditions) is neither sent nor decoded. Memory: only the annotation's text, cut past the contract's size bound (a
+longer one is refused as too long anyway).
 
 RBAC cannot grant "the node this pod runs on" for list/watch: the agent may list and watch every Node, and asks
 for its own only.
@@ -27,7 +29,7 @@ class NodeWatch:
         """`retry`: the seconds to wait (with jitter) after a failed watch."""
         self._informer = Informer(
             kube, "/api/v1/nodes", params={"fieldSelector": f"metadata.name={node}"}, log=log,
-            backoff=Backoff(retry, retry),
+            backoff=Backoff(retry, retry), metadata_only=True,
             reset=lambda items: self._take(items[0] if items else None, first=self.generation == 0),
             apply=lambda kind, obj: self._take(None if kind == "DELETED" else obj))
         self._annotation = annotation

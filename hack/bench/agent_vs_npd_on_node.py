@@ -28,8 +28,10 @@ the base it names), imported into the real node's containerd once the cluster is
   (util-linux, bash, libsystemd-dev, as debian-base's clean-install does), and the same /etc/localtime step, the
   same ENTRYPOINT.
 
-A private cluster (`bench-agent-npd-node`: two kwok nodes and the real node) runs both; the real node is cordoned
-while the chart installs, so the remediator's pods go to the kwok nodes and the only pods on the real node are the
+A private cluster (`bench-agent-npd-node`: two kwok nodes and the real node) runs both, its kubelet writing the
+Node's status at kubelet's default pace (nodeStatusReportFrequency 5m; the tests' real node writes it every 10 s,
+and the agent, whose repair worker watches its own Node, was woken by each); the real node is cordoned while the
+chart installs, so the remediator's pods go to the kwok nodes and the only pods on the real node are the
 two measured (and nothing of ours runs beside them). After a warm-up, both containers' cgroups (cgroup v1,
 cgroupfs driver) are read once a second for --seconds: memory.stat total_rss and memory.usage_in_bytes, and
 cpuacct.usage and cpu.stat at both ends of the window (CPU as % of one core, throttled CFS periods). Nothing is
@@ -81,6 +83,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 CLUSTER = "bench-agent-npd-node"
 KWOK_NODES = 2
+STATUS_REPORT = "5m"  # kubelet's default nodeStatusReportFrequency: the Node's status as production nodes write it
 CHART = ROOT / "deploy" / "helm" / "nodemedic"
 NAMESPACE = "nodemedic"
 NPD_NAMESPACE = "kube-system"  # upstream's manifests name it
@@ -385,7 +388,8 @@ def measure(cluster: controlplane.Cluster, args: argparse.Namespace, agent_image
     calls = {name: sum(audit.count(requests, name).values()) for name in pods}
     a, n = pods[AGENT], pods[NPD]
     print(f"\nsteady state on {realnode.NAME}, {elapsed:.0f}s window after a {args.warmup:.0f}s warm-up, "
-          f"{len(a.rss)} samples of each container's cgroup (cgroup v1):")
+          f"{len(a.rss)} samples of each container's cgroup (cgroup v1); the kubelet writes an unchanged Node status "
+          f"every {STATUS_REPORT}:")
     rss = {name: summarize(p.rss) for name, p in pods.items()}
     usage = {name: summarize(p.usage) for name, p in pods.items()}
     for line in comparison_table([
@@ -455,7 +459,7 @@ def main() -> int:
         print("the real node cannot start:\n  " + "\n  ".join(problems), file=sys.stderr)
         return 2
     try:
-        cluster.up(KWOK_NODES, real_nodes=1, audit=True, timeout=240)
+        cluster.up(KWOK_NODES, real_nodes=1, audit=True, timeout=240, status_report=STATUS_REPORT)
         return measure(cluster, args, agent_image, npd_image, source)
     finally:
         for line in cluster.down():

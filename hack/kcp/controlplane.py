@@ -84,6 +84,8 @@ class Cluster:
     # kwok emulates each node's kubelet resource metrics (hack/kcp/kwok-metrics.yaml) over HTTPS on ports["kwok"],
     # for metrics-server and Prometheus (hack/kcp/metrics_server.py); its nodes carry the path annotation.
     kwok_metrics: bool = False
+    # The real node's kubelet writes its Node's status this often when nothing changed (nodeStatusReportFrequency)
+    status_report: str = realnode.TEST_STATUS_REPORT
 
     @classmethod
     def named(cls, name: str) -> Cluster:
@@ -145,12 +147,13 @@ class Cluster:
     # --- up ----------------------------------------------------------------------------------------
     def up(self, node_count: int, *, scheduler_config: Path | None = None, timeout: float = 120.0,
            audit: bool = False, real_nodes: int = 0, admission_config: str | None = None,
-           kwok_metrics: bool = False) -> None:
+           kwok_metrics: bool = False, status_report: str = realnode.TEST_STATUS_REPORT) -> None:
         """Start everything and `node_count` Ready kwok nodes. `audit`: the API server logs every request
         (level Metadata) to `audit_log`, for counting a client's requests (off by default: it costs I/O).
         `real_nodes` (0 or 1): also a real node, which takes this machine's container runtime and kubelet paths.
         `admission_config`: an AdmissionConfiguration (YAML text) for kube-apiserver's admission plugins.
-        `kwok_metrics`: kwok serves each node's emulated kubelet resource metrics (see the field)."""
+        `kwok_metrics`: kwok serves each node's emulated kubelet resource metrics (see the field).
+        `status_report`: the real node's kubelet writes its Node's status this often when nothing changed."""
         if real_nodes not in (0, 1):
             raise RuntimeError(f"real_nodes {real_nodes}: one real node per machine at most (it takes the machine's "
                                "CRI socket and kubelet root)")
@@ -168,6 +171,7 @@ class Cluster:
         self.audit = audit
         self.real_nodes = real_nodes
         self.kwok_metrics = kwok_metrics
+        self.status_report = status_report
         self.admission_config = None
         if admission_config is not None:
             self.admission_config = self.state_dir / "admission-config.yaml"
@@ -227,7 +231,8 @@ class Cluster:
         self._step("nodes-ready", t0)
         self._wait_default_service_account(api, deadline)
         if self.real_nodes:
-            realnode.start(self.state_dir, self.server, self._start, deadline, log, api=api)
+            realnode.start(self.state_dir, self.server, self._start, deadline, log, api=api,
+                           status_report=self.status_report)
             kwok_nodes.wait_ready(api, [realnode.NAME], max(1.0, deadline - time.monotonic()))
             self._step("real-node-ready", t0)
         self._step("ready", t0)

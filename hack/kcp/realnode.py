@@ -180,7 +180,12 @@ def _kubeconfig(path: Path, server: str, ca: Path, cert: Path, key: Path) -> Pat
         "current-context": "local"}, indent=1))
 
 
-def _kubelet_config(node_dir: Path, pki_dir: Path, serving: tuple[Path, Path]) -> Path:
+# How often the kubelet writes its Node's status when nothing changed (a change is written within
+# nodeStatusUpdateFrequency, 5 s here): 10 s for the tests, where kubelet's default is 5 min.
+TEST_STATUS_REPORT = "10s"
+
+
+def _kubelet_config(node_dir: Path, pki_dir: Path, serving: tuple[Path, Path], status_report: str) -> Path:
     return _write(node_dir / "kubelet.yaml", json.dumps({
         "apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
         "cgroupDriver": "cgroupfs",
@@ -198,7 +203,7 @@ def _kubelet_config(node_dir: Path, pki_dir: Path, serving: tuple[Path, Path]) -
                          "nodefs.inodesFree": "2%"},
         "imageGCHighThresholdPercent": 100, "imageGCLowThresholdPercent": 99,
         "serializeImagePulls": False, "podPidsLimit": 4096,
-        "nodeStatusReportFrequency": "10s", "nodeStatusUpdateFrequency": "5s",
+        "nodeStatusReportFrequency": status_report, "nodeStatusUpdateFrequency": "5s",
         # A changed ConfigMap reaches a pod's volume at the pod's next sync (default every minute): 10 s keeps the
         # policy hot-reload test short; nothing else depends on it.
         "syncFrequency": "10s",
@@ -219,9 +224,9 @@ def _wait(what: str, ready: Callable[[], bool], deadline: float, rec: procs.Proc
 
 
 def start(state_dir: Path, server: str, start_process: Callable[[str, list[str]], procs.ProcessRecord],
-          deadline: float, log: Log, *, api: Api) -> None:
+          deadline: float, log: Log, *, api: Api, status_report: str = TEST_STATUS_REPORT) -> None:
     """Start the real node of the cluster at `state_dir` (its API server at `server`, reachable from pods; `api` the
-    admin client that registers the cluster DNS)."""
+    admin client that registers the cluster DNS). `status_report`: the kubelet's nodeStatusReportFrequency."""
     problems = preflight()
     if problems:
         raise RuntimeError("the real node cannot start:\n  " + "\n  ".join(problems))
@@ -254,7 +259,7 @@ def start(state_dir: Path, server: str, start_process: Callable[[str, list[str]]
     proxy_kubeconfig = _kubeconfig(node_dir / "kube-proxy.kubeconfig", server, pki_dir / "ca.crt", *proxy_cert)
 
     launch("kubelet", [
-        str(paths.binary("kubelet")), f"--config={_kubelet_config(node_dir, pki_dir, serving)}",
+        str(paths.binary("kubelet")), f"--config={_kubelet_config(node_dir, pki_dir, serving, status_report)}",
         f"--kubeconfig={kubelet_kubeconfig}", f"--hostname-override={NAME}", f"--node-ip={ip}",
         f"--node-labels=topology.kubernetes.io/zone={ZONE},nodemedic.io/real-node=true",
         f"--root-dir={KUBELET_ROOT}", f"--cert-dir={node_dir / 'kubelet-pki'}", "--v=1"])

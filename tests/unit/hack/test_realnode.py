@@ -1,8 +1,10 @@
 """What `hack/cluster down` removes of a real node's iptables state (hack/kcp/realnode.py): the chains the kubelet,
-kube-proxy and the CNI plugins add and the jumps into them, and nothing of anyone else's."""
+kube-proxy and the CNI plugins add and the jumps into them, and nothing of anyone else's; and the pace at which its
+kubelet writes an unchanged Node status."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -100,3 +102,11 @@ def test_pod_processes_are_found_while_containers_cgroups_vanish_under_the_walk(
 
     monkeypatch.setattr(realnode.os, "scandir", scandir_racing)
     assert realnode._pod_pids(tmp_path) == [41, 42]
+
+
+def test_the_kubelet_writes_an_unchanged_status_as_often_as_told_the_tests_pace_by_default(tmp_path: Path) -> None:
+    serving = (tmp_path / "serving.crt", tmp_path / "serving.key")
+    for pace in (realnode.TEST_STATUS_REPORT, "5m"):
+        config = json.loads(realnode._kubelet_config(tmp_path / pace, tmp_path, serving, pace).read_text())
+        assert (config["nodeStatusReportFrequency"], config["nodeStatusUpdateFrequency"]) == (pace, "5s")
+    assert realnode.TEST_STATUS_REPORT == "10s"

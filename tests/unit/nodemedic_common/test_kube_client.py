@@ -15,7 +15,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from nodemedic_common import kube_client
-from nodemedic_common.kube_client import PARTIAL_METADATA, Kube
+from nodemedic_common.kube_client import PARTIAL_METADATA, PARTIAL_METADATA_LIST, Kube
 from nodemedic_common.kube_credentials import Credentials
 from nodemedic_common.kube_errors import ApiError, WatchExpired, WatchLineTooLong
 from tests.watch_server import WatchServer, big_object, serving
@@ -159,6 +159,33 @@ def test_a_request_sends_the_accept_header_it_is_given_and_json_otherwise() -> N
             assert await kube.get(path) == {"accept": "application/json"}
 
     asyncio.run(answering(path, echo, body))
+
+
+def test_a_list_and_a_watch_send_the_accept_header_they_are_given_and_json_otherwise() -> None:
+    """The agent's watch of its own Node asks for the Node's metadata only (PARTIAL_METADATA_LIST, PARTIAL_METADATA)."""
+    seen: list[tuple[str, str]] = []
+
+    async def answer(request: web.Request) -> web.StreamResponse:
+        watching = request.query.get("watch") == "1"
+        seen.append(("WATCH" if watching else "LIST", request.headers["Accept"]))
+        if watching:
+            return web.Response(body=b'{"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"2"}}}\n')
+        return web.json_response({"metadata": {"resourceVersion": "1"}, "items": [{"metadata": {"name": "a"}}]})
+
+    async def body(base: str) -> None:
+        async with client(base) as kube:
+            for accept in ({}, {"accept": PARTIAL_METADATA_LIST}):
+                assert [p["items"] async for p in kube.list_pages("/api/v1/nodes", page_size=5, **accept)] == [
+                    [{"metadata": {"name": "a"}}]]
+            for accept in ({}, {"accept": PARTIAL_METADATA}):
+                assert [e["type"] async for e in kube.watch("/api/v1/nodes", "1", **accept)] == ["ADDED"]
+
+    asyncio.run(answering("/api/v1/nodes", answer, body))
+    assert seen == [
+        ("LIST", "application/json"),
+        ("LIST", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1, application/json"),
+        ("WATCH", "application/json"),
+        ("WATCH", "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json")]
 
 
 def test_the_token_is_asked_for_at_each_request_and_sent_as_a_bearer_token() -> None:

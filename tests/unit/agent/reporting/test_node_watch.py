@@ -60,6 +60,10 @@ def test_each_change_of_the_annotation_is_one_generation_and_the_watch_resumes_a
     # the bookmark are no change of the ask.
     assert (watch.generation, watch.text) == (3, '{"id": "c"}')
     assert all(c.path == "/api/v1/nodes" and c.query["fieldSelector"] == "metadata.name=node-a" for c in kube.calls)
+    # only the Node's metadata is asked for: a LIST of PartialObjectMetadata, watch events of it
+    assert {(c.kind, c.accept) for c in kube.calls} == {
+        ("LIST", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1, application/json"),
+        ("WATCH", "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json")}
     # resumed from the bookmark when the watch ended; 410 Gone: a fresh LIST
     assert kube.versions() == [("LIST", ""), ("WATCH", "10"), ("WATCH", "20"), ("LIST", ""), ("WATCH", "50")]
 
