@@ -49,8 +49,8 @@ class Informer:
         user that reads nothing else: the API server sends, and this process decodes, a fraction of each."""
         self.kube, self.path, self._reset, self._apply, self.log = kube, path, reset, apply, log
         self._slim = slim
-        # (a watch's, a LIST's) Accept headers
-        self._accept = (PARTIAL_METADATA, PARTIAL_METADATA_LIST) if metadata_only else ("application/json",) * 2
+        self._watch_accept = PARTIAL_METADATA if metadata_only else "application/json"
+        self._list_accept = PARTIAL_METADATA_LIST if metadata_only else "application/json"
         self.params = dict(params or {})
         self.page_size, self.backoff, self._sleep = page_size, backoff, sleep
         self.resource_version = ""
@@ -66,7 +66,7 @@ class Informer:
                     await self._list()
                     need_list = False
                 async for event in self.kube.watch(self.path, self.resource_version, params=self.params,
-                                                   accept=self._accept[0]):
+                                                   accept=self._watch_accept):
                     obj = event["object"]
                     meta = obj.get("metadata")
                     version = meta.get("resourceVersion") if isinstance(meta, dict) else None
@@ -94,7 +94,7 @@ class Informer:
     async def _list(self) -> None:
         items: list[Any] = []
         async for page in self.kube.list_pages(self.path, self.params, page_size=self.page_size,
-                                               accept=self._accept[1]):
+                                               accept=self._list_accept):
             meta = page.get("metadata") if isinstance(page, dict) else None
             found = page.get("items") if isinstance(page, dict) else None
             if not isinstance(meta, dict) or not isinstance(found, list | None):
