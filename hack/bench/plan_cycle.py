@@ -285,7 +285,8 @@ def main() -> int:
     pods = sum(len(p) for p in snapshot.pods_by_node.values())
     print(f"cluster: {len(snapshot.nodes)} nodes, {pods} pods, {len(snapshot.pdbs)} PDBs "
           f"(built in {time.perf_counter() - t0:.1f} s, not timed)", flush=True)
-    HeapFreezer().maybe_freeze()  # as the remediator does once its caches are synced (remediator/state/heap.py)
+    heap = HeapFreezer()
+    heap.maybe_freeze()  # as the remediator does once its caches are synced (remediator/state/heap.py)
     for total in args.total_limits.split(","):
         policy = parse_policy(POLICY % {"total": total}, source="bench-policy.yaml", catalog=CATALOG)
         times, cpu = [], []
@@ -296,7 +297,8 @@ def main() -> int:
             # earlier run's pod lists (state/derived.py): this times a cold cycle, steady_cycle.py the steady one.
             fresh = dataclasses.replace(snapshot, derived=Derived())
             t, c = time.perf_counter(), time.process_time()
-            plan = make_plan(fresh, policy, PlannerMemory())
+            with heap.cycle():  # as the controller runs it: what the cycle keeps is frozen (state/heap.py)
+                plan = make_plan(fresh, policy, PlannerMemory())
             times.append(time.perf_counter() - t)
             cpu.append(time.process_time() - c)
         assert plan is not None

@@ -3,14 +3,17 @@
 The cluster is bench-plan's synthetic one (hack/bench/plan_cycle.py: 30 pods a node, all ten descheduler strategies,
 `maxNoOfPodsToEvictTotal: 500`), loaded into the remediator's own cache (remediator/state/caches.py) as its list of
 pods would be; then each cycle is what the controller does every time it wakes: `ClusterCache.snapshot()` and
-`make_plan` with the planner memory kept from the last cycle. For each size:
+`make_plan` with the planner memory kept from the last cycle, in `HeapFreezer.cycle()` as the controller runs them
+(what the cycle keeps is frozen with the caches: remediator/state/heap.py). For each size:
 - the first cycle (cold): nothing worked out yet, every pod looked at;
 - settling (not timed): up to `--settle` cycles without a total limit, each plan carried out (pods replaced where the
   plan counted on, taints written), the steady state the remediator keeps the cluster in;
 - steady, no changes: the cluster as it was (what a quiet cluster costs between watch events);
 - steady, with changes: before each cycle `--changed` of the pods are replaced by a new version of themselves (a
   restart counted, as a watch MODIFIED event brings it), spread over the nodes at random: their nodes and owners
-  are worked out again, the others kept (remediator/state/derived.py);
+  are worked out again, the others kept (remediator/state/derived.py); the CPU those watch events took in the cache
+  is printed beside the cycle's (with the garbage collections they triggered: the controller's whole cost per cycle
+  is the two together);
 - steady, and nodes reported: the same, and before each cycle `--reported` of the nodes (a 30th: kubelet's status
   report every 5 min, cycles 10 s apart) report their status again, a new record with newer heartbeats, as in any
   real cluster: what placement reads of a node (labels, taints, cordon) stays as it was.
@@ -128,13 +131,14 @@ def carry_out(cache: ClusterCache, plan: Plan, now: dt.datetime, serial: itertoo
         cache.nodes[node.name] = dataclasses.replace(node, taints=(*others, change_.taint) if added else others)
 
 
-def settle(cache: ClusterCache, policy: Policy, memory: PlannerMemory, clock: Clock, most: int) -> list[Plan]:
+def settle(cache: ClusterCache, policy: Policy, memory: PlannerMemory, clock: Clock, most: int, *,
+           heap: HeapFreezer) -> list[Plan]:
     """Plan without a total limit and carry it out, ten minutes apart (cooldowns pass, replacements start), until a
     cycle plans no eviction or `most` ran: the steady state the remediator keeps the cluster in. The plans made."""
     serial = itertools.count()
     plans = []
     for _ in range(most):
-        _, _, plan = cycle(cache, policy, memory, clock.step(SETTLE_STEP))
+        _, _, plan = cycle(cache, policy, memory, clock.step(SETTLE_STEP), heap)
         plans.append(plan)
         if not plan.evictions:
             break
@@ -142,24 +146,28 @@ def settle(cache: ClusterCache, policy: Policy, memory: PlannerMemory, clock: Cl
     return plans
 
 
-def cycle(cache: ClusterCache, policy: Policy, memory: PlannerMemory, now: dt.datetime) -> tuple[float, float, Plan]:
+def cycle(cache: ClusterCache, policy: Policy, memory: PlannerMemory, now: dt.datetime,
+          heap: HeapFreezer) -> tuple[float, float, Plan]:
     t, c = time.perf_counter(), time.process_time()
-    plan = make_plan(cache.snapshot(now), policy, memory)
+    with heap.cycle():  # as the controller runs it (remediator/control/controller.py)
+        plan = make_plan(cache.snapshot(now), policy, memory)
     return time.perf_counter() - t, time.process_time() - c, plan
 
 
-def timed(label: str, cache: ClusterCache, policy: Policy, memory: PlannerMemory, clock: Clock, *, runs: int,
-          before: Callable[[], None]) -> None:
-    wall, cpu = [], []
+def timed(label: str, cache: ClusterCache, policy: Policy, memory: PlannerMemory, clock: Clock, *, heap: HeapFreezer,
+          runs: int, before: Callable[[], None]) -> None:
+    wall, cpu, events = [], [], []
     plan = None
     for _ in range(runs):
+        c = time.process_time()
         before()
-        w, c, plan = cycle(cache, policy, memory, clock.step(CYCLE_STEP))
+        events.append(time.process_time() - c)
+        w, c, plan = cycle(cache, policy, memory, clock.step(CYCLE_STEP), heap)
         wall.append(w)
         cpu.append(c)
     assert plan is not None
-    print(f"  {label:<34} median {summarize(wall).median:7.3f} s (CPU {summarize(cpu).median:.3f} s); "
-          f"plan: {describe(plan)}", flush=True)
+    print(f"  {label:<34} median {summarize(wall).median:7.3f} s (CPU {summarize(cpu).median:.3f} s; the watch "
+          f"events before it {summarize(events).median:.3f} s); plan: {describe(plan)}", flush=True)
 
 
 def describe(plan: Plan) -> str:
@@ -185,19 +193,21 @@ def main() -> int:
         cache = load(n, n * 30, args.seed)
         print(f"cluster: {n} nodes, {len(cache.pods)} pods (built in {time.perf_counter() - t0:.1f} s, not timed)",
               flush=True)
-        HeapFreezer().maybe_freeze()  # as the remediator does once its caches are synced (remediator/state/heap.py)
+        heap = HeapFreezer()
+        heap.maybe_freeze()  # as the remediator does once its caches are synced (remediator/state/heap.py)
         memory, clock = PlannerMemory(), Clock()
-        w, c, plan = cycle(cache, policy, memory, clock.now)
+        w, c, plan = cycle(cache, policy, memory, clock.now, heap)
         print(f"  {'first cycle (cold)':<34} {w:14.3f} s (CPU {c:.3f} s); plan: {describe(plan)}", flush=True)
-        plans = settle(cache, unlimited, memory, clock, args.settle)
+        plans = settle(cache, unlimited, memory, clock, args.settle, heap=heap)
         print(f"  settling: {len(plans)} cycles without a total limit, each carried out: "
               + "; ".join(describe(p) for p in plans), flush=True)
-        timed("steady, no changes", cache, policy, memory, clock, runs=args.runs, before=lambda: None)
+        timed("steady, no changes", cache, policy, memory, clock, heap=heap, runs=args.runs, before=lambda: None)
         count = max(1, round(len(cache.pods) * args.changed))
-        timed(f"steady, {count} pods changed", cache, policy, memory, clock, runs=args.runs,
+        timed(f"steady, {count} pods changed", cache, policy, memory, clock, heap=heap, runs=args.runs,
               before=partial(change, cache, sorted(cache.pods), random.Random(args.seed), count))
         reports = max(1, round(len(cache.nodes) * args.reported))
-        timed(f"steady, and {reports} node{'s' * (reports > 1)} reported", cache, policy, memory, clock, runs=args.runs,
+        timed(f"steady, and {reports} node{'s' * (reports > 1)} reported", cache, policy, memory, clock, heap=heap,
+              runs=args.runs,
               before=partial(change_and_report, cache, random.Random(args.seed), count, reports, clock))
         del cache, memory
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux

@@ -159,8 +159,7 @@ class Controller:
     async def cycle(self) -> Plan:
         self.policy.poll()
         now = self.clock()
-        # Measured usage first (a read of its own at most every 15 s, only when a strategy asks for it), outside
-        # the cycle's time: the cycle is the snapshot of the caches and the plan.
+        # Outside the cycle's time (the snapshot and the plan): measured usage (read at most every 15 s, if asked)
         measured = await self.usage.read(self.policy.current, self.cache.nodes, now) \
             if self.usage is not None else None
         # Likewise the node autoscalers (two GETs at start and every few minutes, only for addsNodes: auto).
@@ -169,12 +168,13 @@ class Controller:
         if self.migrations is not None and self.leading():
             await self.migrations.read(self.policy.current)  # which engines wait for an open migration
         t0 = time.perf_counter()
-        snapshot = self.cache.snapshot(now, autoscalers=autoscalers)
-        if measured is not None:
-            snapshot.measured = measured
-        self._forget_old_evictions()  # before planning: the planner's memory of them expires with them
-        # The evictions under way are in the memory (planning/leaving.py): the plan is final as it comes back.
-        plan = make_plan(snapshot, self.policy.current, self.memory)
+        with self.heap.cycle():  # what the cycle keeps for the next is frozen with the caches (state/heap.py)
+            snapshot = self.cache.snapshot(now, autoscalers=autoscalers)
+            if measured is not None:
+                snapshot.measured = measured
+            self._forget_old_evictions()  # before planning: the planner's memory of them expires with them
+            # The evictions under way are in the memory (planning/leaving.py): the plan is final as it comes back.
+            plan = make_plan(snapshot, self.policy.current, self.memory)
         self.metrics.cycle_seconds.observe(time.perf_counter() - t0)
         self.plan, self.snapshot = plan, snapshot
         self.last_cycle = self.monotonic()

@@ -4,8 +4,9 @@ A remediator for a big cluster holds hundreds of thousands of long-lived records
 CPython's cyclic GC walks every tracked object on each full collection, and a planning cycle allocates enough
 to trigger them: on 150,000 pods that is about 0.3 s of every cycle spent re-scanning records that never form
 cycles. `gc.freeze()` moves everything alive into a permanent generation the collector skips (reference
-counting still frees those objects as usual). Called once the caches are synced, and again every
-FREEZE_INTERVAL so records that arrived since join them.
+counting still frees those objects as usual). Called once the caches are synced, after every planning cycle of the
+controller (the values it keeps for the next cycle join the records), and every FREEZE_INTERVAL, when the whole heap
+is collected once and frozen again, so cyclic garbage frozen with the rest lives at most that long.
 """
 
 from __future__ import annotations
@@ -28,27 +29,42 @@ class HeapFreezer:
         gc.disable()
 
     def maybe_freeze(self) -> bool:
-        """Collect, then freeze the survivors, at most once per FREEZE_INTERVAL; True when it did."""
+        """Collect the whole heap, what `cycle` froze included, then freeze the survivors, at most once per
+        FREEZE_INTERVAL; True when it did."""
         now = time.monotonic()
         if now - self.last < FREEZE_INTERVAL:
             return False
+        gc.unfreeze()
         gc.collect()
         gc.freeze()
         gc.enable()
         self.last = now
         return True
 
+    @contextmanager
+    def cycle(self) -> Iterator[None]:
+        """A planning cycle (the snapshot and the plan) with collection paused, and what it leaves alive frozen on
+        the way out: the values it keeps for the next cycle (state/derived.py), hundreds of thousands of objects at
+        20,000 nodes, which the first collection after the cycle scanned whole (0.15 s) and the full collections
+        between cycles again (1.1 s every few cycles; `make bench-steady`). Before the first `maybe_freeze`
+        (collection still off), nothing is frozen."""
+        with collection_paused(freeze=True):
+            yield
+
 
 @contextmanager
-def collection_paused() -> Iterator[None]:
+def collection_paused(*, freeze: bool = False) -> Iterator[None]:
     """No cyclic collection inside the block (a planning cycle): its temporaries are freed by reference counting
     as they go, and at 150,000 pods the collections its allocations trigger cost ~0.1 s a cycle, re-scanning the
-    cycle's own live indexes. Whatever cyclic garbage it leaves is collected once the block ends. One cycle at a
-    time (the planner runs on the event loop's thread): the state found on entry is restored on exit."""
+    cycle's own live indexes. Whatever cyclic garbage it leaves is collected once the block ends, unless `freeze`
+    (HeapFreezer.cycle): then, where collection was on, everything alive is frozen before it comes back. One cycle
+    at a time (the planner runs on the event loop's thread): the state found on entry is restored on exit."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was_enabled:
+            if freeze:
+                gc.freeze()
             gc.enable()
