@@ -123,10 +123,17 @@ class KeptSpreads:
     def balanced(self, constraint: Constraint, pods: list[PodRecord]) -> bool:
         """The constraint was within maxSkew on these pods, as balancing reads them (the caller checks none of them
         moved since)."""
-        kept = self._now.get(id(constraint))
-        if kept is None and (kept := self._last.get(id(constraint))) is not None:
-            self._now[id(constraint)] = kept
-        return kept is not None and kept[0] is constraint and (kept[1] is pods or _counted_alike(kept[1], pods))
+        kept = self._now.get(id(constraint)) or self._last.get(id(constraint))
+        if kept is None or kept[0] is not constraint:
+            return False
+        if kept[1] is not pods:
+            if not _counted_alike(kept[1], pods):
+                return False
+            # Kept with these pods: the next run compares with them, not with a list further behind every cycle
+            # (which costs more to compare each cycle as more of its records are replaced).
+            kept = (constraint, pods)
+        self._now[id(constraint)] = kept
+        return True
 
     def remember_balanced(self, constraint: Constraint, pods: list[PodRecord]) -> None:
         self._now[id(constraint)] = (constraint, pods)
@@ -135,10 +142,12 @@ class KeptSpreads:
 def _counted_alike(kept: list[PodRecord], pods: list[PodRecord]) -> bool:
     """The same pods where balancing reads them: each the very record, or a newer one of the same pod (its uid) on
     the same node with equal labels, in any order. A pod's status (restarts, conditions) is most of what changes a
-    record, and the counts read none of it."""
+    record, and the counts read none of it. A new record takes its old one's place in the live pods' lists
+    (state/live_pods.py): compared position by position first."""
     if len(kept) != len(pods):
         return False
-    if all(a is b for a, b in zip(kept, pods, strict=True)):
+    if all(a is b or (a.uid == b.uid and a.node_name == b.node_name and a.labels == b.labels)
+           for a, b in zip(kept, pods, strict=True)):
         return True
     were = {p.uid: p for p in kept}
     return all((q := were.get(p.uid)) is not None and (q is p or (q.node_name == p.node_name and q.labels == p.labels))

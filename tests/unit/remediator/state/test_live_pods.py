@@ -93,3 +93,44 @@ def test_an_index_that_built_nothing_leaves_the_next_to_build_its_own() -> None:
     last = LivePods({"n1": [WEB1]}, kept)
     live = LivePods.after(last, {"n1": [WEB1], "n2": [WEB2]}, kept)
     assert live._by_namespace is None and live.labelled("shop", "app", "web") == [WEB1, WEB2]
+
+
+def test_a_new_record_of_a_listed_pod_takes_its_place_unless_its_label_value_changed() -> None:
+    kept = PerList[tuple[PodRecord, ...]]()
+    web0 = _pod("web0", "n2", labels={"app": "web"})
+    first = {"n1": [WEB1], "n2": [web0, WEB2, DB], "n3": [OPS]}
+    last = _built(first, kept)
+    restarted = _pod("web0", "n2", labels={"app": "web"}, start_time=None)  # a new record of the same pod
+    relabelled = _pod("web2", "n2", labels={"app": "db"})  # the same pod, now under another value
+    changed = {**first, "n2": [restarted, relabelled, DB]}
+    live = LivePods.after(last, changed, kept)
+    _same_as_fresh(live, changed)
+    assert live.labelled("shop", "app", "web") == [WEB1, restarted], "in web0's place"
+    assert live.labelled("shop", "app", "web")[1] is restarted
+    assert live.labelled("shop", "app", "db") == [DB, relabelled], "left web, joined db: last"
+    assert [p.name for p in live.in_namespace("shop")] == ["web1", "web0", "web2", "db"], "each in its place"
+    assert live.in_namespace("shop")[2] is relabelled
+
+
+def test_a_namespace_s_list_waits_for_its_few_changes_until_asked_and_then_holds_them_all_in_order() -> None:
+    kept = PerList[tuple[PodRecord, ...]]()
+    pods = [_pod(f"p{i:02d}", f"n{i}", labels={"app": "web"}) for i in range(50)]
+    first = {f"n{i}": [p] for i, p in enumerate(pods)}
+    last = _built(first, kept)
+    last.in_namespace("shop")
+    once = _pod("p03", "n3", labels={"app": "web"}, start_time=None)
+    second = {**first, "n3": [once]}
+    middle = LivePods.after(last, second, kept)
+    assert "shop" in middle._pending, "one change of fifty pods: not applied yet"
+    twice = _pod("p03", "n3", labels={"app": "web"}, start_time=None)
+    new = _pod("p50", "n50", labels={"app": "web"})
+    third = {**second, "n3": [twice], "n50": [new]}
+    live = LivePods.after(middle, third, kept)
+    assert "shop" in live._pending and middle._pending["shop"] != live._pending["shop"]
+    _same_as_fresh(live, third)
+    assert live.in_namespace("shop")[3] is twice and live.in_namespace("shop")[-1] is new
+    assert "shop" not in live._pending
+    assert [p.name for p in middle.in_namespace("shop")][3] == "p03" and middle.in_namespace("shop")[3] is once
+    many = {**first, **{f"n{i}": [_pod(f"p{i:02d}", f"n{i}", labels={"app": "web"}, start_time=None)]
+                        for i in range(7)}}
+    assert "shop" not in LivePods.after(last, many, kept)._pending, "seven of fifty: applied at once"
