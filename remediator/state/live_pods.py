@@ -93,8 +93,7 @@ class LivePods:
         assert self._by_namespace is not None
         pods = self._by_namespace.get(namespace, [])
         for left, joined in self._pending.pop(namespace, ()):
-            fate, rest = _fates(left, joined, lambda old, new: True)
-            pods = [q for p in pods if (q := fate.get(id(p), p)) is not None] + rest
+            pods = _replaced(pods, *_fates(left, joined, lambda old, new: True))
         if pods:
             self._by_namespace[namespace] = pods
         else:
@@ -163,6 +162,11 @@ def _fates(left: dict[int, PodRecord], joined: list[PodRecord],
     return fate, [p for p in joined if id(p) not in placed]
 
 
+def _replaced(pods: list[PodRecord], fate: dict[int, PodRecord | None], rest: list[PodRecord]) -> list[PodRecord]:
+    """`pods` with each one `fate` names replaced by its new record or taken out (None), then `rest`."""
+    return [q for p in pods if (q := fate.get(id(p), p)) is not None] + rest
+
+
 def _patched(index: dict[str, list[PodRecord]], key: str, left: dict[int, PodRecord],
              joined: list[PodRecord]) -> dict[str, list[PodRecord]]:
     """One namespace's label index with the pods that `left` taken out and those `joined` put in (a new record of
@@ -176,7 +180,7 @@ def _patched(index: dict[str, list[PodRecord]], key: str, left: dict[int, PodRec
     touched = {v for p in left.values() if (v := p.labels.get(key)) is not None} | joining.keys()
     out = dict(index)
     for value in touched:
-        pods = [q for p in index.get(value, ()) if (q := fate.get(id(p), p)) is not None] + joining.get(value, [])
+        pods = _replaced(index.get(value, []), fate, joining.get(value, []))
         if pods:
             out[value] = pods
         else:
